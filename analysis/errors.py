@@ -1,0 +1,20 @@
+"""The one error the suite raises for bad input: the CLI turns it into one line and exit code 2."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(Exception):
+    """Bad input: names the file and, where it applies, the 1-based line number."""
+
+    def __init__(self, path: str | Path | None, message: str, line: int | None = None):
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.path or "<input>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.message}"
