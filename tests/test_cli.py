@@ -1,0 +1,60 @@
+"""`swiftbench parse` and `swiftbench tables` as a user runs them: output, exit codes, one-line errors."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from analysis.cli import main
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "analysis.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def test_parse_json_three_formats(fixtures):
+    for name, fmt, complete in [("v3_full", "v3", True), ("h200_bs16", "v4", True), ("v4_killed", "v4", False)]:
+        p = _run("parse", fixtures / name, "--json")
+        assert p.returncode == 0, p.stderr
+        (m,) = json.loads(p.stdout)
+        assert m["log_format"] == fmt and m["complete"] is complete
+        assert m["peak_mem_gib"] > 0 and len(m["train_loss"]) > 3 and m["step_time_s"]["median"] > 0
+
+
+def test_parse_parent_folder_parses_each_run(fixtures):
+    p = _run("parse", fixtures, "--json")
+    assert p.returncode == 0
+    assert len(json.loads(p.stdout)) == 6
+
+
+def test_parse_human_output(fixtures):
+    p = _run("parse", fixtures / "h200_bs16")
+    assert p.returncode == 0 and "tokens/s" in p.stdout and "0.9162" in p.stdout
+
+
+@pytest.mark.parametrize("content,needle", [("", "empty log file"), ('{"loss": 1}\n[1]\n', ":2: a JSON list")])
+def test_bad_input_one_line_exit_2(tmp_path, content, needle):
+    log = tmp_path / "logging.jsonl"
+    log.write_text(content)
+    out = tmp_path / "out.json"
+    p = _run("parse", log, "--json")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and needle in p.stderr and str(log) in p.stderr
+    assert not out.exists()
+
+
+def test_missing_path(tmp_path):
+    assert main(["parse", str(tmp_path / "nope")]) == 2
+
+
+def test_tables_markdown_has_both_tables_and_published_rows(results_tree):
+    p = _run("tables", results_tree, "--baseline", "a10")
+    assert p.returncode == 0, p.stderr
+    assert "## Speedup" in p.stdout and "## Convergence" in p.stdout
+    assert "published" in p.stdout and "measured" in p.stdout
+
+
+def test_tables_json(results_tree):
+    p = _run("tables", results_tree, "--format", "json")
+    data = json.loads(p.stdout)
+    assert {"speedup", "convergence"} <= data.keys()
