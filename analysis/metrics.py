@@ -313,7 +313,7 @@ def flops_per_token(run: RunLog, env: dict, params: dict | None) -> dict:
 def _utilisation(tokens_per_s: float | None, flops: dict, env: dict) -> dict:
     hw_key = env.get("hw")
     spec = hardware.get(hw_key) if hw_key else None
-    if spec is None or tokens_per_s is None or flops.get("flops_per_token") is None:
+    if spec is None or not spec["bf16_dense_tflops"] or tokens_per_s is None or flops.get("flops_per_token") is None:
         return {"mfu": None, "hfu": None, "peak_tflops": spec["bf16_dense_tflops"] if spec else None,
                 "peak_source": spec["source"] if spec else None}
     peak = spec["bf16_dense_tflops"] * 1e12

@@ -1,0 +1,79 @@
+# swiftbench: `make test` (everything, CPU), `make report` (anywhere), `make run-all HW=h100` (GPU host).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV    ?= .venv
+# Python for GPU-side targets: the venv where one exists, else the host's (whose torch must be kept).
+PYTHON  ?= $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,python3)
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.swiftbench-installed
+
+HW          ?=
+MODEL       ?= Qwen/Qwen2.5-7B-Instruct
+DATA        ?=
+MAX_STEPS   ?=
+EXPERIMENTS ?=
+FORCE       ?=
+RESULTS     ?= results
+BASELINE    ?= a10
+WHEELHOUSE  ?= wheelhouse
+
+.PHONY: help venv test test-fast tables parse run-all report wheelhouse install-offline fixtures clean
+
+help:
+	@echo "make test                         set up .venv (CPU torch, ms-swift) and run every test"
+	@echo "make report                       executed report notebook -> report/index.html"
+	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
+	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1]"
+	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"
+
+# --- environment --------------------------------------------------------------------------------
+# torch first and pinned: with no torch installed, a plain requirement would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml experiments/requirements-swift.txt
+	test -x $(VPY) || python3 -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q torch==2.13.0
+	$(VPY) -m pip install -q -e '.[run,report,test]' -r experiments/requirements-swift.txt
+	$(VPY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+venv: $(STAMP)
+
+# Headless Chromium for the report's browser test (Debian package; skipped where apt is unavailable).
+chromium:
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "chromium not installed: the browser test will skip"; }
+
+test: $(STAMP) chromium
+	$(VPY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(VPY) -m pytest -q -m "not slow and not browser"
+
+# --- analysis -----------------------------------------------------------------------------------
+tables: $(STAMP)
+	$(VENV)/bin/swiftbench tables $(RESULTS) --baseline $(BASELINE)
+
+fixtures: $(STAMP)
+	$(VPY) tests/fixtures/generate.py
+
+report: $(STAMP)
+	$(VPY) -m analysis.report --results $(RESULTS) --baseline $(BASELINE) --out report
+
+# --- GPU host -----------------------------------------------------------------------------------
+run-all:
+	@test -n "$(HW)" || { echo "make run-all: set HW (a10, rtx4090, a100, h100, h200, ...)" >&2; exit 2; }
+	$(PYTHON) -m experiments.runner run-all --hw $(HW) --model $(MODEL) --results $(RESULTS) \
+	  $(if $(DATA),--data $(DATA)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
+	  $(if $(EXPERIMENTS),--experiments $(EXPERIMENTS)) $(if $(FORCE),--force-hw)
+	$(PYTHON) -m analysis.cli tables $(RESULTS) --baseline $(BASELINE)
+
+wheelhouse:
+	python3 -m experiments.wheelhouse --dest $(WHEELHOUSE)
+
+install-offline:
+	$(PYTHON) -m experiments.wheelhouse install --from $(WHEELHOUSE) $(if $(TARGET),--target $(TARGET))
+
+clean:
+	rm -rf report/ .pytest_cache .hypothesis

@@ -1,0 +1,72 @@
+"""GPU-only paths (hardware check, env.json, NVML sampling) against a fake NVML."""
+import csv
+import time
+
+import pytest
+
+from experiments import gpu
+from fake_nvml import FakeNVML
+
+
+def test_matching_gpu_passes():
+    assert gpu.check_hardware("h200", lib=FakeNVML("NVIDIA H200")) == {
+        "gpu_name": "NVIDIA H200", "matched_hw": "h200", "forced": False}
+
+
+def test_mismatch_is_an_error_unless_forced():
+    lib = FakeNVML("NVIDIA A100-SXM4-80GB")
+    with pytest.raises(gpu.HardwareMismatch, match="a100-80gb.*not h100"):
+        gpu.check_hardware("h100", lib=lib)
+    assert gpu.check_hardware("h100", force=True, lib=lib)["forced"] is True
+
+
+def test_unknown_gpu_and_cpu_label():
+    with pytest.raises(gpu.HardwareMismatch, match="not in analysis/data/hardware.yaml"):
+        gpu.check_hardware("a10", lib=FakeNVML("NVIDIA L40S"))
+    # No GPU at all: only the cpu label passes.
+    assert gpu.check_hardware("cpu", lib=_NoGPU())["matched_hw"] == "cpu"
+    with pytest.raises(gpu.HardwareMismatch):
+        gpu.check_hardware("h200", lib=_NoGPU())
+
+
+class _NoGPU(FakeNVML):
+    def nvmlDeviceGetCount(self):
+        return 0
+
+
+def test_environment_record():
+    env = gpu.environment("h200", lib=FakeNVML())
+    assert env["gpu_name"] == "NVIDIA H200" and env["gpu_count"] == 1 and env["gpu_memory_mib"] == 143771
+    assert env["driver"] == "580.159.04" and env["cuda_driver"] == "13.0"
+    assert env["packages"]["ms-swift"] and env["cpu_count"] >= 1 and env["python"]
+
+
+def test_sampler_writes_rows_and_energy(tmp_path):
+    lib = FakeNVML(count=2, energy_step_mj=150_000)
+    path = tmp_path / "nvml.csv"
+    with gpu.Sampler(path, period_s=0.05, lib=lib) as s:
+        time.sleep(0.3)
+    rows = list(csv.DictReader(path.open()))
+    assert s.rows == len(rows) >= 4 and {r["gpu"] for r in rows} == {"0", "1"}
+    r = rows[0]
+    assert float(r["power_w"]) == 150.0 and r["sm_clock_mhz"] == "1980" and r["util_gpu_pct"] == "17"
+    assert r["mem_used_mib"] == "18000" and r["throttle"] == "GpuIdle|SwPowerCap"
+    # energy: the counter rises 150 J per read; each row is joules since the sampler started.
+    energies = [float(x["energy_j"]) for x in rows if x["gpu"] == "0"]
+    assert energies[0] == 150.0 and all(b > a for a, b in zip(energies, energies[1:]))
+
+
+def test_sampler_without_energy_counter(tmp_path):
+    path = tmp_path / "nvml.csv"
+    with gpu.Sampler(path, period_s=0.05, lib=FakeNVML(has_energy=False)):
+        time.sleep(0.12)
+    rows = list(csv.DictReader(path.open()))
+    assert rows and all(r["energy_j"] == "" for r in rows)
+
+
+def test_sampler_is_a_no_op_without_nvml(tmp_path):
+    s = gpu.Sampler(tmp_path / "nvml.csv", lib=None)
+    s.lib = None
+    with s:
+        pass
+    assert not (tmp_path / "nvml.csv").exists()

@@ -1,0 +1,61 @@
+"""Recipes as data: the base equals the published command; rendering per ms-swift version."""
+import pytest
+
+from analysis.errors import InputError
+from analysis.seeds import published_recipe
+from experiments import recipes
+
+
+def _norm(v):
+    """Compare values as the command line sees them: numbers by value ('1e-4' == 0.0001), the rest as text."""
+    if isinstance(v, list):
+        return [_norm(x) for x in v]
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def test_base_recipe_is_the_published_command():
+    published = published_recipe()
+    base = recipes.flags("seed")
+    assert {k: _norm(v) for k, v in base.items()} == {k: _norm(v) for k, v in published.items()}
+
+
+def test_bs16_keeps_the_global_batch():
+    f = recipes.flags("bs16")
+    assert f["per_device_train_batch_size"] * f["gradient_accumulation_steps"] == 16
+    assert {k: v for k, v in f.items() if k not in ("per_device_train_batch_size", "gradient_accumulation_steps")} \
+        == {k: v for k, v in recipes.flags("seed").items()
+            if k not in ("per_device_train_batch_size", "gradient_accumulation_steps")}
+
+
+def test_render_for_4x():
+    r = recipes.render("seed", "4.6.0", output_dir="/out/run", max_steps=30)
+    argv = r["argv"]
+    assert argv[:2] == ["swift", "sft"] and "--train_type" not in argv
+    assert argv[argv.index("--tuner_type") + 1] == "lora"
+    assert argv[argv.index("--split_dataset_ratio") + 1] == "0.01"
+    assert argv[argv.index("--output_dir") + 1] == "/out/run" and argv[argv.index("--max_steps") + 1] == "30"
+    assert argv[argv.index("--add_version") + 1] == "false"
+    i = argv.index("--dataset")
+    assert argv[i + 1:i + 4] == ["AI-ModelScope/alpaca-gpt4-data-zh#500", "AI-ModelScope/alpaca-gpt4-data-en#500",
+                                 "swift/self-cognition#500"]
+    assert "--system 'You are a helpful assistant.'" in r["shell"]
+    assert argv.index("--tuner_type") == 4  # renamed in place, in the article's order
+
+
+@pytest.mark.parametrize("version,train_flag,split", [("3.5.0", "--train_type", False), ("3.6.0", "--train_type", True),
+                                                      ("2.6.1", "--train_type", False)])
+def test_render_for_older_versions(version, train_flag, split):
+    argv = recipes.render("seed", version, output_dir="/o")["argv"]
+    assert train_flag in argv and ("--split_dataset_ratio" in argv) is split
+
+
+def test_unknown_experiment():
+    with pytest.raises(InputError, match="unknown experiment 'nope'"):
+        recipes.flags("nope")
+
+
+def test_recipe_hash_changes_with_flags():
+    assert recipes.recipe_hash("seed") != recipes.recipe_hash("bs16")
