@@ -14,17 +14,18 @@ DATA        ?=
 MAX_STEPS   ?=
 EXPERIMENTS ?=
 FORCE       ?=
+TIMEOUT     ?=
 RESULTS     ?= results
 BASELINE    ?= a10
 WHEELHOUSE  ?= wheelhouse
 
-.PHONY: help venv test test-fast tables parse run-all report wheelhouse install-offline fixtures clean
+.PHONY: chromium help venv test test-fast tables parse run-all report wheelhouse install-offline fixtures clean
 
 help:
 	@echo "make test                         set up .venv (CPU torch, ms-swift) and run every test"
 	@echo "make report                       executed report notebook -> report/index.html"
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
-	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1]"
+	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s]"
 	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"
 
 # --- environment --------------------------------------------------------------------------------
@@ -66,7 +67,8 @@ run-all:
 	@test -n "$(HW)" || { echo "make run-all: set HW (a10, rtx4090, a100, h100, h200, ...)" >&2; exit 2; }
 	$(PYTHON) -m experiments.runner run-all --hw $(HW) --model $(MODEL) --results $(RESULTS) \
 	  $(if $(DATA),--data $(DATA)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
-	  $(if $(EXPERIMENTS),--experiments $(EXPERIMENTS)) $(if $(FORCE),--force-hw)
+	  $(if $(EXPERIMENTS),--experiments $(EXPERIMENTS)) $(if $(FORCE),--force-hw) \
+	  $(if $(TIMEOUT),--timeout $(TIMEOUT))
 	$(PYTHON) -m analysis.cli tables $(RESULTS) --baseline $(BASELINE)
 
 wheelhouse:
