@@ -30,14 +30,15 @@ SEED_EXPERIMENT = "seed"  # the experiment that reproduces the published recipe;
 
 
 def _latest_per_group(rows: list[dict]) -> list[dict]:
-    """One row per (hw, experiment): the newest successful run, else the newest failed one."""
+    """One row per (hw, experiment): the successful run with the most steps (the least cut), newest first
+    among equals; else the newest failed one. Every run stays listed by `runs_table`."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["hw"], r["experiment"]), []).append(r)
     out = []
     for _, runs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
         ok = [r for r in runs if r["status"] == "ok"]
-        pick = sorted(ok or runs, key=lambda r: r["run"])[-1]
+        pick = sorted(ok or runs, key=lambda r: (r.get("global_steps") or 0, r["run"]))[-1]
         out.append({**pick, "n_runs": len(runs)})
     return out
 
