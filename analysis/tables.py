@@ -23,6 +23,12 @@ CONVERGENCE_COLUMNS = [
     "eval_token_acc", "loss_drop_per_100_steps", "steps_to_50pct_drop", "steps_to_90pct_drop",
     "wall_time_to_last_eval_s",
 ]
+COMPACT = {  # --compact: the columns that fit a README page
+    "speedup": ["hw", "experiment", "source", "ms_per_step", "ms_per_step_ci95", "ms_per_micro_step", "tokens_per_s",
+                "peak_gib", "mfu", "speedup", "labels"],
+    "convergence": ["hw", "experiment", "source", "steps", "final_train_loss", "final_eval_loss", "eval_token_acc",
+                    "steps_to_50pct_drop", "wall_time_to_last_eval_s", "labels"],
+}
 SEED_EXPERIMENT = "seed"  # the experiment that reproduces the published recipe; published rows sit beside it
 
 
@@ -191,7 +197,8 @@ def render(df: pd.DataFrame, fmt: str) -> str:
         return df.to_csv(index=False)
     if fmt == "json":
         return json.dumps(json.loads(df.to_json(orient="records")), indent=2)
-    return df.to_markdown(index=False, floatfmt=".4g")
+    shown = df.astype(object).where(df.notna(), None)  # tabulate only treats None as missing, not NaN
+    return shown.to_markdown(index=False, floatfmt=".4g", missingval="–")
 
 
 def register(sub) -> None:
@@ -200,6 +207,7 @@ def register(sub) -> None:
     p.add_argument("--baseline", default="a10", help="hardware the speedup is relative to (default a10)")
     p.add_argument("--format", choices=["md", "csv", "json"], default="md")
     p.add_argument("--seeds", default=None, help="folder of published figures (default: the suite's seeds/)")
+    p.add_argument("--compact", action="store_true", help="only the main columns")
     p.set_defaults(func=run)
 
 
@@ -207,6 +215,8 @@ def run(args) -> int:
     rows = measured_rows(args.results_dir)
     speed = speedup_table(args.results_dir, args.baseline, args.seeds, rows=rows)
     conv = convergence_table(args.results_dir, args.seeds, rows=rows)
+    if args.compact:
+        speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
     if args.format == "json":
         print(json.dumps({"speedup": json.loads(speed.to_json(orient="records")),
                           "convergence": json.loads(conv.to_json(orient="records"))}, indent=2))
