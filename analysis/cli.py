@@ -15,9 +15,16 @@ from analysis.errors import InputError
 SUBCOMMAND_MODULES = ["analysis.parse_cmd", "analysis.tables", "analysis.planner"]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage plus the error; bad input here is one line and exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="swiftbench", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(prog="swiftbench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name in SUBCOMMAND_MODULES:
         try:
             module = importlib.import_module(name)

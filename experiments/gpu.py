@@ -145,7 +145,22 @@ def environment(hw: str, lib=None) -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "packages": _versions(),
+        "suite_commit": _suite_commit(),
     }
+
+
+def _suite_commit() -> str | None:
+    """The swiftbench commit that ran (with '+dirty' when the tree had changes), where git is available."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return head.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
 
 
 def _throttle_names(lib, mask: int) -> str:

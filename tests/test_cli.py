@@ -58,3 +58,10 @@ def test_tables_json(results_tree):
     p = _run("tables", results_tree, "--format", "json")
     data = json.loads(p.stdout)
     assert {"speedup", "convergence"} <= data.keys()
+
+
+@pytest.mark.parametrize("argv,needle", [(["parse"], "required: path"), (["tables", "x", "--format", "xml"], "invalid choice"),
+                                         (["nope"], "invalid choice")])
+def test_argument_errors_are_one_line(argv, needle):
+    p = _run(*argv)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr
