@@ -1,0 +1,259 @@
+"""The report's figures (seaborn on matplotlib's Agg backend), one function per figure.
+
+Every function takes a tidy DataFrame that `analysis.report` builds, plus a title and the labels of the
+numbers it shows (dummy weights, offline data samples, cut run, forced hardware label, ms-swift version,
+published); the labels are drawn into the figure itself, under the axes, so a PNG copied out of the report
+still says how its numbers were obtained. `save` writes the PNG and closes the figure.
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+MEASURED_COLOR = "#1f77b4"
+PUBLISHED_COLOR = "#bbbbbb"
+DPI = 110
+
+
+def setup() -> None:
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.9)
+
+
+def labels_text(items: list[tuple[str, list[str]]]) -> str:
+    """'Labels: a; b. Only <name>: c.' from (name, labels) pairs: labels shared by all first, then the rest."""
+    items = [(n, list(ls)) for n, ls in items]
+    if not items:
+        return "Labels: none (no data)."
+    common = [lab for lab in items[0][1] if all(lab in ls for _, ls in items[1:])]
+    parts = ["Labels: " + ("; ".join(common) if common else "none shared by all") + "."]
+    for name, ls in items:
+        extra = [lab for lab in ls if lab not in common]
+        if extra:
+            parts.append(f"{name}: {'; '.join(extra)}.")
+    return " ".join(parts)
+
+
+def _finish(fig, title: str, labels: str) -> plt.Figure:
+    fig.suptitle(title, fontsize=12, fontweight="bold")
+    width_chars = int(fig.get_figwidth() * 14)
+    fig.text(0.01, -0.01, textwrap.fill(labels, width_chars), ha="left", va="top", fontsize=8.5,
+             color="#333333")
+    return fig
+
+
+def save(fig, path: str | Path) -> Path:
+    """Write FIG as PNG (the caption under the axes included) and close it."""
+    path = Path(path)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
+    plt.close(fig)
+    return path
+
+
+def _plain_log_ticks(axis) -> None:
+    fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}")
+    axis.set_major_formatter(fmt)
+    axis.set_minor_formatter(matplotlib.ticker.FuncFormatter(
+        lambda v, _: f"{v:,.0f}" if f"{v:.0e}"[0] in "25" else ""))
+
+
+def _empty(title: str, labels: str, message: str) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(8, 2), layout="constrained")
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center")
+    return _finish(fig, title, labels)
+
+
+# ------------------------------------------------------------------------------------------- speed
+
+
+def _hbars(ax, df: pd.DataFrame, value: str, low: str, high: str, fmt: str, annotate: str | None = None,
+           invert: bool = True):
+    y = np.arange(len(df))
+    colors = [PUBLISHED_COLOR if s == "published" else MEASURED_COLOR for s in df["source"]]
+    vals = df[value].astype(float).to_numpy()
+    ax.barh(y, np.nan_to_num(vals), color=colors, hatch=None, edgecolor="white")
+    for yi, (v, lo, hi, src) in enumerate(zip(vals, df[low], df[high], df["source"])):
+        if np.isfinite(lo if lo is not None else np.nan) and np.isfinite(hi if hi is not None else np.nan):
+            ax.plot([lo, hi], [yi, yi], color="black", lw=1.6)
+            ax.plot([lo, lo], [yi - 0.18, yi + 0.18], color="black", lw=1.2)
+            ax.plot([hi, hi], [yi - 0.18, yi + 0.18], color="black", lw=1.2)
+        if np.isfinite(v):
+            x = max(v, hi) if hi is not None and np.isfinite(hi) else v
+            text = fmt.format(v)
+            if annotate is not None:
+                a = df[annotate].iloc[yi]
+                if a is not None and np.isfinite(a):
+                    text += f"  (x{a:.2f})"
+            ax.text(x, yi, "  " + text, va="center", ha="left", fontsize=8)
+        else:
+            ax.text(0, yi, "  not legible / not measured", va="center", ha="left", fontsize=8, color="#666")
+    ax.set_yticks(y, df["name"])
+    if invert:
+        ax.invert_yaxis()
+    finite = vals[np.isfinite(vals)]
+    highs = pd.to_numeric(df[high], errors="coerce").to_numpy(float)
+    top = np.nanmax(np.concatenate([finite, highs[np.isfinite(highs)], [1.0]]))
+    ax.set_xlim(0, top * 1.45)
+
+
+def speed_bars(df: pd.DataFrame, title: str, labels: str, baseline_note: str) -> plt.Figure:
+    """ms per optimizer step and tokens/s per row (measured and published), with 95 % intervals.
+
+    df columns: name, source (measured | published), ms, ms_lo, ms_hi, tok, tok_lo, tok_hi, speedup.
+    """
+    if df.empty:
+        return _empty(title, labels, "no runs with a step time")
+    h = max(2.5, 0.42 * len(df) + 1.4)
+    fig, axes = plt.subplots(1, 2, figsize=(13, h), layout="constrained", sharey=True)
+    _hbars(axes[0], df, "ms", "ms_lo", "ms_hi", "{:,.0f} ms", annotate="speedup")
+    axes[0].set(xlabel="ms per optimizer step (median; bar: 95 % CI of the mean)", ylabel="")
+    _hbars(axes[1], df, "tok", "tok_lo", "tok_hi", "{:,.0f}", invert=False)  # the y axis is shared
+    axes[1].set(xlabel="tokens per second (trained tokens; bar: 95 % CI)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=MEASURED_COLOR), plt.Rectangle((0, 0), 1, 1, color=PUBLISHED_COLOR)]
+    axes[0].legend(handles, ["measured here", "published (article), not measured here"], loc="lower right",
+                   fontsize=8, framealpha=0.95)
+    return _finish(fig, title, labels + " " + baseline_note)
+
+
+def step_time_spread(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
+    """Every logged interval's seconds per optimizer step, per run: the run-to-run and within-run spread.
+
+    df columns: name, step_time_ms, interval (kept | the reason it is excluded).
+    """
+    if df.empty:
+        return _empty(title, labels, "no step intervals")
+    h = max(2.5, 0.5 * df["name"].nunique() + 1.4)
+    fig, ax = plt.subplots(figsize=(11, h), layout="constrained")
+    kept = df[df["interval"] == "kept"]
+    order = list(dict.fromkeys(df["name"]))
+    if not kept.empty:
+        sns.boxplot(data=kept, x="step_time_ms", y="name", order=order, ax=ax, color="#d9e6f2", showfliers=False,
+                    width=0.5)
+    sns.stripplot(data=df, x="step_time_ms", y="name", order=order, hue="interval", ax=ax, size=4, jitter=0.15,
+                  palette={k: c for k, c in zip(
+                      ["kept", "first interval", "warm-up", "eval/save"],
+                      [MEASURED_COLOR, "#ff7f0e", "#2ca02c", "#d62728"])})
+    ax.set(xlabel="ms per optimizer step of each logged interval (log scale; box: steady-state intervals)",
+           ylabel="")
+    ax.set_xscale("log")
+    _plain_log_ticks(ax.xaxis)
+    ax.legend(title="interval", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _finish(fig, title, labels)
+
+
+def published_vs_measured(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
+    """Published step times beside ours per micro-step and per optimizer step (log scale).
+
+    df columns: name, ms, kind.
+    """
+    if df.empty:
+        return _empty(title, labels, "nothing to compare")
+    h = max(2.5, 0.4 * len(df) + 1.4)
+    fig, ax = plt.subplots(figsize=(11, h), layout="constrained")
+    palette = {"published step": PUBLISHED_COLOR, "our micro-step": "#6baed6", "our optimizer step": MEASURED_COLOR}
+    sns.barplot(data=df, x="ms", y="name", hue="kind", dodge=False, ax=ax, palette=palette, orient="h")
+    for i, v in enumerate(df["ms"]):
+        ax.text(v, i, f"  {v:,.0f} ms", va="center", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlim(df["ms"].min() / 2, df["ms"].max() * 4)
+    _plain_log_ticks(ax.xaxis)
+    ax.set(xlabel="milliseconds (log scale)", ylabel="")
+    ax.legend(fontsize=8, loc="upper right")
+    return _finish(fig, title, labels)
+
+
+# ------------------------------------------------------------------------------------------ memory
+
+
+def memory_bars(df: pd.DataFrame, capacities: list[tuple[float, str]], title: str, labels: str) -> plt.Figure:
+    """Peak reserved GiB per run with a vertical line at each GPU class's capacity.
+
+    df columns: name, peak_gib; capacities: (GiB, 'A10 / RTX 4090 24 GB') pairs.
+    """
+    if df.empty or df["peak_gib"].notna().sum() == 0:
+        return _empty(title, labels, "no run logged its memory")
+    h = max(2.5, 0.45 * len(df) + 1.6)
+    fig, ax = plt.subplots(figsize=(11, h), layout="constrained")
+    y = np.arange(len(df))
+    ax.barh(y, df["peak_gib"].fillna(0), color=MEASURED_COLOR)
+    for yi, v in enumerate(df["peak_gib"]):
+        if pd.notna(v):
+            ax.text(v, yi, f" {v:.2f} GiB", va="center", fontsize=8)
+    ax.set_yticks(y, df["name"])
+    ax.invert_yaxis()
+    colors = sns.color_palette("dark", len(capacities))
+    for (cap, name), c in zip(capacities, colors):
+        ax.axvline(cap, color=c, ls="--", lw=1.4, label=name)
+    ax.legend(title="capacity", loc="lower right", fontsize=8, title_fontsize=8, framealpha=0.95)
+    ax.set_xlim(0, max([c for c, _ in capacities] + [float(df["peak_gib"].max())]) * 1.08)
+    ax.set(xlabel="peak GPU memory reserved by torch (GiB, ms-swift's memory(GiB))", ylabel="")
+    return _finish(fig, title, labels)
+
+
+# ------------------------------------------------------------------------------------- convergence
+
+
+def loss_curves(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
+    """Train and eval loss per optimizer step, one panel per experiment, one colour per run.
+
+    df columns: experiment, name, split (train | eval), step, loss.
+    """
+    if df.empty:
+        return _empty(title, labels, "no loss logged")
+    exps = list(dict.fromkeys(df["experiment"]))
+    fig, axes = plt.subplots(1, len(exps), figsize=(6.2 * len(exps), 4.2), layout="constrained", squeeze=False)
+    for ax, exp in zip(axes[0], exps):
+        part = df[df["experiment"] == exp]
+        sns.lineplot(data=part, x="step", y="loss", hue="name", style="split", markers=True, dashes=False,
+                     style_order=["train", "eval"], ax=ax, markersize=5)
+        ax.set(title=f"experiment {exp}", xlabel="optimizer step", ylabel="loss")
+        ax.legend(fontsize=7, title_fontsize=7)
+    return _finish(fig, title, labels)
+
+
+# ------------------------------------------------------------------------------------- utilisation
+
+
+def utilisation_timeline(df: pd.DataFrame, windows: dict[str, float], board_power: dict[str, float | None],
+                         title: str, labels: str) -> plt.Figure:
+    """GPU utilisation, power and SM clock over time, one column per run; the training window shaded.
+
+    df columns: name, t_rel_s (seconds since training started), util_gpu_pct, power_w, sm_clock_mhz;
+    windows: name -> training seconds; board_power: name -> board limit in W.
+    """
+    if df.empty:
+        return _empty(title, labels, "no NVML samples")
+    names = list(dict.fromkeys(df["name"]))
+    fig, axes = plt.subplots(3, len(names), figsize=(max(6.0, 4.4 * len(names)), 7), layout="constrained",
+                             squeeze=False, sharey="row")
+    metrics = [("util_gpu_pct", "GPU utilisation %"), ("power_w", "power W"), ("sm_clock_mhz", "SM clock MHz")]
+    for j, name in enumerate(names):
+        part = df[df["name"] == name]
+        for i, (col, ylab) in enumerate(metrics):
+            ax = axes[i][j]
+            ax.plot(part["t_rel_s"], part[col], lw=0.9, color=MEASURED_COLOR)
+            if col == "util_gpu_pct":
+                ax.set_ylim(-3, 105)
+            if windows.get(name):
+                ax.axvspan(0, windows[name], color="#2ca02c", alpha=0.12, lw=0)
+            if col == "power_w" and board_power.get(name):
+                ax.axhline(board_power[name], color="#d62728", ls="--", lw=1)
+                ax.text(part["t_rel_s"].min(), board_power[name], " board limit", va="bottom", fontsize=7,
+                        color="#d62728")
+            if j == 0:
+                ax.set_ylabel(ylab)
+            if i == 0:
+                ax.set_title(name, fontsize=9)
+            if i == 2:
+                ax.set_xlabel("seconds since training started (green: training)")
+    return _finish(fig, title, labels)

@@ -1,0 +1,305 @@
+"""What the GPU did during a run, from the runner's NVML samples (`nvml.csv`), and whether the run was
+GPU-bound or host-bound.
+
+Clocks. `nvml.csv` (experiments/gpu.py) has one row per GPU about once a second; `time_s` counts from the
+moment the sampler started, just before `swift sft` was launched, so a run's samples also cover model
+loading, dataset preprocessing and the exit. The log (`logging.jsonl`) counts from the start of training.
+The two are tied together by the **training window** [t_start, t_end] on the NVML clock:
+
+- duration D = `train_runtime` of the log's end-of-training line (Hugging Face's wall time of `train()`);
+  for a run that did not finish, the elapsed time at its last logged step;
+- t_start, method "tensorboard stamp": the Unix second in the name of the run's TensorBoard event file
+  (`runs/events.out.tfevents.<unix seconds>.*`, created when training begins) minus the sampler's start
+  time, which is run.json's `finished` minus `wall_s` (both written by the runner). Accurate to about a
+  second (both stamps are whole seconds);
+- fallback, method "last busy sample" (no event file, or a stamp outside the samples): t_end = the last
+  sample with GPU utilisation > 0 while the run held at least half of its peak memory (so the flicker of
+  the process tearing down is ignored), and t_start = t_end - D;
+- then t_end = t_start + D.
+
+Definitions (all over the samples inside the training window, every GPU of the run):
+
+- `util_mean_pct` / `util_median_pct`: NVML "GPU utilisation", the share of the sample period in which at
+  least one kernel ran (not how busy the SMs were);
+- `power_mean_w` / `power_median_w`: board power draw; `board_power_w` the board limit of the GPU class
+  (BOARD_POWER_W); `power_fraction` = median power / board limit;
+- `sm_clock_mean_mhz` / `sm_clock_median_mhz`: SM clock; `power_capped_pct`: share of samples whose
+  throttle reasons include a power cap (the GPU was at its power limit);
+- `energy_run_j`: joules over everything sampled (load, training, exit), from NVML's energy counter
+  (`energy_j`, cumulative since the sampler started), summed over GPUs; `energy_train_j`: the same over the
+  training window (the counter interpolated linearly at the window's ends; where a GPU has no counter,
+  power integrated with the trapezoid rule);
+- steady-state window: the log intervals that `analysis.metrics.step_intervals` keeps for the step time
+  (not the first interval, not warm-up, not one with an eval or a checkpoint save), each placed on the NVML
+  clock at t_start + its elapsed times;
+- `j_per_1k_tokens` = 1000 x energy over the steady-state intervals / tokens trained in them, where
+  tokens = optimizer steps in the intervals x samples per optimizer step x the training set's mean tokens
+  per sample (ms-swift's `train_dataset` statistics): the expected token count, since the log does not
+  say which samples each step drew.
+
+Verdict. Three indicators, each compared with a constant below, vote "host-bound" or "GPU-bound"; the
+majority of those available wins and a tie goes to the utilisation vote (the most direct of the three).
+Runs without NVML samples get no verdict.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.logs import LOG_NAME, read_log
+from analysis.metrics import cumulative_elapsed, step_intervals
+
+NVML_NAME = "nvml.csv"
+
+# Host-bound when the median NVML utilisation in the training window is below this: the GPU then runs no
+# kernel for more than half of the time, i.e. it waits for the host (Python, kernel launches, data loading,
+# optimizer bookkeeping) more than it computes.
+UTIL_HOST_BOUND_PCT = 50.0
+# Host-bound when the median board power is below this share of the board limit: busy tensor cores draw
+# most of the limit (the H200 bs16 runs sit at 540-630 W of 700 W and hit the power cap), while a loaded
+# but idle H200 draws 80-120 W; below half the limit the SMs are idle for much of the time.
+POWER_HOST_BOUND_FRACTION = 0.5
+# Host-bound when MFU is below this. Deliberately low: LoRA on a 7B model with ~128-token samples does small
+# matrix multiplies, so even a GPU-bound run is far from peak (the H200 bs16 run, ~100 % utilisation, reaches
+# about 6-7 %); only an MFU far below that says the GPU is starved rather than inefficient.
+MFU_HOST_BOUND = 0.02
+# Board power limits (W) of the GPU classes of analysis/data/hardware.yaml, from the same datasheets:
+# A10 150 W; GeForce RTX 4090 450 W (total graphics power); A100 SXM4 400 W (40 and 80 GB);
+# H100 SXM5 up to 700 W; H200 SXM up to 700 W (the H200 NVL PCIe card is 600 W). The limit a given host
+# enforces can be lower; the NVML throttle reasons (power_capped_pct) show when it was reached.
+BOARD_POWER_W = {"a10": 150, "rtx4090": 450, "a100": 400, "a100-80gb": 400, "h100": 700, "h200": 700}
+POWER_CAP_RE = re.compile(r"PowerCap|PowerBrake", re.IGNORECASE)
+
+COLUMNS = [
+    "hw", "experiment", "run", "labels", "nvml_samples", "window_method", "train_start_s", "train_end_s",
+    "train_s", "util_mean_pct", "util_median_pct", "power_mean_w", "power_median_w", "board_power_w",
+    "power_fraction", "power_capped_pct", "sm_clock_mean_mhz", "sm_clock_median_mhz", "energy_run_j",
+    "energy_train_j", "steady_s", "energy_steady_j", "tokens_steady", "j_per_1k_tokens", "mfu", "hfu",
+    "verdict", "evidence",
+]
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def read_nvml(run_dir: str | Path) -> pd.DataFrame | None:
+    """nvml.csv of a run folder as numbers, or None when it is missing or holds no sample."""
+    path = Path(run_dir) / NVML_NAME
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        df = pd.read_csv(path, on_bad_lines="skip")
+    except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        return None
+    if df.empty or "time_s" not in df.columns:
+        return None
+    for col in df.columns:
+        if col != "throttle":
+            df[col] = pd.to_numeric(df[col], errors="coerce")
+    if "gpu" not in df.columns:
+        df["gpu"] = 0
+    df["throttle"] = df.get("throttle", pd.Series(index=df.index, dtype=object)).astype(object).fillna("").astype(str)
+    df = df.dropna(subset=["time_s"]).sort_values(["gpu", "time_s"], ignore_index=True)
+    return df if len(df) else None
+
+
+def _tensorboard_stamp(run_dir: Path) -> int | None:
+    stamps = []
+    for p in (run_dir / "runs").glob("events.out.tfevents.*"):
+        parts = p.name.split(".")
+        if len(parts) > 3 and parts[3].isdigit():
+            stamps.append(int(parts[3]))
+    return min(stamps) if stamps else None
+
+
+def _sampler_start(run_dir: Path) -> float | None:
+    """Unix time at which the NVML sampler started: run.json's finished - wall_s."""
+    try:
+        status = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        finished = dt.datetime.fromisoformat(status["finished"]).timestamp()
+        return finished - float(status["wall_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def training_window(run_dir: str | Path, nv: pd.DataFrame, duration_s: float | None) -> dict | None:
+    """{"start_s", "end_s", "method"} of the training on the NVML clock (see the module docstring)."""
+    if duration_s is None or not math.isfinite(duration_s) or duration_s <= 0:
+        return None
+    run_dir = Path(run_dir)
+    t_last = float(nv["time_s"].max())
+    stamp, t0 = _tensorboard_stamp(run_dir), _sampler_start(run_dir)
+    if stamp is not None and t0 is not None:
+        start = stamp - t0
+        if -2.0 <= start < t_last:
+            start = max(start, 0.0)
+            return {"start_s": start, "end_s": start + duration_s, "method": "tensorboard stamp"}
+    mem = nv["mem_used_mib"] if "mem_used_mib" in nv else pd.Series(np.nan, index=nv.index)
+    busy = nv[(nv["util_gpu_pct"] > 0) & ((mem >= 0.5 * mem.max()) | mem.isna())]
+    if busy.empty:
+        return None
+    end = float(busy["time_s"].max())
+    return {"start_s": max(end - duration_s, 0.0), "end_s": end, "method": "last busy sample"}
+
+
+# ------------------------------------------------------------------------------------------- energy
+
+
+def energy_between(nv: pd.DataFrame, t0: float, t1: float) -> float | None:
+    """Joules used by all GPUs of the samples between t0 and t1 on the NVML clock."""
+    if t1 <= t0:
+        return 0.0
+    total, any_gpu = 0.0, False
+    for _, g in nv.groupby("gpu"):
+        g = g.sort_values("time_s")
+        t = g["time_s"].to_numpy(float)
+        e = g["energy_j"].to_numpy(float) if "energy_j" in g else np.full(len(g), np.nan)
+        ok = np.isfinite(e)
+        if ok.sum() >= 2:
+            total += float(np.interp(t1, t[ok], e[ok]) - np.interp(t0, t[ok], e[ok]))
+            any_gpu = True
+            continue
+        p = g["power_w"].to_numpy(float) if "power_w" in g else np.full(len(g), np.nan)
+        ok = np.isfinite(p)
+        if ok.sum() >= 2:
+            grid = np.concatenate([[t0], t[ok][(t[ok] > t0) & (t[ok] < t1)], [t1]])
+            vals = np.interp(grid, t[ok], p[ok])
+            total += float(np.sum((vals[1:] + vals[:-1]) / 2 * np.diff(grid)))
+            any_gpu = True
+    return total if any_gpu else None
+
+
+def _energy_run(nv: pd.DataFrame) -> float | None:
+    if "energy_j" in nv and nv["energy_j"].notna().any():
+        return float(nv.groupby("gpu")["energy_j"].max().sum())
+    return energy_between(nv, float(nv["time_s"].min()), float(nv["time_s"].max()))
+
+
+# ------------------------------------------------------------------------------------------- verdict
+
+
+def verdict(util_median: float | None, power_fraction: float | None, mfu: float | None) -> tuple[str, str]:
+    """("GPU-bound" | "host-bound" | "not measured", evidence in words) from the three indicators."""
+    votes = []  # (name, host-bound?, text)
+    if util_median is not None and math.isfinite(util_median):
+        host = util_median < UTIL_HOST_BOUND_PCT
+        votes.append(("util", host, f"median GPU utilisation {util_median:.0f} % "
+                                    f"({'<' if host else '>='} {UTIL_HOST_BOUND_PCT:.0f} %)"))
+    if power_fraction is not None and math.isfinite(power_fraction):
+        host = power_fraction < POWER_HOST_BOUND_FRACTION
+        votes.append(("power", host, f"median power {power_fraction:.0%} of the board limit "
+                                     f"({'<' if host else '>='} {POWER_HOST_BOUND_FRACTION:.0%})"))
+    if mfu is not None and math.isfinite(mfu):
+        host = mfu < MFU_HOST_BOUND
+        votes.append(("mfu", host, f"MFU {mfu:.1%} ({'<' if host else '>='} {MFU_HOST_BOUND:.0%})"))
+    if not any(name == "util" for name, _, _ in votes):
+        return "not measured", "no NVML samples in the training window" + (
+            f"; {votes[0][2]}" if votes else "")
+    n_host = sum(host for _, host, _ in votes)
+    n = len(votes)
+    if 2 * n_host == n:
+        host = next(h for name, h, _ in votes if name == "util")
+        rule = "tie, utilisation decides"
+    else:
+        host = 2 * n_host > n
+        rule = "majority"
+    word = "host-bound" if host else "GPU-bound"
+    agree = n_host if host else n - n_host
+    return word, "; ".join(t for _, _, t in votes) + f" -> {agree} of {n} say {word} ({rule})"
+
+
+# ------------------------------------------------------------------------------------------ per run
+
+
+def _window_stats(w: pd.DataFrame, col: str) -> tuple[float | None, float | None]:
+    if col not in w or w[col].notna().sum() == 0:
+        return None, None
+    s = w[col].dropna()
+    return float(s.mean()), float(s.median())
+
+
+def run_utilisation(row: dict) -> dict:
+    """Utilisation, energy and verdict of one run of `analysis.runs.collect` (see the module docstring)."""
+    out = {k: None for k in COLUMNS}
+    out.update({"hw": row.get("hw"), "experiment": row.get("experiment"), "run": row.get("run"),
+                "labels": "; ".join(row.get("labels") or []), "mfu": row.get("mfu"), "hfu": row.get("hfu"),
+                "nvml_samples": 0, "board_power_w": BOARD_POWER_W.get(row.get("hw"))})
+    run_dir = Path(row["path"])
+    nv = read_nvml(run_dir)
+    log = None
+    if (run_dir / LOG_NAME).is_file():
+        log = read_log(run_dir)
+    if nv is None:
+        out["verdict"], out["evidence"] = verdict(None, None, row.get("mfu"))
+        out["evidence"] = "no nvml.csv" + out["evidence"][len("no NVML samples in the training window"):]
+        return out
+    out["nvml_samples"] = int(len(nv))
+    out["energy_run_j"] = _energy_run(nv)
+
+    elapsed = dict(cumulative_elapsed(log)) if log is not None else {}
+    duration = row.get("train_runtime_s")
+    if duration is None and elapsed:
+        duration = max(elapsed.values())
+    win = training_window(run_dir, nv, duration)
+    if win is None:
+        out["verdict"], out["evidence"] = verdict(None, None, row.get("mfu"))
+        return out
+    t0, t1 = win["start_s"], win["end_s"]
+    out.update({"window_method": win["method"], "train_start_s": t0, "train_end_s": t1, "train_s": t1 - t0})
+    w = nv[(nv["time_s"] >= t0) & (nv["time_s"] <= t1)]
+    out["util_mean_pct"], out["util_median_pct"] = _window_stats(w, "util_gpu_pct")
+    out["power_mean_w"], out["power_median_w"] = _window_stats(w, "power_w")
+    out["sm_clock_mean_mhz"], out["sm_clock_median_mhz"] = _window_stats(w, "sm_clock_mhz")
+    if len(w):
+        out["power_capped_pct"] = 100.0 * float(w["throttle"].str.contains(POWER_CAP_RE).mean())
+    if out["power_median_w"] is not None and out["board_power_w"]:
+        out["power_fraction"] = out["power_median_w"] / out["board_power_w"]
+    out["energy_train_j"] = energy_between(nv, t0, t1)
+
+    # Steady state: the intervals the step time is measured on, placed on the NVML clock.
+    if log is not None:
+        kept = [iv for iv in step_intervals(log, row.get("max_steps")) if iv["excluded"] is None]
+        kept = [iv for iv in kept if iv["from_step"] in elapsed and iv["to_step"] in elapsed]
+        if kept:
+            spans = [(t0 + elapsed[iv["from_step"]], t0 + elapsed[iv["to_step"]]) for iv in kept]
+            energies = [energy_between(nv, a, b) for a, b in spans]
+            out["steady_s"] = sum(b - a for a, b in spans)
+            if all(e is not None for e in energies):
+                out["energy_steady_j"] = sum(energies)
+            steps = sum(iv["to_step"] - iv["from_step"] for iv in kept)
+            if row.get("samples_per_step") and row.get("train_tokens_mean"):
+                out["tokens_steady"] = steps * row["samples_per_step"] * row["train_tokens_mean"]
+            if out["energy_steady_j"] is not None and out["tokens_steady"]:
+                out["j_per_1k_tokens"] = 1000.0 * out["energy_steady_j"] / out["tokens_steady"]
+
+    out["verdict"], out["evidence"] = verdict(out["util_median_pct"], out["power_fraction"], row.get("mfu"))
+    if out["power_capped_pct"]:
+        out["evidence"] += f"; power-capped in {out['power_capped_pct']:.0f} % of samples"
+    return out
+
+
+def summary(rows: list[dict]) -> pd.DataFrame:
+    """One row per run (all runs of `collect`, failed ones included), columns COLUMNS."""
+    return pd.DataFrame([run_utilisation(r) for r in rows if r.get("path")], columns=COLUMNS)
+
+
+def timeline(row: dict, util: dict | None = None) -> pd.DataFrame | None:
+    """The run's NVML samples with `t_rel_s` = seconds since training started (NaN-free time axis) and
+    `in_training` marking the training window; None without samples."""
+    nv = read_nvml(row["path"])
+    if nv is None:
+        return None
+    util = util if util is not None else run_utilisation(row)
+    t0, t1 = util.get("train_start_s"), util.get("train_end_s")
+    nv = nv.copy()
+    nv["t_rel_s"] = nv["time_s"] - (t0 or 0.0)
+    nv["in_training"] = (nv["time_s"] >= t0) & (nv["time_s"] <= t1) if t0 is not None else False
+    for key in ("hw", "experiment", "run"):
+        nv[key] = row.get(key)
+    return nv

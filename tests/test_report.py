@@ -1,0 +1,380 @@
+"""The report (python -m analysis.report): executed on the results_tree fixture, checked section by section
+and number by number, timed, and opened in headless Chromium; plus the utilisation definitions."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from bs4 import BeautifulSoup
+
+from analysis import utilisation as U
+from analysis.metrics import step_intervals
+from analysis.logs import read_log
+from analysis.report import safe_eval
+from analysis.runs import collect
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+TIME_LIMIT_S = 60
+SECTIONS = ["Hardware", "Speed", "Run-to-run spread", "Memory", "Convergence", "Utilisation", "Published vs measured",
+            "Consistency of the published figures", "Claims not tested yet", "Estimates vs measurements", "Files"]
+CSVS = ["speedup.csv", "runs.csv", "run_spread.csv", "step_intervals.csv", "memory.csv", "convergence.csv",
+        "loss_curves.csv", "utilisation.csv", "published_vs_measured.csv", "internal_checks.csv",
+        "claims_untested.csv", "environment.csv", "published_figures.csv"]
+FIGURES = ["speed.png", "step_time_spread.png", "memory.png", "loss.png", "published_vs_measured.png"]
+
+_BUILT: dict = {}
+
+
+def _report(results: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analysis.report", "--results", str(results), "--out", str(out),
+                           *extra], capture_output=True, text=True, cwd=REPO, timeout=600)
+
+
+@pytest.fixture
+def built(results_tree, tmp_path_factory) -> dict:
+    """The report of the results_tree fixture (one a100 run marked forced), built once for this module."""
+    if not _BUILT:
+        status_file = results_tree / "a100" / "seed" / "run-20261130-000000" / "run.json"
+        status = json.loads(status_file.read_text())
+        status_file.write_text(json.dumps({**status, "forced_hw": True}))
+        out = tmp_path_factory.mktemp("report")
+        t0 = time.monotonic()
+        proc = _report(results_tree, out)
+        seconds = time.monotonic() - t0
+        html = (out / "index.html").read_text(encoding="utf-8") if (out / "index.html").is_file() else ""
+        _BUILT.update(out=out, proc=proc, seconds=seconds, html=html, soup=BeautifulSoup(html, "html.parser"),
+                      results=results_tree)
+    assert _BUILT["proc"].returncode == 0, _BUILT["proc"].stderr[-3000:]
+    return _BUILT
+
+
+def _table_with(soup: BeautifulSoup, *headers: str) -> pd.DataFrame:
+    """The first HTML table whose header has all HEADERS, as strings."""
+    for table in soup.find_all("table"):
+        head = table.find("thead")
+        cols = [th.get_text(" ", strip=True) for th in head.find_all("th")] if head else []
+        if all(h in cols for h in headers):
+            rows = [[td.get_text(" ", strip=True) for td in tr.find_all("td")]
+                    for tr in table.find("tbody").find_all("tr")]
+            return pd.DataFrame(rows, columns=cols)
+    raise AssertionError(f"no table with columns {headers}")
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+def test_builds_from_the_fixture_tree_in_under_a_minute(built):
+    assert built["seconds"] < TIME_LIMIT_S, f"report took {built['seconds']:.1f} s"
+    assert "index.html" in built["proc"].stdout
+    assert (built["out"] / "report.ipynb").is_file()
+    nb = nbformat.read(built["out"] / "report.ipynb", as_version=4)
+    params = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert str(built["results"]) in params.source  # papermill got the results dir
+
+
+def test_every_section_is_there(built):
+    headings = [h.get_text(" ", strip=True).rstrip("¶").strip() for h in built["soup"].find_all(["h1", "h2"])]
+    for section in SECTIONS:
+        assert section in headings, (section, headings)
+    text = built["soup"].get_text(" ")
+    assert "How these numbers were obtained" in text
+    assert "ms-swift version(s) measured: 4.6.0" in text
+
+
+def test_code_is_hidden_and_nothing_loads_from_the_network(built):
+    html = built["html"]
+    assert "<script" not in html
+    assert "from analysis.report import Report" not in html  # no input cells
+    for tag in built["soup"].find_all(["img", "link", "a"]):
+        ref = tag.get("src") or tag.get("href") or ""
+        assert not ref.startswith(("http://", "https://", "//")), ref
+
+
+def test_speed_table_numbers(built):
+    speed = _table_with(built["soup"], "hw", "experiment", "source", "ms_per_step", "peak_gib")
+    bs16 = speed[(speed.hw == "h200") & (speed.experiment == "bs16")].iloc[0]
+    assert bs16.ms_per_step == "916.2"  # median of the reference log's steady intervals
+    assert bs16.peak_gib == "75.80"
+    a10 = speed[(speed.hw == "a10") & (speed.source == "published")].iloc[0]
+    assert a10.ms_per_step == "1248.0" and a10.speedup == "1.00"
+    h100 = speed[(speed.hw == "h100") & (speed.source == "published")].iloc[0]
+    assert h100.speedup == "3.22"  # 1248 / 387
+    csv = pd.read_csv(built["out"] / "speedup.csv")
+    row = csv[(csv.hw == "h200") & (csv.experiment == "bs16")].iloc[0]
+    assert row.ms_per_step == pytest.approx(916.2, abs=0.05) and row.peak_gib == pytest.approx(75.8)
+    # a10 has no run: the slowest measured seed row (the killed h100 fixture) is the measured baseline.
+    seed = csv[(csv.experiment == "seed") & (csv.source == "measured")].set_index("hw")
+    assert seed.loc["h100", "speedup"] == pytest.approx(1.0)
+    assert "a10 has no measured row" in built["soup"].get_text(" ")
+
+
+def test_csvs_and_figures_exist(built):
+    out = built["out"]
+    for name in CSVS:
+        df = pd.read_csv(out / name)
+        assert len(df.columns) > 1, name
+    for name in FIGURES:
+        assert (out / name).stat().st_size > 10_000, name
+    imgs = [img["src"] for img in built["soup"].find_all("img")]
+    assert set(FIGURES) <= set(imgs)
+    for src in imgs:  # relative paths next to index.html
+        assert (out / src).is_file(), src
+
+
+def test_labels_on_tables_and_figures(built):
+    text = built["soup"].get_text(" ")
+    for label in ("dummy weights", "offline data samples", "ms-swift 4.6.0", "forced hw label (GPU was A100)"):
+        assert label in text, label
+    for fig in built["soup"].find_all("figure"):
+        caption = fig.find("figcaption").get_text(" ")
+        assert "Labels:" in caption and "dummy weights" in caption
+
+
+def test_hardware_sections(built):
+    headings = [h.get_text(" ", strip=True).rstrip("¶").strip() for h in built["soup"].find_all("h3")]
+    assert "A10 (a10): published, not measured here" in headings
+    assert "GeForce RTX 4090 (rtx4090): published, not measured here" in headings
+    assert "H200 (h200): measured here (2 runs)" in headings
+    assert "A100-SXM4-40GB (a100): measured here (1 run)" in headings
+    text = built["soup"].get_text(" ")
+    assert "Published, not measured here" in text
+    assert "H200 is not in the article; the nearest published class is h100" in text
+    assert "its log has no end-of-training line" in text  # the killed h100 fixture
+    recipe = _table_with(built["soup"], "flag", "article", "bs16 · run-20261130-000000")
+    batch = recipe[recipe.flag == "--per_device_train_batch_size"].iloc[0]
+    assert batch.article == "1" and batch["bs16 · run-20261130-000000"] == "16"
+
+
+def test_memory_against_capacities(built):
+    mem = pd.read_csv(built["out"] / "memory.csv")
+    bs16 = mem[(mem.hw == "h200") & (mem.experiment == "bs16")].iloc[0]
+    assert bs16.peak_gib == pytest.approx(75.8)
+    assert bs16["fits 24 GB"] == "no" and bs16["fits 80 GB"] == "yes" and bs16["fits 141 GB"] == "yes"
+
+
+def test_published_vs_measured(built):
+    text = " ".join(built["soup"].get_text(" ").split())
+    assert "The published tokens/s are 2,048 / step time" in text
+    assert "2,048 x 1,000 / 1,248 = 1,641" in text
+    assert "1,500 samples / global batch 16 = 93.75, so 94 optimizer steps per epoch, not the published 873" in text
+    comp = pd.read_csv(built["out"] / "published_vs_measured.csv")
+    h200 = comp[(comp["our hw"] == "h200") & comp["quantity"].str.startswith("ms per step")]
+    assert set(h200["published hw"]) == {"h100"}
+    assert h200["comparison"].str.startswith("cross-hardware: H200 measured vs H100 SXM5 80GB published (same dense "
+                                             "BF16 peak 989 TFLOPS").all()
+    a100 = comp[(comp["our hw"] == "a100") & comp["quantity"].str.contains("micro-step")].iloc[0]
+    assert a100["comparison"] == "same hardware" and a100["published"] == 621
+
+
+def test_internal_checks_recomputed(built):
+    checks = pd.read_csv(built["out"] / "internal_checks.csv")
+    assert len(checks) > 20 and checks["result_ok"].all()
+    row = checks[(checks.claim == "convergence.total_steps") & (checks.check == "optimizer_steps_per_epoch")].iloc[0]
+    assert row.recomputed == 94 and not row.consistent
+
+
+def test_claims_and_planner_sections(built):
+    claims = pd.read_csv(built["out"] / "claims_untested.csv")
+    assert (claims["status"] == "not tested by this report yet").all() and len(claims) > 20
+    text = built["soup"].get_text(" ")
+    try:
+        from analysis.planner import estimates_vs_measurements  # noqa: F401
+    except (ImportError, AttributeError):
+        assert "planner not available" in text
+    else:
+        assert "planner not available" not in text
+
+
+def test_utilisation_without_nvml_is_not_measured(built):
+    util = pd.read_csv(built["out"] / "utilisation.csv")
+    assert (util["verdict"] == "not measured").all()
+    assert util["evidence"].str.startswith("no nvml.csv").all()
+
+
+# ------------------------------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "bad_json", "bad_baseline", "bad_argument"])
+def test_bad_input_is_one_line_and_exit_2(case, results_tree, tmp_path):
+    results, extra = results_tree, []
+    if case == "missing":
+        results = tmp_path / "no-such-results"
+    elif case == "empty":
+        results = tmp_path / "empty"
+        results.mkdir()
+    elif case == "bad_json":
+        (results_tree / "h200" / "bs16" / "run-20261130-000000" / "run.json").write_text("{not json")
+    elif case == "bad_baseline":
+        extra = ["--baseline", "tpu"]
+    else:
+        extra = ["--timeout", "soon"]
+    proc = _report(results, tmp_path / "out", *extra)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("report: error: "), proc.stderr
+    assert not (tmp_path / "out" / "index.html").exists()
+
+
+# ---------------------------------------------------------------------------------------- utilisation
+
+
+def test_utilisation_of_the_committed_h200_runs():
+    rows = [r for r in collect(REPO / "results") if r["hw"] == "h200" and r["experiment"] in ("seed", "bs16")
+            and r["status"] == "ok" and (Path(r["path"]) / "nvml.csv").is_file()]
+    if not {r["experiment"] for r in rows} >= {"seed", "bs16"}:
+        pytest.skip("no committed H200 seed and bs16 runs with NVML samples")
+    util = U.summary(rows).set_index("run")
+    for run, u in util.iterrows():
+        assert u.window_method in ("tensorboard stamp", "last busy sample"), run
+        assert u.verdict == ("host-bound" if u.experiment == "seed" else "GPU-bound"), (run, u.evidence)
+        assert 0 < u.energy_steady_j < u.energy_train_j < u.energy_run_j
+    seed = util[util.experiment == "seed"]
+    assert (seed.util_median_pct < 50).all() and (seed.power_fraction < 0.5).all()
+    bs16 = util[util.experiment == "bs16"]
+    assert (bs16.j_per_1k_tokens < seed.j_per_1k_tokens.min()).all()  # bigger batches, less energy per token
+
+
+def _synthetic_run(tmp_path: Path, fixtures: Path, util_pct: float, power_w: float) -> dict:
+    run = tmp_path / "results" / "h200" / "bs16" / "run-1"
+    shutil.copytree(fixtures / "h200_bs16", run)
+    (run / "env.json").write_text(json.dumps({"hw": "h200", "packages": {"ms-swift": "4.6.0"}}))
+    row = collect(tmp_path / "results")[0]
+    duration = row["train_runtime_s"]
+    lead = 30  # seconds of model loading before training
+    samples = []
+    for i in range(int(lead + duration + 20)):
+        training = lead <= i <= lead + duration
+        samples.append({"time_s": float(i), "gpu": 0, "power_w": power_w if training else 80.0, "sm_clock_mhz": 1980,
+                        "mem_clock_mhz": 3201, "temp_c": 40, "util_gpu_pct": util_pct if training else 0,
+                        "util_mem_pct": 0, "mem_used_mib": 70000 if training else 16000, "throttle_reasons": 0,
+                        "throttle": "", "energy_j": None})
+    df = pd.DataFrame(samples)
+    df["energy_j"] = (df["power_w"].shift(fill_value=80.0) * 1.0).cumsum() - 80.0  # 1 s steps, left rule
+    df.to_csv(run / "nvml.csv", index=False)
+    return row
+
+
+def test_energy_per_1k_tokens_by_hand(tmp_path, fixtures):
+    row = _synthetic_run(tmp_path, fixtures, util_pct=100, power_w=500.0)
+    u = U.run_utilisation(row)
+    assert u["window_method"] == "last busy sample"  # no TensorBoard file, no run.json timestamps
+    assert u["train_s"] == pytest.approx(row["train_runtime_s"])
+    kept = [iv for iv in step_intervals(read_log(row["path"]), row["max_steps"]) if iv["excluded"] is None]
+    steady_s = sum(iv["seconds"] for iv in kept)
+    tokens = sum(iv["to_step"] - iv["from_step"] for iv in kept) * 16 * row["train_tokens_mean"]
+    assert u["steady_s"] == pytest.approx(steady_s)
+    assert u["tokens_steady"] == pytest.approx(tokens)
+    # 500 W throughout the steady intervals (they lie inside the training window).
+    assert u["j_per_1k_tokens"] == pytest.approx(1000 * 500 * steady_s / tokens, rel=0.02)
+    assert u["util_median_pct"] == 100 and u["power_fraction"] == pytest.approx(500 / 700)
+    assert u["verdict"] == "GPU-bound"
+
+
+def test_host_bound_run(tmp_path, fixtures):
+    row = _synthetic_run(tmp_path, fixtures, util_pct=12, power_w=150.0)
+    u = U.run_utilisation({**row, "mfu": 0.009})
+    assert u["verdict"] == "host-bound"
+    assert "3 of 3 say host-bound" in u["evidence"]
+
+
+def test_verdict_rules():
+    assert U.verdict(None, None, 0.5)[0] == "not measured"
+    assert U.verdict(20, 0.8, 0.10)[0] == "GPU-bound"  # 2 of 3 GPU-bound
+    assert U.verdict(20, 0.3, 0.10)[0] == "host-bound"  # 2 of 3 host-bound
+    word, evidence = U.verdict(40, 0.9, None)  # tie: utilisation decides
+    assert word == "host-bound" and "tie" in evidence
+    assert U.verdict(60, None, None)[0] == "GPU-bound"
+
+
+def test_energy_between_interpolates_the_counter():
+    nv = pd.DataFrame({"time_s": [0.0, 1.0, 2.0, 3.0], "gpu": 0, "power_w": 100.0, "energy_j": [0.0, 100, 200, 300]})
+    assert U.energy_between(nv, 0.5, 2.5) == pytest.approx(200)
+    no_counter = nv.assign(energy_j=math.nan)
+    assert U.energy_between(no_counter, 0.5, 2.5) == pytest.approx(200)  # trapezoid over power
+
+
+def test_safe_eval():
+    assert safe_eval("ceil(1500 / (1 * 16))") == 94
+    assert safe_eval("(20185088 / 2 * 16 / 2**30) / 17.68 * 100") == pytest.approx(0.8506, rel=1e-3)
+    assert safe_eval("600") == 600
+    assert safe_eval("__import__('os').system('true')") is None
+    assert safe_eval("(1).__class__") is None
+
+
+def test_committed_notebook_is_generated():
+    sys.path.insert(0, str(REPO / "notebooks"))
+    try:
+        import make_report_notebook
+    finally:
+        sys.path.pop(0)
+    committed = nbformat.read(REPO / "notebooks" / "report.ipynb", as_version=4)
+    built_nb = make_report_notebook.build()
+    assert [c.source for c in committed.cells] == [c.source for c in built_nb.cells], \
+        "notebooks/report.ipynb is stale: run python notebooks/make_report_notebook.py"
+    assert all(not c.get("outputs") for c in committed.cells if c.cell_type == "code")
+    assert any("parameters" in c.metadata.get("tags", []) for c in committed.cells)
+
+
+# -------------------------------------------------------------------------------------------- browser
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
+
+
+@pytest.mark.browser
+def test_report_in_headless_chromium(built, tmp_path):
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no chromium found (Debian package chromium; `make chromium` installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="the playwright Python package is not installed (pip install playwright; "
+                                          "it drives the system chromium, no browser download)")
+    console_errors, page_errors, failed, external = [], [], [], []
+    html = built["out"] / "index.html"
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=chromium, headless=True,
+            viewport={"width": 1400, "height": 1000},
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        try:
+            page = context.new_page()
+            page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: page_errors.append(str(e)))
+            page.on("requestfailed", lambda r: failed.append(r.url))
+
+            def route(r):
+                if r.request.url.startswith("file://"):
+                    r.continue_()
+                else:
+                    external.append(r.request.url)
+                    r.abort()
+
+            page.route("**/*", route)
+            page.goto(html.as_uri(), wait_until="load")
+            images = page.evaluate("Array.from(document.images).map(i => ({src: i.getAttribute('src'), "
+                                   "url: i.currentSrc, ok: i.complete && i.naturalWidth > 0}))")
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+        finally:
+            context.close()
+    assert not external, f"the page requested network resources: {external}"
+    assert not console_errors and not page_errors, (console_errors, page_errors)
+    assert not failed, f"failed requests: {failed}"
+    assert len(images) >= len(FIGURES)
+    bad = [i for i in images if not i["ok"] or not i["url"].startswith("file://")]
+    assert not bad, f"images that did not load from file://: {bad}"
