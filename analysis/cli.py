@@ -12,7 +12,7 @@ import sys
 from analysis.errors import InputError
 
 # Modules that contribute a subcommand, in help order.
-SUBCOMMAND_MODULES = ["analysis.parse_cmd", "analysis.tables", "analysis.planner"]
+SUBCOMMAND_MODULES = ["analysis.parse_cmd", "analysis.tables", "analysis.planner", "analysis.report"]
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -54,7 +54,12 @@ def gpus(lib=None) -> list[dict]:
     for i in range(lib.nvmlDeviceGetCount()):
         h = lib.nvmlDeviceGetHandleByIndex(i)
         mem = lib.nvmlDeviceGetMemoryInfo(h)
-        out.append({"index": i, "name": _s(lib.nvmlDeviceGetName(h)), "memory_mib": mem.total // 2**20})
+        try:  # the enforced board power limit, for "power well below the limit" verdicts
+            power_limit_w = lib.nvmlDeviceGetEnforcedPowerLimit(h) / 1000
+        except Exception:
+            power_limit_w = None
+        out.append({"index": i, "name": _s(lib.nvmlDeviceGetName(h)), "memory_mib": mem.total // 2**20,
+                    "power_limit_w": power_limit_w})
     return out
 
 

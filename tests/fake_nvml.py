@@ -32,6 +32,9 @@ class FakeNVML:
     def nvmlDeviceGetMemoryInfo(self, h):
         return SimpleNamespace(total=143771 * 2**20, used=18000 * 2**20, free=0)
 
+    def nvmlDeviceGetEnforcedPowerLimit(self, h):
+        return 700_000
+
     def nvmlSystemGetDriverVersion(self):
         return "580.159.04"
 

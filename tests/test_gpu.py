@@ -37,7 +37,7 @@ class _NoGPU(FakeNVML):
 def test_environment_record():
     env = gpu.environment("h200", lib=FakeNVML())
     assert env["gpu_name"] == "NVIDIA H200" and env["gpu_count"] == 1 and env["gpu_memory_mib"] == 143771
-    assert env["driver"] == "580.159.04" and env["cuda_driver"] == "13.0"
+    assert env["driver"] == "580.159.04" and env["cuda_driver"] == "13.0" and env["gpus"][0]["power_limit_w"] == 700
     assert env["packages"]["ms-swift"] and env["cpu_count"] >= 1 and env["python"]
 
 
