@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -57,12 +58,40 @@ class RunSpec:
     force_hw: bool = False
     timeout_s: float | None = None
     overrides: dict = field(default_factory=dict)  # extra swift flags (claims experiments, CPU dtype)
+    recipe: str | None = None        # recipes.yaml experiment the flags start from (None: `experiment` itself)
+    launcher: dict | None = None     # run through experiments/launch.py with these options (None: `swift sft`)
+
+    def __post_init__(self):
+        """A claims experiment (experiments/claims.yaml) brings its recipe, overrides, launcher, steps and limit;
+        what the caller gave explicitly wins (a CLI --max-steps, --set FLAG=VALUE, --timeout)."""
+        if self.recipe is not None or self.experiment in recipes.load()["experiments"]:
+            return
+        from analysis import claims
+
+        definition = claims.experiment(self.experiment)
+        if definition is None:
+            return
+        self.recipe = definition["recipe"]
+        self.overrides = {**(definition.get("overrides") or {}), **(self.overrides or {})}
+        if self.launcher is None:
+            self.launcher = dict(definition.get("launcher") or {})
+        self.max_steps = self.max_steps or definition.get("max_steps")
+        self.timeout_s = self.timeout_s or definition.get("timeout_s")
+
+    @property
+    def recipe_name(self) -> str:
+        return self.recipe or self.experiment
 
     def key(self) -> dict:
         """Two runs with equal keys measure the same thing: the second is skipped."""
-        return {"experiment": self.experiment, "recipe": recipes.recipe_hash(self.experiment),
-                "model": self.model, "data": "local" if self.data else "hub",
-                "max_steps": self.max_steps or None, "overrides": self.overrides or {}}
+        key = {"experiment": self.experiment, "recipe": recipes.recipe_hash(self.recipe_name),
+               "model": self.model, "data": "local" if self.data else "hub",
+               "max_steps": self.max_steps or None, "overrides": self.overrides or {}}
+        if self.recipe is not None:
+            key["recipe_name"] = self.recipe
+        if self.launcher is not None:
+            key["launcher"] = self.launcher
+        return key
 
 
 # ------------------------------------------------------------------------------------------- folders
@@ -111,6 +140,27 @@ def find_complete(spec: RunSpec) -> Path | None:
             continue
         if status.get("status") == "ok" and status.get("key") == spec.key():
             found = run_dir
+    return found
+
+
+def is_oom_status(status: dict) -> bool:
+    return status.get("status") == "failed" and str(status.get("reason") or "").startswith("OOM")
+
+
+def find_finished(spec: RunSpec) -> tuple[Path, str] | None:
+    """(run folder, 'ok' | 'oom') of the newest run of this spec that trained or ran out of memory, else None.
+
+    For claims experiments an OOM is a result (a capacity probe, GC off at bs16), not something to re-run."""
+    found = None
+    done = find_complete(spec)  # also marks stale 'running' runs as interrupted
+    for run_dir in experiment_runs(spec):
+        status = _read_status(run_dir)
+        if status.get("key") != spec.key():
+            continue
+        if run_dir == done:
+            found = (run_dir, "ok")
+        elif is_oom_status(status):
+            found = (run_dir, "oom")
     return found
 
 
@@ -182,7 +232,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
         if spec.data:
             from experiments import localdata
 
-            base = recipes.flags(spec.experiment)
+            base = recipes.flags(spec.recipe_name)
             data_dir = CACHE / "data" / run_dir.name
             local = localdata.prepare_local_data(spec.data, data_dir, base.get("model_name"), base.get("model_author"))
             datasets = localdata.dataset_args(base["dataset"], local)
@@ -191,8 +241,24 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
         if model_dir is not None and spec.data:
             env_vars.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "MODELSCOPE_OFFLINE": "1"})
         swift_version = _swift_version()
-        cmd = recipes.render(spec.experiment, swift_version, output_dir=str(run_dir.resolve()), model=model_arg,
+        cmd = recipes.render(spec.recipe_name, swift_version, output_dir=str(run_dir.resolve()), model=model_arg,
                              datasets=datasets, max_steps=spec.max_steps, overrides=overrides)
+        if spec.recipe is not None:  # say which flags come from the claims experiment, not from the machine
+            from analysis import claims
+
+            own = set((claims.experiment(spec.experiment) or {}).get("overrides") or {})
+            cmd["notes"] = [n.replace(": set by the runner", f": claims experiment {spec.experiment}")
+                            if n.startswith("--") and n.split(" ", 1)[0][2:] in own else n for n in cmd["notes"]]
+        launch_argv = None
+        if spec.launcher is not None:  # in-process swift sft with a memory cap / profiler / ... (experiments/launch.py)
+            from experiments.launch import option_argv
+
+            launch_opts = option_argv(spec.launcher)
+            launch_argv = [sys.executable, "-m", "experiments.launch", *launch_opts, "--", *cmd["argv"]]
+            head = shlex.join(["python", "-m", "experiments.launch", *launch_opts, "--", "swift", "sft"])
+            cmd["shell"] = head + cmd["shell"][len("swift sft"):]
+            cmd["notes"].append(f"run in-process by experiments/launch.py {shlex.join(launch_opts)}".rstrip()
+                                + (f" (claims experiment on recipe {spec.recipe})" if spec.recipe else ""))
         if model_dir is not None and (model_dir / "config.json").is_file():
             shutil.copy(model_dir / "config.json", run_dir / "model_config.json")
         env = {**gpu.environment(spec.hw, lib=lib), "gpu_check": check, "dummy_weights": dummy_weights}
@@ -203,12 +269,14 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
             + "".join(f"# {n}\n" for n in cmd["notes"]) + exports + cmd["shell"] + "\n")
         labels = {"dummy_weights": dummy_weights, "offline_data": bool(spec.data),
                   "max_steps": spec.max_steps or None, "forced_hw": check["forced"], "swift_version": swift_version}
-        write_status(run_dir, **labels, command=cmd["argv"], notes=cmd["notes"])
+        # `command` stays the swift argv (what readers of run.json parse); the launcher's own line is beside it
+        write_status(run_dir, **labels, command=cmd["argv"], notes=cmd["notes"],
+                     **({"launch_command": launch_argv} if launch_argv else {}))
     except Exception as exc:
         write_status(run_dir, status="failed", reason=f"{type(exc).__name__}: {exc}")
         raise
-    return {"spec": spec, "run_dir": run_dir, "argv": cmd["argv"], "env": env_vars, "labels": labels,
-            "max_steps_expected": spec.max_steps}
+    return {"spec": spec, "run_dir": run_dir, "argv": cmd["argv"], "launch_argv": launch_argv, "env": env_vars,
+            "labels": labels, "max_steps_expected": spec.max_steps}
 
 
 # ------------------------------------------------------------------------------------------- execute
@@ -257,13 +325,17 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     run_dir: Path = ctx["run_dir"]
     spec: RunSpec = ctx["spec"]
     env = {**os.environ, **ctx["env"], "PYTHONUNBUFFERED": "1"}
+    argv = swift_argv(ctx["argv"])
+    if ctx.get("launch_argv"):  # `python -m experiments.launch` must find this repository from any cwd
+        argv = ctx["launch_argv"]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     log = run_dir / "logging.jsonl"
     t0 = time.monotonic()
     timed_out = False
     bar = tqdm(total=spec.max_steps or None, desc=f"{spec.hw}/{spec.experiment}", unit="step", disable=not progress)
     sampler = gpu.Sampler(run_dir / "nvml.csv", lib=lib)
     with (run_dir / "stdout.log").open("w") as out, sampler:
-        proc = subprocess.Popen(swift_argv(ctx["argv"]), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         write_status(run_dir, swift_pid=proc.pid)
         seen = 0
         try:
@@ -326,34 +398,108 @@ def run_notebook(spec: RunSpec, run_dir: Path, progress: bool = True) -> None:
                         progress_bar=progress, log_output=False, kernel_name="python3")
 
 
+def _run_one(spec: RunSpec, console, progress: bool, claims_mode: bool = False) -> dict:
+    """One experiment: skip it when done (claims: an OOM counts as done), else run the notebook once."""
+    name, hw = spec.experiment, spec.hw
+    if claims_mode:
+        finished = find_finished(spec)
+        if finished is not None:
+            what = "complete" if finished[1] == "ok" else "OOM"
+            console.print(f"[green]skip[/] {hw}/{name}: {what} run {finished[0]}")
+            return {"experiment": name, "run_dir": str(finished[0]), "status": "skipped", "outcome": finished[1]}
+    else:
+        done = find_complete(spec)
+        if done is not None:
+            console.print(f"[green]skip[/] {hw}/{name}: complete run {done}")
+            return {"experiment": name, "run_dir": str(done), "status": "skipped", "outcome": "ok"}
+    run_dir = new_run_dir(spec)
+    console.print(f"[bold]run[/] {hw}/{name} -> {run_dir}")
+    try:
+        run_notebook(spec, run_dir, progress)
+    except Exception as exc:  # the notebook records the reason in run.json; keep going
+        status = _read_status(run_dir)
+        if status.get("status") in (None, "running"):
+            write_status(run_dir, status="failed", reason=f"notebook: {type(exc).__name__}: {str(exc)[:300]}")
+    status = _read_status(run_dir)
+    colour = "green" if status.get("status") == "ok" else "yellow" if claims_mode and is_oom_status(status) else "red"
+    console.print(f"[{colour}]{status.get('status')}[/] {hw}/{name}"
+                  + (f": {status.get('reason')}" if status.get("reason") else ""))
+    outcome = "ok" if status.get("status") == "ok" else "oom" if is_oom_status(status) else "failed"
+    state = "oom" if claims_mode and outcome == "oom" else status.get("status")
+    return {"experiment": name, "run_dir": str(run_dir), "status": state, "outcome": outcome}
+
+
+def _run_search(name: str, hw: str, console, progress: bool, **kw) -> list[dict]:
+    """A capacity search of claims.yaml: probe per-device batches until one that trained sits next to an OOM."""
+    from analysis import claims
+
+    results, outcomes = [], {}
+    while True:
+        batch = claims.next_probe(name, outcomes)
+        if batch is None:
+            break
+        res = _run_one(RunSpec(hw=hw, experiment=claims.probe_name(name, batch), **kw), console, progress, True)
+        results.append(res)
+        if res["outcome"] not in ("ok", "oom"):
+            console.print(f"[red]stop[/] search {name}: probe bs {batch} failed for another reason than OOM")
+            break
+        outcomes[batch] = res["outcome"]
+    ok = [b for b, o in outcomes.items() if o == "ok"]
+    oom = [b for b, o in outcomes.items() if o == "oom"]
+    console.print(f"[bold]{name}[/]: largest batch that trained {max(ok) if ok else None}, "
+                  f"smallest that OOMed above it {min([b for b in oom if not ok or b > max(ok)], default=None)}")
+    return results
+
+
+def run_claims(hw: str, names: list[str], progress: bool = True, **kw) -> list[dict]:
+    """Claims experiments (experiments/claims.yaml): searches, combinations, blocked and package-gated ones."""
+    import importlib.util
+
+    from rich.console import Console
+
+    from analysis import claims
+
+    console = Console(stderr=True)
+    results = []
+    for name in names:
+        if claims.search(name) is not None:
+            if hw == "cpu" and claims.search(name)["launcher"].get("mem_cap_gib"):
+                reason = "a memory-cap search needs a CUDA device (on the CPU nothing is capped, nothing OOMs)"
+                console.print(f"[yellow]blocked[/] {hw}/{name}: {reason}")
+                results.append({"experiment": name, "status": "blocked", "reason": reason})
+                continue
+            results += _run_search(name, hw, console, progress, **kw)
+            continue
+        definition = claims.experiment(name)
+        if definition.get("blocked"):
+            console.print(f"[yellow]blocked[/] {hw}/{name}: {' '.join(definition['blocked'].split())}")
+            results.append({"experiment": name, "status": "blocked", "reason": definition["blocked"]})
+            continue
+        missing = [m for m in definition.get("requires") or [] if importlib.util.find_spec(m) is None]
+        if missing:
+            console.print(f"[yellow]blocked[/] {hw}/{name}: needs {', '.join(missing)} (not importable here)")
+            results.append({"experiment": name, "status": "blocked", "reason": f"needs {', '.join(missing)}"})
+            continue
+        spec_kw = dict(kw)
+        if definition.get("combine"):
+            combo = claims.resolve_combo(name, kw.get("results_dir", "results"), hw)
+            if combo["overrides"] is None:
+                console.print(f"[yellow]blocked[/] {hw}/{name}: {combo['reason']}")
+                results.append({"experiment": name, "status": "blocked", "reason": combo["reason"]})
+                continue
+            console.print(f"{hw}/{name}: {combo['reason']}")
+            spec_kw["overrides"] = {**combo["overrides"], **(kw.get("overrides") or {})}
+        results.append(_run_one(RunSpec(hw=hw, experiment=name, **spec_kw), console, progress, True))
+    return results
+
+
 def run_all(hw: str, experiments: list[str] | None = None, progress: bool = True, **kw) -> list[dict]:
     """Every experiment of the matrix for HW; complete ones are skipped, failed ones are kept and re-tried."""
     from rich.console import Console
 
     console = Console(stderr=True)
     names = experiments or recipes.experiments()
-    results = []
-    for name in names:
-        spec = RunSpec(hw=hw, experiment=name, **kw)
-        done = find_complete(spec)
-        if done is not None:
-            console.print(f"[green]skip[/] {hw}/{name}: complete run {done}")
-            results.append({"experiment": name, "run_dir": str(done), "status": "skipped"})
-            continue
-        run_dir = new_run_dir(spec)
-        console.print(f"[bold]run[/] {hw}/{name} -> {run_dir}")
-        try:
-            run_notebook(spec, run_dir, progress)
-        except Exception as exc:  # the notebook records the reason in run.json; keep going
-            status = _read_status(run_dir)
-            if status.get("status") in (None, "running"):
-                write_status(run_dir, status="failed", reason=f"notebook: {type(exc).__name__}: {str(exc)[:300]}")
-        status = _read_status(run_dir)
-        colour = "green" if status.get("status") == "ok" else "red"
-        console.print(f"[{colour}]{status.get('status')}[/] {hw}/{name}"
-                      + (f": {status.get('reason')}" if status.get("reason") else ""))
-        results.append({"experiment": name, "run_dir": str(run_dir), "status": status.get("status")})
-    return results
+    return [_run_one(RunSpec(hw=hw, experiment=name, **kw), console, progress) for name in names]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -365,7 +511,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="hub id (default), a local model folder, 'dummy' (random weights, exact shapes)")
     r.add_argument("--data", default=None, help="folder with local stand-ins of the hub datasets")
     r.add_argument("--max-steps", type=int, default=None, help="cut runs of N optimizer steps")
-    r.add_argument("--experiments", default=None, help="comma-separated subset of experiments/recipes.yaml")
+    r.add_argument("--experiments", default=None,
+                   help="comma-separated subset of experiments/recipes.yaml (with --claims: of experiments/claims.yaml "
+                        "experiments and searches, or plan:N for the plan's command N; default: the whole plan)")
+    r.add_argument("--claims", action="store_true",
+                   help="run claims experiments (experiments/claims.yaml) instead of the matrix")
     r.add_argument("--results", default="results")
     r.add_argument("--force-hw", action="store_true", help="run even if the GPU is not HW (labelled forced)")
     r.add_argument("--timeout", type=float, default=None, help="seconds per run before it is killed")
@@ -378,8 +528,13 @@ def main(argv: list[str] | None = None) -> int:
 
         hardware.require(a.hw)
         names = a.experiments.split(",") if a.experiments else None
-        for n in names or []:
-            recipes.flags(n)
+        if a.claims:
+            from analysis import claims
+
+            names = claims.expand(names)
+        else:
+            for n in names or []:
+                recipes.flags(n)
         if a.data and not Path(a.data).is_dir():
             raise InputError(a.data, "data folder does not exist")
         overrides = {}
@@ -388,13 +543,14 @@ def main(argv: list[str] | None = None) -> int:
             if not sep:
                 raise InputError(None, f"--set wants FLAG=VALUE, got {item!r}")
             overrides[k.lstrip("-")] = v
-        results = run_all(a.hw, names, progress=not a.no_progress, model=a.model, data=a.data,
-                          max_steps=a.max_steps, results_dir=a.results, force_hw=a.force_hw,
-                          timeout_s=a.timeout, overrides=overrides)
+        run = run_claims if a.claims else run_all
+        results = run(a.hw, names, progress=not a.no_progress, model=a.model, data=a.data,
+                      max_steps=a.max_steps, results_dir=a.results, force_hw=a.force_hw,
+                      timeout_s=a.timeout, overrides=overrides)
     except InputError as exc:
         print(f"runner: error: {exc}", file=sys.stderr)
         return 2
-    return 0 if all(r["status"] in ("ok", "skipped") for r in results) else 1
+    return 0 if all(r["status"] in ("ok", "skipped", "oom", "blocked") for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,882 @@
+"""Claims audit (issue 5): experiments/claims.yaml as data, and its claims turned into verdicts.
+
+`claims_table(results_dir)` gives one row per claim or throughput recipe: holds / does not hold / inconclusive /
+cannot be tested here / not run yet, with the numbers and the run folders behind it. Claims about the installed
+ms-swift (flags, padding-free) are decided now from its argument dataclass and parser; the rest from the runs
+that experiments/runner.py made (`run-all --claims`), matched to their current definition in claims.yaml.
+
+The runner imports the loader part of this module (experiment definitions, capacity searches, the plan); it must
+stay light at import time (no torch, no ms-swift, no pandas until a table is asked for).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import importlib.util
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from analysis.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAIMS_FILE = ROOT / "experiments" / "claims.yaml"
+LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "longest_first", "pad_to", "fast_exit"}
+EXPERIMENT_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "matrix", "est_gpu_s",
+                   "requires", "blocked", "combine", "search", "probe"}
+SEARCH_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "flag", "ladder", "start",
+               "est_gpu_s_per_probe"}
+VERDICTS = ("holds", "does not hold", "inconclusive", "cannot be tested here", "not run yet")
+PROFILE_FILE = "profile.json"
+LAUNCH_FILE = "launch.json"
+
+
+# ------------------------------------------------------------------------------------------------ loading
+
+
+def _merge_defaults(defaults: dict, item: dict) -> dict:
+    out = copy.deepcopy(item)
+    for key, value in defaults.items():
+        if key == "overrides":
+            out["overrides"] = {**(value or {}), **(item.get("overrides") or {})}
+        elif key == "launcher":
+            out["launcher"] = {**(value or {}), **(item.get("launcher") or {})}
+        else:
+            out.setdefault(key, copy.deepcopy(value))
+    return out
+
+
+def probe_name(search: str, batch: int) -> str:
+    return f"{search}-bs{batch}"
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path: str) -> dict:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(p, f"cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(p, f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                         mark.line + 1 if mark else None) from None
+    for key in ("experiments", "searches", "claims", "plan"):
+        if not isinstance((data or {}).get(key), (dict, list)):
+            raise InputError(p, f"missing top-level key {key!r}")
+    defaults = data.get("defaults") or {}
+    experiments: dict[str, dict] = {}
+    for name, item in data["experiments"].items():
+        unknown = set(item) - EXPERIMENT_KEYS
+        if unknown:
+            raise InputError(p, f"experiment {name!r}: unknown key(s) {', '.join(sorted(unknown))}")
+        experiments[name] = _merge_defaults(defaults, item)
+    searches: dict[str, dict] = {}
+    for name, item in data["searches"].items():
+        unknown = set(item) - SEARCH_KEYS
+        if unknown:
+            raise InputError(p, f"search {name!r}: unknown key(s) {', '.join(sorted(unknown))}")
+        s = _merge_defaults(defaults, item)
+        if s["start"] not in s["ladder"] or sorted(s["ladder"]) != s["ladder"]:
+            raise InputError(p, f"search {name!r}: start must be on an ascending ladder")
+        searches[name] = s
+        for b in s["ladder"]:  # each probe is an experiment of its own (its own run folders)
+            probe = {k: copy.deepcopy(v) for k, v in s.items()
+                     if k in ("recipe", "launcher", "max_steps", "timeout_s", "matrix")}
+            probe["overrides"] = {**s["overrides"], s["flag"]: b}
+            probe["description"] = f"{name} probe: {s['flag']} {b} ({s['description']})"
+            probe["est_gpu_s"] = s.get("est_gpu_s_per_probe")
+            probe["search"], probe["probe"] = name, b
+            experiments[probe_name(name, b)] = probe
+    for name, e in experiments.items():
+        unknown = set(e.get("launcher") or {}) - LAUNCHER_KEYS
+        if unknown:
+            raise InputError(p, f"experiment {name!r}: unknown launcher option(s) {', '.join(sorted(unknown))}")
+        if not e.get("recipe"):
+            raise InputError(p, f"experiment {name!r}: no recipe")
+    return {**data, "defaults": defaults, "experiments": experiments, "searches": searches, "path": str(p)}
+
+
+def load(path: str | Path = CLAIMS_FILE) -> dict:
+    return _load(str(Path(path).resolve()))
+
+
+def experiment(name: str, path: str | Path = CLAIMS_FILE) -> dict | None:
+    """The definition of a claims experiment (defaults applied; probes of searches included), else None."""
+    e = load(path)["experiments"].get(name)
+    return copy.deepcopy(e) if e is not None else None
+
+
+def search(name: str, path: str | Path = CLAIMS_FILE) -> dict | None:
+    s = load(path)["searches"].get(name)
+    return copy.deepcopy(s) if s is not None else None
+
+
+def expand(names: list[str] | None, path: str | Path = CLAIMS_FILE) -> list[str]:
+    """Experiment / search names from a command line: `plan:N` is the plan's command N; default: the whole plan."""
+    data = load(path)
+    commands = {c["name"]: c for c in data["plan"]["commands"]}
+    if not names:
+        names = [f"plan:{c['name']}" for c in data["plan"]["commands"]]
+    out: list[str] = []
+    for n in names:
+        if n.startswith("plan:"):
+            key = n.split(":", 1)[1]
+            if key not in commands:
+                raise InputError(data["path"], f"no plan command {key!r} (known: {', '.join(commands)})")
+            items = commands[key]["experiments"]
+        else:
+            items = [n]
+        for item in items:
+            if item not in data["experiments"] and item not in data["searches"]:
+                known = sorted(set(data["experiments"]) | set(data["searches"]))
+                raise InputError(data["path"], f"unknown claims experiment {item!r} (known: {', '.join(known)})")
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def estimate_s(name: str, path: str | Path = CLAIMS_FILE, probes_per_search: int = 2) -> float:
+    data = load(path)
+    if name in data["searches"]:
+        return probes_per_search * float(data["searches"][name].get("est_gpu_s_per_probe") or 0)
+    return float(data["experiments"][name].get("est_gpu_s") or 0)
+
+
+def plan_estimates(path: str | Path = CLAIMS_FILE) -> list[dict]:
+    """Estimated GPU seconds of each plan command (the first includes the machine's one-off setup)."""
+    data = load(path)
+    out = []
+    for i, c in enumerate(data["plan"]["commands"]):
+        runs = sum(estimate_s(n, path) for n in c["experiments"])
+        out.append({"name": c["name"], "tier": c["tier"], "experiments": c["experiments"],
+                    "est_s": runs + (data["plan"]["setup_s"] if i == 0 else 0)})
+    return out
+
+
+# --------------------------------------------------------------------------- what the installed ms-swift says
+
+
+def swift_version() -> str | None:
+    import importlib.metadata as md
+
+    try:
+        return md.version("ms-swift")
+    except md.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _sft_fields() -> dict[str, Any]:
+    from swift.arguments import SftArguments
+
+    return {f.name: f for f in dataclasses.fields(SftArguments)}
+
+
+def _default(f) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        try:
+            return f.default_factory()  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - a factory that needs context
+            return None
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _sft_parser():
+    from transformers import HfArgumentParser
+
+    from swift.arguments import SftArguments
+
+    try:  # ms-swift parses with this patch (swift.utils.parse_args); the same parser, without running __post_init__
+        from swift.utils.utils import _patch_get_type_hints
+    except ImportError:  # pragma: no cover - other ms-swift versions
+        import contextlib
+
+        _patch_get_type_hints = contextlib.nullcontext
+    with _patch_get_type_hints():
+        return HfArgumentParser([SftArguments])
+
+
+def flag_report(flag: str, value: str | None = None) -> dict:
+    """Is --FLAG an argument of the installed `swift sft`, and does its parser accept VALUE?
+
+    Uses ms-swift's own parser (HfArgumentParser over SftArguments) without building the arguments, so nothing is
+    loaded: unknown flags come back as remaining strings, which `swift sft` turns into a ValueError.
+    """
+    version = swift_version()
+    fields = _sft_fields()
+    f = fields.get(flag)
+    out = {"flag": f"--{flag}", "exists": f is not None, "swift_version": version}
+    if f is None:
+        similar = sorted(n for n in fields if any(part in n for part in flag.split("_") if len(part) > 3
+                                                  and part not in ("disable", "enable")))
+        out["similar"] = similar
+        out["text"] = f"--{flag}: does not exist in ms-swift {version}"
+    else:
+        out["type"] = str(f.type)
+        out["default"] = _default(f)
+        out["text"] = f"--{flag}: exists in ms-swift {version} (default {out['default']!r})"
+    if value is not None:
+        parser = _sft_parser()
+        try:
+            _, remaining = parser.parse_known_args([f"--{flag}", value])
+            out["parser_accepts"] = not remaining
+            if remaining:
+                out["parser"] = f"left unparsed: {remaining} (swift sft raises ValueError: remaining_argv)"
+        except SystemExit:
+            out["parser_accepts"] = False
+            out["parser"] = f"rejected by the argument parser: --{flag} {value}"
+    return out
+
+
+def padding_free_report(flags: list[str], attn_impl: str = "sdpa") -> dict:
+    """Does the installed ms-swift allow padding_free / packing with ATTN_IMPL, and is flash-attn importable?"""
+    from types import SimpleNamespace
+
+    from swift.arguments import SftArguments
+
+    out: dict[str, Any] = {"swift_version": swift_version(), "attn_impl": attn_impl,
+                           "flash_attn_importable": importlib.util.find_spec("flash_attn") is not None}
+    for flag in flags:
+        probe = SimpleNamespace(padding_free=flag == "padding_free", packing=flag == "packing", attn_impl=attn_impl)
+        try:
+            SftArguments._check_padding_free(probe)
+            out[flag] = {"allowed": True}
+        except ValueError as exc:
+            out[flag] = {"allowed": False, "message": str(exc)}
+    return out
+
+
+def package_report(name: str, recorded: dict | None = None) -> dict:
+    """Is NAME importable here; what was recorded about its wheel for the GPU host (claims.yaml package_check)."""
+    out = {"package": name, "importable_here": importlib.util.find_spec(name) is not None}
+    if recorded:
+        out["pypi"] = {k: recorded[k] for k in ("version", "file", "size_mb", "kernels") if k in recorded}
+        out["note"] = recorded.get("note")
+    return out
+
+
+def pypi_wheel(name: str, python_version: str = "3.12", platform: str = "manylinux_2_24_x86_64",
+               timeout: float = 120) -> dict:
+    """`pip download --no-deps NAME` for the GPU host's Python and platform (needs network): what wheel exists."""
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", name, "--python-version",
+                            python_version, "--platform", platform, "--only-binary=:all:", "-d", tmp, "-q"],
+                           capture_output=True, text=True, timeout=timeout)
+        wheels = list(Path(tmp).glob("*.whl"))
+        if p.returncode != 0 or not wheels:
+            return {"available": False, "error": (p.stderr or p.stdout).strip()[-500:]}
+        whl = wheels[0]
+        with zipfile.ZipFile(whl) as z:
+            libs = sorted(Path(n).name for n in z.namelist() if n.endswith(".so"))
+        return {"available": True, "file": whl.name, "size_mb": round(whl.stat().st_size / 1e6, 1), "libs": libs}
+
+
+# ---------------------------------------------------------------------------------------------- run data
+
+
+def _profile(run_dir: str | Path) -> dict | None:
+    path = Path(run_dir) / PROFILE_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _launch_info(run_dir: str | Path) -> dict | None:
+    try:
+        return json.loads((Path(run_dir) / LAUNCH_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def step_stats(row: dict) -> dict:
+    """Steady-state step time of a run, leaving out the steps the profiler watched (they run slower)."""
+    from analysis.metrics import summarize
+
+    prof = _profile(row.get("path", "")) or {}
+    profiled = {s["step"] for s in prof.get("steps", []) if "step" in s}
+    kept = [iv["step_time_s"] for iv in row.get("step_intervals") or []
+            if iv["excluded"] is None and iv["to_step"] not in profiled]
+    return summarize(kept)
+
+
+def busy_fraction(row: dict) -> float | None:
+    prof = _profile(row.get("path", "")) or {}
+    fr = [s["gpu_busy_frac"] for s in prof.get("steps", []) if s.get("gpu_busy_frac") is not None]
+    return statistics.median(fr) if fr else None
+
+
+def is_oom(row: dict) -> bool:
+    return row.get("status") == "failed" and str(row.get("failure") or "").startswith("OOM")
+
+
+def _defined_as(row: dict, name: str, path: str | Path) -> bool:
+    """Was this run made from the current definition of claims experiment NAME (overrides, launcher, steps)?"""
+    e = experiment(name, path)
+    key = (row.get("run_status") or {}).get("key") or {}
+    if e is None or not key:
+        return False
+    if e.get("combine"):  # resolved at run time: its own overrides are whatever the combination was
+        return key.get("launcher") == e.get("launcher")
+    want = dict(e.get("overrides") or {})
+    got = dict(key.get("overrides") or {})
+    for k in ("torch_dtype", "check_model"):  # set by the runner for the machine, not by the definition
+        got.pop(k, None)
+    return got == want and key.get("launcher") == e.get("launcher")
+
+
+def runs_by_experiment(results_dir: str | Path | None, path: str | Path = CLAIMS_FILE, hw: str | None = None) -> dict:
+    """{experiment: [rows, newest first]} for the claims experiments under RESULTS_DIR (matching definitions)."""
+    from analysis.runs import collect
+
+    if results_dir is None or not Path(results_dir).is_dir():
+        return {}
+    names = set(load(path)["experiments"])
+    out: dict[str, list[dict]] = {}
+    for row in collect(results_dir):
+        name = row.get("experiment")
+        if name not in names or (hw and row.get("hw") != hw):
+            continue
+        if not _defined_as(row, name, path):
+            continue
+        out.setdefault(name, []).append(row)
+    for rows in out.values():
+        rows.sort(key=lambda r: r.get("run") or "", reverse=True)
+    return out
+
+
+def _pick(runs: dict, name: str, allow_oom: bool = False) -> dict | None:
+    for row in runs.get(name, []):
+        if row.get("status") == "ok" or (allow_oom and is_oom(row)):
+            return row
+    return None
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else round(x, nd)
+
+
+def _dummy(*rows: dict) -> bool:
+    return any("dummy weights" in (r.get("labels") or []) for r in rows if r)
+
+
+def _hw_choice(results_dir, path) -> str | None:
+    from analysis.runs import collect
+
+    if results_dir is None or not Path(results_dir).is_dir():
+        return None
+    names = set(load(path)["experiments"])
+    counts: dict[str, int] = {}
+    for row in collect(results_dir):
+        if row.get("experiment") in names and row.get("hw"):
+            counts[row["hw"]] = counts.get(row["hw"], 0) + 1
+    return max(counts, key=counts.get) if counts else None
+
+
+# -------------------------------------------------------------------------------------------- verdicts
+
+
+def _result(verdict: str, detail: str, numbers: dict | None = None, runs: list | None = None) -> dict:
+    assert verdict in VERDICTS, verdict
+    return {"verdict": verdict, "detail": detail, "numbers": numbers or {},
+            "runs": [r["path"] for r in (runs or []) if r]}
+
+
+def _not_run(claim: dict, path) -> dict:
+    planned = claim.get("experiments") or []
+    est = sum(estimate_s(n, path) for n in planned)
+    return _result("not run yet", f"planned: {', '.join(planned)} (about {est / 60:.1f} GPU min)")
+
+
+def _speedup(base: dict, test: dict) -> dict:
+    """Speed-up of TEST over BASE in %, from medians, with a range from the two intervals of the mean."""
+    b, t = step_stats(base), step_stats(test)
+    out = {"base_step_s": _r(b["median"]), "test_step_s": _r(t["median"]),
+           "base_n": b["n_intervals"], "test_n": t["n_intervals"]}
+    if not b["median"] or not t["median"]:
+        return {**out, "speedup_pct": None}
+    out["speedup_pct"] = _r((b["median"] / t["median"] - 1) * 100, 2)
+    lo_b, hi_b = b.get("ci95_low"), b.get("ci95_high")
+    lo_t, hi_t = t.get("ci95_low"), t.get("ci95_high")
+    if None not in (lo_b, hi_b, lo_t, hi_t) and lo_t > 0 and hi_t > 0:
+        out["speedup_pct_low"] = _r((lo_b / hi_t - 1) * 100, 2)
+        out["speedup_pct_high"] = _r((hi_b / lo_t - 1) * 100, 2)
+    return out
+
+
+def rule_memory_loss_pair(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    base, test = _pick(runs, rule["base"]), _pick(runs, rule["test"])
+    if base is None or test is None:
+        failed = [r for n in (rule["base"], rule["test"]) for r in runs.get(n, [])[:1] if r.get("status") != "ok"]
+        if failed:
+            return _result("inconclusive", "a run failed: " + "; ".join(f"{r['experiment']}: {r['failure']}"
+                                                                        for r in failed), runs=failed)
+        return _not_run(claim, path)
+    pb, pt = base.get("peak_mem_gib"), test.get("peak_mem_gib")
+    lb, lt = base.get("final_eval_loss"), test.get("final_eval_loss")
+    nums = {"peak_gib_" + rule["base"]: pb, "peak_gib_" + rule["test"]: pt,
+            "eval_loss_" + rule["base"]: _r(lb), "eval_loss_" + rule["test"]: _r(lt)}
+    parts = []
+    if pb and pt:
+        saving = (pb - pt) / pb * 100
+        nums["mem_saving_pct"] = _r(saving, 2)
+        mem_ok = saving >= rule["min_mem_saving_pct"]
+        parts.append(("memory", mem_ok, f"memory saved {saving:.2f} % ({pb} -> {pt} GiB; claim needs "
+                                        f">= {rule['min_mem_saving_pct']} %)"))
+    if lb is not None and lt is not None:
+        nums["loss_increase"] = _r(lt - lb)
+        if _dummy(base, test):
+            parts.append(("loss", None, f"loss increase {lt - lb:+.4f} on dummy weights: says nothing about quality"))
+        else:
+            parts.append(("loss", lt - lb <= rule["max_loss_increase"],
+                          f"loss increase {lt - lb:+.4f} (claim allows <= {rule['max_loss_increase']})"))
+    detail = "; ".join(p[2] for p in parts) or "no peak memory / eval loss in the logs"
+    if any(p[1] is False for p in parts):
+        return _result("does not hold", detail, nums, [base, test])
+    if parts and all(p[1] is True for p in parts) and len(parts) == 2:
+        return _result("holds", detail, nums, [base, test])
+    return _result("cannot be tested here", detail, nums, [base, test])
+
+
+def rule_speedup(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    base = _pick(runs, rule["base"])
+    test_rows = runs.get(rule["test"], [])
+    if base is None or not test_rows:
+        return _not_run(claim, path)
+    test = _pick(runs, rule["test"])
+    if test is None:
+        bad = test_rows[0]
+        return _result("does not hold", f"{rule['test']} did not train (not safe): {bad.get('failure')}",
+                       runs=[base, bad])
+    nums = _speedup(base, test)
+    lo, hi = nums.get("speedup_pct_low"), nums.get("speedup_pct_high")
+    need = rule["min_speedup_pct"]
+    detail = (f"speed-up {nums['speedup_pct']} % (95 % range {lo} .. {hi} %; step {nums['base_step_s']} s -> "
+              f"{nums['test_step_s']} s); claim: >= {need} %; measured on this GPU only")
+    if lo is not None and lo >= need:
+        return _result("holds", detail, nums, [base, test])
+    if hi is not None and hi < need:
+        return _result("does not hold", detail, nums, [base, test])
+    return _result("inconclusive", detail, nums, [base, test])
+
+
+def rule_tradeoff(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    on = _pick(runs, rule["with_flag"])
+    off = _pick(runs, rule["without_flag"], allow_oom=True)
+    nums: dict[str, Any] = {}
+    note = ""
+    if swift_version():
+        try:
+            d = flag_report(rule["flag"])
+            nums["default_" + rule["flag"]] = d.get("default")
+            if d.get("default") is True:
+                note = (f"; --{rule['flag']} already defaults to true in ms-swift {d['swift_version']}, so the "
+                        "advice changes nothing")
+        except ImportError:
+            pass
+    if on is None or off is None:
+        res = _not_run(claim, path)
+        res["detail"] += note
+        res["numbers"] = nums
+        return res
+    nums.update({"peak_gib_on": on.get("peak_mem_gib"), "step_s_on": _r(step_stats(on)["median"])})
+    if is_oom(off):
+        return _result("holds", f"with it off the run OOMed ({off.get('failure')}); on: {on.get('peak_mem_gib')} GiB"
+                       + note, nums, [on, off])
+    nums.update({"peak_gib_off": off.get("peak_mem_gib"), "step_s_off": _r(step_stats(off)["median"])})
+    sp = _speedup(off, on)  # how much faster OFF is than ON: the speed GC costs
+    if on.get("peak_mem_gib") and off.get("peak_mem_gib"):
+        saved = (off["peak_mem_gib"] - on["peak_mem_gib"]) / off["peak_mem_gib"] * 100
+        nums["mem_saved_pct"] = _r(saved, 2)
+        nums["speed_lost_pct"] = _r(-sp["speedup_pct"], 2) if sp.get("speedup_pct") is not None else None
+        detail = (f"GC on saves {saved:.1f} % of peak memory ({off['peak_mem_gib']} -> {on['peak_mem_gib']} GiB) and "
+                  f"costs {nums['speed_lost_pct']} % speed (step {nums['step_s_off']} s off, {nums['step_s_on']} s "
+                  "on)" + note)
+        return _result("holds" if saved > 0 else "does not hold", detail, nums, [on, off])
+    return _result("inconclusive", "no peak memory in the logs" + note, nums, [on, off])
+
+
+def search_result(name: str, runs: dict, path=CLAIMS_FILE) -> dict:
+    """Probes of one capacity search: largest batch that trained, smallest above it that OOMed."""
+    s = search(name, path)
+    ok, oom, other = {}, {}, {}
+    for b in s["ladder"]:
+        rows = runs.get(probe_name(name, b), [])
+        row = next((r for r in rows if r.get("status") == "ok" or is_oom(r)), rows[0] if rows else None)
+        if row is None:
+            continue
+        (ok if row.get("status") == "ok" else oom if is_oom(row) else other)[b] = row
+    largest_ok = max(ok) if ok else None
+    above = [b for b in oom if largest_ok is None or b > largest_ok]
+    first_oom = min(above) if above else None
+    ladder = s["ladder"]
+    bracketed = (largest_ok is not None and first_oom is not None
+                 and ladder.index(first_oom) == ladder.index(largest_ok) + 1)
+    if largest_ok is None and first_oom == ladder[0]:
+        bracketed = True
+    if largest_ok == ladder[-1]:
+        bracketed = True
+    return {"search": name, "cap_gib": s["launcher"].get("mem_cap_gib"), "largest_ok": largest_ok,
+            "first_oom": first_oom, "bracketed": bracketed,
+            "peak_gib_at_largest": ok[largest_ok].get("peak_mem_gib") if largest_ok else None,
+            "runs": [r for r in (ok.get(largest_ok), oom.get(first_oom)) if r],
+            "failed_other": {b: r.get("failure") for b, r in other.items()}}
+
+
+def next_probe(name: str, outcomes: dict[int, str], path=CLAIMS_FILE) -> int | None:
+    """The next batch to probe given {batch: 'ok' | 'oom'}; None when the search is done."""
+    s = search(name, path)
+    ladder = s["ladder"]
+    oks = [b for b, o in outcomes.items() if o == "ok"]
+    ooms = [b for b, o in outcomes.items() if o == "oom"]
+    if not oks and not ooms:
+        return s["start"]
+    if oks:
+        top = max(oks)
+        i = ladder.index(top)
+        if i + 1 >= len(ladder):
+            return None
+        nxt = ladder[i + 1]
+        return None if nxt in ooms else nxt
+    low = min(ooms)  # only OOMs so far: go down
+    i = ladder.index(low)
+    return ladder[i - 1] if i > 0 else None
+
+
+def _capacity_lines(results: list[dict]) -> str:
+    parts = []
+    for r in results:
+        if r["largest_ok"] is None and r["first_oom"] is None:
+            parts.append(f"{r['cap_gib']} GiB: not run")
+            continue
+        s = f"{r['cap_gib']} GiB: "
+        s += f"bs {r['largest_ok']} trains ({r['peak_gib_at_largest']} GiB)" if r["largest_ok"] else "nothing trains"
+        s += f", bs {r['first_oom']} OOMs" if r["first_oom"] else ", nothing OOMed yet"
+        if not r["bracketed"]:
+            s += " (search not finished)"
+        parts.append(s)
+    return "; ".join(parts)
+
+
+def rule_capacity(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    results = [search_result(n, runs, path) for n in rule["searches"]]
+    nums = {f"max_bs_{r['search']}": r["largest_ok"] for r in results}
+    nums.update({f"oom_bs_{r['search']}": r["first_oom"] for r in results})
+    used = [row for r in results for row in r["runs"]]
+    enough = next(r for r in results if r["search"] == rule["enough_cap"])
+    detail = _capacity_lines(results) + " (longest samples first; max sample length of the offline data)"
+    if enough["largest_ok"] is not None and enough["largest_ok"] >= rule["enough_batch"]:
+        return _result("holds", detail, nums, used)
+    if enough["first_oom"] is not None and enough["first_oom"] <= rule["enough_batch"]:
+        return _result("does not hold", detail, nums, used)
+    return _not_run(claim, path) if not used else _result("inconclusive", detail, nums, used)
+
+
+def rule_capacity_explains_batch(claim: dict, runs: dict, path, **_) -> dict:
+    results = [search_result(n, runs, path) for n in claim["rule"]["searches"]]
+    done = [r for r in results if r["bracketed"] and r["largest_ok"] is not None]
+    used = [row for r in results for row in r["runs"]]
+    nums = {f"max_bs_{r['search']}": r["largest_ok"] for r in results}
+    if len(done) < 2:
+        return _not_run(claim, path) if not used else _result("inconclusive", _capacity_lines(results), nums, used)
+    done.sort(key=lambda r: r["cap_gib"])
+    grows = all(b["largest_ok"] > a["largest_ok"] for a, b in zip(done, done[1:]))
+    detail = (_capacity_lines(results) + ": same GPU and memory controller, only the allocator cap differs; "
+              + ("the largest batch grows with capacity alone" if grows else "the largest batch does not grow"))
+    return _result("does not hold" if grows else "inconclusive", detail, nums, used)
+
+
+def rule_min_memory(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    results = [search_result(n, runs, path) for n in rule["searches"]]
+    below = [r for r in results if r["cap_gib"] < rule["claimed_min_gib"]]
+    trained = [r for r in below if r["largest_ok"]]
+    nums = {f"max_bs_{r['search']}": r["largest_ok"] for r in results}
+    used = [row for r in results for row in r["runs"]]
+    if trained:
+        r = min(trained, key=lambda r: r["cap_gib"])
+        return _result("does not hold", f"bf16 LoRA of the 7B shape trained bs {r['largest_ok']} under a "
+                       f"{r['cap_gib']} GiB cap ({r['peak_gib_at_largest']} GiB peak), below the claimed "
+                       f"{rule['claimed_min_gib']} GB", nums, used)
+    if below and all(r["first_oom"] == 1 for r in below):
+        return _result("holds", "every probe below the claimed minimum OOMed at bs 1", nums, used)
+    return _not_run(claim, path) if not used else _result("inconclusive", _capacity_lines(results), nums, used)
+
+
+def rule_flags(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    if swift_version() is None:
+        return _result("cannot be tested here", "ms-swift is not installed where this table was made")
+    reports = [flag_report(f, v) for f, v in rule["flags"].items()]
+    related = [flag_report(f) for f in rule.get("related", [])]
+    nums = {r["flag"]: ("exists" if r["exists"] else "does not exist") for r in reports + related}
+    detail = "; ".join(r["text"] + (f" ({r['parser']})" if r.get("parser") else "") for r in reports)
+    if related:
+        detail += "; related: " + "; ".join(r["text"] for r in related)
+    missing = [r for r in reports if not r["exists"] or r.get("parser_accepts") is False]
+    if missing:
+        return _result("does not hold", detail + " - the advice cannot be followed with this ms-swift", nums)
+    return _result("inconclusive", detail + " - the flags exist; their effect needs runs", nums)
+
+
+def _published_loss_spread(seeds_dir: str | Path | None, figure_ids: list[str]) -> dict:
+    from analysis.seeds import published_figures
+
+    frame = published_figures(seeds_dir) if seeds_dir else published_figures()
+    texts = {row.id: str(row.text) for row in frame.itertuples() if row.id in figure_ids}
+    digits = {k: v for k, v in texts.items() if v.isdigit()}
+    if len(digits) < 2:
+        return {"published_spread": None, "texts": texts}
+    vals = {k: int(v) / 10 ** len(v) for k, v in digits.items()}
+    return {"published_spread": round(max(vals.values()) - min(vals.values()), 6), "texts": texts,
+            "note": "from the legible fractional digits; equal only if the lost integer parts are equal"}
+
+
+def rule_seed_spread(claim: dict, runs: dict, path, seeds_dir=None, **_) -> dict:
+    rows = [_pick(runs, n) for n in claim["rule"]["runs"]]
+    pub = _published_loss_spread(seeds_dir, claim["source"].get("figures") or [])
+    nums: dict[str, Any] = {"published_spread": pub["published_spread"]}
+    have = [r for r in rows if r and r.get("final_eval_loss") is not None]
+    if len(have) < 2:
+        res = _not_run(claim, path) if not have else _result("inconclusive", "fewer than 2 seeds finished", nums, have)
+        res["numbers"] = nums
+        return res
+    losses = [r["final_eval_loss"] for r in have]
+    nums.update({"seed_losses": [_r(x) for x in losses], "seed_range": _r(max(losses) - min(losses)),
+                 "seed_sd": _r(statistics.stdev(losses)) if len(losses) > 1 else None, "n_seeds": len(losses)})
+    detail = (f"seed-to-seed range {nums['seed_range']} over {len(losses)} seeds (eval loss {nums['seed_losses']}); "
+              f"published spread {pub['published_spread']} ({pub.get('note', '')})")
+    if _dummy(*have):
+        return _result("cannot be tested here", detail + "; dummy weights: the loss scale is not the article's",
+                       nums, have)
+    if pub["published_spread"] is None:
+        return _result("cannot be tested here", detail + "; the published losses are illegible", nums, have)
+    verdict = "holds" if pub["published_spread"] > nums["seed_range"] else "does not hold"
+    return _result(verdict, detail, nums, have)
+
+
+def rule_fits(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    rows = runs.get(rule["run"], [])
+    row = _pick(runs, rule["run"], allow_oom=True)
+    pkg = package_report(rule["package"], claim.get("package_check"))
+    nums = {"package_importable_here": pkg["importable_here"], "pypi": pkg.get("pypi")}
+    if row is None:
+        if rows and rows[0].get("failure"):
+            return _result("inconclusive", f"{rule['run']} failed: {rows[0]['failure']}", nums, rows[:1])
+        p = pkg.get("pypi") or {}
+        return _result("cannot be tested here",
+                       f"needs {rule['package']}, which the GPU host does not have; PyPI has {p.get('file')} "
+                       f"({p.get('size_mb')} MB, kernels {', '.join(p.get('kernels') or [])}): {pkg.get('note')}",
+                       nums)
+    if is_oom(row):
+        return _result("does not hold", f"{rule['run']} OOMed: {row.get('failure')}", nums, [row])
+    return _result("holds", f"{rule['run']} trained, peak {row.get('peak_mem_gib')} GiB",
+                   {**nums, "peak_gib": row.get("peak_mem_gib")}, [row])
+
+
+def rule_bound(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    row = _pick(runs, rule["run"])
+    if row is None:
+        return _not_run(claim, path)
+    frac = busy_fraction(row)
+    prof = _profile(row["path"]) or {}
+    nums = {"gpu_busy_frac": _r(frac, 3), "profiled_steps": [s.get("step") for s in prof.get("steps", [])],
+            "step_wall_s": [s.get("wall_s") for s in prof.get("steps", [])]}
+    if frac is None:
+        return _result("cannot be tested here",
+                       f"no GPU busy time in {PROFILE_FILE} ({prof.get('device', 'no profile')})",
+                       nums, [row])
+    kind = "host" if frac < rule["host_below"] else "gpu" if frac >= rule["gpu_from"] else "mixed"
+    nums["bound"] = kind
+    detail = f"GPU busy {frac:.1%} of each step's wall time: {kind}-bound" if kind != "mixed" else \
+        f"GPU busy {frac:.1%} of each step's wall time: mixed"
+    return _result("holds" if kind == rule["expect"] else "does not hold", detail, nums, [row])
+
+
+def rule_supported(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    if swift_version() is None:
+        return _result("cannot be tested here", "ms-swift is not installed where this table was made")
+    rep = padding_free_report(rule["flags"], rule.get("attn_impl", "sdpa"))
+    blocked = [f for f in rule["flags"] if not rep[f]["allowed"]]
+    nums = {f: ("allowed" if rep[f]["allowed"] else "refused") for f in rule["flags"]}
+    nums["flash_attn_importable"] = rep["flash_attn_importable"]
+    if blocked and not rep["flash_attn_importable"]:
+        msg = rep[blocked[0]]["message"]
+        return _result("cannot be tested here",
+                       f"ms-swift {rep['swift_version']} refuses {', '.join('--' + f for f in blocked)} with "
+                       f"--attn_impl {rep['attn_impl']} ({msg}); flash-attn is not installed (nor on the GPU host)",
+                       nums)
+    return _result("not run yet", "allowed here: " + ", ".join(f for f in rule["flags"] if rep[f]["allowed"]), nums)
+
+
+def seed_band(runs: dict, names: list[str]) -> dict | None:
+    rows = [_pick(runs, n) for n in names]
+    losses = [r["final_eval_loss"] for r in rows if r and r.get("final_eval_loss") is not None]
+    if len(losses) < 2:
+        return None
+    return {"mean": statistics.fmean(losses), "range": max(losses) - min(losses), "n": len(losses)}
+
+
+def recipe_outcome(name: str, baseline: str, spread: list[str], runs: dict, expect: str = "faster") -> dict:
+    """Speed-up of a throughput recipe over the baseline and whether its eval loss counts."""
+    row = _pick(runs, name, allow_oom=True)
+    base = _pick(runs, baseline)
+    out: dict[str, Any] = {"row": row, "base": base}
+    if row is None or base is None:
+        out["state"] = "missing"
+        return out
+    if row.get("status") != "ok":
+        out.update(state="failed", failure=row.get("failure"))
+        return out
+    band = seed_band(runs, spread)
+    nums = _speedup(base, row)
+    nums.update({"peak_gib": row.get("peak_mem_gib"), "tokens_per_s": _r(row.get("tokens_per_s"), 1),
+                 "eval_loss": _r(row.get("final_eval_loss")), "gpu_busy_frac": _r(busy_fraction(row), 3)})
+    counts = None
+    if band and row.get("final_eval_loss") is not None:
+        dev = abs(row["final_eval_loss"] - band["mean"])
+        counts = dev <= band["range"]
+        nums.update({"loss_dev_from_seed_mean": _r(dev), "seed_range": _r(band["range"])})
+    lo, hi = nums.get("speedup_pct_low"), nums.get("speedup_pct_high")
+    if expect == "slower":
+        lo, hi = (None if hi is None else -hi), (None if lo is None else -lo)
+    better = True if (lo is not None and lo > 0) else False if (hi is not None and hi < 0) else None
+    out.update(state="ok", counts=counts, better=better, numbers=nums)
+    return out
+
+
+def rule_recipe(claim: dict, runs: dict, path, **_) -> dict:
+    rule = claim["rule"]
+    o = recipe_outcome(rule["run"], rule["baseline"], rule["spread"], runs, rule.get("expect", "faster"))
+    if o["state"] == "missing":
+        return _not_run(claim, path)
+    if o["state"] == "failed":
+        return _result("does not hold", f"{rule['run']} failed: {o['failure']}", runs=[o["row"], o["base"]])
+    n = o["numbers"]
+    word = "slower" if rule.get("expect") == "slower" else "faster"
+    detail = (f"speed-up {n['speedup_pct']} % (95 % range {n.get('speedup_pct_low')} .. {n.get('speedup_pct_high')} %"
+              f"; step {n['base_step_s']} -> {n['test_step_s']} s), peak {n['peak_gib']} GiB, eval loss "
+              f"{n['eval_loss']}")
+    if o["counts"] is None:
+        detail += "; loss check needs 2+ seeds of the baseline"
+    else:
+        detail += (f", {'within' if o['counts'] else 'OUTSIDE'} the seed band (|dev| {n['loss_dev_from_seed_mean']} "
+                   f"vs range {n['seed_range']})")
+    if o["row"] is not None and rule["run"] == "tp-combo":
+        detail += f"; combination: {((o['row'].get('run_status') or {}).get('key') or {}).get('overrides')}"
+    used = [o["row"], o["base"]]
+    if o["counts"] is False or o["better"] is False:
+        return _result("does not hold", detail + f": not {word} and counting", n, used)
+    if o["counts"] and o["better"]:
+        return _result("holds", detail, n, used)
+    return _result("inconclusive", detail, n, used)
+
+
+RULES = {
+    "memory_loss_pair": rule_memory_loss_pair, "speedup": rule_speedup, "tradeoff": rule_tradeoff,
+    "capacity": rule_capacity, "capacity_explains_batch": rule_capacity_explains_batch, "min_memory": rule_min_memory,
+    "flags": rule_flags, "seed_spread": rule_seed_spread, "fits": rule_fits, "bound": rule_bound,
+    "supported": rule_supported, "recipe": rule_recipe,
+}
+
+
+def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None, path: str | Path = CLAIMS_FILE) -> dict:
+    """Overrides of a `combine` experiment from the results: {'overrides': {...}, 'used': [...], 'reason': str}."""
+    e = experiment(name, path)
+    data = load(path)
+    runs = runs_by_experiment(results_dir, path, hw)
+    rules = {c["rule"].get("run"): c["rule"] for c in data["claims"] if c["rule"]["kind"] == "recipe"}
+    winners, missing = [], []
+    for member in e["combine"]:
+        rule = rules.get(member)
+        if rule is None:
+            continue
+        o = recipe_outcome(member, rule["baseline"], rule["spread"], runs)
+        if o["state"] == "missing":
+            missing.append(member)
+        elif o["state"] == "ok" and o["counts"] and o["better"]:
+            winners.append((o["numbers"]["speedup_pct"], member))
+    if missing and not winners:
+        return {"overrides": None, "used": [], "reason": f"run these first: {', '.join(missing)}"}
+    if not winners:
+        return {"overrides": None, "used": [], "reason": "no recipe in `combine` was faster and counted"}
+    overrides: dict = {}
+    for _, member in sorted(winners, reverse=True):
+        for k, v in (experiment(member, path)["overrides"] or {}).items():
+            overrides.setdefault(k, v)
+    overrides = {**(e.get("overrides") or {}), **overrides}
+    return {"overrides": overrides, "used": [m for _, m in sorted(winners, reverse=True)],
+            "reason": f"combined {', '.join(m for _, m in sorted(winners, reverse=True))}"
+                      + (f" (not run yet: {', '.join(missing)})" if missing else "")}
+
+
+def _source(claim: dict) -> str:
+    s = claim["source"]
+    out = f"{s['file']}#{s['claim']}"
+    if s.get("also"):
+        out += " + " + ", ".join(s["also"])
+    return out
+
+
+def claims_table(results_dir: str | Path | None, seeds_dir: str | Path | None = None, hw: str | None = None,
+                 path: str | Path = CLAIMS_FILE):
+    """One row per claim / throughput recipe: id, claim, source, verdict, detail, numbers, runs, experiments, hw."""
+    import pandas as pd
+
+    data = load(path)
+    hw = hw or _hw_choice(results_dir, path)
+    runs = runs_by_experiment(results_dir, path, hw)
+    rows = []
+    for claim in data["claims"]:
+        res = RULES[claim["rule"]["kind"]](claim, runs, path, seeds_dir=seeds_dir)
+        rows.append({"id": claim["id"], "claim": claim["claim"].strip(), "source": _source(claim),
+                     "verdict": res["verdict"], "detail": res["detail"], "numbers": res["numbers"],
+                     "runs": res["runs"], "experiments": list(claim.get("experiments") or []), "hw": hw})
+    return pd.DataFrame(rows, columns=["id", "claim", "source", "verdict", "detail", "numbers", "runs",
+                                       "experiments", "hw"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m analysis.claims", description="claims table of a results tree")
+    p.add_argument("results", nargs="?", default="results")
+    p.add_argument("--hw", default=None)
+    p.add_argument("--plan", action="store_true", help="print the GPU plan with its estimates instead")
+    a = p.parse_args(argv)
+    if a.plan:
+        total = 0.0
+        for c in plan_estimates():
+            total += c["est_s"]
+            print(f"plan:{c['name']:6} tier {c['tier']}  ~{c['est_s'] / 60:4.1f} min (total {total / 60:4.1f})  "
+                  + ",".join(c["experiments"]))
+        return 0
+    df = claims_table(a.results, hw=a.hw)
+    for row in df.itertuples():
+        print(f"[{row.verdict}] {row.id}: {row.detail}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

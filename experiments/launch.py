@@ -1,0 +1,404 @@
+"""Run ms-swift's `swift sft` in this process, with what a claims experiment needs around it.
+
+    python -m experiments.launch [--mem-cap-gib N] [--profile-steps K [--profile-skip S] [--profile-out DIR]]
+                                 [--longest-first] [--pad-to N] [--no-fast-exit] -- <swift sft args...>
+
+`swift sft ARGS` (swift/cli/main.py) starts `python swift/cli/sft.py ARGS`, which runs
+try_use_single_device_mode(), try_init_unsloth(), try_init_ray() and then swift.pipelines.sft_main(); this module
+does the same in-process (single process only: no torchrun), after:
+
+--mem-cap-gib N   torch.cuda.set_per_process_memory_fraction(N GiB / the device's total memory): PyTorch's caching
+                  allocator of THIS process may hold at most N GiB, as on a smaller card (the CUDA context, ~0.5 GiB,
+                  is outside the cap). Nothing about the GPU itself is changed. Skipped, with a message, without CUDA.
+--profile-steps K torch.profiler over K optimizer steps after the first S (--profile-skip, default 1). Each window
+                  runs from the end of the step before to the end of the step (so it includes fetching the step's
+                  batches); per step it records the wall time and the GPU busy time (union of the device's kernel and
+                  copy intervals) into DIR/profile.json (DIR: --profile-out, default the run's --output_dir).
+--longest-first   The first training batch is made of the longest samples of the epoch (the rest keeps ms-swift's
+                  order), so the memory peak comes at step 1. ms-swift 4.6.0 has no sort-by-length flag;
+                  --group_by_length only puts the single longest sample into the first batch.
+--pad-to N        Pad every batch to N tokens (ms-swift's collator `padding_to`): activations as for N-token inputs.
+--no-fast-exit    By default the process ends with os._exit once sft returned and its files are written, skipping
+                  the interpreter teardown (about 40 s after every H200 run so far, with the model still resident).
+
+Everything it did is written to <output_dir>/launch.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+GIB = 2**30
+LAUNCH_FILE = "launch.json"
+PROFILE_FILE = "profile.json"
+
+
+# ------------------------------------------------------------------------------------------- arguments
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m experiments.launch", description=__doc__.splitlines()[0],
+                                usage="%(prog)s [options] -- <swift sft args...>")
+    p.add_argument("--mem-cap-gib", type=float, default=None, help="cap PyTorch's allocator in this process (GiB)")
+    p.add_argument("--profile-steps", type=int, default=0, help="profile K optimizer steps")
+    p.add_argument("--profile-skip", type=int, default=1, help="steps before the first profiled one (default 1)")
+    p.add_argument("--profile-out", default=None, help="folder for profile.json (default: --output_dir)")
+    p.add_argument("--longest-first", action="store_true", help="first batch = the longest samples")
+    p.add_argument("--pad-to", type=int, default=None, help="pad every batch to N tokens")
+    p.add_argument("--no-fast-exit", action="store_true", help="let the interpreter tear down normally")
+    return p
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Launcher options before `--`, swift sft arguments after it (a leading `swift sft` / `sft` is dropped)."""
+    parser = build_parser()
+    if "--" not in argv:
+        parser.error("put the swift sft arguments after `--`")
+    i = argv.index("--")
+    opts = parser.parse_args(argv[:i])
+    swift_args = list(argv[i + 1:])
+    if swift_args[:2] == ["swift", "sft"]:
+        swift_args = swift_args[2:]
+    elif swift_args[:1] == ["sft"]:
+        swift_args = swift_args[1:]
+    if not swift_args:
+        parser.error("no swift sft arguments after `--`")
+    if opts.mem_cap_gib is not None and opts.mem_cap_gib <= 0:
+        parser.error("--mem-cap-gib must be > 0")
+    if opts.profile_steps < 0 or opts.profile_skip < 0:
+        parser.error("--profile-steps and --profile-skip must be >= 0")
+    if opts.pad_to is not None and opts.pad_to <= 0:
+        parser.error("--pad-to must be > 0")
+    return opts, swift_args
+
+
+def option_argv(launcher: dict) -> list[str]:
+    """Launcher options of a claims experiment (claims.yaml `launcher`) as command-line arguments."""
+    out: list[str] = []
+    if launcher.get("mem_cap_gib") is not None:
+        out += ["--mem-cap-gib", f"{launcher['mem_cap_gib']:g}"]
+    if launcher.get("profile_steps"):
+        out += ["--profile-steps", str(int(launcher["profile_steps"]))]
+        if launcher.get("profile_skip") is not None:
+            out += ["--profile-skip", str(int(launcher["profile_skip"]))]
+    if launcher.get("longest_first"):
+        out.append("--longest-first")
+    if launcher.get("pad_to"):
+        out += ["--pad-to", str(int(launcher["pad_to"]))]
+    if launcher.get("fast_exit") is False:
+        out.append("--no-fast-exit")
+    return out
+
+
+def swift_flag(swift_args: list[str], name: str) -> str | None:
+    """The value of --NAME in a swift argument list (last one wins, as in argparse)."""
+    value = None
+    for i, a in enumerate(swift_args):
+        if a == f"--{name}" and i + 1 < len(swift_args):
+            value = swift_args[i + 1]
+        elif a.startswith(f"--{name}="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+# ------------------------------------------------------------------------------------------- memory cap
+
+
+def memory_fraction(cap_gib: float, total_bytes: int) -> float:
+    """Fraction of the device's memory that is CAP_GIB (what set_per_process_memory_fraction takes)."""
+    if cap_gib <= 0:
+        raise ValueError("the cap must be > 0 GiB")
+    if total_bytes <= 0:
+        raise ValueError("the device's total memory must be > 0")
+    return min(1.0, cap_gib * GIB / total_bytes)
+
+
+def apply_memory_cap(cap_gib: float, torch_mod=None, device: int | None = None) -> dict:
+    """Cap this process's CUDA caching allocator at CAP_GIB; without CUDA, say so and do nothing."""
+    if torch_mod is None:
+        import torch as torch_mod
+    info: dict = {"requested_gib": cap_gib, "applied": False}
+    if not torch_mod.cuda.is_available():
+        info["reason"] = "no CUDA device in this process"
+        print(f"launch: no CUDA device: --mem-cap-gib {cap_gib:g} is not applied", flush=True)
+        return info
+    if device is None:
+        device = int(os.environ.get("LOCAL_RANK", "0") or 0)
+    total = int(torch_mod.cuda.get_device_properties(device).total_memory)
+    fraction = memory_fraction(cap_gib, total)
+    if cap_gib * GIB >= total:
+        print(f"launch: --mem-cap-gib {cap_gib:g} is not below the device's {total / GIB:.2f} GiB: no cap", flush=True)
+        info.update(total_bytes=total, fraction=1.0, reason="cap at or above the device's memory")
+        return info
+    torch_mod.cuda.set_per_process_memory_fraction(fraction, device)
+    info.update(applied=True, device=device, total_bytes=total, total_gib=round(total / GIB, 3),
+                fraction=fraction, cap_bytes=int(fraction * total),
+                device_name=torch_mod.cuda.get_device_name(device))
+    print(f"launch: allocator capped at {cap_gib:g} GiB = {fraction:.6f} of {total / GIB:.2f} GiB "
+          f"({info['device_name']}, device {device}; this process only)", flush=True)
+    return info
+
+
+# ------------------------------------------------------------------------------------------- profiler
+
+
+def union_ns(intervals: list[tuple[int, int]]) -> int:
+    """Total length covered by [start, end) intervals (overlaps counted once)."""
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(intervals):
+        if e <= s:
+            continue
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def _device_intervals(prof) -> tuple[list[tuple[int, int]], int]:
+    """(GPU activity intervals in ns, number of host-side events) of a stopped torch.profiler.profile."""
+    from torch.autograd import DeviceType
+
+    results = prof.profiler.kineto_results
+    gpu, host = [], 0
+    for e in results.events():
+        if e.device_type() == DeviceType.CUDA:
+            # gpu_user_annotation ranges span kernels rather than being GPU work themselves
+            if getattr(e, "is_user_annotation", lambda: False)():
+                continue
+            gpu.append((e.start_ns(), e.start_ns() + e.duration_ns()))
+        else:
+            host += 1
+    return gpu, host
+
+
+def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict):
+    """A transformers TrainerCallback that profiles optimizer steps skip+1 .. skip+steps."""
+    import torch
+    from transformers import TrainerCallback
+
+    cuda = torch.cuda.is_available()
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+
+    class StepProfiler(TrainerCallback):
+        def __init__(self):
+            self.prof = None
+            self.t0 = None
+            self.step = None
+            self.data = {"device": "cuda" if cuda else "cpu", "profile_steps": steps, "profile_skip": skip,
+                         "window": "end of the previous optimizer step -> end of this one (includes fetching its "
+                                   "batches)", "steps": []}
+            record["profile"] = {"file": str(out_file), "steps": steps, "skip": skip, "device": self.data["device"]}
+
+        def _sync(self):
+            if cuda:
+                torch.cuda.synchronize()
+
+        def _start(self, step: int):
+            self._sync()
+            try:
+                self.prof = torch.profiler.profile(activities=activities, record_shapes=False, with_stack=False)
+                self.prof.start()
+            except Exception as exc:  # noqa: BLE001 - no profile for this step, training goes on
+                self.prof = None
+                self.data["steps"].append({"step": step, "error": f"{type(exc).__name__}: {exc}"})
+                self._write()
+                return
+            self.step = step
+            self.t0 = time.perf_counter()
+
+        def _finish(self):
+            self._sync()
+            wall = time.perf_counter() - self.t0
+            entry = {"step": self.step, "wall_s": round(wall, 6), "gpu_busy_s": None, "gpu_busy_frac": None}
+            try:  # a profiler problem must never cost the training run
+                self.prof.stop()
+                t_proc = time.perf_counter()
+                gpu, host = _device_intervals(self.prof)
+                busy = union_ns(gpu) / 1e9 if cuda else None
+                entry.update({"gpu_busy_s": None if busy is None else round(busy, 6),
+                              "gpu_busy_frac": None if busy is None or wall <= 0 else round(busy / wall, 4),
+                              "gpu_events": len(gpu), "host_events": host,
+                              "processing_s": round(time.perf_counter() - t_proc, 3)})
+            except Exception as exc:  # noqa: BLE001
+                entry["error"] = f"{type(exc).__name__}: {exc}"
+            self.data["steps"].append(entry)
+            self.prof, self.step = None, None
+            self._write()
+
+        def _write(self):
+            fr = [s["gpu_busy_frac"] for s in self.data["steps"] if s.get("gpu_busy_frac") is not None]
+            walls = [s["wall_s"] for s in self.data["steps"] if s.get("wall_s") is not None]
+            self.data["median_wall_s"] = statistics.median(walls) if walls else None
+            self.data["median_gpu_busy_frac"] = statistics.median(fr) if fr else None
+            out_file.parent.mkdir(parents=True, exist_ok=True)
+            out_file.write_text(json.dumps(self.data, indent=2))
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if skip == 0 and steps > 0:
+                self._start(state.global_step + 1)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            g = state.global_step  # the optimizer step that just ended
+            if self.prof is not None:
+                self._finish()
+            if skip <= g < skip + steps:
+                self._start(g + 1)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self.prof is not None:  # training ended inside a window: drop it
+                self.prof.stop()
+                self.prof = None
+            self._write()
+
+    return StepProfiler()
+
+
+# ------------------------------------------------------------------------------------------- ms-swift patches
+
+
+def longest_first_order(batches: list[list[int]], lengths, batch_size: int) -> list[list[int]]:
+    """The same samples, the BATCH_SIZE longest first, the rest in their order, re-cut into batches.
+
+    The number of batches and the size of every batch stay as they were (the last one may stay short)."""
+    flat = [i for b in batches for i in b]
+    if not flat:
+        return batches
+    top = sorted(flat, key=lambda i: (-lengths[i], i))[:batch_size]
+    chosen = set(top)
+    rest = [i for i in flat if i not in chosen]
+    sizes = [len(b) for b in batches]
+    out, pos = [top], 0
+    for size in sizes[1:]:
+        out.append(rest[pos:pos + size])
+        pos += size
+    return out
+
+
+def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> None:
+    """Hook into ms-swift 4.6.0: extra trainer callbacks, longest-first first batch, padding to N tokens."""
+    from functools import partial
+
+    from swift.dataloader import BatchSamplerShard
+    from swift.trainers.mixin import DataLoaderMixin, SwiftMixin
+
+    if callbacks:
+        orig_callbacks = SwiftMixin._get_callbacks
+
+        def _get_callbacks(self, args):
+            return orig_callbacks(self, args) + list(callbacks)
+
+        SwiftMixin._get_callbacks = _get_callbacks
+
+    if opts.longest_first:
+        orig_loader = DataLoaderMixin.get_train_dataloader
+        orig_iter = BatchSamplerShard.__iter__
+        record["longest_first"] = {"applied": False}
+
+        def get_train_dataloader(self, *args, **kwargs):
+            loader = orig_loader(self, *args, **kwargs)
+            sampler = getattr(loader, "batch_sampler", None)
+            sampler = getattr(sampler, "batch_sampler", sampler)  # accelerate's SkipBatchSampler wraps it
+            dataset = self.train_dataset
+            if isinstance(sampler, BatchSamplerShard) and hasattr(dataset, "__len__"):
+                lengths = [max(x) if isinstance(x, list) else x for x in dataset["lengths"]]
+                sampler._swiftbench_lengths = lengths
+            else:
+                record["longest_first"]["reason"] = f"not applied: sampler {type(sampler).__name__}"
+            return loader
+
+        def __iter__(self):
+            lengths = getattr(self, "_swiftbench_lengths", None)
+            if lengths is None or getattr(self, "_swiftbench_done", False):
+                yield from orig_iter(self)
+                return
+            self._swiftbench_done = True  # the first pass (epoch) only
+            batches = longest_first_order(list(orig_iter(self)), lengths, self.batch_size)
+            if batches:
+                record["longest_first"].update(
+                    applied=True, first_batch=batches[0], first_batch_lengths=[lengths[i] for i in batches[0]],
+                    longest_in_data=max(lengths), batches=len(batches))
+            yield from batches
+
+        DataLoaderMixin.get_train_dataloader = get_train_dataloader
+        BatchSamplerShard.__iter__ = __iter__
+
+    if opts.pad_to:
+        def _get_data_collator(self, args, template):
+            return partial(template.data_collator, padding_to=opts.pad_to)
+
+        SwiftMixin._get_data_collator = _get_data_collator
+        record["pad_to"] = opts.pad_to
+
+
+def run_sft(swift_args: list[str]):
+    """What swift/cli/sft.py does, in this process."""
+    from swift.cli.sft import try_init_unsloth
+    from swift.cli.utils import try_use_single_device_mode
+
+    sys.argv = [sys.argv[0], *swift_args]  # the helpers below read sys.argv, as in `python swift/cli/sft.py ...`
+    try_use_single_device_mode()
+    try_init_unsloth()
+    from swift.ray_utils import try_init_ray
+
+    try_init_ray()
+    from swift.pipelines import sft_main
+
+    return sft_main(swift_args)
+
+
+def _write_record(record: dict, output_dir: str | None) -> None:
+    if not output_dir:
+        return
+    path = Path(output_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / LAUNCH_FILE).write_text(json.dumps(record, indent=2, default=str))
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts, swift_args = parse(list(sys.argv[1:] if argv is None else argv))
+    if os.environ.get("NPROC_PER_NODE") or os.environ.get("NNODES"):
+        print("launch: NPROC_PER_NODE/NNODES set: this launcher runs one process (no torchrun)", file=sys.stderr)
+        return 2
+    output_dir = swift_flag(swift_args, "output_dir")
+    record: dict = {"argv": sys.argv[1:] if argv is None else argv, "swift_args": swift_args, "pid": os.getpid(),
+                    "started": time.time(), "options": vars(opts)}
+    t0 = time.monotonic()
+    if opts.mem_cap_gib is not None:
+        record["mem_cap"] = apply_memory_cap(opts.mem_cap_gib)
+    callbacks = []
+    if opts.profile_steps:
+        out_dir = Path(opts.profile_out or output_dir or ".")
+        callbacks.append(make_profiler_callback(opts.profile_steps, opts.profile_skip, out_dir / PROFILE_FILE, record))
+    rc = 0
+    try:
+        install_patches(opts, record, callbacks)
+        _write_record(record, output_dir)
+        run_sft(swift_args)
+    except BaseException as exc:  # noqa: BLE001 - report, record, exit non-zero (the runner reads the reason)
+        traceback.print_exc()
+        record["error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
+        rc = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
+        rc = rc or 1
+    record.update(sft_s=round(time.monotonic() - t0, 3), returncode=rc, fast_exit=not opts.no_fast_exit)
+    _write_record(record, output_dir)
+    print(f"launch: sft {'returned' if rc == 0 else 'failed'} after {record['sft_s']:.1f} s", flush=True)
+    if not opts.no_fast_exit:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
