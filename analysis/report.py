@@ -1051,11 +1051,25 @@ class Report:
                              "data in this report": ev or "–", "status": "not tested by this report yet"})
         df = pd.DataFrame(rows, columns=["seed", "claim", "kind", "english", "testable here", "data in this report",
                                          "status"])
-        parts = [
+        parts = []
+        try:  # the claims audit (analysis/claims.py): a verdict per claim from the committed runs
+            from analysis.claims import claims_table
+
+            verdicts = claims_table(self.results_dir)
+            keep = [c for c in ("id", "claim", "verdict", "detail", "runs") if c in verdicts.columns]
+            parts += [
+                _p("<b>Verdicts</b> (analysis/claims.py over the committed results; experiments in "
+                   "experiments/claims.yaml). <i>not run yet</i> means the experiment is defined but its GPU runs "
+                   "are not committed; <i>cannot be tested here</i> says why."),
+                html_table(verdicts[keep] if keep else verdicts),
+                self._csv(verdicts, "claims_verdicts.csv"),
+            ]
+        except Exception as exc:  # another stage: its failure must not hide the rest of the report
+            parts.append(_p(f"<b>claims audit not available</b>: {_e(type(exc).__name__)}: {_e(exc)}"))
+        parts += [
             _p(f"The seed articles make {len(df)} claims ({int(df['testable here'].sum()) if len(df) else 0} marked "
-               "testable on the hardware here). This report does not yet give a verdict on any of them; the "
-               "<i>data in this report</i> column points to the sections that hold relevant measurements. "
-               "<b>Placeholder:</b> a later Claims section (separate issue) will test them one by one."),
+               "testable on the hardware here). The <i>data in this report</i> column points to the sections that "
+               "hold relevant measurements."),
             html_table(df),
             self._csv(df, "claims_untested.csv"),
         ]

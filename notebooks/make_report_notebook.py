@@ -15,7 +15,7 @@ CELLS = [
 [Hardware](#Hardware) · [Speed](#Speed) · [Run-to-run spread](#Run-to-run-spread) · [Memory](#Memory) ·
 [Convergence](#Convergence) · [Utilisation](#Utilisation) · [Published vs measured](#Published-vs-measured) ·
 [Consistency of the published figures](#Consistency-of-the-published-figures) ·
-[Claims not tested yet](#Claims-not-tested-yet) · [Estimates vs measurements](#Estimates-vs-measurements) ·
+[Claims](#Claims) · [Estimates vs measurements](#Estimates-vs-measurements) ·
 [Files](#Files)"""),
     ("code", """# Parameters (papermill overrides these; python -m analysis.report passes absolute paths)
 # hardware: comma-separated classes to give a section, empty for a10,rtx4090,a100,h100,h200 (and any with runs)
@@ -54,10 +54,11 @@ host-bound verdict per run with its evidence."""),
     ("code", "rep.published_section()"),
     ("markdown", "## Consistency of the published figures"),
     ("code", "rep.checks_section()"),
-    ("markdown", """## Claims not tested yet
+    ("markdown", """## Claims
 
-What the seed documents claim that this report does not test yet. A Claims section with a verdict per claim
-will replace this list (separate issue)."""),
+Each claim of the seed documents with its verdict — holds / does not hold / cannot be tested here / not run
+yet — and the numbers and run folders behind it; then every claim the documents make, with pointers to the
+sections that hold relevant data."""),
     ("code", "rep.claims_section()"),
     ("markdown", "## Estimates vs measurements"),
     ("code", "rep.estimates_section()"),
