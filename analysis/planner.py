@@ -1,0 +1,715 @@
+"""`swiftbench plan`: will a fine-tune fit on a GPU class, how long will it take, what will it cost.
+
+    swiftbench plan --model Qwen2.5-7B-Instruct --method lora --max-length 2048 --batch 1 --grad-accum 16
+        --samples 1500 --epochs 1 [--seq-len 593] [--mean-len 128] [--hw a10,h200] [--prices prices.yaml] [--json]
+
+Memory (bytes; T = seq-len, the longest sequence a batch holds, B = per-device batch, L layers):
+    static  = weights + adapters + gradients + AdamW states          (bytes per parameter: planner.yaml)
+    live    = B x T x [ L x per-layer + final norm + max(logits 12 V, one recomputed layer + its backward) ]
+              per-layer = 2h (checkpointing keeps the layer input) or the layer's saved tensors (no checkpointing)
+    peak    = static + allocator_cache_factor x live         (what ms-swift logs: max_memory_reserved; calibrated)
+    needs   = static + (1 + tight_fragmentation) x live + CUDA context;   fits = needs <= memory_gb in GiB
+Time per optimizer step: measured median where results/ has the same recipe on that GPU class, else
+    grad_accum x [ max(FLOPs/token x tokens / (peak bf16 x achievable_fraction), weights x passes / bandwidth)
+                   + host_overhead ] + optimizer bytes / bandwidth.
+Every constant, with whether it is physical or calibrated, is in analysis/data/planner.yaml.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from analysis import hardware
+from analysis.errors import InputError
+
+CONSTANTS_FILE = hardware.DATA / "planner.yaml"
+DEFAULT_HW = ("a10", "rtx4090", "a100", "h100", "h200")
+METHODS = ("lora", "qlora", "full")
+GIB = 2 ** 30
+VALIDATED_METHODS = ("lora",)  # methods with committed measurements to check the memory model against
+
+
+# --------------------------------------------------------------------------------------------- constants
+
+
+def constants(path: str | Path = CONSTANTS_FILE) -> dict[str, Any]:
+    """planner.yaml as {dotted.name: value}; every entry must say its value, kind and why."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                         mark.line + 1 if mark else None) from None
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and "value" in node:
+            for field in ("kind", "why"):
+                if field not in node:
+                    raise InputError(path, f"constant {prefix!r} lacks {field!r}")
+            if node["kind"] not in ("physical", "calibrated", "measured", "assumption"):
+                raise InputError(path, f"constant {prefix!r} has unknown kind {node['kind']!r}")
+            out[prefix] = node["value"]
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                walk(child, f"{prefix}.{key}" if prefix else str(key))
+        else:
+            raise InputError(path, f"{prefix!r} is neither a section nor a constant")
+
+    walk(data, "")
+    return out
+
+
+def constant_kinds(path: str | Path = CONSTANTS_FILE) -> dict[str, str]:
+    """{dotted.name: kind} of planner.yaml (physical, calibrated, measured, assumption)."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and "value" in node:
+            out[prefix] = node["kind"]
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                walk(child, f"{prefix}.{key}" if prefix else str(key))
+
+    walk(data, "")
+    return out
+
+
+def _coef(coefs: dict[str, float], dims: dict[str, float]) -> float:
+    """Bytes per token of a {h: 24, i: 8, ...} coefficient table for these shapes."""
+    return sum(float(c) * dims[k] for k, c in coefs.items())
+
+
+# ------------------------------------------------------------------------------------------------ inputs
+
+
+def resolve_model(model: str) -> dict:
+    """Shapes of a known model name (models.yaml) or of a local folder / config.json, with its name."""
+    path = Path(model)
+    config_path = path / "config.json" if path.is_dir() else path
+    if config_path.is_file():
+        try:
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(config_path, f"not valid JSON: {exc.msg}", exc.lineno) from None
+        shapes = hardware.shapes_from_config(config) if isinstance(config, dict) else None
+        if shapes is None:
+            raise InputError(config_path, "config.json lacks hidden_size, intermediate_size, num_hidden_layers, "
+                                          "num_attention_heads or vocab_size")
+        named = str(config.get("_name_or_path") or "").rstrip("/")
+        folder = (path if path.is_dir() else path.parent).resolve().name
+        shapes["name"] = folder if config_path.name == "config.json" or not named else Path(named).name
+        return shapes
+    shapes = hardware.lookup_model(model)
+    if shapes is None:
+        raise InputError(None, f"unknown model {model!r}: not in analysis/data/models.yaml "
+                               f"(known: {', '.join(hardware.known_models())}) and no config.json at that path")
+    return shapes
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(None, f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _hw_list(hw: str | list[str] | None) -> list[str]:
+    if hw is None:
+        keys = list(DEFAULT_HW)
+    elif isinstance(hw, str):
+        keys = [k.strip() for k in hw.split(",") if k.strip()]
+    else:
+        keys = list(hw)
+    if not keys:
+        raise InputError(None, "--hw names no GPU class")
+    for key in keys:
+        spec = hardware.require(key)
+        if not spec.get("memory_gb") or not spec.get("bf16_dense_tflops") or not spec.get("bandwidth_gbs"):
+            raise InputError(hardware.HARDWARE_FILE, f"{key!r} is not a GPU class with memory, bandwidth and "
+                                                     "bf16 peak (nothing to plan on)")
+    return list(dict.fromkeys(keys))
+
+
+def read_prices(path: str | Path) -> dict[str, float]:
+    """A price table: YAML mapping of hardware key -> price per GPU-hour (any currency, not stored here)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else exc
+        raise InputError(path, f"cannot read price table: {reason}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
+                         mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict) or not data:
+        raise InputError(path, "a price table is a YAML mapping of hardware key to price per GPU-hour, "
+                               "e.g. 'h100: 2.5'")
+    prices = {}
+    for key, value in data.items():
+        if hardware.get(str(key)) is None:
+            raise InputError(path, f"unknown hardware {key!r} (known: {', '.join(hardware.table())})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise InputError(path, f"price of {key!r} must be a non-negative number per GPU-hour, got {value!r}")
+        prices[str(key)] = float(value)
+    return prices
+
+
+# ------------------------------------------------------------------------------------------------ memory
+
+
+def _dims(shapes: dict) -> dict[str, float]:
+    return {"h": shapes["hidden_size"], "i": shapes["intermediate_size"],
+            "kv": shapes["num_key_value_heads"] * shapes["head_dim"], "V": shapes["vocab_size"]}
+
+
+def param_counts(shapes: dict, method: str, lora_rank: int) -> dict[str, int]:
+    total = hardware.total_params(shapes)
+    matmul = hardware.matmul_params(shapes)
+    decoder_linears = matmul - shapes["hidden_size"] * shapes["vocab_size"]
+    lora = hardware.lora_params(shapes, {"lora_rank": lora_rank, "target_modules": "all-linear"})
+    return {"total": total, "matmul": matmul, "decoder_linears": decoder_linears, "lora": lora,
+            "trainable": total if method == "full" else lora}
+
+
+def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing: bool, batch: int,
+                               seq_len: int, c: dict | None = None) -> dict[str, float]:
+    """Live activation bytes per token of a micro-batch at its peak, and the pieces it is made of."""
+    c = c or constants()
+    d = _dims(shapes)
+    n_layers = shapes["num_hidden_layers"]
+    a = "memory.activations."
+    layer = _coef(c[a + "layer_full"] if method == "full" else c[a + "layer_lora"], d)
+    if method != "full":
+        layer += _coef(c[a + "layer_lora_dropout"], d)
+    if method == "qlora":
+        layer += _coef(c[a + "layer_qlora_extra"], d)
+    if batch > 1:  # padded batch: attention mask -> k, v repeated to all heads, bf16 bias B x 1 x T x T
+        layer += _coef(c[a + "padded_batch_kv_repeat"], d) + c[a + "padded_batch_mask_bytes_per_seq_token"] * seq_len
+    logits = _coef(c[a + "logits"], d) * c[a + "logits_token_fraction"]
+    final = _coef(c[a + "final_norm"], d)
+    if gradient_checkpointing:
+        stored = n_layers * _coef(c[a + "checkpoint_per_layer"], d)
+        working = max(logits, layer + _coef(c[a + "backward_transient_layer"], d))
+    else:
+        stored = n_layers * layer
+        working = logits
+    return {"stored_per_token": stored, "final_norm_per_token": final, "logits_per_token": logits,
+            "layer_per_token": layer, "working_per_token": working, "total_per_token": stored + final + working}
+
+
+def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int = 1,
+           gradient_checkpointing: bool = True, lora_rank: int = 8, c: dict | None = None) -> dict[str, Any]:
+    """Memory estimate in GiB: the breakdown, the live peak, the peak ms-swift would log, what must fit."""
+    c = c or constants()
+    m = "memory."
+    p = param_counts(shapes, method, lora_rank)
+    bf16 = c[m + "weight_bytes.bf16"]
+    if method == "qlora":
+        weights = p["decoder_linears"] * c[m + "weight_bytes.nf4"] + (p["total"] - p["decoder_linears"]) * bf16
+    else:
+        weights = p["total"] * bf16
+    if method == "full":
+        adapters = 0.0
+        grads = p["trainable"] * c[m + "full.grad_bytes"]
+        optim = p["trainable"] * c[m + "full.adam_state_bytes"]
+    else:
+        adapters = p["lora"] * c[m + "lora.param_bytes"]
+        grads = p["lora"] * c[m + "lora.grad_bytes"]
+        optim = p["lora"] * c[m + "lora.adam_state_bytes"]
+    per_token = activation_bytes_per_token(shapes, method, gradient_checkpointing, batch, seq_len, c)
+    tokens = batch * seq_len
+    act = per_token["total_per_token"] * tokens
+    static = weights + adapters + grads + optim
+    k = c[m + "allocator_cache_factor"]
+    context = c[m + "cuda_context_gib"] * GIB
+    out = {
+        "weights_gib": weights / GIB, "adapters_gib": adapters / GIB, "gradients_gib": grads / GIB,
+        "optimizer_gib": optim / GIB, "activations_gib": act / GIB,
+        "activations_detail_gib": {
+            "checkpointed_layer_inputs" if gradient_checkpointing else "saved_layer_tensors":
+                per_token["stored_per_token"] * tokens / GIB,
+            "final_norm": per_token["final_norm_per_token"] * tokens / GIB,
+            "logits_loss" if per_token["working_per_token"] == per_token["logits_per_token"] else "recomputed_layer":
+                per_token["working_per_token"] * tokens / GIB,
+        },
+        "logits_loss_gib": per_token["logits_per_token"] * tokens / GIB,
+        "allocator_cache_gib": (k - 1) * act / GIB,
+        "cuda_context_gib": context / GIB,
+        "live_peak_gib": (static + act) / GIB,
+        "peak_mem_gib": (static + k * act) / GIB,
+        "needs_gib": (static + (1 + c[m + "tight_fragmentation"]) * act + context) / GIB,
+        "tokens_per_micro_batch": tokens,
+        "params": p,
+    }
+    return out
+
+
+def capacity_gib(spec: dict) -> float:
+    if spec.get("memory_gib"):
+        return float(spec["memory_gib"])
+    return float(spec["memory_gb"]) * 1e9 / GIB
+
+
+# -------------------------------------------------------------------------------------------------- time
+
+
+def flops_per_token(shapes: dict, method: str, gradient_checkpointing: bool, lora_rank: int,
+                    c: dict | None = None) -> float:
+    """Hardware FLOPs per trained token (recompute included), as analysis/metrics.py counts them."""
+    c = c or constants()
+    f = c["time.flops"]
+    p = param_counts(shapes, method, lora_rank)
+    n = p["matmul"]
+    if method == "full":
+        model = f["full_per_param"] * n
+    else:
+        model = f["forward_backward_per_param"] * n + f["trainable_per_param"] * p["lora"]
+    return model + (f["recompute_per_param"] * n if gradient_checkpointing else 0)
+
+
+def roofline_micro_step(spec: dict, shapes: dict, method: str, tokens: float, gradient_checkpointing: bool,
+                        lora_rank: int, c: dict | None = None, weights_bytes: float | None = None) -> dict:
+    """Seconds of one micro-step: max(compute, weight reads) + host overhead."""
+    c = c or constants()
+    fpt = flops_per_token(shapes, method, gradient_checkpointing, lora_rank, c)
+    if weights_bytes is None:
+        weights_bytes = memory(shapes, method, 1, 1, gradient_checkpointing, lora_rank, c)["weights_gib"] * GIB
+    passes = c["time.weight_passes"]["gradient_checkpointing" if gradient_checkpointing else "no_checkpointing"]
+    compute = fpt * tokens / (spec["bf16_dense_tflops"] * 1e12 * c["time.achievable_fraction"])
+    reads = weights_bytes * passes / (spec["bandwidth_gbs"] * 1e9)
+    host = c["time.host_overhead_s"]
+    return {"compute_s": compute, "weight_reads_s": reads, "host_overhead_s": host,
+            "micro_step_s": max(compute, reads) + host, "bound": "compute" if compute >= reads else "memory",
+            "flops_per_token": fpt}
+
+
+def optimizer_step_s(spec: dict, method: str, trainable: int, c: dict | None = None) -> float:
+    c = c or constants()
+    return trainable * c["time.optimizer_bytes_per_param"][method] / (spec["bandwidth_gbs"] * 1e9)
+
+
+# ---------------------------------------------------------------------------------------- measured runs
+
+
+def _run_args(row: dict) -> dict:
+    path = Path(row.get("path") or "") / "args.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _run_method(args: dict) -> str | None:
+    tuner = args.get("tuner_type") or args.get("train_type") or args.get("sft_type")
+    if tuner == "lora" and (args.get("quant_bits") == 4 or args.get("quantization_bit") == 4):
+        return "qlora"
+    return tuner
+
+
+def _model_name(row: dict) -> str | None:
+    model = row.get("model")
+    return Path(str(model).rstrip("/")).name.lower() if model else None
+
+
+def _total_flos(row: dict) -> float | None:
+    from analysis.logs import read_log
+
+    try:
+        end = read_log(row["path"]).train_end
+    except (InputError, OSError, KeyError):
+        return None
+    value = end.data.get("total_flos") if end is not None else None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def run_tokens_per_sample(row: dict, shapes: dict) -> float | None:
+    """Tokens the GPU processed per sample in a run, padding included, from Hugging Face's total_flos
+    (= 6 x input_ids.numel() x parameters without embeddings, summed over the training steps)."""
+    flos = _total_flos(row)
+    steps, sps = row.get("global_steps"), row.get("samples_per_step")
+    lora = hardware.lora_params(shapes, {"lora_rank": _run_args(row).get("lora_rank"), "target_modules": "all-linear"})
+    if not flos or not steps or not sps:
+        return None
+    n_hf = hardware.total_params(shapes) + (lora or 0) - shapes["hidden_size"] * shapes["vocab_size"]
+    samples = min(steps * sps, row.get("train_samples") or steps * sps)
+    return flos / (6 * n_hf) / samples
+
+
+def _matching_runs(rows: list[dict], hw: str | None, model_name: str, method: str, batch: int, grad_accum: int,
+                   max_length: int, gradient_checkpointing: bool, lora_rank: int) -> list[dict]:
+    out = []
+    for r in rows:
+        st = r.get("step_time_s") or {}
+        if r.get("status") != "ok" or (hw is not None and r.get("hw") != hw) or st.get("median") is None:
+            continue
+        if (r.get("per_device_batch"), r.get("grad_accum"), r.get("max_length"), r.get("gradient_checkpointing")) \
+                != (batch, grad_accum, max_length, gradient_checkpointing):
+            continue
+        if (r.get("world_size") or 1) != 1 or _model_name(r) != model_name.lower():
+            continue
+        args = _run_args(r)
+        if _run_method(args) != method or (method != "full" and args.get("lora_rank") != lora_rank):
+            continue
+        out.append(r)
+    # the least cut run first (most steps), newest among equals, as the tables pick it
+    return sorted(out, key=lambda r: (r.get("global_steps") or 0, r["run"]), reverse=True)
+
+
+def _collect(results: str | Path | None) -> tuple[list[dict], str | None]:
+    from analysis.runs import collect
+
+    if results is None:
+        results = Path("results")
+        if not results.is_dir():
+            return [], None
+    return collect(results), str(results)
+
+
+# ------------------------------------------------------------------------------------------------ plan
+
+
+def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: int | None = None,
+             batch: int = 1, grad_accum: int = 16, samples: int = 1500, epochs: int = 1,
+             hw: str | list[str] | None = None, prices: str | Path | dict | None = None,
+             gradient_checkpointing: bool = True, lora_rank: int = 8, results: str | Path | None = None,
+             mean_len: int | None = None) -> list[dict]:
+    """One estimate per GPU class: memory (breakdown, peak, fits), step and total time, cost."""
+    if method not in METHODS:
+        raise InputError(None, f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    for name, value in (("--max-length", max_length), ("--batch", batch), ("--grad-accum", grad_accum),
+                        ("--samples", samples), ("--epochs", epochs), ("--lora-rank", lora_rank)):
+        _positive_int(name, value)
+    seq = max_length if seq_len is None else _positive_int("--seq-len", seq_len)
+    if seq > max_length:
+        raise InputError(None, f"--seq-len {seq} is longer than --max-length {max_length} "
+                               "(ms-swift drops or truncates longer samples)")
+    if mean_len is not None and _positive_int("--mean-len", mean_len) > seq:
+        raise InputError(None, f"--mean-len {mean_len} is longer than --seq-len {seq}")
+    if not isinstance(gradient_checkpointing, bool):
+        raise InputError(None, f"--gradient-checkpointing must be true or false, got {gradient_checkpointing!r}")
+    keys = _hw_list(hw)
+    price_table = prices if isinstance(prices, dict) or prices is None else read_prices(prices)
+    shapes = resolve_model(model)
+    c = constants()
+    mem = memory(shapes, method, seq, batch, gradient_checkpointing, lora_rank, c)
+    rows, results_dir = _collect(results)
+    recipe_runs = _matching_runs(rows, None, shapes["name"], method, batch, grad_accum, max_length,
+                                 gradient_checkpointing, lora_rank)
+    if mean_len is not None:
+        mean, mean_source = float(mean_len), "--mean-len"
+    elif recipe_runs and run_tokens_per_sample(recipe_runs[0], shapes):
+        mean = min(float(seq), run_tokens_per_sample(recipe_runs[0], shapes))
+        mean_source = f"what {_run_label(recipe_runs[0])} processed (same recipe; pass --mean-len for other data)"
+    else:
+        mean, mean_source = float(seq), "= --seq-len, every sample as long as the longest; pass --mean-len " \
+                                         "with your data's mean (padding included)"
+    steps_per_epoch = math.ceil(samples / (batch * grad_accum))
+    steps = steps_per_epoch * epochs
+    assumptions = _assumptions(shapes, method, seq, mean, batch, gradient_checkpointing, lora_rank, mem, c,
+                               mean_source, results_dir)
+
+    out = []
+    for key in keys:
+        spec = hardware.require(key)
+        cap = capacity_gib(spec)
+        roof = roofline_micro_step(spec, shapes, method, batch * mean, gradient_checkpointing, lora_rank, c,
+                                   mem["weights_gib"] * GIB)
+        opt_s = optimizer_step_s(spec, method, mem["params"]["trainable"], c)
+        roof_step = grad_accum * roof["micro_step_s"] + opt_s
+        matches = [r for r in recipe_runs if r.get("hw") == key]
+        time_note = None
+        measured = matches[0] if matches else None
+        if measured is not None and mean_len is not None:
+            run_mean = run_tokens_per_sample(measured, shapes) or measured.get("train_tokens_mean")
+            if run_mean and abs(mean_len - run_mean) > 0.1 * run_mean:
+                time_note = (f"measured run {_run_label(measured)} processed {run_mean:.0f} tokens/sample, "
+                             f"not --mean-len {mean_len}: roofline used")
+                measured = None
+        if measured is not None:
+            step_s = float(measured["step_time_s"]["median"])
+            source = f"measured: {_run_label(measured)}"
+            time_note = (f"median steady-state step of {_run_label(measured)} ({measured.get('global_steps')} steps, "
+                         f"data of {measured.get('train_tokens_mean') or 0:.0f} tokens/sample; "
+                         f"{'; '.join(measured.get('labels') or [])})")
+        else:
+            step_s = roof_step
+            source = "roofline"
+        total_s = step_s * steps
+        price = (price_table or {}).get(key)
+        fits = mem["needs_gib"] <= cap
+        out.append({
+            "hw": key, "name": spec["name"], "method": method, "model": shapes["name"],
+            "capacity_gib": cap, "peak_mem_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
+            "needs_gib": mem["needs_gib"], "fits": fits, "headroom_gib": cap - mem["needs_gib"],
+            # what ms-swift would log on this class: the allocator cannot reserve more than the GPU has
+            "logged_peak_gib": min(mem["peak_mem_gib"], cap) if fits else None,
+            "breakdown": {k: mem[k] for k in ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib",
+                                              "activations_gib", "allocator_cache_gib", "cuda_context_gib")},
+            "activations_detail_gib": mem["activations_detail_gib"],
+            "seq_len": seq, "batch": batch, "grad_accum": grad_accum, "max_length": max_length,
+            "gradient_checkpointing": gradient_checkpointing, "lora_rank": lora_rank if method != "full" else None,
+            "tokens_per_sample": mean, "steps": steps, "samples": samples, "epochs": epochs,
+            "step_time_s": step_s, "total_time_s": total_s, "total_hours": total_s / 3600,
+            "time_source": source, "time_note": time_note,
+            "roofline": {"step_time_s": roof_step, "micro_step_s": roof["micro_step_s"], "compute_s": roof["compute_s"],
+                         "weight_reads_s": roof["weight_reads_s"], "host_overhead_s": roof["host_overhead_s"],
+                         "optimizer_s": opt_s, "bound": roof["bound"], "flops_per_token": roof["flops_per_token"]},
+            "price_per_gpu_hour": price, "cost": None if price is None else total_s / 3600 * price,
+            "estimate_only": method not in VALIDATED_METHODS,
+            "assumptions": assumptions,
+        })
+    return out
+
+
+def _run_label(row: dict) -> str:
+    return f"{row.get('hw')}/{row.get('experiment')}/{row.get('run')}"
+
+
+def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source, results_dir) -> list[str]:
+    m = "memory."
+    lines = []
+    if method not in VALIDATED_METHODS:
+        lines.append(f"ESTIMATE ONLY: no {method} run is committed in results/, so this memory and time model has "
+                     "not been checked against a measurement for this method")
+    if method == "full":
+        lines.append("full: bf16 weights, bf16 gradients, AdamW states in bf16 (the HF Trainer keeps no fp32 master "
+                     "copy); DeepSpeed/FSDP mixed precision would need 16 B/param more")
+    else:
+        lines.append(f"{method}: LoRA r{rank} on all linears, {mem['params']['lora']:,} adapter parameters in fp32 "
+                     "(PEFT upcasts adapters of a bf16 model), fp32 gradients, AdamW 2 fp32 states"
+                     + ("; decoder linears in 4-bit NF4, embeddings and lm_head bf16" if method == "qlora" else ""))
+    lines.append(
+        f"activations at seq-len {seq} x batch {batch}: "
+        + ("checkpointed layer inputs 2h B/token/layer" if gc else "every layer's saved tensors (no checkpointing)")
+        + f", logits/loss {c[m + 'activations.logits']['V']} B x vocab {shapes['vocab_size']:,} per token "
+          "(bf16 logits -> fp32 -> log-softmax and its gradients); ms-swift's default lora_dropout 0.05")
+    lines.append(
+        f"peak = static + {c[m + 'allocator_cache_factor']} x activations: what ms-swift logs "
+        "(max_memory_reserved) on a GPU with room to spare (calibrated on results/h200, order-dependent)")
+    lines.append(
+        f"fits: needs = static + {1 + c[m + 'tight_fragmentation']:.1f} x activations + "
+        f"{c[m + 'cuda_context_gib']} GiB CUDA context <= memory_gb x 1e9 / 2^30 (the allocator frees its cache "
+        "before it fails)")
+    lines.append(
+        f"roofline step = grad-accum x [max(FLOPs/token x tokens / (peak bf16 x {c['time.achievable_fraction']}), "
+        f"weights x passes / bandwidth) + {c['time.host_overhead_s']} s host overhead] + optimizer; "
+        "constants fitted on the two H200 experiments, host overhead assumed equal on every GPU class")
+    lines.append(f"tokens per sample for the roofline: {mean:.1f} ({mean_source})")
+    lines.append("measured times come from " + (results_dir if results_dir else "no results folder")
+                 + " (same model, method, rank, batch, grad-accum, max-length, checkpointing and GPU class)")
+    return lines
+
+
+# ---------------------------------------------------------------------------------- validation / calibration
+
+
+def estimates_vs_measurements(results_dir: str | Path = "results"):
+    """A pandas DataFrame, one row per run under RESULTS_DIR: measured peak vs the estimate at that run's own longest
+    sequence (train_tokens_max capped at max_length) and batch, and measured step time vs the roofline at the
+    tokens that run really processed (the roofline's two constants are fitted on these runs: a consistency check)."""
+    import pandas as pd
+
+    from analysis.runs import collect
+
+    c = constants()
+    rows = []
+    for r in collect(results_dir):
+        args = _run_args(r)
+        shapes = hardware.model_shapes(args, Path(r["path"]) if r.get("path") else None)
+        method = _run_method(args)
+        rank = args.get("lora_rank") if isinstance(args.get("lora_rank"), int) else 8
+        base = {"hw": r.get("hw"), "experiment": r.get("experiment"), "run": r.get("run"), "status": r.get("status"),
+                "method": method, "per_device_batch": r.get("per_device_batch"), "grad_accum": r.get("grad_accum"),
+                "steps": r.get("global_steps"), "measured_peak_gib": r.get("peak_mem_gib")}
+        if shapes is None or method not in METHODS or not r.get("per_device_batch") or not r.get("max_length"):
+            rows.append({**base, "note": "cannot estimate: model shapes, method, batch or max_length unknown"})
+            continue
+        seq = min(int(r.get("train_tokens_max") or r["max_length"]), int(r["max_length"]))
+        gc = r.get("gradient_checkpointing") is not False
+        mem = memory(shapes, method, seq, r["per_device_batch"], gc, rank, c)
+        note = []
+        seen = (r.get("global_steps") or 0) * (r.get("samples_per_step") or 0)
+        if r.get("train_samples") and seen < r["train_samples"]:
+            note.append(f"cut run: saw {seen} of {r['train_samples']} samples, so maybe not the {seq}-token one")
+        spec = hardware.get(r.get("hw")) if r.get("hw") else None
+        est_step = tps = None
+        if spec and spec.get("bf16_dense_tflops") and r.get("grad_accum"):
+            tps = run_tokens_per_sample(r, shapes) or r.get("train_tokens_mean")
+            if tps:
+                roof = roofline_micro_step(spec, shapes, method, r["per_device_batch"] * tps, gc, rank, c,
+                                           mem["weights_gib"] * GIB)
+                est_step = r["grad_accum"] * roof["micro_step_s"] + optimizer_step_s(
+                    spec, method, mem["params"]["trainable"], c)
+        measured_step = (r.get("step_time_s") or {}).get("median")
+        measured = r.get("peak_mem_gib")
+        rows.append({
+            **base, "seq_len": seq, "estimated_peak_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
+            "needs_gib": mem["needs_gib"],
+            "ratio": mem["peak_mem_gib"] / measured if measured else None,
+            "within_10pct": bool(abs(mem["peak_mem_gib"] / measured - 1) <= 0.10) if measured else None,
+            "tokens_per_sample": tps, "measured_step_s": measured_step, "estimated_step_s": est_step,
+            "step_ratio": est_step / measured_step if est_step and measured_step else None,
+            "note": "; ".join(note) or None,
+        })
+    return pd.DataFrame(rows)
+
+
+def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
+    """Re-derive the calibrated constants of planner.yaml from the committed H200 runs.
+
+    allocator_cache_factor k: the minimax fit of peak = static + k x live activations over the seed recipe's most
+    complete run and the bs16 runs; achievable_fraction f and host_overhead_s o: the two equations
+    step/grad_accum = o + max(FLOPs/token x tokens / (peak x f), weight reads) of the two experiments.
+    """
+    from analysis.runs import collect
+
+    c = constants()
+    groups: dict[str, list[dict]] = {}
+    for r in collect(results_dir):
+        if r.get("status") == "ok" and r.get("hw") == "h200" and r.get("experiment") in ("seed", "bs16"):
+            groups.setdefault(r["experiment"], []).append(r)
+    if set(groups) != {"seed", "bs16"}:
+        raise InputError(results_dir, "calibration needs the h200 seed and bs16 runs")
+    points = {}
+    for exp, runs in groups.items():
+        top = max(r.get("global_steps") or 0 for r in runs)
+        runs = [r for r in runs if (r.get("global_steps") or 0) == top]
+        r0 = runs[0]
+        args = _run_args(r0)
+        shapes = hardware.model_shapes(args, Path(r0["path"]))
+        rank = args.get("lora_rank")
+        seq = min(int(r0["train_tokens_max"]), int(r0["max_length"]))
+        mem = memory(shapes, "lora", seq, r0["per_device_batch"], True, rank, c)
+        static = (mem["live_peak_gib"] - mem["activations_gib"])
+        micro = sum(r["step_time_s"]["median"] for r in runs) / len(runs) / r0["grad_accum"]
+        tokens = sum(run_tokens_per_sample(r, shapes) for r in runs) / len(runs) * r0["per_device_batch"]
+        spec = hardware.require("h200")
+        fpt = flops_per_token(shapes, "lora", True, rank, c)
+        passes = c["time.weight_passes"]["gradient_checkpointing"]
+        reads = mem["weights_gib"] * GIB * passes / (spec["bandwidth_gbs"] * 1e9)
+        points[exp] = {"static": static, "act": mem["activations_gib"],
+                       "peak": sum(r["peak_mem_gib"] for r in runs) / len(runs),
+                       "micro": micro, "a": fpt * tokens / (spec["bf16_dense_tflops"] * 1e12), "reads": reads}
+    s, b = points["seed"], points["bs16"]
+    # minimax relative error: static_s + k act_s = P_s (1 + e), static_b + k act_b = P_b (1 - e)
+    e = ((b["peak"] - b["static"]) / b["act"] - (s["peak"] - s["static"]) / s["act"]) / (
+        s["peak"] / s["act"] + b["peak"] / b["act"])
+    k = (s["peak"] * (1 + e) - s["static"]) / s["act"]
+    # both compute-bound: o + a/f = micro
+    inv_f = (b["micro"] - s["micro"]) / (b["a"] - s["a"])
+    f = 1 / inv_f
+    o = s["micro"] - max(s["a"] / f, s["reads"])
+    return {"allocator_cache_factor": k, "achievable_fraction": f, "host_overhead_s": o,
+            "seed_micro_step_s": s["micro"], "bs16_micro_step_s": b["micro"],
+            "seed_tokens_per_micro_step": s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt,
+            "bs16_tokens_per_micro_step": b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt}
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+
+
+def _bool(text: str) -> bool:
+    t = str(text).strip().lower()
+    if t in ("true", "yes", "1", "on"):
+        return True
+    if t in ("false", "no", "0", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _one_line_error(self: argparse.ArgumentParser, message: str):
+    self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plan", help="will a fine-tune fit on each GPU class, how long, what cost",
+                       description=__doc__.split("\n\n")[0])
+    p.error = _one_line_error.__get__(p)  # argparse's own errors: one line, exit 2, like InputError
+    p.add_argument("--model", required=True,
+                   help="known model name (analysis/data/models.yaml) or a local folder / config.json")
+    p.add_argument("--method", default="lora", choices=METHODS)
+    p.add_argument("--max-length", type=int, default=2048, help="ms-swift --max_length (default 2048)")
+    p.add_argument("--seq-len", type=int, help="longest sequence a batch really holds (default: --max-length); "
+                                                "padding makes every sample of the batch this long")
+    p.add_argument("--mean-len", type=int, help="mean tokens per sample the GPU processes, padding included, for "
+                                                 "the time estimate (default: --seq-len)")
+    p.add_argument("--batch", type=int, default=1, help="per-device batch size (default 1)")
+    p.add_argument("--grad-accum", type=int, default=16, help="gradient accumulation steps (default 16)")
+    p.add_argument("--samples", type=int, default=1500, help="training samples per epoch (default 1500)")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--hw", help=f"comma-separated GPU classes (default {','.join(DEFAULT_HW)}; any key of "
+                                "analysis/data/hardware.yaml)")
+    p.add_argument("--prices", help="YAML mapping hardware key -> price per GPU-hour (no prices are built in)")
+    p.add_argument("--gradient-checkpointing", type=_bool, default=True, metavar="true|false",
+                   help="ms-swift's default is true")
+    p.add_argument("--lora-rank", type=int, default=8)
+    p.add_argument("--results", help="results folder with measured runs (default: ./results if present)")
+    p.add_argument("--json", action="store_true", help="print a JSON list, one object per GPU class")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    plans = estimate(args.model, method=args.method, max_length=args.max_length, seq_len=args.seq_len,
+                     batch=args.batch, grad_accum=args.grad_accum, samples=args.samples, epochs=args.epochs,
+                     hw=args.hw, prices=args.prices, gradient_checkpointing=args.gradient_checkpointing,
+                     lora_rank=args.lora_rank, results=args.results, mean_len=args.mean_len)
+    if args.json:
+        print(json.dumps(plans, indent=2, allow_nan=False))
+        return 0
+    _print(plans)
+    return 0
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def _logged(p: dict) -> str:
+    if p["logged_peak_gib"] is None:
+        return "-"
+    return f"{p['logged_peak_gib']:.1f}" + ("*" if p["logged_peak_gib"] < p["peak_mem_gib"] else "")
+
+
+def _print(plans: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    first = plans[0]
+    title = (f"{first['model']} {first['method']}: seq-len {first['seq_len']} x batch {first['batch']} x "
+             f"grad-accum {first['grad_accum']}, {first['steps']} steps")
+    t = Table(title=title)
+    for col in ("GPU", "memory GiB", "needs GiB", "fits", "logged peak GiB", "step s", "total", "cost", "time source"):
+        t.add_column(col, justify="left" if col in ("GPU", "fits", "time source") else "right")
+    for p in plans:
+        t.add_row(p["hw"], f"{p['capacity_gib']:.1f}", f"{p['needs_gib']:.1f}",
+                  "yes" if p["fits"] else "NO", _logged(p), f"{p['step_time_s']:.3g}",
+                  _hours(p["total_time_s"]), "-" if p["cost"] is None else f"{p['cost']:.2f}", p["time_source"])
+    console.print(t)
+    if any(p["logged_peak_gib"] is not None and p["logged_peak_gib"] < p["peak_mem_gib"] for p in plans):
+        console.print(f"* capped at the GPU's memory: on a GPU with room to spare ms-swift would log "
+                      f"{first['peak_mem_gib']:.1f} GiB (cached blocks); here the allocator frees them instead",
+                      highlight=False, markup=False)
+    b = first["breakdown"]
+    parts = ", ".join(f"{k.removesuffix('_gib').replace('_', ' ')} {v:.2f}" for k, v in b.items())
+    detail = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in first["activations_detail_gib"].items())
+    console.print(f"breakdown (GiB): {parts}", highlight=False)
+    console.print(f"activations (GiB): {detail}", highlight=False)
+    for p in plans:
+        if p["time_note"]:
+            console.print(f"{p['hw']}: {p['time_note']}", highlight=False, markup=False)
+    for line in first["assumptions"]:
+        console.print(f"assumption: {line}", highlight=False, markup=False)

@@ -1,0 +1,301 @@
+"""`swiftbench plan`: hand-computed memory parts, the estimate against every committed run, time, cost, CLI."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis import hardware, planner
+from analysis.errors import InputError
+from analysis.runs import collect
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+MODEL = "Qwen2.5-7B-Instruct"
+GIB = 2 ** 30
+H, I, KV, V, LAYERS = 3584, 18944, 512, 152064, 28
+SEED_RUN = "20261130-074229"
+
+
+@pytest.fixture(scope="module")
+def shapes():
+    return planner.resolve_model(MODEL)
+
+
+@pytest.fixture(scope="module")
+def validation():
+    return planner.estimates_vs_measurements(RESULTS)
+
+
+def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analysis.cli", "plan", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+# ------------------------------------------------------------------------------------------ constants
+
+
+def test_every_constant_says_its_kind_and_why():
+    values = planner.constants()
+    kinds = planner.constant_kinds()
+    assert set(values) == set(kinds)
+    assert set(kinds.values()) <= {"physical", "calibrated", "measured", "assumption"}
+    assert {k for k, v in kinds.items() if v == "calibrated"} == {
+        "memory.allocator_cache_factor", "time.achievable_fraction", "time.host_overhead_s"}
+    assert kinds["memory.activations.logits"] == "physical"
+    assert kinds["memory.activations.checkpoint_per_layer"] == "physical"
+
+
+def test_calibrated_constants_are_what_the_committed_runs_give():
+    fit = planner.calibrate(RESULTS)
+    c = planner.constants()
+    assert fit["allocator_cache_factor"] == pytest.approx(c["memory.allocator_cache_factor"], rel=0.01)
+    assert fit["achievable_fraction"] == pytest.approx(c["time.achievable_fraction"], rel=0.01)
+    assert fit["host_overhead_s"] == pytest.approx(c["time.host_overhead_s"], rel=0.01)
+    # the seed run: ~392 ms per batch-1 micro-step, of which the GPU roofline is a small part
+    assert fit["seed_micro_step_s"] == pytest.approx(0.392, abs=0.001)
+    assert fit["host_overhead_s"] > 0.9 * fit["seed_micro_step_s"]
+
+
+# ------------------------------------------------------------------------------- memory, by hand
+
+
+def test_hand_computed_memory_components_of_the_7b(shapes):
+    assert shapes["head_dim"] == 128 and shapes["num_key_value_heads"] * shapes["head_dim"] == KV
+    mem = planner.memory(shapes, "lora", seq_len=593, batch=1, gradient_checkpointing=True, lora_rank=8)
+    p = mem["params"]
+    assert p["total"] == 7_615_616_512
+    assert p["lora"] == 20_185_088 == hardware.lora_params(shapes, {"lora_rank": 8, "target_modules": "all-linear"})
+    assert mem["weights_gib"] == pytest.approx(7_615_616_512 * 2 / GIB)
+    assert round(mem["weights_gib"], 2) == 14.19  # 14.185 GiB
+    assert mem["adapters_gib"] == pytest.approx(20_185_088 * 4 / GIB)   # fp32 adapters (PEFT upcast)
+    assert mem["gradients_gib"] == pytest.approx(20_185_088 * 4 / GIB)
+    assert mem["optimizer_gib"] == pytest.approx(20_185_088 * 8 / GIB)  # AdamW: 2 fp32 states
+    # checkpointed: 2h per layer + final norm fp32 4h + logits/loss 12 V, per token
+    per_token = LAYERS * 2 * H + 4 * H + 12 * V
+    assert per_token == 2_039_808
+    assert mem["activations_gib"] == pytest.approx(593 * per_token / GIB)
+    assert mem["logits_loss_gib"] == pytest.approx(593 * 12 * V / GIB)
+    static = (7_615_616_512 * 2 + 20_185_088 * 16) / GIB
+    assert mem["live_peak_gib"] == pytest.approx(static + 593 * per_token / GIB)
+    k = planner.constants()["memory.allocator_cache_factor"]
+    assert mem["peak_mem_gib"] == pytest.approx(static + k * 593 * per_token / GIB)
+
+
+def test_activations_without_checkpointing_keep_every_layer(shapes):
+    per = planner.activation_bytes_per_token(shapes, "lora", False, 1, 2048)
+    layer = 24 * H + 8 * I + 4 * KV + 6 * H + 1 * I  # saved tensors + dropout masks
+    assert per["layer_per_token"] == layer == 280_064
+    assert per["total_per_token"] == LAYERS * layer + 4 * H + 12 * V
+    with_gc = planner.activation_bytes_per_token(shapes, "lora", True, 1, 2048)
+    assert per["total_per_token"] > 4 * with_gc["total_per_token"]
+    # a padded batch repeats k, v to all heads and saves a T x T mask, but with checkpointing the logits still dominate
+    padded = planner.activation_bytes_per_token(shapes, "lora", True, 16, 593)
+    assert padded["total_per_token"] == with_gc["total_per_token"]
+    assert planner.activation_bytes_per_token(shapes, "lora", False, 16, 593)["layer_per_token"] == \
+        layer + 4 * H - 4 * KV + 2 * 593
+
+
+def test_qlora_and_full_memory(shapes):
+    q = planner.memory(shapes, "qlora", 593, 1, True, 8)
+    decoder_linears = hardware.matmul_params(shapes) - H * V
+    assert q["weights_gib"] == pytest.approx((decoder_linears * 0.5157 + (7_615_616_512 - decoder_linears) * 2) / GIB)
+    full = planner.memory(shapes, "full", 593, 1, True, 8)
+    assert full["adapters_gib"] == 0
+    assert full["gradients_gib"] == pytest.approx(7_615_616_512 * 2 / GIB)
+    assert full["optimizer_gib"] == pytest.approx(7_615_616_512 * 4 / GIB)
+
+
+# -------------------------------------------------------------------------------- the hard bar
+
+
+def test_estimate_within_10pct_of_every_committed_run(validation):
+    rows = validation.to_dict("records")
+    assert len(rows) == len(collect(RESULTS)) >= 4
+    for r in rows:
+        assert r["measured_peak_gib"], r
+        assert r["within_10pct"], (f"{r['hw']}/{r['experiment']}/{r['run']}: estimated "
+                                   f"{r['estimated_peak_gib']:.2f} GiB vs measured {r['measured_peak_gib']} GiB")
+        assert abs(r["ratio"] - 1) <= 0.10
+    by_run = {r["run"]: r for r in rows}
+    assert by_run[SEED_RUN]["measured_peak_gib"] == 17.68
+    assert by_run[SEED_RUN]["seq_len"] == 593 and by_run[SEED_RUN]["per_device_batch"] == 1
+    assert by_run["20261130-075715"]["measured_peak_gib"] == 16.87
+    assert "cut run" in by_run["20261130-075715"]["note"]  # its 320 samples may not hold the 593-token one
+    for run in ("20261130-074942", "20261130-075319"):
+        assert by_run[run]["measured_peak_gib"] == 75.80 and by_run[run]["per_device_batch"] == 16
+    # the live (allocated) peak is far below what the allocator reserved on the roomy H200
+    assert by_run["20261130-074942"]["live_peak_gib"] < 0.5 * 75.80
+
+
+def test_step_time_estimates_of_committed_runs(validation):
+    for r in validation.to_dict("records"):
+        assert r["estimated_step_s"] is not None and r["measured_step_s"] is not None
+        assert r["step_ratio"] == pytest.approx(1, abs=0.15)
+
+
+# ------------------------------------------------------------------------------------------- plans
+
+
+def test_fits_flips_where_it_must():
+    big = {p["hw"]: p for p in planner.estimate(MODEL, batch=16, grad_accum=1, seq_len=2048, results=RESULTS)}
+    assert not big["a10"]["fits"] and not big["rtx4090"]["fits"]  # bs16 at 2048 tokens does not fit 24 GB
+    assert big["h200"]["fits"]
+    small = {p["hw"]: p for p in planner.estimate(MODEL, batch=1, grad_accum=16, seq_len=593, results=RESULTS)}
+    assert all(p["fits"] for p in small.values())
+    full = {p["hw"]: p for p in planner.estimate(MODEL, method="full", seq_len=2048, gradient_checkpointing=False,
+                                                 hw="a100-80gb,h200", results=RESULTS)}
+    assert not full["a100-80gb"]["fits"] and full["h200"]["fits"]
+    assert big["a10"]["logged_peak_gib"] is None
+    assert big["h200"]["logged_peak_gib"] == pytest.approx(big["h200"]["capacity_gib"])
+    assert big["h200"]["peak_mem_gib"] > big["h200"]["capacity_gib"]
+    assert small["h200"]["logged_peak_gib"] == small["h200"]["peak_mem_gib"]
+    for p in [*big.values(), *small.values()]:
+        assert p["fits"] == (p["needs_gib"] <= p["capacity_gib"])
+        assert p["capacity_gib"] == pytest.approx(hardware.require(p["hw"])["memory_gb"] * 1e9 / GIB)
+
+
+def test_seed_recipe_on_h200_uses_the_measured_median_and_roofline_elsewhere():
+    plans = {p["hw"]: p for p in planner.estimate(MODEL, method="lora", max_length=2048, batch=1, grad_accum=16,
+                                                  samples=1500, epochs=1, results=RESULTS)}
+    median = next(r for r in collect(RESULTS) if r["run"] == SEED_RUN)["step_time_s"]["median"]
+    h200 = plans["h200"]
+    assert h200["time_source"] == f"measured: h200/seed/{SEED_RUN}"
+    assert h200["step_time_s"] == median
+    assert h200["steps"] == math.ceil(1500 / 16) == 94
+    assert h200["total_time_s"] == pytest.approx(median * 94)
+    for key in ("a10", "rtx4090", "a100", "h100"):
+        p = plans[key]
+        assert p["time_source"] == "roofline"
+        roof = p["roofline"]
+        assert p["step_time_s"] == pytest.approx(16 * roof["micro_step_s"] + roof["optimizer_s"])
+        assert roof["micro_step_s"] == pytest.approx(max(roof["compute_s"], roof["weight_reads_s"])
+                                                     + roof["host_overhead_s"])
+    text = " ".join(plans["a10"]["assumptions"])
+    assert "roofline" in text and "host overhead" in text and "peak bf16" in text
+    # data other than the run's: the measured time does not apply
+    other = planner.estimate(MODEL, mean_len=1024, hw="h200", results=RESULTS)[0]
+    assert other["time_source"] == "roofline" and "not --mean-len" in other["time_note"]
+    # a different recipe (batch 2): nothing measured
+    assert planner.estimate(MODEL, batch=2, grad_accum=8, hw="h200", results=RESULTS)[0]["time_source"] == "roofline"
+
+
+def test_roofline_reproduces_both_h200_experiments(shapes):
+    c = planner.constants()
+    spec = hardware.require("h200")
+    fit = planner.calibrate(RESULTS)
+    seed = planner.roofline_micro_step(spec, shapes, "lora", fit["seed_tokens_per_micro_step"], True, 8, c)
+    bs16 = planner.roofline_micro_step(spec, shapes, "lora", fit["bs16_tokens_per_micro_step"], True, 8, c)
+    assert seed["micro_step_s"] == pytest.approx(fit["seed_micro_step_s"], rel=0.02)
+    assert bs16["micro_step_s"] == pytest.approx(fit["bs16_micro_step_s"], rel=0.02)
+
+
+def test_cost_is_total_hours_times_price(tmp_path):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("h200: 3.5\na10: 0.75\n")
+    plans = {p["hw"]: p for p in planner.estimate(MODEL, epochs=2, prices=prices, results=RESULTS)}
+    assert plans["h200"]["steps"] == 188
+    assert plans["h200"]["cost"] == pytest.approx(plans["h200"]["total_time_s"] / 3600 * 3.5)
+    assert plans["a10"]["cost"] == pytest.approx(plans["a10"]["total_time_s"] / 3600 * 0.75)
+    assert plans["h100"]["cost"] is None  # no price given for it
+    assert all(p["cost"] is None for p in planner.estimate(MODEL, results=RESULTS))  # no prices built in
+
+
+@pytest.mark.parametrize("text,needle", [("h100: [1\n", "not valid YAML"), ("- 1\n- 2\n", "mapping"),
+                                          ("tpu9: 1\n", "unknown hardware"), ("h100: -2\n", "non-negative"),
+                                          ("h100: cheap\n", "non-negative")])
+def test_bad_price_file_names_the_file(tmp_path, text, needle):
+    path = tmp_path / "prices.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        planner.estimate(MODEL, prices=path, results=RESULTS)
+    assert str(path) in str(err.value) and needle in str(err.value)
+
+
+def test_model_from_a_config_folder(tmp_path, shapes):
+    folder = tmp_path / MODEL
+    folder.mkdir()
+    shutil.copy(RESULTS / "h200" / "seed" / SEED_RUN / "model_config.json", folder / "config.json")
+    got = planner.resolve_model(str(folder))
+    assert got["name"] == MODEL
+    assert {k: got[k] for k in hardware.SHAPE_KEYS} == {k: shapes[k] for k in hardware.SHAPE_KEYS}
+    # a folder named like the recipe's model matches its measured run too
+    assert planner.estimate(str(folder), hw="h200", results=RESULTS)[0]["time_source"].startswith("measured: ")
+    with pytest.raises(InputError):
+        planner.resolve_model(str(tmp_path / "no-such-model"))
+
+
+def test_qlora_and_full_say_they_are_estimates():
+    for method in ("qlora", "full"):
+        p = planner.estimate(MODEL, method=method, hw="h100", results=RESULTS)[0]
+        assert p["estimate_only"] and p["time_source"] == "roofline"
+        assert p["assumptions"][0].startswith("ESTIMATE ONLY")
+    assert not planner.estimate(MODEL, hw="h100", results=RESULTS)[0]["estimate_only"]
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+
+def test_json_output_shape():
+    proc = _cli("--model", MODEL, "--method", "lora", "--max-length", "2048", "--batch", "1", "--grad-accum", "16",
+                "--samples", "1500", "--epochs", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    plans = json.loads(proc.stdout)
+    assert [p["hw"] for p in plans] == list(planner.DEFAULT_HW)
+    for p in plans:
+        for key in ("hw", "peak_mem_gib", "fits", "step_time_s", "total_time_s", "cost", "breakdown", "time_source",
+                    "needs_gib", "assumptions"):
+            assert key in p
+        assert p["cost"] is None
+        assert isinstance(p["fits"], bool)
+        assert set(p["breakdown"]) == {"weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib",
+                                       "activations_gib", "allocator_cache_gib", "cuda_context_gib"}
+        assert p["time_source"] == "roofline" or p["time_source"].startswith("measured: ")
+    assert plans[-1]["time_source"] == f"measured: h200/seed/{SEED_RUN}"
+
+
+def test_human_output_has_the_table_and_assumptions():
+    proc = _cli("--model", MODEL, "--method", "qlora", "--seq-len", "593", "--hw", "a10,h200")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "a10" in out and "h200" in out and "needs GiB" in out and "fits" in out
+    assert "breakdown (GiB)" in out and "assumption: ESTIMATE ONLY" in out
+    assert "host overhead" in out
+
+
+@pytest.mark.parametrize("args", [
+    ["--model", "No-Such-Model-7B"],
+    ["--model", MODEL, "--batch", "0"],
+    ["--model", MODEL, "--batch", "-2"],
+    ["--model", MODEL, "--grad-accum", "0"],
+    ["--model", MODEL, "--samples", "-5"],
+    ["--model", MODEL, "--epochs", "0"],
+    ["--model", MODEL, "--max-length", "0"],
+    ["--model", MODEL, "--lora-rank", "0"],
+    ["--model", MODEL, "--hw", "a10,tpu9"],
+    ["--model", MODEL, "--hw", "cpu"],
+    ["--model", MODEL, "--seq-len", "4096"],
+    ["--model", MODEL, "--seq-len", "512", "--mean-len", "1024"],
+    ["--model", MODEL, "--batch", "two"],
+    ["--model", MODEL, "--method", "dora"],
+    ["--model", MODEL, "--gradient-checkpointing", "maybe"],
+    ["--batch", "1"],
+    ["--model", MODEL, "--prices", "/no/such/prices.yaml"],
+])
+def test_bad_arguments_exit_2_with_one_line(args):
+    proc = _cli(*args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "error" in lines[0]
+    assert proc.stdout == ""
+
+
+def test_argparse_errors_name_the_subcommand():
+    proc = _cli("--model", MODEL, "--batch", "two")
+    assert proc.stderr.startswith("swiftbench plan: error: argument --batch")
