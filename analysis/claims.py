@@ -20,8 +20,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from analysis.datafiles import read_yaml
 from analysis.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,14 +58,7 @@ def probe_name(search: str, batch: int) -> str:
 @functools.lru_cache(maxsize=None)
 def _load(path: str) -> dict:
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(p, f"cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(p, f"not valid YAML: {getattr(exc, 'problem', exc)}",
-                         mark.line + 1 if mark else None) from None
+    data = read_yaml(p)
     for key in ("experiments", "searches", "claims", "plan"):
         if not isinstance((data or {}).get(key), (dict, list)):
             raise InputError(p, f"missing top-level key {key!r}")

@@ -22,9 +22,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from analysis import hardware
+from analysis.datafiles import read_yaml
 from analysis.errors import InputError
 
 CONSTANTS_FILE = hardware.DATA / "planner.yaml"
@@ -40,12 +40,7 @@ VALIDATED_METHODS = ("lora",)  # methods with committed measurements to check th
 def constants(path: str | Path = CONSTANTS_FILE) -> dict[str, Any]:
     """planner.yaml as {dotted.name: value}; every entry must say its value, kind and why."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', exc)}",
-                         mark.line + 1 if mark else None) from None
+    data = read_yaml(path)
     out: dict[str, Any] = {}
 
     def walk(node: Any, prefix: str) -> None:
@@ -68,7 +63,7 @@ def constants(path: str | Path = CONSTANTS_FILE) -> dict[str, Any]:
 
 def constant_kinds(path: str | Path = CONSTANTS_FILE) -> dict[str, str]:
     """{dotted.name: kind} of planner.yaml (physical, calibrated, measured, assumption)."""
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    data = read_yaml(path)
     out: dict[str, str] = {}
 
     def walk(node: Any, prefix: str) -> None:
@@ -140,17 +135,7 @@ def _hw_list(hw: str | list[str] | None) -> list[str]:
 def read_prices(path: str | Path) -> dict[str, float]:
     """A price table: YAML mapping of hardware key -> price per GPU-hour (any currency, not stored here)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else exc
-        raise InputError(path, f"cannot read price table: {reason}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                         mark.line + 1 if mark else None) from None
+    data = read_yaml(path, "price table")
     if not isinstance(data, dict) or not data:
         raise InputError(path, "a price table is a YAML mapping of hardware key to price per GPU-hour, "
                                "e.g. 'h100: 2.5'")

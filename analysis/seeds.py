@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
+from analysis.datafiles import read_yaml
 from analysis.errors import InputError
 
 DEFAULT_SEEDS_DIR = Path(__file__).resolve().parents[1] / "seeds"
@@ -109,16 +109,7 @@ def _check_legible_items(path: Path, section: str, items: Any, allowed: set) -> 
 def load_seed(path: str | Path) -> dict:
     """Parse one seed YAML and validate it; raise InputError naming the file (and figure/claim id) if bad."""
     path = Path(path)
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', None) or exc}", line) from exc
+    data = read_yaml(path)
     _require(path, "top level", data, TOP_KEYS)
     for key in ("source", "title", "summary"):
         if not isinstance(data[key], str) or not data[key].strip():

@@ -23,21 +23,15 @@ import shlex
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import yaml
 
+from analysis.datafiles import read_yaml
 from analysis.errors import InputError
 
 LOCALDATA_YAML = Path(__file__).resolve().parent / "localdata.yaml"
 
 
 def _load_spec(path: Path = LOCALDATA_YAML) -> dict[str, dict[str, Any]]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-    except OSError as e:
-        raise InputError(path, f"cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise InputError(path, f"not valid YAML: {e}") from None
+    data = read_yaml(path) or {}
     datasets = data.get("datasets")
     if not isinstance(datasets, dict) or not datasets:
         raise InputError(path, "expected a non-empty `datasets:` mapping")
@@ -284,7 +278,7 @@ def make_tiny_local_data(dest_dir: str | Path, n: int = 16, seed: int = 0) -> di
                 tag = "zh" if i % 2 == 0 else "en"
                 if tag == "zh":
                     rows.append({"query": "你是谁？" if i % 4 == 0 else _zh_sentence(rng, 3, 8),
-                                 "response": f"我是{{{{NAME}}}}，由{{{{AUTHOR}}}}训练。" + _zh_sentence(rng, 5, 15),
+                                 "response": "我是{{NAME}}，由{{AUTHOR}}训练。" + _zh_sentence(rng, 5, 15),
                                  "tag": "zh"})
                 else:
                     rows.append({"query": "Who are you?" if i % 4 == 1 else _en_sentence(rng, 3, 8),

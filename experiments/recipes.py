@@ -12,10 +12,10 @@ import json
 import shlex
 from pathlib import Path
 
-import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from analysis.datafiles import read_yaml
 from analysis.errors import InputError
 
 RECIPES_FILE = Path(__file__).resolve().parent / "recipes.yaml"
@@ -26,12 +26,7 @@ RUN_FLAGS = ("output_dir", "model", "dataset", "max_steps", "add_version")
 @functools.lru_cache(maxsize=None)
 def load(path: str | Path = RECIPES_FILE) -> dict:
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"not valid YAML: {getattr(exc, 'problem', exc)}",
-                         mark.line + 1 if mark else None) from None
+    data = read_yaml(path)
     for key in ("base", "experiments", "adaptations"):
         if key not in (data or {}):
             raise InputError(path, f"missing top-level key {key!r}")

@@ -65,3 +65,16 @@ def test_tables_json(results_tree):
 def test_argument_errors_are_one_line(argv, needle):
     p = _run(*argv)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr
+
+
+def test_yaml_errors_name_file_and_line(tmp_path):
+    from analysis.datafiles import read_yaml
+    from analysis.errors import InputError
+
+    bad = tmp_path / "x.yaml"
+    bad.write_text("a: 1\nb: [2\n")
+    with pytest.raises(InputError) as err:
+        read_yaml(bad)
+    assert err.value.path == str(bad) and err.value.line is not None and "not valid YAML" in err.value.message
+    with pytest.raises(InputError, match="cannot read price table"):
+        read_yaml(tmp_path / "missing.yaml", "price table")
