@@ -111,6 +111,21 @@ class Line:
     def get(self, key: str) -> float | None:
         return to_float(self.data.get(key))
 
+    def elapsed(self, start: int = 0) -> float | None:
+        """Seconds since training (re)started at step `start`, from this line's cumulative speed.
+
+        4.x: speed is s/it = elapsed / (step - start), so elapsed = speed x (step - start);
+        1.x-3.x: speed is iter/s = (step - start) / elapsed, so elapsed = (step - start) / speed.
+        """
+        sp = self.speed
+        if sp is None or self.step is None or self.step <= start:
+            return None
+        key, value = sp
+        if not is_finite(value) or value <= 0:
+            return None
+        n = self.step - start
+        return value * n if key == SPEED_S_PER_IT else n / value
+
     @property
     def speed(self) -> tuple[str, float] | None:
         for key in (SPEED_S_PER_IT, SPEED_IT_PER_S):

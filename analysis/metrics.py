@@ -13,11 +13,11 @@ from typing import Any
 
 from analysis import hardware
 from analysis.logs import (
-    SPEED_S_PER_IT,
     RunLog,
     find_runs,
     is_finite,
     parse_dataset_stats,
+    parse_elapsed,
     parse_param_info,
     read_log,
     to_float,
@@ -73,22 +73,13 @@ def _start_step(args: dict | None) -> int:
 
 
 def cumulative_elapsed(run: RunLog) -> list[tuple[int, float]]:
-    """(step, seconds since training began) for each training line, from its cumulative speed.
-
-    4.x: speed is s/it = elapsed / (step - start), so elapsed = speed x (step - start);
-    1.x-3.x: speed is iter/s = (step - start) / elapsed, so elapsed = (step - start) / speed.
-    """
+    """(step, seconds since training began) for each training line, from its cumulative speed (Line.elapsed)."""
     start = _start_step(run.args)
     points = []
     for ln in run.train:
-        sp = ln.speed
-        if sp is None or ln.step is None or ln.step <= start:
-            continue
-        key, value = sp
-        if not is_finite(value) or value <= 0:
-            continue
-        n = ln.step - start
-        points.append((ln.step, value * n if key == SPEED_S_PER_IT else n / value))
+        elapsed = ln.elapsed(start)
+        if elapsed is not None:
+            points.append((ln.step, elapsed))
     return points
 
 
@@ -274,16 +265,11 @@ def run_metrics(run: RunLog, env: dict | None = None) -> dict:
 
 def _elapsed_at(run: RunLog, step: int) -> float | None:
     """Seconds from training start to the end of the eval at `step` (from that eval line's own speed)."""
-    from analysis.logs import parse_elapsed
-
     start = _start_step(run.args)
     for ln in run.evals:
         if ln.step == step:
-            sp = ln.speed
-            if sp and sp[1] > 0 and step > start:
-                n = step - start
-                return sp[1] * n if sp[0] == SPEED_S_PER_IT else n / sp[1]
-            return parse_elapsed(ln.data.get("elapsed_time"))
+            elapsed = ln.elapsed(start)
+            return elapsed if elapsed is not None else parse_elapsed(ln.data.get("elapsed_time"))
     return None
 
 

@@ -428,7 +428,7 @@ class Report:
 
         exps = sorted({r["experiment"] for r in runs})
         ok = [r for r in runs if r["status"] == "ok"]
-        with_nvml = [r for r in runs if (Path(r["path"]) / "nvml.csv").is_file()]
+        with_nvml = [r for r in runs if (Path(r["path"]) / self._utilisation.NVML_NAME).is_file()]
         measured = [f"step time, tokens/s, samples/s and MFU: {len(ok)} successful run(s) of "
                     f"{', '.join(exps)}",
                     "peak memory reserved (ms-swift memory(GiB)) and loss curves of the same runs",

@@ -44,7 +44,6 @@ Runs without NVML samples get no verdict.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 from pathlib import Path
@@ -52,7 +51,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.errors import InputError
 from analysis.logs import LOG_NAME, read_log
+from analysis.runs import read_status
 from analysis.metrics import cumulative_elapsed, step_intervals
 
 NVML_NAME = "nvml.csv"
@@ -121,10 +122,10 @@ def _tensorboard_stamp(run_dir: Path) -> int | None:
 def _sampler_start(run_dir: Path) -> float | None:
     """Unix time at which the NVML sampler started: run.json's finished - wall_s."""
     try:
-        status = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        status = read_status(run_dir)
         finished = dt.datetime.fromisoformat(status["finished"]).timestamp()
         return finished - float(status["wall_s"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (InputError, ValueError, KeyError, TypeError):
         return None
 
 
