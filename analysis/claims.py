@@ -26,7 +26,7 @@ from analysis.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS_FILE = ROOT / "experiments" / "claims.yaml"
-LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "longest_first", "pad_to", "fast_exit"}
+LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "longest_first", "pad_to", "fast_exit", "stop_after"}
 EXPERIMENT_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "matrix", "est_gpu_s",
                    "requires", "blocked", "combine", "search", "probe"}
 SEARCH_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "flag", "ladder", "start",
@@ -134,6 +134,14 @@ def expand(names: list[str] | None, path: str | Path = CLAIMS_FILE) -> list[str]
     return out
 
 
+def plan_first_ok(names: list[str] | None, path: str | Path = CLAIMS_FILE) -> bool:
+    """True when NAMES is one plan command marked first_ok (its candidates stop at the first that trains)."""
+    if not names or len(names) != 1 or not names[0].startswith("plan:"):
+        return False
+    key = names[0].split(":", 1)[1]
+    return any(c["name"] == key and c.get("first_ok") for c in load(path)["plan"]["commands"])
+
+
 def estimate_s(name: str, path: str | Path = CLAIMS_FILE, probes_per_search: int = 2) -> float:
     data = load(path)
     if name in data["searches"]:
@@ -142,14 +150,29 @@ def estimate_s(name: str, path: str | Path = CLAIMS_FILE, probes_per_search: int
 
 
 def plan_estimates(path: str | Path = CLAIMS_FILE) -> list[dict]:
-    """Estimated GPU seconds of each plan command (the first includes the machine's one-off setup)."""
+    """Estimated GPU seconds of each plan command (a chain of runs on one GPU). A `first_ok` chain is expected to
+    stop at its first candidate (`est_s`); `worst_s` runs them all."""
     data = load(path)
     out = []
-    for i, c in enumerate(data["plan"]["commands"]):
-        runs = sum(estimate_s(n, path) for n in c["experiments"])
-        out.append({"name": c["name"], "tier": c["tier"], "experiments": c["experiments"],
-                    "est_s": runs + (data["plan"]["setup_s"] if i == 0 else 0)})
+    for c in data["plan"]["commands"]:
+        each = [estimate_s(n, path) for n in c["experiments"]]
+        out.append({"name": c["name"], "tier": c["tier"], "call": c.get("call", 1), "gpu": c.get("gpu", 0),
+                    "first_ok": bool(c.get("first_ok")), "experiments": c["experiments"],
+                    "est_s": each[0] if c.get("first_ok") else sum(each), "worst_s": sum(each)})
     return out
+
+
+def call_estimates(path: str | Path = CLAIMS_FILE) -> dict[int, dict]:
+    """Per device call: the set-up plus each GPU's chains (they run side by side), and the call's length."""
+    data = load(path)
+    calls: dict[int, dict] = {}
+    for c in plan_estimates(path):
+        call = calls.setdefault(c["call"], {"setup_s": data["plan"]["setup_s"], "gpus": {}, "tiers": set()})
+        call["gpus"][c["gpu"]] = call["gpus"].get(c["gpu"], 0.0) + c["est_s"]
+        call["tiers"].add(c["tier"])
+    for call in calls.values():
+        call["est_s"] = call["setup_s"] + max(call["gpus"].values())
+    return calls
 
 
 # --------------------------------------------------------------------------- what the installed ms-swift says
@@ -313,6 +336,116 @@ def busy_fraction(row: dict) -> float | None:
     return statistics.median(fr) if fr else None
 
 
+def _log_lines(row: dict) -> list[dict]:
+    """logging.jsonl of a run as dicts (a torn last line is skipped)."""
+    out = []
+    try:
+        text = (Path(row.get("path", "")) / "logging.jsonl").read_text()
+    except OSError:
+        return out
+    for raw in text.splitlines():
+        try:
+            out.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def _step_of(line: dict) -> int | None:
+    gs = str(line.get("global_step/max_steps") or "")
+    return int(gs.split("/")[0]) if gs.split("/")[0].isdigit() else None
+
+
+def peak_at(row: dict, step: int | None) -> float | None:
+    """Peak reserved memory (ms-swift's running maximum, memory(GiB)) over the training lines up to STEP
+    (all of them when STEP is None): two runs over the same batches compare at their common last step."""
+    vals = [ln["memory(GiB)"] for ln in _log_lines(row) if "loss" in ln and "eval_loss" not in ln
+            and isinstance(ln.get("memory(GiB)"), (int, float)) and (step is None or (_step_of(ln) or 0) <= step)]
+    return max(vals) if vals else (row.get("peak_mem_gib") if step is None else None)
+
+
+def last_train_step(row: dict) -> int | None:
+    steps = [s for s in (_step_of(ln) for ln in _log_lines(row) if "loss" in ln and "eval_loss" not in ln) if s]
+    return max(steps) if steps else row.get("global_steps")
+
+
+def common_peaks(a: dict, b: dict) -> tuple[float | None, float | None, int | None]:
+    """Peaks of A and B at the last step both reached (an OOM run: its whole log, which is all it has)."""
+    steps = [s for s in (last_train_step(a), last_train_step(b)) if s]
+    at = min(steps) if steps else None
+    return peak_at(a, at), peak_at(b, at), at
+
+
+def eval_at(row: dict, step: int) -> float | None:
+    for s, v in row.get("eval_loss") or []:
+        if int(s) == int(step):
+            return v
+    return None
+
+
+def last_eval_step(row: dict) -> int | None:
+    ev = row.get("eval_loss") or []
+    return int(ev[-1][0]) if ev else None
+
+
+TOKENS_FILE = "tokens.jsonl"
+
+
+def _tokens_by_step(row: dict) -> dict[int, int] | None:
+    try:
+        text = (Path(row.get("path", "")) / TOKENS_FILE).read_text()
+    except OSError:
+        return None
+    out = {}
+    for raw in text.splitlines():
+        try:
+            d = json.loads(raw)
+            out[int(d["step"])] = int(d["tokens"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+    return out or None
+
+
+def throughput(row: dict, n_boot: int = 2000) -> dict:
+    """Steady-state tokens/s of a run: the tokens of its steady steps / their wall time (steps that the warm-up,
+    an eval/save or the profiler touched are left out, as in step_stats), with a 95 % bootstrap range over steps.
+
+    Tokens come from the launcher's tokens.jsonl (real, unpadded tokens per optimizer step); a run without it
+    (made before the launcher counted) uses the data's mean length x samples per step: `source` says which."""
+    import numpy as np
+
+    prof = _profile(row.get("path", "")) or {}
+    profiled = {s["step"] for s in prof.get("steps", []) if "step" in s}
+    kept = [iv for iv in row.get("step_intervals") or [] if iv["excluded"] is None and iv["to_step"] not in profiled]
+    by_step = _tokens_by_step(row)
+    secs, toks, nsteps = [], [], []
+    for iv in kept:
+        steps = range(int(iv["from_step"]) + 1, int(iv["to_step"]) + 1)
+        if by_step is not None:
+            if any(s not in by_step for s in steps):
+                continue
+            toks.append(sum(by_step[s] for s in steps))
+        elif row.get("train_tokens_mean") and row.get("samples_per_step"):
+            toks.append(row["train_tokens_mean"] * row["samples_per_step"] * len(steps))
+        else:
+            continue
+        secs.append(iv["seconds"])
+        nsteps.append(len(steps))
+    source = "tokens.jsonl" if by_step is not None else "mean length x samples per step"
+    if not secs or sum(secs) <= 0:
+        return {"tokens_per_s": None, "low": None, "high": None, "n_intervals": 0, "source": source}
+    t, s = np.asarray(toks, float), np.asarray(secs, float)
+    point = float(t.sum() / s.sum())
+    low = high = None
+    if len(s) > 1:
+        rng = np.random.default_rng(0)  # fixed: the same table every time it is made
+        idx = rng.integers(0, len(s), size=(n_boot, len(s)))
+        boots = t[idx].sum(axis=1) / s[idx].sum(axis=1)
+        low, high = (float(x) for x in np.percentile(boots, [2.5, 97.5]))
+    return {"tokens_per_s": point, "low": low, "high": high, "n_intervals": len(s), "source": source,
+            "tokens_per_step": float(t.sum() / sum(nsteps)), "steady_steps": int(sum(nsteps))}
+
+
 def is_oom(row: dict) -> bool:
     return row.get("status") == "failed" and str(row.get("failure") or "").startswith("OOM")
 
@@ -396,18 +529,18 @@ def _not_run(claim: dict, path) -> dict:
 
 
 def _speedup(base: dict, test: dict) -> dict:
-    """Speed-up of TEST over BASE in %, from medians, with a range from the two intervals of the mean."""
-    b, t = step_stats(base), step_stats(test)
-    out = {"base_step_s": _r(b["median"]), "test_step_s": _r(t["median"]),
+    """Speed-up of TEST over BASE in %: tokens/s ratio (measured tokens over steady time), with the range from the
+    two runs' bootstrap ranges. Also the median step times, for the reader."""
+    b, t = throughput(base), throughput(test)
+    out = {"base_step_s": _r(step_stats(base)["median"]), "test_step_s": _r(step_stats(test)["median"]),
+           "base_tokens_per_s": _r(b["tokens_per_s"], 1), "test_tokens_per_s": _r(t["tokens_per_s"], 1),
            "base_n": b["n_intervals"], "test_n": t["n_intervals"]}
-    if not b["median"] or not t["median"]:
+    if not b["tokens_per_s"] or not t["tokens_per_s"]:
         return {**out, "speedup_pct": None}
-    out["speedup_pct"] = _r((b["median"] / t["median"] - 1) * 100, 2)
-    lo_b, hi_b = b.get("ci95_low"), b.get("ci95_high")
-    lo_t, hi_t = t.get("ci95_low"), t.get("ci95_high")
-    if None not in (lo_b, hi_b, lo_t, hi_t) and lo_t > 0 and hi_t > 0:
-        out["speedup_pct_low"] = _r((lo_b / hi_t - 1) * 100, 2)
-        out["speedup_pct_high"] = _r((hi_b / lo_t - 1) * 100, 2)
+    out["speedup_pct"] = _r((t["tokens_per_s"] / b["tokens_per_s"] - 1) * 100, 2)
+    if None not in (b["low"], b["high"], t["low"], t["high"]) and b["low"] > 0:
+        out["speedup_pct_low"] = _r((t["low"] / b["high"] - 1) * 100, 2)
+        out["speedup_pct_high"] = _r((t["high"] / b["low"] - 1) * 100, 2)
     return out
 
 
@@ -420,17 +553,22 @@ def rule_memory_loss_pair(claim: dict, runs: dict, path, **_) -> dict:
             return _result("inconclusive", "a run failed: " + "; ".join(f"{r['experiment']}: {r['failure']}"
                                                                         for r in failed), runs=failed)
         return _not_run(claim, path)
-    pb, pt = base.get("peak_mem_gib"), test.get("peak_mem_gib")
-    lb, lt = base.get("final_eval_loss"), test.get("final_eval_loss")
-    nums = {"peak_gib_" + rule["base"]: pb, "peak_gib_" + rule["test"]: pt,
-            "eval_loss_" + rule["base"]: _r(lb), "eval_loss_" + rule["test"]: _r(lt)}
+    pb, pt, at = common_peaks(base, test)
+    common_eval = sorted({int(x) for x, _ in base.get("eval_loss") or []} & {int(x) for x, _ in test.get("eval_loss") or []})
+    lb = eval_at(base, common_eval[-1]) if common_eval else None
+    lt = eval_at(test, common_eval[-1]) if common_eval else None
+    nums = {"peak_gib_" + rule["base"]: pb, "peak_gib_" + rule["test"]: pt, "peak_at_step": at,
+            "eval_loss_" + rule["base"]: _r(lb), "eval_loss_" + rule["test"]: _r(lt),
+            "eval_step": common_eval[-1] if common_eval else None}
     parts = []
     if pb and pt:
         saving = (pb - pt) / pb * 100
         nums["mem_saving_pct"] = _r(saving, 2)
         mem_ok = saving >= rule["min_mem_saving_pct"]
-        parts.append(("memory", mem_ok, f"memory saved {saving:.2f} % ({pb} -> {pt} GiB; claim needs "
+        parts.append(("memory", mem_ok, f"memory saved {saving:.2f} % ({pb} -> {pt} GiB at step {at}; claim needs "
                                         f">= {rule['min_mem_saving_pct']} %)"))
+    if not common_eval:
+        parts.append(("loss", None, "no eval step in common: loss part not compared"))
     if lb is not None and lt is not None:
         nums["loss_increase"] = _r(lt - lb)
         if _dummy(base, test):
@@ -493,15 +631,19 @@ def rule_tradeoff(claim: dict, runs: dict, path, **_) -> dict:
     if is_oom(off):
         return _result("holds", f"with it off the run OOMed ({off.get('failure')}); on: {on.get('peak_mem_gib')} GiB"
                        + note, nums, [on, off])
-    nums.update({"peak_gib_off": off.get("peak_mem_gib"), "step_s_off": _r(step_stats(off)["median"])})
-    sp = _speedup(off, on)  # how much faster OFF is than ON: the speed GC costs
-    if on.get("peak_mem_gib") and off.get("peak_mem_gib"):
-        saved = (off["peak_mem_gib"] - on["peak_mem_gib"]) / off["peak_mem_gib"] * 100
+    p_off, p_on, at = common_peaks(off, on)
+    nums.update({"peak_gib_off": p_off, "peak_gib_on": p_on, "peak_at_step": at,
+                 "step_s_off": _r(step_stats(off)["median"])})
+    sp = _speedup(on, off)  # how much faster OFF is than ON: the speed GC costs
+    if p_on and p_off:
+        saved = (p_off - p_on) / p_off * 100
         nums["mem_saved_pct"] = _r(saved, 2)
-        nums["speed_lost_pct"] = _r(-sp["speedup_pct"], 2) if sp.get("speedup_pct") is not None else None
-        detail = (f"GC on saves {saved:.1f} % of peak memory ({off['peak_mem_gib']} -> {on['peak_mem_gib']} GiB) and "
-                  f"costs {nums['speed_lost_pct']} % speed (step {nums['step_s_off']} s off, {nums['step_s_on']} s "
-                  "on)" + note)
+        nums["speed_lost_pct"] = (_r((1 - 1 / (1 + sp["speedup_pct"] / 100)) * 100, 2)
+                                  if sp.get("speedup_pct") is not None else None)
+        nums["tokens_per_s_on"], nums["tokens_per_s_off"] = sp.get("base_tokens_per_s"), sp.get("test_tokens_per_s")
+        detail = (f"GC on saves {saved:.1f} % of peak memory ({p_off} -> {p_on} GiB over the same {at} steps) and "
+                  f"costs {nums['speed_lost_pct']} % of the tokens/s ({nums['tokens_per_s_off']} off, "
+                  f"{nums['tokens_per_s_on']} on; step {nums['step_s_off']} s off, {nums['step_s_on']} s on)" + note)
         return _result("holds" if saved > 0 else "does not hold", detail, nums, [on, off])
     return _result("inconclusive", "no peak memory in the logs" + note, nums, [on, off])
 
@@ -648,14 +790,19 @@ def rule_seed_spread(claim: dict, runs: dict, path, seeds_dir=None, **_) -> dict
     pub = _published_loss_spread(seeds_dir, claim["source"].get("figures") or [])
     nums: dict[str, Any] = {"published_spread": pub["published_spread"]}
     have = [r for r in rows if r and r.get("final_eval_loss") is not None]
-    if len(have) < 2:
+    common = sorted(set.intersection(*[{int(x) for x, _ in r["eval_loss"]} for r in have])) if have else []
+    if len(have) < 2 or not common:
         res = _not_run(claim, path) if not have else _result("inconclusive", "fewer than 2 seeds finished", nums, have)
         res["numbers"] = nums
         return res
-    losses = [r["final_eval_loss"] for r in have]
-    nums.update({"seed_losses": [_r(x) for x in losses], "seed_range": _r(max(losses) - min(losses)),
-                 "seed_sd": _r(statistics.stdev(losses)) if len(losses) > 1 else None, "n_seeds": len(losses)})
-    detail = (f"seed-to-seed range {nums['seed_range']} over {len(losses)} seeds (eval loss {nums['seed_losses']}); "
+    step = common[-1]
+    losses = [eval_at(r, step) for r in have]
+    band = {st: seed_band(runs, claim["rule"]["runs"], st) for st in common}
+    nums.update({"eval_step": step, "seed_losses": [_r(x) for x in losses], "seed_range": _r(max(losses) - min(losses)),
+                 "seed_sd": _r(statistics.stdev(losses)) if len(losses) > 1 else None, "n_seeds": len(losses),
+                 "seed_range_by_step": {st: _r(b["range"]) for st, b in band.items() if b}})
+    detail = (f"seed-to-seed range {nums['seed_range']} over {len(losses)} seeds at step {step} (eval loss "
+              f"{nums['seed_losses']}; range by step {nums['seed_range_by_step']}); "
               f"published spread {pub['published_spread']} ({pub.get('note', '')})")
     if _dummy(*have):
         return _result("cannot be tested here", detail + "; dummy weights: the loss scale is not the article's",
@@ -723,12 +870,25 @@ def rule_supported(claim: dict, runs: dict, path, **_) -> dict:
     return _result("not run yet", "allowed here: " + ", ".join(f for f in rule["flags"] if rep[f]["allowed"]), nums)
 
 
-def seed_band(runs: dict, names: list[str]) -> dict | None:
+def seed_band(runs: dict, names: list[str], step: int) -> dict | None:
+    """Mean and range (max - min) of the seeds' eval loss at STEP; None with fewer than 2 seeds there."""
     rows = [_pick(runs, n) for n in names]
-    losses = [r["final_eval_loss"] for r in rows if r and r.get("final_eval_loss") is not None]
+    losses = [v for v in (eval_at(r, step) for r in rows if r) if v is not None]
     if len(losses) < 2:
         return None
-    return {"mean": statistics.fmean(losses), "range": max(losses) - min(losses), "n": len(losses)}
+    return {"mean": statistics.fmean(losses), "range": max(losses) - min(losses), "n": len(losses), "step": step}
+
+
+def loss_check(row: dict, spread: list[str], runs: dict) -> dict:
+    """Does ROW's eval loss at its last eval step stay within the seed band at that step?"""
+    step = last_eval_step(row)
+    band = seed_band(runs, spread, step) if step else None
+    out: dict[str, Any] = {"eval_step": step, "eval_loss": _r(eval_at(row, step)) if step else None, "counts": None}
+    if band and out["eval_loss"] is not None:
+        dev = abs(eval_at(row, step) - band["mean"])
+        out.update(counts=dev <= band["range"], loss_dev_from_seed_mean=_r(dev), seed_range=_r(band["range"]),
+                   seed_mean=_r(band["mean"]), seeds_at_step=band["n"])
+    return out
 
 
 def recipe_outcome(name: str, baseline: str, spread: list[str], runs: dict, expect: str = "faster") -> dict:
@@ -742,20 +902,15 @@ def recipe_outcome(name: str, baseline: str, spread: list[str], runs: dict, expe
     if row.get("status") != "ok":
         out.update(state="failed", failure=row.get("failure"))
         return out
-    band = seed_band(runs, spread)
     nums = _speedup(base, row)
-    nums.update({"peak_gib": row.get("peak_mem_gib"), "tokens_per_s": _r(row.get("tokens_per_s"), 1),
-                 "eval_loss": _r(row.get("final_eval_loss")), "gpu_busy_frac": _r(busy_fraction(row), 3)})
-    counts = None
-    if band and row.get("final_eval_loss") is not None:
-        dev = abs(row["final_eval_loss"] - band["mean"])
-        counts = dev <= band["range"]
-        nums.update({"loss_dev_from_seed_mean": _r(dev), "seed_range": _r(band["range"])})
+    lc = loss_check(row, spread, runs)
+    nums.update({"peak_gib": row.get("peak_mem_gib"), "gpu_busy_frac": _r(busy_fraction(row), 3),
+                 **{k: v for k, v in lc.items() if k != "counts"}})
     lo, hi = nums.get("speedup_pct_low"), nums.get("speedup_pct_high")
     if expect == "slower":
         lo, hi = (None if hi is None else -hi), (None if lo is None else -lo)
     better = True if (lo is not None and lo > 0) else False if (hi is not None and hi < 0) else None
-    out.update(state="ok", counts=counts, better=better, numbers=nums)
+    out.update(state="ok", counts=lc["counts"], better=better, numbers=nums)
     return out
 
 
@@ -768,11 +923,11 @@ def rule_recipe(claim: dict, runs: dict, path, **_) -> dict:
         return _result("does not hold", f"{rule['run']} failed: {o['failure']}", runs=[o["row"], o["base"]])
     n = o["numbers"]
     word = "slower" if rule.get("expect") == "slower" else "faster"
-    detail = (f"speed-up {n['speedup_pct']} % (95 % range {n.get('speedup_pct_low')} .. {n.get('speedup_pct_high')} %"
-              f"; step {n['base_step_s']} -> {n['test_step_s']} s), peak {n['peak_gib']} GiB, eval loss "
-              f"{n['eval_loss']}")
+    detail = (f"tokens/s {n['base_tokens_per_s']} -> {n['test_tokens_per_s']}: speed-up {n['speedup_pct']} % (95 % "
+              f"range {n.get('speedup_pct_low')} .. {n.get('speedup_pct_high')} %; median step {n['base_step_s']} -> "
+              f"{n['test_step_s']} s), peak {n['peak_gib']} GiB, eval loss {n['eval_loss']} at step {n['eval_step']}")
     if o["counts"] is None:
-        detail += "; loss check needs 2+ seeds of the baseline"
+        detail += "; no seed band at that step (needs 2+ seeds evaluated there)"
     else:
         detail += (f", {'within' if o['counts'] else 'OUTSIDE'} the seed band (|dev| {n['loss_dev_from_seed_mean']} "
                    f"vs range {n['seed_range']})")
@@ -786,11 +941,109 @@ def rule_recipe(claim: dict, runs: dict, path, **_) -> dict:
     return _result("inconclusive", detail, n, used)
 
 
+def seed_baseline(names: list[str], runs: dict, results_dir=None, hw: str | None = None) -> dict | None:
+    """The seed recipe's run to hold a speed-up against: the first of NAMES that has one. A recipes.yaml experiment
+    (the matrix's `seed`) means its longest complete run under RESULTS_DIR for HW; a claims experiment its run."""
+    from analysis.runs import collect
+
+    for name in names:
+        if name in load()["experiments"]:
+            row = _pick(runs, name)
+        elif results_dir is not None and Path(results_dir).is_dir():
+            rows = [r for r in collect(results_dir) if r.get("experiment") == name and r.get("status") == "ok"
+                    and (hw is None or r.get("hw") == hw) and (r.get("global_steps") or 0) > 0]
+            row = max(rows, key=lambda r: (r.get("global_steps") or 0, r.get("run") or "")) if rows else None
+        else:
+            row = None
+        if row is not None:
+            return row
+    return None
+
+
+def _ratio(test: dict, base: dict) -> dict:
+    t, b = throughput(test), throughput(base)
+    out = {"tokens_per_s": _r(t["tokens_per_s"], 1), "seed_tokens_per_s": _r(b["tokens_per_s"], 1),
+           "tokens_source": t["source"], "seed_tokens_source": b["source"]}
+    if t["tokens_per_s"] and b["tokens_per_s"]:
+        out["ratio"] = _r(t["tokens_per_s"] / b["tokens_per_s"], 2)
+        if None not in (t["low"], t["high"], b["low"], b["high"]) and b["low"] > 0:
+            out["ratio_low"] = _r(t["low"] / b["high"], 2)
+            out["ratio_high"] = _r(t["high"] / b["low"], 2)
+    return out
+
+
+def rule_target_speedup(claim: dict, runs: dict, path, results_dir=None, hw=None, **_) -> dict:
+    rule = claim["rule"]
+    row = _pick(runs, rule["run"], allow_oom=True)
+    seed = seed_baseline(rule["seed_runs"], runs, results_dir, hw)
+    if row is None or seed is None:
+        return _not_run(claim, path)
+    if row.get("status") != "ok":
+        return _result("does not hold", f"{rule['run']} failed: {row.get('failure')}", runs=[row, seed])
+    nums = _ratio(row, seed)
+    lc = loss_check(row, rule["spread"], runs)
+    nums.update({k: v for k, v in lc.items() if k != "counts"}, peak_gib=row.get("peak_mem_gib"),
+                combination=((row.get("run_status") or {}).get("key") or {}).get("overrides"))
+    need = rule["factor"]
+    detail = (f"{nums.get('tokens_per_s')} tokens/s vs the seed recipe's {nums.get('seed_tokens_per_s')} "
+              f"({seed.get('experiment')}, {seed.get('run')}): {nums.get('ratio')}x (95 % range "
+              f"{nums.get('ratio_low')} .. {nums.get('ratio_high')}x; bar {need}x); eval loss {lc['eval_loss']} at step "
+              f"{lc['eval_step']}" + ("" if lc["counts"] is None else
+                                      f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band (|dev| "
+                                      f"{lc.get('loss_dev_from_seed_mean')} vs range {lc.get('seed_range')})")
+              + f"; recipe: {nums['combination']}")
+    lo, hi = nums.get("ratio_low"), nums.get("ratio_high")
+    if lc["counts"] is False or (hi is not None and hi < need):
+        return _result("does not hold", detail, nums, [row, seed])
+    if lc["counts"] and lo is not None and lo >= need:
+        return _result("holds", detail, nums, [row, seed])
+    return _result("inconclusive", detail, nums, [row, seed])
+
+
+def rule_class_best(claim: dict, runs: dict, path, results_dir=None, hw=None, **_) -> dict:
+    rule = claim["rule"]
+    tried, winner = [], None
+    for name in rule["candidates"]:
+        row = _pick(runs, name, allow_oom=True) or next(iter(runs.get(name, [])), None)
+        if row is None:
+            continue
+        tried.append((name, row))
+        if row.get("status") == "ok":
+            winner = (name, row)
+            break
+    if not tried:
+        return _not_run(claim, path)
+    seed = seed_baseline(rule["seed_runs"], runs, results_dir, hw)
+    failed = "; ".join(f"{n} {'OOMed' if is_oom(r) else 'failed: ' + str(r.get('failure'))}"
+                       for n, r in tried if r.get("status") != "ok")
+    if winner is None:
+        return _result("does not hold", f"no candidate trained under {rule['cap_gib']} GiB: {failed}",
+                       runs=[r for _, r in tried])
+    name, row = winner
+    nums = {"recipe": name, "cap_gib": rule["cap_gib"], "peak_gib": row.get("peak_mem_gib"),
+            "overrides": ((row.get("run_status") or {}).get("key") or {}).get("overrides")}
+    if seed is not None:
+        nums.update(_ratio(row, seed))
+    lc = loss_check(row, rule["spread"], runs)
+    nums.update({k: v for k, v in lc.items() if k != "counts"})
+    detail = (f"{name} trains under {rule['cap_gib']} GiB (peak {row.get('peak_mem_gib')} GiB): "
+              f"{nums.get('tokens_per_s')} tokens/s = {nums.get('ratio')}x the seed recipe (95 % range "
+              f"{nums.get('ratio_low')} .. {nums.get('ratio_high')}x); eval loss {lc['eval_loss']} at step "
+              f"{lc['eval_step']}" + ("" if lc["counts"] is None else
+                                      f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band")
+              + (f"; before it: {failed}" if failed else ""))
+    used = [r for _, r in tried] + ([seed] if seed else [])
+    if lc["counts"] is False:
+        return _result("does not hold", detail, nums, used)
+    return _result("holds" if lc["counts"] else "inconclusive", detail, nums, used)
+
+
 RULES = {
     "memory_loss_pair": rule_memory_loss_pair, "speedup": rule_speedup, "tradeoff": rule_tradeoff,
     "capacity": rule_capacity, "capacity_explains_batch": rule_capacity_explains_batch, "min_memory": rule_min_memory,
     "flags": rule_flags, "seed_spread": rule_seed_spread, "fits": rule_fits, "bound": rule_bound,
-    "supported": rule_supported, "recipe": rule_recipe,
+    "supported": rule_supported, "recipe": rule_recipe, "target_speedup": rule_target_speedup,
+    "class_best": rule_class_best,
 }
 
 
@@ -842,7 +1095,7 @@ def claims_table(results_dir: str | Path | None, seeds_dir: str | Path | None = 
     runs = runs_by_experiment(results_dir, path, hw)
     rows = []
     for claim in data["claims"]:
-        res = RULES[claim["rule"]["kind"]](claim, runs, path, seeds_dir=seeds_dir)
+        res = RULES[claim["rule"]["kind"]](claim, runs, path, seeds_dir=seeds_dir, results_dir=results_dir, hw=hw)
         rows.append({"id": claim["id"], "claim": claim["claim"].strip(), "source": _source(claim),
                      "verdict": res["verdict"], "detail": res["detail"], "numbers": res["numbers"],
                      "runs": res["runs"], "experiments": list(claim.get("experiments") or []), "hw": hw})
@@ -857,13 +1110,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("results", nargs="?", default="results")
     p.add_argument("--hw", default=None)
     p.add_argument("--plan", action="store_true", help="print the GPU plan with its estimates instead")
+    p.add_argument("--chains", type=int, default=None, metavar="CALL",
+                   help="print device call CALL's chains as `GPU NAME` lines (for experiments/claims_gpu.sh)")
     a = p.parse_args(argv)
-    if a.plan:
-        total = 0.0
+    if a.chains is not None:
         for c in plan_estimates():
-            total += c["est_s"]
-            print(f"plan:{c['name']:6} tier {c['tier']}  ~{c['est_s'] / 60:4.1f} min (total {total / 60:4.1f})  "
+            if c["call"] == a.chains:
+                print(f"{c['gpu']} {c['name']}")
+        return 0
+    if a.plan:
+        calls = call_estimates()
+        for c in plan_estimates():
+            print(f"call {c['call']} gpu {c['gpu']}  plan:{c['name']:6} tier {c['tier']}  ~{c['est_s'] / 60:4.1f} min"
+                  + (f" (all candidates {c['worst_s'] / 60:.1f})" if c["first_ok"] else "") + "  "
                   + ",".join(c["experiments"]))
+        for n, call in calls.items():
+            print(f"call {n}: ~{call['est_s'] / 60:.1f} min (set-up {call['setup_s'] / 60:.1f} + the longest GPU chain)")
+        print(f"all calls: ~{sum(c['est_s'] for c in calls.values()) / 60:.1f} min of device time plus machine starts")
         return 0
     df = claims_table(a.results, hw=a.hw)
     for row in df.itertuples():

@@ -45,13 +45,40 @@ def _s(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def visible_indices(lib, env: dict | None = None) -> list[int]:
+    """NVML indices of the GPUs this process may use: NVML sees every GPU of the host, CUDA only those in
+    CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUIDs). Two runs side by side on one host, each on its own GPU,
+    must each sample and describe their own."""
+    env = os.environ if env is None else env
+    count = lib.nvmlDeviceGetCount()
+    spec = env.get("CUDA_VISIBLE_DEVICES")
+    if spec is None or spec.strip() == "":
+        return list(range(count))
+    out: list[int] = []
+    uuids = None
+    for item in (x.strip() for x in spec.split(",")):
+        if item.lstrip("-").isdigit():
+            i = int(item)
+            if i < 0 or i >= count:
+                break  # CUDA stops at the first invalid entry
+            out.append(i)
+        else:
+            if uuids is None:
+                uuids = [_s(lib.nvmlDeviceGetUUID(lib.nvmlDeviceGetHandleByIndex(i))) for i in range(count)]
+            match = [i for i, u in enumerate(uuids) if u == item or u.startswith(item)]
+            if not match:
+                break
+            out.append(match[0])
+    return out
+
+
 def gpus(lib=None) -> list[dict]:
-    """Name and memory of each visible GPU (NVML order)."""
+    """Name and memory of each GPU this process may use (NVML index; CUDA_VISIBLE_DEVICES respected)."""
     lib = lib if lib is not None else nvml()
     if lib is None:
         return []
     out = []
-    for i in range(lib.nvmlDeviceGetCount()):
+    for i in visible_indices(lib):
         h = lib.nvmlDeviceGetHandleByIndex(i)
         mem = lib.nvmlDeviceGetMemoryInfo(h)
         try:  # the enforced board power limit, for "power well below the limit" verdicts
@@ -220,10 +247,10 @@ class Sampler:
 
     def _loop(self):
         lib = self.lib
-        handles = [lib.nvmlDeviceGetHandleByIndex(i) for i in range(lib.nvmlDeviceGetCount())]
+        handles = {i: lib.nvmlDeviceGetHandleByIndex(i) for i in visible_indices(lib)}
         t0 = time.monotonic()
         e0 = {}
-        for i, h in enumerate(handles):
+        for i, h in handles.items():
             try:
                 e0[i] = lib.nvmlDeviceGetTotalEnergyConsumption(h)
             except Exception:
@@ -232,7 +259,7 @@ class Sampler:
             writer = csv.DictWriter(fh, fieldnames=NVML_FIELDS)
             writer.writeheader()
             while True:
-                for i, h in enumerate(handles):
+                for i, h in handles.items():
                     writer.writerow(self._read(lib, i, h, t0, e0))
                     self.rows += 1
                 fh.flush()

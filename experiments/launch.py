@@ -18,8 +18,16 @@ does the same in-process (single process only: no torchrun), after:
                   order), so the memory peak comes at step 1. ms-swift 4.6.0 has no sort-by-length flag;
                   --group_by_length only puts the single longest sample into the first batch.
 --pad-to N        Pad every batch to N tokens (ms-swift's collator `padding_to`): activations as for N-token inputs.
+--stop-after N    End training after optimizer step N (with an evaluation there) while the schedule stays the full
+                  run's: the cut run is an exact prefix of the full one (same learning rate at every step, same data
+                  order), so its eval loss at step N can be set beside the full runs' eval at step N. (--max_steps
+                  instead shrinks the warm-up and cosine decay to N steps.)
 --no-fast-exit    By default the process ends with os._exit once sft returned and its files are written, skipping
                   the interpreter teardown (about 40 s after every H200 run so far, with the model still resident).
+
+Always: the real (attention-mask) and padded token count of every micro-batch, summed per optimizer step, goes to
+<output_dir>/tokens.jsonl, so tokens/s is measured rather than inferred from the data's mean length (a
+length-grouped order makes some steps long and others short).
 
 Everything it did is written to <output_dir>/launch.json.
 """
@@ -37,6 +45,7 @@ from pathlib import Path
 GIB = 2**30
 LAUNCH_FILE = "launch.json"
 PROFILE_FILE = "profile.json"
+TOKENS_FILE = "tokens.jsonl"
 
 
 # ------------------------------------------------------------------------------------------- arguments
@@ -51,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-out", default=None, help="folder for profile.json (default: --output_dir)")
     p.add_argument("--longest-first", action="store_true", help="first batch = the longest samples")
     p.add_argument("--pad-to", type=int, default=None, help="pad every batch to N tokens")
+    p.add_argument("--stop-after", type=int, default=None, help="end training after optimizer step N")
     p.add_argument("--no-fast-exit", action="store_true", help="let the interpreter tear down normally")
     return p
 
@@ -75,6 +85,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("--profile-steps and --profile-skip must be >= 0")
     if opts.pad_to is not None and opts.pad_to <= 0:
         parser.error("--pad-to must be > 0")
+    if opts.stop_after is not None and opts.stop_after <= 0:
+        parser.error("--stop-after must be > 0")
     return opts, swift_args
 
 
@@ -91,6 +103,8 @@ def option_argv(launcher: dict) -> list[str]:
         out.append("--longest-first")
     if launcher.get("pad_to"):
         out += ["--pad-to", str(int(launcher["pad_to"]))]
+    if launcher.get("stop_after"):
+        out += ["--stop-after", str(int(launcher["stop_after"]))]
     if launcher.get("fast_exit") is False:
         out.append("--no-fast-exit")
     return out
@@ -264,6 +278,79 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict):
     return StepProfiler()
 
 
+# ------------------------------------------------------------------------------------------- stop after N
+
+
+def make_stop_callback(stop_after: int, record: dict):
+    """End training after optimizer step STOP_AFTER as transformers ends it at max_steps: evaluate and save there."""
+    from transformers import TrainerCallback
+    from transformers.trainer_utils import IntervalStrategy
+
+    record["stop_after"] = {"step": stop_after, "stopped": False}
+
+    class StopAfter(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step >= stop_after and not control.should_training_stop:
+                control.should_training_stop = True
+                control.should_log = True
+                if args.eval_strategy == IntervalStrategy.STEPS:
+                    control.should_evaluate = True
+                record["stop_after"].update(stopped=True, at_step=state.global_step, max_steps=state.max_steps)
+            return control
+
+    return StopAfter()
+
+
+# ------------------------------------------------------------------------------------------- token counts
+
+
+def batch_token_counts(batches: list) -> dict:
+    """Real (attention mask), padded (input_ids size) and label tokens of the micro-batches of one optimizer step."""
+    import torch
+
+    real, padded, labels = [], [], []
+    for b in batches:
+        ids = b.get("input_ids") if hasattr(b, "get") else None
+        if ids is None:
+            continue
+        mask = b.get("attention_mask")
+        padded.append(ids.numel())
+        real.append(mask.sum() if mask is not None else torch.tensor(ids.numel(), device=ids.device))
+        lab = b.get("labels")
+        labels.append((lab != -100).sum() if lab is not None else torch.tensor(0, device=ids.device))
+    if not padded:
+        return {"micro_batches": 0, "tokens": 0, "padded_tokens": 0, "label_tokens": 0}
+    # one transfer for the whole step (logging every step already synchronises once per step)
+    vals = torch.stack([torch.as_tensor(x).to(real[0].device) for x in real + labels]).tolist()
+    n = len(padded)
+    return {"micro_batches": n, "tokens": int(sum(vals[:n])), "padded_tokens": int(sum(padded)),
+            "label_tokens": int(sum(vals[n:]))}
+
+
+def install_token_counter(out_file: Path, record: dict) -> None:
+    """Wrap transformers' Trainer.get_batch_samples (it gathers one optimizer step's micro-batches) to append the
+    step's token counts to OUT_FILE (one JSON line per optimizer step)."""
+    from transformers import Trainer
+
+    orig = Trainer.get_batch_samples
+    record["tokens"] = {"file": str(out_file)}
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+
+    def get_batch_samples(self, epoch_iterator, num_batches, *args, **kwargs):
+        batches, num_items = orig(self, epoch_iterator, num_batches, *args, **kwargs)
+        if batches and getattr(self.model, "training", True):
+            try:
+                counts = batch_token_counts(batches)
+                line = {"step": int(self.state.global_step) + 1, **counts}
+                with out_file.open("a") as fh:
+                    fh.write(json.dumps(line) + "\n")
+            except Exception as exc:  # noqa: BLE001 - counting must never cost the training run
+                record["tokens"]["error"] = f"{type(exc).__name__}: {exc}"
+        return batches, num_items
+
+    Trainer.get_batch_samples = get_batch_samples
+
+
 # ------------------------------------------------------------------------------------------- ms-swift patches
 
 
@@ -380,8 +467,11 @@ def main(argv: list[str] | None = None) -> int:
     if opts.profile_steps:
         out_dir = Path(opts.profile_out or output_dir or ".")
         callbacks.append(make_profiler_callback(opts.profile_steps, opts.profile_skip, out_dir / PROFILE_FILE, record))
+    if opts.stop_after:
+        callbacks.append(make_stop_callback(opts.stop_after, record))
     rc = 0
     try:
+        install_token_counter(Path(output_dir or ".") / TOKENS_FILE, record)
         install_patches(opts, record, callbacks)
         _write_record(record, output_dir)
         run_sft(swift_args)

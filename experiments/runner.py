@@ -233,7 +233,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
             from experiments import localdata
 
             base = recipes.flags(spec.recipe_name)
-            data_dir = CACHE / "data" / run_dir.name
+            data_dir = CACHE / "data" / f"{spec.hw}-{spec.experiment}-{run_dir.name}"  # parallel runs never share it
             local = localdata.prepare_local_data(spec.data, data_dir, base.get("model_name"), base.get("model_author"))
             datasets = localdata.dataset_args(base["dataset"], local)
         if model_dir is not None:
@@ -451,8 +451,10 @@ def _run_search(name: str, hw: str, console, progress: bool, **kw) -> list[dict]
     return results
 
 
-def run_claims(hw: str, names: list[str], progress: bool = True, **kw) -> list[dict]:
-    """Claims experiments (experiments/claims.yaml): searches, combinations, blocked and package-gated ones."""
+def run_claims(hw: str, names: list[str], progress: bool = True, first_ok: bool = False, **kw) -> list[dict]:
+    """Claims experiments (experiments/claims.yaml): searches, combinations, blocked and package-gated ones.
+
+    FIRST_OK: candidates in order (the fastest first); stop at the first one that trains (or trained before)."""
     import importlib.util
 
     from rich.console import Console
@@ -490,6 +492,11 @@ def run_claims(hw: str, names: list[str], progress: bool = True, **kw) -> list[d
             console.print(f"{hw}/{name}: {combo['reason']}")
             spec_kw["overrides"] = {**combo["overrides"], **(kw.get("overrides") or {})}
         results.append(_run_one(RunSpec(hw=hw, experiment=name, **spec_kw), console, progress, True))
+        if first_ok and results[-1].get("outcome") == "ok":
+            rest = names[names.index(name) + 1:]
+            if rest:
+                console.print(f"[green]first ok[/] {hw}/{name}: not running {', '.join(rest)}")
+            break
     return results
 
 
@@ -521,6 +528,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--timeout", type=float, default=None, help="seconds per run before it is killed")
     r.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
                    help="extra swift flag for every run (part of the run's identity)")
+    r.add_argument("--first-ok", action="store_true",
+                   help="with --claims: stop at the first experiment that trains (candidates, fastest first); "
+                        "plan commands marked first_ok do this by themselves")
     r.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
     try:
@@ -531,8 +541,10 @@ def main(argv: list[str] | None = None) -> int:
         if a.claims:
             from analysis import claims
 
+            first_ok = a.first_ok or claims.plan_first_ok(names)
             names = claims.expand(names)
         else:
+            first_ok = False
             for n in names or []:
                 recipes.flags(n)
         if a.data and not Path(a.data).is_dir():
@@ -543,10 +555,12 @@ def main(argv: list[str] | None = None) -> int:
             if not sep:
                 raise InputError(None, f"--set wants FLAG=VALUE, got {item!r}")
             overrides[k.lstrip("-")] = v
-        run = run_claims if a.claims else run_all
-        results = run(a.hw, names, progress=not a.no_progress, model=a.model, data=a.data,
-                      max_steps=a.max_steps, results_dir=a.results, force_hw=a.force_hw,
-                      timeout_s=a.timeout, overrides=overrides)
+        common = dict(progress=not a.no_progress, model=a.model, data=a.data, max_steps=a.max_steps,
+                      results_dir=a.results, force_hw=a.force_hw, timeout_s=a.timeout, overrides=overrides)
+        if a.claims:
+            results = run_claims(a.hw, names, first_ok=first_ok, **common)
+        else:
+            results = run_all(a.hw, names, **common)
     except InputError as exc:
         print(f"runner: error: {exc}", file=sys.stderr)
         return 2

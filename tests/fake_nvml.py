@@ -26,6 +26,9 @@ class FakeNVML:
     def nvmlDeviceGetHandleByIndex(self, i):
         return i
 
+    def nvmlDeviceGetUUID(self, h):
+        return f"GPU-0000000{h}-aaaa-bbbb-cccc-dddddddddddd".encode()
+
     def nvmlDeviceGetName(self, h):
         return self.name.encode()
 

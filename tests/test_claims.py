@@ -67,15 +67,21 @@ def test_claim_sources_exist_in_the_seed_files_and_thresholds_match_them():
 
 
 def test_plan_fits_the_device_budget():
-    """Each plan command fits one 10-minute GPU command with margin; tiers 1-2 fit the ~25-minute budget."""
+    """Each device call (its chains side by side, one per GPU, after one set-up) fits one 10-minute command; the
+    tier 1-2 calls fit the session's device budget; every runnable experiment is in some chain."""
     data = claims.load()
+    calls = claims.call_estimates()
+    assert all(c["est_s"] <= 590 for c in calls.values()), calls
+    assert sum(c["est_s"] for c in calls.values() if min(c["tiers"]) <= 2) <= data["plan"]["budget_s"]
+    # a hand check of call 1: set-up 90 + the longer chain (GPU 1: 95 + 95 + 2 x 60 + 2 x 55 = 420)
+    assert calls[1]["gpus"] == {0: 100 + 75 + 66 + 70 + 70, 1: 420} and calls[1]["est_s"] == 510
     est = claims.plan_estimates()
-    assert all(c["est_s"] <= 560 for c in est), est
-    assert sum(c["est_s"] for c in est if c["tier"] <= 2) <= data["plan"]["budget_s"]
     planned = {n for c in est for n in c["experiments"]}
     runnable = {n for n, e in data["experiments"].items() if not e.get("blocked") and "search" not in e}
     assert runnable | set(data["searches"]) == planned
-    assert claims.expand(["plan:1"]) == ["cap24", "cap40", "cap80"]
+    assert claims.expand(["plan:1b"]) == ["spread-s43", "spread-s44", "cap80", "cap24"]
+    assert claims.plan_first_ok(["plan:best24"]) and not claims.plan_first_ok(["plan:1a"])
+    assert not claims.plan_first_ok(["plan:best24", "plan:1a"])
     with pytest.raises(claims.InputError, match="unknown claims experiment"):
         claims.expand(["nope"])
 
@@ -431,10 +437,10 @@ def test_launcher_trains_the_tiny_model_in_process(tmp_path):
     model, _, datasets = _tiny_inputs(tmp_path)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "experiments.launch", "--mem-cap-gib", "24", "--longest-first", "--pad-to", "256",
-           "--profile-steps", "1", "--profile-skip", "1", "--", "swift", "sft", "--model", model,
-           "--tuner_type", "lora", "--dataset", *datasets, "--torch_dtype", "float32", "--max_steps", "2",
+           "--profile-steps", "1", "--profile-skip", "1", "--stop-after", "2", "--", "swift", "sft", "--model", model,
+           "--tuner_type", "lora", "--dataset", *datasets, "--torch_dtype", "float32", "--max_steps", "3",
            "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "2", "--logging_steps", "1",
-           "--output_dir", str(out), "--add_version", "false", "--check_model", "false",
+           "--eval_steps", "50", "--output_dir", str(out), "--add_version", "false", "--check_model", "false",
            "--split_dataset_ratio", "0.05", "--dataloader_num_workers", "0"]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(runner.ROOT)}
@@ -445,11 +451,26 @@ def test_launcher_trains_the_tiny_model_in_process(tmp_path):
 
     m = parse_path(out)[0]
     assert m["complete"] and m["global_steps"] == 2 and m["final_eval_loss"] is not None
+    # --stop-after 2 of a 3-step schedule: the learning rate follows the 3-step schedule, eval at the stop
+    lines = [json.loads(x) for x in (out / "logging.jsonl").read_text().splitlines()]
+    train = [x for x in lines if "loss" in x and "eval_loss" not in x]
+    assert [x["global_step/max_steps"] for x in train] == ["1/3", "2/3"]
+    assert [x["learning_rate"] for x in train] == pytest.approx([7.5e-05, 2.5e-05])  # warm-up 0, cosine over 3
+    assert [x["global_step/max_steps"] for x in lines if "eval_loss" in x] == ["2/3"]
+    # tokens.jsonl: one line per optimizer step; padded = 2 micro-batches x 2 samples x 256 (--pad-to 256)
+    tok = [json.loads(x) for x in (out / "tokens.jsonl").read_text().splitlines()]
+    assert [t["step"] for t in tok] == [1, 2] and all(t["micro_batches"] == 2 for t in tok)
+    assert all(t["padded_tokens"] == 2 * 2 * 256 for t in tok)
+    assert all(t["label_tokens"] < t["tokens"] < t["padded_tokens"] for t in tok)
     info = json.loads((out / "launch.json").read_text())
     assert info["returncode"] == 0 and info["fast_exit"] and info["pad_to"] == 256
     assert info["mem_cap"] == {"requested_gib": 24.0, "applied": False, "reason": "no CUDA device in this process"}
     lf = info["longest_first"]
     assert lf["applied"] and len(lf["first_batch"]) == 2 and min(lf["first_batch_lengths"]) == lf["longest_in_data"]
+    # the first micro-batch holds the two longest samples, the second two others of at least the shortest length
+    shortest = 50  # tiny fixture data's shortest encoded sample (stdout's train_dataset line says min=50)
+    assert tok[0]["tokens"] >= sum(lf["first_batch_lengths"]) + 2 * shortest
+    assert info["stop_after"] == {"step": 2, "stopped": True, "at_step": 2, "max_steps": 3}
     prof = json.loads((out / "profile.json").read_text())
     assert [s["step"] for s in prof["steps"]] == [2] and prof["device"] == "cpu"
     assert prof["steps"][0]["wall_s"] > 0 and prof["steps"][0]["host_events"] > 0

@@ -70,3 +70,16 @@ def test_sampler_is_a_no_op_without_nvml(tmp_path):
     with s:
         pass
     assert not (tmp_path / "nvml.csv").exists()
+
+
+def test_visible_devices_pick_the_nvml_indices(monkeypatch):
+    """Two runs side by side on a 2-GPU host each sample only the GPU CUDA_VISIBLE_DEVICES gives them."""
+    lib = FakeNVML(count=2)
+    assert gpu.visible_indices(lib, {}) == [0, 1]
+    assert gpu.visible_indices(lib, {"CUDA_VISIBLE_DEVICES": "1"}) == [1]
+    assert gpu.visible_indices(lib, {"CUDA_VISIBLE_DEVICES": "1,0"}) == [1, 0]
+    assert gpu.visible_indices(lib, {"CUDA_VISIBLE_DEVICES": "0,7,1"}) == [0]  # CUDA stops at an invalid entry
+    assert gpu.visible_indices(lib, {"CUDA_VISIBLE_DEVICES": "GPU-00000001"}) == [1]  # a UUID prefix
+    assert gpu.visible_indices(lib, {"CUDA_VISIBLE_DEVICES": ""}) == [0, 1]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert [g["index"] for g in gpu.gpus(lib)] == [1]

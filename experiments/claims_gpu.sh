@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One device call of the claims plan (experiments/claims.yaml `plan`): install the carried wheels once, build the
+# dummy model once, then run the call's chains side by side, one chain per GPU (CUDA_VISIBLE_DEVICES), each chain's
+# commands one after another. Every chain stops starting runs past the deadline; results are tarred into $OUT.
+#
+#   bash experiments/claims_gpu.sh CALL [DEADLINE_S] [MODEL] [DATA]
+#
+# Needs: ./wheelhouse (make wheelhouse) and the data folder (default .data) carried to the GPU host.
+set -u
+CALL=${1:?usage: claims_gpu.sh CALL [DEADLINE_S] [MODEL] [DATA]}
+DEADLINE=${2:-570}
+MODEL=${3:-dummy}
+DATA=${4:-.data}
+OUT=${OUT:-/tmp/claims-out}
+HW=${HW:-h200}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+if [ -d wheelhouse ]; then
+  python3 -m experiments.wheelhouse install --from wheelhouse --target /tmp/site >"$OUT/install.log" 2>&1 \
+    || { echo "wheel install failed"; tail -20 "$OUT/install.log"; exit 3; }
+  export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
+else
+  export PYTHONPATH=$PWD
+fi
+nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv >"$OUT/gpus.csv" 2>&1
+python3 -c "from experiments.runner import resolve_model; print(resolve_model('$MODEL', 'cuda'))" >"$OUT/model.log" 2>&1 \
+  || { echo "model build failed"; tail -20 "$OUT/model.log"; exit 4; }
+echo "set-up done after ${SECONDS} s"
+
+chain() {  # GPU NAME... : one chain on one GPU
+  local gpu=$1; shift
+  for name in "$@"; do
+    local left=$((DEADLINE - SECONDS))
+    if [ "$left" -le 60 ]; then echo "deadline: not starting plan:$name"; continue; fi
+    echo "== plan:$name on GPU $gpu (${left} s left) =="
+    CUDA_VISIBLE_DEVICES=$gpu timeout --signal=INT --kill-after=20 "$left" \
+      python3 -m experiments.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --claims \
+      --experiments "plan:$name" --no-progress
+    echo "== plan:$name exit $? at ${SECONDS} s =="
+  done
+}
+
+gpus=$(python3 -m analysis.claims --chains "$CALL" | awk '{print $1}' | sort -u)
+for g in $gpus; do
+  names=$(python3 -m analysis.claims --chains "$CALL" | awk -v g="$g" '$1 == g {print $2}')
+  # shellcheck disable=SC2086
+  chain "$g" $names >"$OUT/gpu$g.log" 2>&1 &
+done
+wait
+echo "all chains done after ${SECONDS} s"
+tar czf "$OUT/results.tgz" "results/$HW" 2>/dev/null
+python3 -m analysis.claims results >"$OUT/claims.txt" 2>&1
+tail -5 "$OUT"/gpu*.log
