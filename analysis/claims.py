@@ -26,7 +26,8 @@ from analysis.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS_FILE = ROOT / "experiments" / "claims.yaml"
-LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "longest_first", "pad_to", "fast_exit", "stop_after"}
+LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "longest_first", "pad_to", "fast_exit", "stop_after",
+                 "sdpa_padding_free"}
 EXPERIMENT_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "matrix", "est_gpu_s",
                    "requires", "blocked", "combine", "search", "probe"}
 SEARCH_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "flag", "ladder", "start",
@@ -157,6 +158,7 @@ def plan_estimates(path: str | Path = CLAIMS_FILE) -> list[dict]:
     for c in data["plan"]["commands"]:
         each = [estimate_s(n, path) for n in c["experiments"]]
         out.append({"name": c["name"], "tier": c["tier"], "call": c.get("call", 1), "gpu": c.get("gpu", 0),
+                    "lane": c.get("lane", "a"),
                     "first_ok": bool(c.get("first_ok")), "experiments": c["experiments"],
                     "est_s": each[0] if c.get("first_ok") else sum(each), "worst_s": sum(each)})
     return out
@@ -167,11 +169,12 @@ def call_estimates(path: str | Path = CLAIMS_FILE) -> dict[int, dict]:
     data = load(path)
     calls: dict[int, dict] = {}
     for c in plan_estimates(path):
-        call = calls.setdefault(c["call"], {"setup_s": data["plan"]["setup_s"], "gpus": {}, "tiers": set()})
-        call["gpus"][c["gpu"]] = call["gpus"].get(c["gpu"], 0.0) + c["est_s"]
+        call = calls.setdefault(c["call"], {"setup_s": data["plan"]["setup_s"], "lanes": {}, "tiers": set()})
+        lane = (c["gpu"], c["lane"])
+        call["lanes"][lane] = call["lanes"].get(lane, 0.0) + c["est_s"]
         call["tiers"].add(c["tier"])
     for call in calls.values():
-        call["est_s"] = call["setup_s"] + max(call["gpus"].values())
+        call["est_s"] = call["setup_s"] + max(call["lanes"].values())
     return calls
 
 
@@ -1111,21 +1114,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hw", default=None)
     p.add_argument("--plan", action="store_true", help="print the GPU plan with its estimates instead")
     p.add_argument("--chains", type=int, default=None, metavar="CALL",
-                   help="print device call CALL's chains as `GPU NAME` lines (for experiments/claims_gpu.sh)")
+                   help="print device call CALL's chains as `GPU LANE NAME` lines (for experiments/claims_gpu.sh)")
     a = p.parse_args(argv)
     if a.chains is not None:
         for c in plan_estimates():
             if c["call"] == a.chains:
-                print(f"{c['gpu']} {c['name']}")
+                print(f"{c['gpu']} {c['lane']} {c['name']}")
         return 0
     if a.plan:
         calls = call_estimates()
         for c in plan_estimates():
-            print(f"call {c['call']} gpu {c['gpu']}  plan:{c['name']:6} tier {c['tier']}  ~{c['est_s'] / 60:4.1f} min"
+            print(f"call {c['call']} gpu {c['gpu']}{c['lane']}  plan:{c['name']:6} tier {c['tier']}  ~{c['est_s'] / 60:4.1f} min"
                   + (f" (all candidates {c['worst_s'] / 60:.1f})" if c["first_ok"] else "") + "  "
                   + ",".join(c["experiments"]))
         for n, call in calls.items():
-            print(f"call {n}: ~{call['est_s'] / 60:.1f} min (set-up {call['setup_s'] / 60:.1f} + the longest GPU chain)")
+            print(f"call {n}: ~{call['est_s'] / 60:.1f} min (set-up {call['setup_s'] / 60:.1f} + the longest lane)")
         print(f"all calls: ~{sum(c['est_s'] for c in calls.values()) / 60:.1f} min of device time plus machine starts")
         return 0
     df = claims_table(a.results, hw=a.hw)

@@ -13,18 +13,19 @@ MODEL=${3:-dummy}
 DATA=${4:-.data}
 OUT=${OUT:-/tmp/claims-out}
 HW=${HW:-h200}
-mkdir -p "$OUT"
+LOG=/tmp/claims-logs   # logs travel inside the archive: $OUT returns at most 8 files
+mkdir -p "$OUT" "$LOG"
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 if [ -d wheelhouse ]; then
-  python3 -m experiments.wheelhouse install --from wheelhouse --target /tmp/site >"$OUT/install.log" 2>&1 \
-    || { echo "wheel install failed"; tail -20 "$OUT/install.log"; exit 3; }
+  python3 -m experiments.wheelhouse install --from wheelhouse --target /tmp/site >"$LOG/install.log" 2>&1 \
+    || { echo "wheel install failed"; tail -20 "$LOG/install.log"; exit 3; }
   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 else
   export PYTHONPATH=$PWD
 fi
-nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv >"$OUT/gpus.csv" 2>&1
-python3 -c "from experiments.runner import resolve_model; print(resolve_model('$MODEL', 'cuda'))" >"$OUT/model.log" 2>&1 \
-  || { echo "model build failed"; tail -20 "$OUT/model.log"; exit 4; }
+nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv >"$LOG/gpus.csv" 2>&1
+python3 -c "from experiments.runner import resolve_model; print(resolve_model('$MODEL', 'cuda'))" >"$LOG/model.log" 2>&1 \
+  || { echo "model build failed"; tail -20 "$LOG/model.log"; exit 4; }
 echo "set-up done after ${SECONDS} s"
 
 chain() {  # GPU NAME... : one chain on one GPU
@@ -40,14 +41,24 @@ chain() {  # GPU NAME... : one chain on one GPU
   done
 }
 
-gpus=$(python3 -m analysis.claims --chains "$CALL" | awk '{print $1}' | sort -u)
-for g in $gpus; do
-  names=$(python3 -m analysis.claims --chains "$CALL" | awk -v g="$g" '$1 == g {print $2}')
+touch "$LOG/.start"
+python3 -m analysis.claims --chains "$CALL" >"$LOG/chains.txt"
+for lane in $(awk '{print $1 ":" $2}' "$LOG/chains.txt" | sort -u); do
+  g=${lane%%:*}; l=${lane##*:}
+  names=$(awk -v g="$g" -v l="$l" '$1 == g && $2 == l {print $3}' "$LOG/chains.txt")
   # shellcheck disable=SC2086
-  chain "$g" $names >"$OUT/gpu$g.log" 2>&1 &
+  chain "$g" $names >"$LOG/gpu$g$l.log" 2>&1 &
 done
 wait
 echo "all chains done after ${SECONDS} s"
-tar czf "$OUT/results.tgz" "results/$HW" 2>/dev/null
 python3 -m analysis.claims results >"$OUT/claims.txt" 2>&1
-tail -5 "$OUT"/gpu*.log
+cp "$OUT/claims.txt" "$LOG/"
+# Only what this call made, without model weights (checkpoints are deleted by the runner; adapters are large and
+# not needed), in parts under the device tool's 16 MiB per file.
+find "results/$HW" -newer "$LOG/.start" -type f ! -name '*.safetensors' ! -name '*.bin' ! -name '*.pt' \
+  ! -name '*.pth' >"$LOG/new-files.txt"
+tar czf /tmp/call.tgz -T "$LOG/new-files.txt" "$LOG" 2>/dev/null
+split -b 15M /tmp/call.tgz "$OUT/call.tgz.part-"
+ls -la "$OUT"
+du -sh /tmp/call.tgz
+tail -n 3 "$LOG"/gpu*.log

@@ -22,6 +22,11 @@ does the same in-process (single process only: no torchrun), after:
                   run's: the cut run is an exact prefix of the full one (same learning rate at every step, same data
                   order), so its eval loss at step N can be set beside the full runs' eval at step N. (--max_steps
                   instead shrinks the warm-up and cosine decay to N steps.)
+--sdpa-padding-free  Let --padding_free run with SDPA attention. ms-swift 4.6.0 refuses padding_free unless
+                  attn_impl is a flash-attention one (SftArguments._check_padding_free), but transformers >= 4.54 builds a
+                  block-diagonal causal mask from the packed rows' position_ids for SDPA/eager
+                  (masking_utils.find_packed_sequence_indices), so each sample attends only to itself, as when padded.
+                  Applied only when that function exists; recorded in launch.json.
 --no-fast-exit    By default the process ends with os._exit once sft returned and its files are written, skipping
                   the interpreter teardown (about 40 s after every H200 run so far, with the model still resident).
 
@@ -61,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--longest-first", action="store_true", help="first batch = the longest samples")
     p.add_argument("--pad-to", type=int, default=None, help="pad every batch to N tokens")
     p.add_argument("--stop-after", type=int, default=None, help="end training after optimizer step N")
+    p.add_argument("--sdpa-padding-free", action="store_true", help="allow --padding_free with SDPA attention")
     p.add_argument("--no-fast-exit", action="store_true", help="let the interpreter tear down normally")
     return p
 
@@ -105,6 +111,8 @@ def option_argv(launcher: dict) -> list[str]:
         out += ["--pad-to", str(int(launcher["pad_to"]))]
     if launcher.get("stop_after"):
         out += ["--stop-after", str(int(launcher["stop_after"]))]
+    if launcher.get("sdpa_padding_free"):
+        out.append("--sdpa-padding-free")
     if launcher.get("fast_exit") is False:
         out.append("--no-fast-exit")
     return out
@@ -196,6 +204,19 @@ def _device_intervals(prof) -> tuple[list[tuple[int, int]], int]:
     return gpu, host
 
 
+def top_gpu_ops(prof, n: int = 15) -> list[dict]:
+    """The N operators with the most GPU time in a stopped profile (where a step's GPU time goes)."""
+    rows = []
+    for ev in prof.key_averages():
+        t = getattr(ev, "device_time_total", None)
+        if t is None:
+            t = getattr(ev, "cuda_time_total", 0)
+        if t:
+            rows.append({"op": ev.key, "gpu_ms": round(t / 1000, 3), "calls": ev.count})
+    rows.sort(key=lambda r: -r["gpu_ms"])
+    return rows[:n]
+
+
 def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict):
     """A transformers TrainerCallback that profiles optimizer steps skip+1 .. skip+steps."""
     import torch
@@ -243,6 +264,7 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict):
                 entry.update({"gpu_busy_s": None if busy is None else round(busy, 6),
                               "gpu_busy_frac": None if busy is None or wall <= 0 else round(busy / wall, 4),
                               "gpu_events": len(gpu), "host_events": host,
+                              "top_gpu_ops": top_gpu_ops(self.prof) if cuda else [],
                               "processing_s": round(time.perf_counter() - t_proc, 3)})
             except Exception as exc:  # noqa: BLE001
                 entry["error"] = f"{type(exc).__name__}: {exc}"
@@ -420,12 +442,38 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
         DataLoaderMixin.get_train_dataloader = get_train_dataloader
         BatchSamplerShard.__iter__ = __iter__
 
+    if opts.sdpa_padding_free:
+        record["sdpa_padding_free"] = allow_sdpa_padding_free()
+
     if opts.pad_to:
         def _get_data_collator(self, args, template):
             return partial(template.data_collator, padding_to=opts.pad_to)
 
         SwiftMixin._get_data_collator = _get_data_collator
         record["pad_to"] = opts.pad_to
+
+
+def allow_sdpa_padding_free() -> dict:
+    """Patch SftArguments._check_padding_free to accept SDPA/eager when transformers makes packed-sequence masks."""
+    from swift.arguments import SftArguments
+    from transformers import masking_utils
+
+    if not hasattr(masking_utils, "find_packed_sequence_indices"):
+        return {"applied": False, "reason": "this transformers has no packed-sequence masks for SDPA"}
+    orig = SftArguments._check_padding_free
+
+    def _check_padding_free(self):
+        if (self.padding_free or self.packing) and self.attn_impl in (None, "sdpa", "eager"):
+            if self.packing:
+                self.padding_free = True
+            return
+        return orig(self)
+
+    SftArguments._check_padding_free = _check_padding_free
+    import transformers
+
+    return {"applied": True, "transformers": transformers.__version__,
+            "why": "masking_utils.find_packed_sequence_indices: block-diagonal causal mask from position_ids"}
 
 
 def run_sft(swift_args: list[str]):
