@@ -32,7 +32,7 @@ chain() {  # GPU NAME... : one chain on one GPU
   local gpu=$1; shift
   for name in "$@"; do
     local left=$((DEADLINE - SECONDS))
-    if [ "$left" -le 60 ]; then echo "deadline: not starting plan:$name"; continue; fi
+    if [ "$left" -le 90 ]; then echo "deadline: not starting plan:$name"; continue; fi
     echo "== plan:$name on GPU $gpu (${left} s left) =="
     CUDA_VISIBLE_DEVICES=$gpu timeout --signal=INT --kill-after=20 "$left" \
       python3 -m experiments.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --claims \
