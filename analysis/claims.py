@@ -482,10 +482,26 @@ def runs_by_experiment(results_dir: str | Path | None, path: str | Path = CLAIMS
             continue
         if not _defined_as(row, name, path):
             continue
-        out.setdefault(name, []).append(row)
-    for rows in out.values():
-        rows.sort(key=lambda r: r.get("run") or "", reverse=True)
+        # a run stopped by a time limit (the device call's deadline, the runner's timeout) says nothing about the
+        # recipe: kept aside, named by the verdicts that would have used it
+        key = CUT_SHORT if cut_short(row) else name
+        if key == CUT_SHORT:
+            out.setdefault(CUT_SHORT, {}).setdefault(name, []).append(row)
+        else:
+            out.setdefault(name, []).append(row)
+    for name, rows in out.items():
+        if name != CUT_SHORT:
+            rows.sort(key=lambda r: r.get("run") or "", reverse=True)
     return out
+
+
+CUT_SHORT = "__cut_short__"
+
+
+def cut_short(row: dict) -> bool:
+    """Failed because time ran out (interrupted at a deadline, or the per-run timeout), not because of the recipe."""
+    reason = str(row.get("failure") or "")
+    return row.get("status") != "ok" and reason.startswith(("interrupted", "timeout"))
 
 
 def _pick(runs: dict, name: str, allow_oom: bool = False) -> dict | None:
@@ -525,10 +541,14 @@ def _result(verdict: str, detail: str, numbers: dict | None = None, runs: list |
             "runs": [r["path"] for r in (runs or []) if r]}
 
 
-def _not_run(claim: dict, path) -> dict:
+def _not_run(claim: dict, path, runs: dict | None = None) -> dict:
     planned = claim.get("experiments") or []
     est = sum(estimate_s(n, path) for n in planned)
-    return _result("not run yet", f"planned: {', '.join(planned)} (about {est / 60:.1f} GPU min)")
+    cut = (runs or {}).get(CUT_SHORT, {})
+    short = [f"{n} ({cut[n][0].get('failure')}, {cut[n][0].get('run')})" for n in planned if n in cut]
+    return _result("not run yet", f"planned: {', '.join(planned)} (about {est / 60:.1f} GPU min)"
+                   + (f"; cut short by a time limit: {', '.join(short)}" if short else ""),
+                   runs=[cut[n][0] for n in planned if n in cut])
 
 
 def _speedup(base: dict, test: dict) -> dict:
@@ -555,7 +575,7 @@ def rule_memory_loss_pair(claim: dict, runs: dict, path, **_) -> dict:
         if failed:
             return _result("inconclusive", "a run failed: " + "; ".join(f"{r['experiment']}: {r['failure']}"
                                                                         for r in failed), runs=failed)
-        return _not_run(claim, path)
+        return _not_run(claim, path, runs)
     pb, pt, at = common_peaks(base, test)
     common_eval = sorted({int(x) for x, _ in base.get("eval_loss") or []} & {int(x) for x, _ in test.get("eval_loss") or []})
     lb = eval_at(base, common_eval[-1]) if common_eval else None
@@ -592,7 +612,7 @@ def rule_speedup(claim: dict, runs: dict, path, **_) -> dict:
     base = _pick(runs, rule["base"])
     test_rows = runs.get(rule["test"], [])
     if base is None or not test_rows:
-        return _not_run(claim, path)
+        return _not_run(claim, path, runs)
     test = _pick(runs, rule["test"])
     if test is None:
         bad = test_rows[0]
@@ -626,7 +646,7 @@ def rule_tradeoff(claim: dict, runs: dict, path, **_) -> dict:
         except ImportError:
             pass
     if on is None or off is None:
-        res = _not_run(claim, path)
+        res = _not_run(claim, path, runs)
         res["detail"] += note
         res["numbers"] = nums
         return res
@@ -725,7 +745,7 @@ def rule_capacity(claim: dict, runs: dict, path, **_) -> dict:
         return _result("holds", detail, nums, used)
     if enough["first_oom"] is not None and enough["first_oom"] <= rule["enough_batch"]:
         return _result("does not hold", detail, nums, used)
-    return _not_run(claim, path) if not used else _result("inconclusive", detail, nums, used)
+    return _not_run(claim, path, runs) if not used else _result("inconclusive", detail, nums, used)
 
 
 def rule_capacity_explains_batch(claim: dict, runs: dict, path, **_) -> dict:
@@ -734,7 +754,7 @@ def rule_capacity_explains_batch(claim: dict, runs: dict, path, **_) -> dict:
     used = [row for r in results for row in r["runs"]]
     nums = {f"max_bs_{r['search']}": r["largest_ok"] for r in results}
     if len(done) < 2:
-        return _not_run(claim, path) if not used else _result("inconclusive", _capacity_lines(results), nums, used)
+        return _not_run(claim, path, runs) if not used else _result("inconclusive", _capacity_lines(results), nums, used)
     done.sort(key=lambda r: r["cap_gib"])
     grows = all(b["largest_ok"] > a["largest_ok"] for a, b in zip(done, done[1:]))
     detail = (_capacity_lines(results) + ": same GPU and memory controller, only the allocator cap differs; "
@@ -756,7 +776,7 @@ def rule_min_memory(claim: dict, runs: dict, path, **_) -> dict:
                        f"{rule['claimed_min_gib']} GB", nums, used)
     if below and all(r["first_oom"] == 1 for r in below):
         return _result("holds", "every probe below the claimed minimum OOMed at bs 1", nums, used)
-    return _not_run(claim, path) if not used else _result("inconclusive", _capacity_lines(results), nums, used)
+    return _not_run(claim, path, runs) if not used else _result("inconclusive", _capacity_lines(results), nums, used)
 
 
 def rule_flags(claim: dict, runs: dict, path, **_) -> dict:
@@ -795,7 +815,7 @@ def rule_seed_spread(claim: dict, runs: dict, path, seeds_dir=None, **_) -> dict
     have = [r for r in rows if r and r.get("final_eval_loss") is not None]
     common = sorted(set.intersection(*[{int(x) for x, _ in r["eval_loss"]} for r in have])) if have else []
     if len(have) < 2 or not common:
-        res = _not_run(claim, path) if not have else _result("inconclusive", "fewer than 2 seeds finished", nums, have)
+        res = _not_run(claim, path, runs) if not have else _result("inconclusive", "fewer than 2 seeds finished", nums, have)
         res["numbers"] = nums
         return res
     step = common[-1]
@@ -839,8 +859,13 @@ def rule_fits(claim: dict, runs: dict, path, **_) -> dict:
 def rule_bound(claim: dict, runs: dict, path, **_) -> dict:
     rule = claim["rule"]
     row = _pick(runs, rule["run"])
-    if row is None:
-        return _not_run(claim, path)
+    note = ""
+    if row is None:  # a run cut short after its profiled step(s) still measured them
+        row = next((r for r in runs.get(CUT_SHORT, {}).get(rule["run"], []) if busy_fraction(r) is not None), None)
+        if row is None:
+            return _not_run(claim, path, runs)
+        note = (f" (from the profiled steps of {rule['run']} {row.get('run')}, which was then cut short: "
+                f"{row.get('failure')})")
     frac = busy_fraction(row)
     prof = _profile(row["path"]) or {}
     nums = {"gpu_busy_frac": _r(frac, 3), "profiled_steps": [s.get("step") for s in prof.get("steps", [])],
@@ -851,8 +876,11 @@ def rule_bound(claim: dict, runs: dict, path, **_) -> dict:
                        nums, [row])
     kind = "host" if frac < rule["host_below"] else "gpu" if frac >= rule["gpu_from"] else "mixed"
     nums["bound"] = kind
-    detail = f"GPU busy {frac:.1%} of each step's wall time: {kind}-bound" if kind != "mixed" else \
-        f"GPU busy {frac:.1%} of each step's wall time: mixed"
+    detail = (f"GPU busy {frac:.1%} of each step's wall time: {kind}-bound" if kind != "mixed" else
+              f"GPU busy {frac:.1%} of each step's wall time: mixed") + note
+    top = [op for st in prof.get("steps", []) for op in st.get("top_gpu_ops", [])[:1]]
+    if top:
+        nums["top_gpu_op"] = top[0]
     return _result("holds" if kind == rule["expect"] else "does not hold", detail, nums, [row])
 
 
@@ -921,7 +949,7 @@ def rule_recipe(claim: dict, runs: dict, path, **_) -> dict:
     rule = claim["rule"]
     o = recipe_outcome(rule["run"], rule["baseline"], rule["spread"], runs, rule.get("expect", "faster"))
     if o["state"] == "missing":
-        return _not_run(claim, path)
+        return _not_run(claim, path, runs)
     if o["state"] == "failed":
         return _result("does not hold", f"{rule['run']} failed: {o['failure']}", runs=[o["row"], o["base"]])
     n = o["numbers"]
@@ -980,7 +1008,7 @@ def rule_target_speedup(claim: dict, runs: dict, path, results_dir=None, hw=None
     row = _pick(runs, rule["run"], allow_oom=True)
     seed = seed_baseline(rule["seed_runs"], runs, results_dir, hw)
     if row is None or seed is None:
-        return _not_run(claim, path)
+        return _not_run(claim, path, runs)
     if row.get("status") != "ok":
         return _result("does not hold", f"{rule['run']} failed: {row.get('failure')}", runs=[row, seed])
     nums = _ratio(row, seed)
@@ -1010,14 +1038,21 @@ def rule_class_best(claim: dict, runs: dict, path, results_dir=None, hw=None, **
         row = _pick(runs, name, allow_oom=True) or next(iter(runs.get(name, [])), None)
         if row is None:
             continue
+        cap = ((row.get("run_status") or {}).get("key") or {}).get("launcher", {}).get("mem_cap_gib")
+        if row.get("status") == "ok" and cap is None:
+            peak = row.get("peak_mem_gib")
+            if peak is None or peak > rule["cap_gib"]:  # uncapped and above the class's memory: says nothing
+                tried.append((name, {**row, "status": "over", "failure": f"uncapped peak {peak} GiB > cap"}))
+                continue
         tried.append((name, row))
         if row.get("status") == "ok":
             winner = (name, row)
             break
     if not tried:
-        return _not_run(claim, path)
+        return _not_run(claim, path, runs)
     seed = seed_baseline(rule["seed_runs"], runs, results_dir, hw)
-    failed = "; ".join(f"{n} {'OOMed' if is_oom(r) else 'failed: ' + str(r.get('failure'))}"
+    failed = "; ".join(f"{n} " + ("OOMed" if is_oom(r) else r["failure"] if r.get("status") == "over"
+                                  else "failed: " + str(r.get("failure")))
                        for n, r in tried if r.get("status") != "ok")
     if winner is None:
         return _result("does not hold", f"no candidate trained under {rule['cap_gib']} GiB: {failed}",
@@ -1029,13 +1064,15 @@ def rule_class_best(claim: dict, runs: dict, path, results_dir=None, hw=None, **
         nums.update(_ratio(row, seed))
     lc = loss_check(row, rule["spread"], runs)
     nums.update({k: v for k, v in lc.items() if k != "counts"})
-    detail = (f"{name} trains under {rule['cap_gib']} GiB (peak {row.get('peak_mem_gib')} GiB): "
+    capped = ((row.get("run_status") or {}).get("key") or {}).get("launcher", {}).get("mem_cap_gib")
+    how = f"under a {capped:g} GiB allocator cap" if capped else f"uncapped, peak below {rule['cap_gib']} GiB"
+    detail = (f"{name} trains ({how}; peak {row.get('peak_mem_gib')} GiB): "
               f"{nums.get('tokens_per_s')} tokens/s = {nums.get('ratio')}x the seed recipe (95 % range "
               f"{nums.get('ratio_low')} .. {nums.get('ratio_high')}x); eval loss {lc['eval_loss']} at step "
               f"{lc['eval_step']}" + ("" if lc["counts"] is None else
                                       f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band")
               + (f"; before it: {failed}" if failed else ""))
-    used = [r for _, r in tried] + ([seed] if seed else [])
+    used = [r for _, r in tried if r.get("path")] + ([seed] if seed else [])
     if lc["counts"] is False:
         return _result("does not hold", detail, nums, used)
     return _result("holds" if lc["counts"] else "inconclusive", detail, nums, used)

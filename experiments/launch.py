@@ -442,7 +442,7 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
         DataLoaderMixin.get_train_dataloader = get_train_dataloader
         BatchSamplerShard.__iter__ = __iter__
 
-    if opts.sdpa_padding_free:
+    if getattr(opts, "sdpa_padding_free", False):
         record["sdpa_padding_free"] = allow_sdpa_padding_free()
 
     if opts.pad_to:

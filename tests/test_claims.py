@@ -73,13 +73,14 @@ def test_plan_fits_the_device_budget():
     calls = claims.call_estimates()
     assert all(c["est_s"] <= 590 for c in calls.values()), calls
     assert sum(c["est_s"] for c in calls.values() if min(c["tiers"]) <= 2) <= data["plan"]["budget_s"]
-    # a hand check of call 1: set-up 90 + the longer chain (GPU 1: 95 + 95 + 2 x 60 + 2 x 55 = 420)
-    assert calls[1]["gpus"] == {0: 100 + 75 + 66 + 70 + 70, 1: 420} and calls[1]["est_s"] == 510
+    # a hand check of call 1: set-up 60 + its longest lane (GPU 1 lane a: 95 + 95 + 2 probes x 60 + 65 = 375)
+    assert calls[1]["lanes"] == {(0, "a"): 100 + 65 + 65 + 66 + 70, (1, "a"): 375, (1, "b"): 2 * 55 + 2 * 55}
+    assert calls[1]["est_s"] == 60 + 375
     est = claims.plan_estimates()
     planned = {n for c in est for n in c["experiments"]}
     runnable = {n for n, e in data["experiments"].items() if not e.get("blocked") and "search" not in e}
     assert runnable | set(data["searches"]) == planned
-    assert claims.expand(["plan:1b"]) == ["spread-s43", "spread-s44", "cap80", "cap24"]
+    assert claims.expand(["plan:1b"]) == ["spread-s43", "spread-s44", "cap80", "rank4"]
     assert claims.plan_first_ok(["plan:best24"]) and not claims.plan_first_ok(["plan:1a"])
     assert not claims.plan_first_ok(["plan:best24", "plan:1a"])
     with pytest.raises(claims.InputError, match="unknown claims experiment"):
@@ -138,7 +139,7 @@ def test_unrun_claims_name_their_planned_experiments(tmp_path):
     df = claims.claims_table(tmp_path / "none").set_index("id")
     assert set(df.verdict) <= set(claims.VERDICTS)
     assert df.loc["lora-rank4"].verdict == "not run yet"
-    assert "rank8, rank4" in df.loc["lora-rank4"].detail and "GPU min" in df.loc["lora-rank4"].detail
+    assert "workers4, rank4" in df.loc["lora-rank4"].detail and "GPU min" in df.loc["lora-rank4"].detail
     assert "already defaults to true" in df.loc["gradient-checkpointing"].detail
     assert df.loc["convergence-spread"].numbers["published_spread"] == pytest.approx(0.065)
 
@@ -200,7 +201,7 @@ def _synthetic(steps, step_s, peak, eval_loss, *, slow=(), jitter=0.01, seed=0, 
 def test_rank4_verdict_on_fixture_runs(tmp_path, fixtures):
     # 17.68 -> 17.53 GiB: (17.68 - 17.53) / 17.68 = 0.848 % saved, far from the claimed 25 %.
     root = tmp_path / "results"
-    for exp, rank, peak in (("rank8", 8, 17.68), ("rank4", 4, 17.53)):
+    for exp, rank, peak in (("workers4", 8, 17.68), ("rank4", 4, 17.53)):
         lines, args = _fixture_run(fixtures, lora_rank=rank, peak=peak, eval_delta=0.015 if rank == 4 else 0.0)
         _write_run(root, exp, lines=lines, args=args)
     row = claims.claims_table(root).set_index("id").loc["lora-rank4"]
@@ -213,7 +214,7 @@ def test_rank4_verdict_on_fixture_runs(tmp_path, fixtures):
 def test_rank4_verdict_holds_with_real_weights_and_a_big_saving(tmp_path, fixtures):
     # 20.00 -> 14.00 GiB is 30 % saved (>= 20 %), and +0.01 loss (<= 0.03) on real weights: holds.
     root = tmp_path / "results"
-    for exp, rank, peak in (("rank8", 8, 20.0), ("rank4", 4, 14.0)):
+    for exp, rank, peak in (("workers4", 8, 20.0), ("rank4", 4, 14.0)):
         lines, args = _fixture_run(fixtures, lora_rank=rank, peak=peak, eval_delta=0.01 if rank == 4 else 0.0)
         _write_run(root, exp, lines=lines, args=args, dummy=False)
     row = claims.claims_table(root).set_index("id").loc["lora-rank4"]
@@ -229,7 +230,7 @@ def test_runs_of_another_definition_are_not_used(tmp_path, fixtures):
     status["key"]["overrides"]["lora_rank"] = 2  # made before the definition changed
     (run / "run.json").write_text(json.dumps(status))
     lines, args = _fixture_run(fixtures, lora_rank=8, peak=20.0)
-    _write_run(root, "rank8", lines=lines, args=args)
+    _write_run(root, "workers4", lines=lines, args=args)
     assert claims.claims_table(root).set_index("id").loc["lora-rank4"].verdict == "not run yet"
 
 
@@ -255,14 +256,14 @@ def test_capacity_verdicts(tmp_path):
 
 
 def test_probe_search_order():
-    # cap24 starts at 2: ok -> 3; 3 OOM -> done.
-    assert claims.next_probe("cap24", {}) == 2
-    assert claims.next_probe("cap24", {2: "ok"}) == 3
-    assert claims.next_probe("cap24", {2: "ok", 3: "oom"}) is None
+    # cap24 starts at 4: ok -> 6; 6 OOM -> done.
+    assert claims.next_probe("cap24", {}) == 4
+    assert claims.next_probe("cap24", {4: "ok"}) == 6
+    assert claims.next_probe("cap24", {4: "ok", 6: "oom"}) is None
     # start OOMs: go down the ladder until something trains.
-    assert claims.next_probe("cap40", {6: "oom"}) == 4
-    assert claims.next_probe("cap40", {6: "oom", 4: "ok"}) is None
-    assert claims.next_probe("cap80", {16: "ok", 24: "ok", 32: "ok"}) is None  # top of the ladder
+    assert claims.next_probe("cap40", {16: "oom"}) == 12
+    assert claims.next_probe("cap40", {16: "oom", 12: "ok"}) is None
+    assert claims.next_probe("cap80", {64: "ok", 96: "ok"}) is None  # top of the ladder
     assert claims.next_probe("cap24", {2: "oom", 1: "oom"}) is None  # even bs 1 OOMs
 
 
@@ -482,10 +483,11 @@ def test_launcher_trains_the_tiny_model_in_process(tmp_path):
 
 def test_runspec_resolves_claims_experiments_and_keeps_matrix_keys():
     spec = runner.RunSpec(hw="h200", experiment="rank4")
-    assert spec.recipe == "seed" and spec.launcher == {"longest_first": True} and spec.max_steps == 2
+    assert spec.recipe == "seed" and spec.launcher == {"longest_first": True, "stop_after": 2}
+    assert spec.max_steps is None  # a prefix of the full schedule (stop_after), not a shortened one
     assert spec.overrides == {"logging_steps": 1, "lora_rank": 4}
     key = spec.key()
-    assert key["launcher"] == {"longest_first": True} and key["recipe_name"] == "seed"
+    assert key["launcher"] == {"longest_first": True, "stop_after": 2} and key["recipe_name"] == "seed"
     assert key["recipe"] == recipes.recipe_hash("seed")
     # CLI values win; re-resolving a resolved spec (as the notebook does) changes nothing.
     cli = runner.RunSpec(hw="h200", experiment="rank4", max_steps=5, overrides={"lora_rank": 2})
@@ -511,7 +513,7 @@ def test_prepare_renders_the_launcher_command(tmp_path):
     assert swift[:2] == ["swift", "sft"] and swift == ctx["argv"]
     assert swift[swift.index("--per_device_train_batch_size") + 1] == "4"
     assert swift[swift.index("--gradient_accumulation_steps") + 1] == "1"
-    assert swift[swift.index("--max_steps") + 1] == "3"
+    assert swift[swift.index("--max_steps") + 1] == "2"
     sh = (run_dir / "command.sh").read_text()
     assert "python -m experiments.launch --mem-cap-gib 24 --longest-first -- swift sft \\\n  --model" in sh
     assert "# --per_device_train_batch_size 4: claims experiment cap24-bs4" in sh
@@ -588,3 +590,118 @@ def test_sdpa_padding_free_trains_the_same_batches_as_padding(tmp_path):
     assert [t["tokens"] for t in toks["free"]] == [t["tokens"] for t in toks["padded"]]
     assert all(t["padded_tokens"] == t["tokens"] for t in toks["free"])
     assert all(t["padded_tokens"] > t["tokens"] for t in toks["padded"])
+
+
+def test_sdpa_padding_free_patch_accepts_sdpa_only(monkeypatch):
+    """ms-swift refuses padding_free without flash attention; the launcher's patch lets SDPA/eager through (the
+    packed-sequence masks of transformers exist) and leaves every other case to ms-swift's own check."""
+    from swift.arguments import SftArguments
+
+    monkeypatch.setattr(SftArguments, "_check_padding_free", SftArguments._check_padding_free)
+    probe = SimpleNamespace(padding_free=True, packing=False, attn_impl="sdpa")
+    with pytest.raises(ValueError, match="flash attention"):
+        SftArguments._check_padding_free(probe)
+    info = launch.allow_sdpa_padding_free()
+    assert info["applied"] and "find_packed_sequence_indices" in info["why"]
+    SftArguments._check_padding_free(probe)  # accepted now
+    packing = SimpleNamespace(padding_free=False, packing=True, attn_impl=None)
+    SftArguments._check_padding_free(packing)
+    assert packing.padding_free is True  # packing implies padding_free, as in ms-swift
+    with pytest.raises(ValueError, match="flash attention"):
+        SftArguments._check_padding_free(SimpleNamespace(padding_free=True, packing=False, attn_impl="flex_attention"))
+
+
+# ------------------------------------------------------------------- measured tokens, peaks at a step, best recipes
+
+
+def _tokens(run, per_step):
+    (run / "tokens.jsonl").write_text("".join(
+        json.dumps({"step": s, "micro_batches": 1, "tokens": t, "padded_tokens": t, "label_tokens": t // 2}) + "\n"
+        for s, t in per_step.items()))
+
+
+def test_throughput_counts_the_measured_tokens_of_the_steady_steps(tmp_path):
+    """20 steps of exactly 1 s; odd steps hold 1,000 tokens, even steps 3,000. Steady intervals: 2->3 .. 19->20
+    (1->2 is the first), 18 s and 9 x 1,000 + 9 x 3,000 = 36,000 tokens: 2,000 tokens/s. Without tokens.jsonl the
+    data's mean length (127.739 x 16 samples per step) gives 2,043.8 tokens/s instead."""
+    root = tmp_path / "results"
+    lines, args = _synthetic(20, 1.0, 30.0, 10.0, jitter=0.0)
+    run = _write_run(root, "tp-pf", lines=lines, args=args)
+    row = claims.runs_by_experiment(root)["tp-pf"][0]
+    est = claims.throughput(row)
+    assert est["source"] == "mean length x samples per step"
+    assert est["tokens_per_s"] == pytest.approx(127.739422 * 16, rel=1e-3)
+    _tokens(run, {s: 1000 if s % 2 else 3000 for s in range(1, 21)})
+    got = claims.throughput(row)
+    assert got["source"] == "tokens.jsonl" and got["steady_steps"] == 18
+    assert got["tokens_per_s"] == pytest.approx(2000.0, rel=1e-3)
+    assert got["tokens_per_step"] == pytest.approx(2000.0)
+    assert got["low"] < 2000 < got["high"]  # per-interval ratios are 1,000 or 3,000: the bootstrap spreads them
+    # a profiled step is left out with its tokens: mark 20 as profiled -> 17 intervals, 8 x 3,000 + 9 x 1,000
+    (run / "profile.json").write_text(json.dumps({"device": "cuda", "steps": [{"step": 20, "gpu_busy_frac": 0.5}]}))
+    got = claims.throughput(row)
+    assert got["steady_steps"] == 17 and got["tokens_per_s"] == pytest.approx(33000 / 17, rel=1e-3)
+
+
+def test_peaks_are_compared_at_the_common_step(tmp_path):
+    """memory(GiB) is ms-swift's running maximum: A (46 steps) grows 10 -> 55 GiB, B (23 steps) stays at 40.
+    At B's last step A had reached 10 + 22 = 32 GiB, not its final 55."""
+    root = tmp_path / "results"
+    la, aa = _synthetic(46, 1.0, 0.0, 10.0)
+    for i, x in enumerate(la[:46]):
+        x["memory(GiB)"] = 10.0 + i
+    lb, ab = _synthetic(23, 1.0, 40.0, 10.0)
+    a = _write_run(root, "spread-s42", lines=la, args=aa)
+    b = _write_run(root, "tp-nogc", lines=lb, args=ab)
+    ra, rb = ({"path": str(a), "peak_mem_gib": 55.0}, {"path": str(b), "peak_mem_gib": 40.0})
+    assert claims.peak_at(ra, None) == 55.0 and claims.peak_at(ra, 23) == 32.0
+    assert claims.common_peaks(ra, rb) == (32.0, 40.0, 23)
+
+
+def test_best_recipe_target_and_class_verdicts(tmp_path):
+    """Seed recipe (the matrix's `seed` run): 16 samples x 127.739 tokens / 6.0 s = 340.6 tokens/s. tp-best:
+    2,000 tokens per step in 0.4 s = 5,000 tokens/s = 14.68x. Seeds 10.00 / 10.02 / 10.05 at step 20 give the band
+    (mean 10.0233, range 0.05); tp-best's 10.03 counts. Classes: tp-best is uncapped with a 35 GiB peak, so it
+    counts for 40 GiB but not for 24 GiB, where best24-a (capped at 24 GiB) trained."""
+    root = tmp_path / "results"
+    for i, (exp, loss) in enumerate(zip(("spread-s42", "spread-s43", "spread-s44"), (10.00, 10.02, 10.05))):
+        lines, args = _synthetic(20, 0.9, 60.0, loss, seed=i)
+        _write_run(root, exp, lines=lines, args=args)
+    lines, args = _synthetic(20, 6.0, 17.0, 10.4, jitter=0.0, bs=1, ga=16)
+    seed_run = root / "h200" / "seed" / "20261130-000000"
+    seed_run.mkdir(parents=True)
+    (seed_run / "logging.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (seed_run / "args.json").write_text(json.dumps(args))
+    (seed_run / "env.json").write_text(json.dumps({"hw": "h200", "gpu_name": "NVIDIA H200"}))
+    (seed_run / "run.json").write_text(json.dumps({"status": "ok", "experiment": "seed", "dummy_weights": True}))
+    for exp, peak, step_s in (("tp-best", 35.0, 0.4), ("best24-a", 17.4, 0.6)):
+        lines, args = _synthetic(20, step_s, peak, 10.03, jitter=0.0)
+        run = _write_run(root, exp, lines=lines, args=args)
+        _tokens(run, {s: 2000 for s in range(1, 21)})
+    df = claims.claims_table(root).set_index("id")
+    target = df.loc["best-12x"]
+    assert target.verdict == "holds"
+    assert target.numbers["seed_tokens_per_s"] == pytest.approx(127.739422 * 16 / 6.0, rel=1e-3)
+    assert target.numbers["ratio"] == pytest.approx(5000 / (127.739422 * 16 / 6.0), rel=1e-3)
+    assert target.numbers["loss_dev_from_seed_mean"] == pytest.approx(0.0067, abs=1e-4)
+    c24, c40 = df.loc["best-per-class-24"], df.loc["best-per-class-40"]
+    assert c24.verdict == "holds" and c24.numbers["recipe"] == "best24-a"
+    assert "uncapped peak 35.0 GiB > cap" in c24.detail
+    assert c24.numbers["tokens_per_s"] == pytest.approx(2000 / 0.6, rel=1e-3)
+    assert c40.verdict == "holds" and c40.numbers["recipe"] == "tp-best"
+
+
+def test_runs_cut_short_by_a_deadline_are_not_verdicts(tmp_path):
+    """An interrupted run (the device call's deadline) is neither 'unsafe' nor 'slower': the claim stays unrun and
+    says which run was cut short; a profile it completed before the cut still counts."""
+    root = tmp_path / "results"
+    lines, args = _synthetic(9, 6.0, 16.0, 12.0)
+    _write_run(root, "workers4", lines=lines, args=args, status="failed", reason="timeout",
+               profile={"device": "cuda", "steps": [{"step": 9, "wall_s": 9.9, "gpu_busy_frac": 0.0636}]})
+    _write_run(root, "workers8", lines=None, args=None, status="failed", reason="interrupted", run_id="20261201-000001")
+    df = claims.claims_table(root).set_index("id")
+    w = df.loc["workers8"]
+    assert w.verdict == "not run yet" and "cut short by a time limit" in w.detail and "workers8 (interrupted" in w.detail
+    bound = df.loc["host-bound-seed"]
+    assert bound.verdict == "holds" and bound.numbers["gpu_busy_frac"] == pytest.approx(0.064, abs=1e-3)
+    assert "cut short: timeout" in bound.detail
