@@ -570,6 +570,12 @@ def _speedup(base: dict, test: dict) -> dict:
 def rule_memory_loss_pair(claim: dict, runs: dict, path, **_) -> dict:
     rule = claim["rule"]
     base, test = _pick(runs, rule["base"]), _pick(runs, rule["test"])
+    cut_note = ""
+    if base is None and test is not None:  # a base run cut short still measured its first steps' memory
+        base = next((r for r in runs.get(CUT_SHORT, {}).get(rule["base"], [])
+                     if (last_train_step(r) or 0) >= (last_train_step(test) or 1)), None)
+        if base is not None:
+            cut_note = f" ({rule['base']} {base.get('run')} was cut short afterwards: {base.get('failure')})"
     if base is None or test is None:
         failed = [r for n in (rule["base"], rule["test"]) for r in runs.get(n, [])[:1] if r.get("status") != "ok"]
         if failed:
@@ -599,7 +605,7 @@ def rule_memory_loss_pair(claim: dict, runs: dict, path, **_) -> dict:
         else:
             parts.append(("loss", lt - lb <= rule["max_loss_increase"],
                           f"loss increase {lt - lb:+.4f} (claim allows <= {rule['max_loss_increase']})"))
-    detail = "; ".join(p[2] for p in parts) or "no peak memory / eval loss in the logs"
+    detail = ("; ".join(p[2] for p in parts) or "no peak memory / eval loss in the logs") + cut_note
     if any(p[1] is False for p in parts):
         return _result("does not hold", detail, nums, [base, test])
     if parts and all(p[1] is True for p in parts) and len(parts) == 2:
@@ -1115,6 +1121,90 @@ def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None, pat
     return {"overrides": overrides, "used": [m for _, m in sorted(winners, reverse=True)],
             "reason": f"combined {', '.join(m for _, m in sorted(winners, reverse=True))}"
                       + (f" (not run yet: {', '.join(missing)})" if missing else "")}
+
+
+RECIPE_RUNS = ("spread-s42", "tp-best", "tp-pf", "tp-gbl", "tp-nogc", "tp-liger", "tp-eager", "tp-bs8", "tp-bs4",
+               "tp-bs2", "tp-combo", "best24-a", "best24-b")
+
+
+def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_FILE):
+    """One row per throughput recipe that has a run: measured tokens/s with its 95 % range, the multiple of the seed
+    recipe's tokens/s, peak memory, the eval loss at its last eval step and whether it stays in the seed band."""
+    import pandas as pd
+
+    hw = hw or _hw_choice(results_dir, path)
+    runs = runs_by_experiment(results_dir, path, hw)
+    seed = seed_baseline(["seed", "workers4"], runs, results_dir, hw)
+    seed_tps = throughput(seed)["tokens_per_s"] if seed else None
+    spread = ["spread-s42", "spread-s43", "spread-s44"]
+    rows = []
+    for name in RECIPE_RUNS:
+        row = _pick(runs, name)
+        if row is None:
+            continue
+        t = throughput(row)
+        lc = loss_check(row, spread, runs)
+        key = (row.get("run_status") or {}).get("key") or {}
+        flags = {k: v for k, v in (key.get("overrides") or {}).items() if k not in ("logging_steps", "eval_steps",
+                                                                                    "seed")}
+        rows.append({"recipe": name, "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or "(bs16 baseline)",
+                     "cap_gib": (key.get("launcher") or {}).get("mem_cap_gib"),
+                     "tokens_per_s": _r(t["tokens_per_s"], 1), "low": _r(t["low"], 1), "high": _r(t["high"], 1),
+                     "x_seed": _r(t["tokens_per_s"] / seed_tps, 2) if seed_tps and t["tokens_per_s"] else None,
+                     "steady_steps": t.get("steady_steps"), "tokens_source": t["source"],
+                     "peak_gib": row.get("peak_mem_gib"), "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
+                     "loss_counts": lc["counts"], "gpu_busy_frac": _r(busy_fraction(row), 3), "run": row["path"]})
+    df = pd.DataFrame(rows)
+    df.attrs["seed_tokens_per_s"] = seed_tps
+    df.attrs["seed_run"] = seed["path"] if seed else None
+    return df
+
+
+def time_breakdown(results_dir, hw: str | None = None, path: str | Path = CLAIMS_FILE):
+    """Where a step's time goes, from the profiled steps: wall time, GPU busy time (the union of kernels and copies),
+    their ratio, and the operator with the most GPU time. Runs cut short after profiling are included (marked)."""
+    import pandas as pd
+
+    hw = hw or _hw_choice(results_dir, path)
+    runs = runs_by_experiment(results_dir, path, hw)
+    rows = []
+    for name in ("workers4", "spread-s42", "tp-best", "tp-combo"):
+        row = _pick(runs, name)
+        cut = False
+        if row is None:
+            row = next((r for r in runs.get(CUT_SHORT, {}).get(name, []) if busy_fraction(r) is not None), None)
+            cut = row is not None
+        if row is None:
+            continue
+        for st in (_profile(row["path"]) or {}).get("steps", []):
+            if st.get("gpu_busy_s") is None:
+                continue
+            ops = st.get("top_gpu_ops") or []
+            rows.append({"run": name, "step": st["step"], "wall_s": st.get("wall_s"), "gpu_busy_s": st["gpu_busy_s"],
+                         "gpu_busy_frac": st.get("gpu_busy_frac"), "host_s": _r(st["wall_s"] - st["gpu_busy_s"], 4),
+                         "median_unprofiled_step_s": _r(step_stats(row)["median"], 4),
+                         "top_op": f"{ops[0]['op']} {ops[0]['gpu_ms']:.0f} ms" if ops else None,
+                         "note": f"run cut short afterwards ({row.get('failure')})" if cut else "",
+                         "path": row["path"]})
+    return pd.DataFrame(rows)
+
+
+def capacity_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_FILE):
+    """Every capacity probe: cap, per-device batch, trained or OOM, peak reserved memory."""
+    import pandas as pd
+
+    hw = hw or _hw_choice(results_dir, path)
+    runs = runs_by_experiment(results_dir, path, hw)
+    rows = []
+    for name, srch in load(path)["searches"].items():
+        cap = srch["launcher"]["mem_cap_gib"]
+        for b in srch["ladder"]:
+            row = _pick(runs, probe_name(name, b), allow_oom=True)
+            if row is None:
+                continue
+            rows.append({"cap_gib": cap, "batch": b, "outcome": "trained" if row.get("status") == "ok" else "OOM",
+                         "peak_gib": row.get("peak_mem_gib"), "path": row["path"]})
+    return pd.DataFrame(rows)
 
 
 def _source(claim: dict) -> str:

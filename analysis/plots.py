@@ -257,3 +257,60 @@ def utilisation_timeline(df: pd.DataFrame, windows: dict[str, float], board_powe
             if i == 2:
                 ax.set_xlabel("seconds since training started (green: training)")
     return _finish(fig, title, labels)
+
+
+def recipe_bars(df: pd.DataFrame, seed_tps: float | None, factor: float, title: str, labels: str) -> plt.Figure:
+    """Measured tokens/s per throughput recipe with its 95 % range; colour: does its eval loss stay in the seed band.
+
+    df columns: recipe, tokens_per_s, low, high, x_seed, loss_counts."""
+    if df.empty:
+        return _empty(title, labels, "no throughput recipe runs")
+    df = df.sort_values("tokens_per_s", ascending=True, ignore_index=True)
+    fig, ax = plt.subplots(figsize=(11, max(2.8, 0.45 * len(df) + 1.6)), layout="constrained")
+    y = np.arange(len(df))
+    palette = {True: "#2b8a3e", False: "#c92a2a", None: "#868e96"}
+    colors = [palette[None if c is None or (isinstance(c, float) and np.isnan(c)) else bool(c)]
+              for c in df["loss_counts"]]
+    ax.barh(y, df["tokens_per_s"].astype(float), color=colors, edgecolor="white")
+    for yi, r in df.iterrows():
+        if r["low"] is not None and np.isfinite(r["low"]):
+            ax.plot([r["low"], r["high"]], [yi, yi], color="black", lw=1.4)
+        text = f"  {r['tokens_per_s']:,.0f}" + (f"  ({r['x_seed']:.1f}x seed)" if r.get("x_seed") else "")
+        ax.text(max(r["tokens_per_s"], r["high"] if r["high"] is not None and np.isfinite(r["high"]) else 0), yi,
+                text, va="center", fontsize=8)
+    ax.set_yticks(y, df["recipe"])
+    if seed_tps:
+        ax.axvline(seed_tps, color="#495057", ls=":", lw=1.2)
+        ax.axvline(seed_tps * factor, color="#1c7ed6", ls="--", lw=1.2)
+        ax.text(seed_tps * factor, len(df) - 0.4, f" {factor:g}x the seed recipe", color="#1c7ed6", fontsize=8)
+        ax.text(seed_tps, len(df) - 0.4, " seed recipe", color="#495057", fontsize=8)
+    ax.set_xlim(0, float(np.nanmax(pd.to_numeric(df["high"], errors="coerce").fillna(df["tokens_per_s"]))) * 1.35)
+    ax.set_xlabel("measured tokens per second (real tokens of the steady steps / their time; bar: 95 % bootstrap)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[k]) for k in (True, False, None)]
+    ax.legend(handles, ["eval loss inside the seed band", "eval loss OUTSIDE the seed band", "no band at its step"],
+              loc="lower right", fontsize=8, framealpha=0.95)
+    return _finish(fig, title, labels)
+
+
+def capacity_points(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
+    """Per allocator cap: probed per-device batches, trained (filled) or OOM (cross), with the peak reserved memory.
+
+    df columns: cap_gib, batch, outcome, peak_gib."""
+    if df.empty:
+        return _empty(title, labels, "no capacity probes")
+    fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
+    caps = sorted(df["cap_gib"].unique())
+    for i, cap in enumerate(caps):
+        sub = df[df["cap_gib"] == cap]
+        ok, oom = sub[sub["outcome"] == "trained"], sub[sub["outcome"] == "OOM"]
+        ax.scatter(ok["batch"], [i] * len(ok), s=80, color="#2b8a3e", zorder=3)
+        ax.scatter(oom["batch"], [i] * len(oom), s=80, marker="x", color="#c92a2a", zorder=3)
+        for _, r in ok.iterrows():
+            ax.annotate(f"{r['peak_gib']:.1f} GiB", (r["batch"], i), textcoords="offset points", xytext=(0, 9),
+                        ha="center", fontsize=7)
+    ax.set_yticks(range(len(caps)), [f"{c:g} GiB cap" for c in caps])
+    ax.set_xscale("log", base=2)
+    _plain_log_ticks(ax.xaxis)
+    ax.set_xlabel("per-device batch (longest samples first; green: trained 2 steps, red x: CUDA out of memory)")
+    ax.set_ylim(-0.6, len(caps) - 0.3)
+    return _finish(fig, title, labels)

@@ -232,7 +232,10 @@ class Report:
         self.out.mkdir(parents=True, exist_ok=True)
         self.baseline = baseline
         hardware.require(baseline)
-        self.rows = collect(self.results_dir)
+        from analysis.runs import is_matrix
+
+        self.all_rows = collect(self.results_dir)
+        self.rows = [r for r in self.all_rows if is_matrix(r)]  # the hardware matrix; claims runs: Claims section
         self.picked = _latest_per_group(self.rows)
         self.picked_ids = {(r["hw"], r["experiment"], r["run"]) for r in self.picked}
         self.speed = speedup_table(self.results_dir, baseline, self.seeds_dir, rows=self.picked)
@@ -1041,6 +1044,46 @@ class Report:
 
     # ------------------------------------------------------------------------------ untested claims
 
+    def _claims_figures(self) -> list[str]:
+        """Throughput recipes, where a step's time goes, and the capacity probes of the claims audit."""
+        from analysis import claims as cl
+
+        out = []
+        rec = cl.recipes_frame(self.results_dir)
+        if not rec.empty:
+            labels = self._plots.labels_text([(r, lab) for r, lab in (
+                (Path(p).parent.name + " · " + Path(p).name, next((x["labels"] for x in self.all_rows
+                                                                  if x.get("path") == p), []))
+                for p in rec["run"])])
+            seed_tps = rec.attrs.get("seed_tokens_per_s")
+            out += [
+                self._figure(self._plots.recipe_bars(rec, seed_tps, 12, "Throughput recipes at global batch 16 (H200)",
+                                                     labels),
+                             "claims_recipes.png",
+                             "Measured tokens/s per recipe against the seed recipe and the 12x bar; colour: eval loss "
+                             "inside or outside the seed band at the recipe's last eval step"),
+                _p(f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({_e(rec.attrs.get('seed_run'))}). "
+                   "Cut runs stop after step 23 or 46 of the full 94-step schedule, so every eval compares with the "
+                   "seed band at the same step.") if seed_tps else "",
+                html_table(rec.drop(columns=["run"]).assign(run=[Path(p).name for p in rec["run"]])),
+                self._csv(rec, "claims_recipes.csv"),
+            ]
+        tb = cl.time_breakdown(self.results_dir)
+        if not tb.empty:
+            out += [_p("<b>Where a step's time goes</b> (torch.profiler over the profiled steps; GPU busy = union of "
+                       "kernel and copy intervals; the profiler itself slows the host side, so wall time here is above "
+                       "the unprofiled median)."),
+                    html_table(tb.drop(columns=["path"])), self._csv(tb, "claims_time_breakdown.csv")]
+        cap = cl.capacity_frame(self.results_dir)
+        if not cap.empty:
+            out += [self._figure(self._plots.capacity_points(cap, "Largest per-device batch under an allocator cap "
+                                                                  "(H200, seed recipe shape)",
+                                                             "dummy weights; offline data samples; ms-swift 4.6.0; "
+                                                             "cut runs (2 steps); allocator capped per process"),
+                                 "claims_capacity.png", "Capacity probes per cap: trained or out of memory"),
+                    self._csv(cap, "claims_capacity.csv")]
+        return out
+
     def claims_section(self):
         rows = []
         for fname, data in self.seeds.items():
@@ -1060,10 +1103,12 @@ class Report:
             parts += [
                 _p("<b>Verdicts</b> (analysis/claims.py over the committed results; experiments in "
                    "experiments/claims.yaml). <i>not run yet</i> means the experiment is defined but its GPU runs "
-                   "are not committed; <i>cannot be tested here</i> says why."),
+                   "are not committed (a run cut short by a device call's deadline is named, not judged); "
+                   "<i>cannot be tested here</i> says why."),
                 html_table(verdicts[keep] if keep else verdicts),
                 self._csv(verdicts, "claims_verdicts.csv"),
             ]
+            parts += self._claims_figures()
         except Exception as exc:  # another stage: its failure must not hide the rest of the report
             parts.append(_p(f"<b>claims audit not available</b>: {_e(type(exc).__name__)}: {_e(exc)}"))
         parts += [

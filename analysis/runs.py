@@ -99,9 +99,27 @@ def labels(env: dict, status: dict) -> list[str]:
         out.append("offline data samples")
     if status.get("max_steps"):
         out.append(f"cut run ({status['max_steps']} steps)")
+    launcher = (status.get("key") or {}).get("launcher") or {}
+    if launcher.get("stop_after"):
+        out.append(f"cut run (stopped after step {launcher['stop_after']} of the full schedule)")
+    if launcher.get("mem_cap_gib"):
+        out.append(f"allocator capped at {launcher['mem_cap_gib']:g} GiB")
     if status.get("forced_hw"):
         out.append(f"forced hw label (GPU was {env.get('gpu_name', '?')})")
     version = (env.get("packages") or {}).get("ms-swift")
     if version:
         out.append(f"ms-swift {version}")
     return out
+
+
+def matrix_experiments() -> set[str]:
+    """The hardware matrix's experiments (experiments/recipes.yaml, matrix: true): what the speed and convergence
+    tables compare across GPUs. Claims experiments (experiments/claims.yaml) have their own table."""
+    from analysis.datafiles import read_yaml
+
+    data = read_yaml(Path(__file__).resolve().parents[1] / "experiments" / "recipes.yaml") or {}
+    return {k for k, v in (data.get("experiments") or {}).items() if (v or {}).get("matrix", True)}
+
+
+def is_matrix(row: dict) -> bool:
+    return row.get("experiment") in matrix_experiments()

@@ -70,7 +70,10 @@ def loss_drop_stats(curve: list[list[float]], final: float | None) -> dict:
 
 
 def measured_rows(results_dir: str | Path) -> list[dict]:
-    return _latest_per_group(collect(results_dir))
+    """The picked run per (hw, matrix experiment); claims runs are left to analysis.claims."""
+    from analysis.runs import is_matrix
+
+    return _latest_per_group([r for r in collect(results_dir) if is_matrix(r)])
 
 
 def _speed_row(r: dict) -> dict:

@@ -698,10 +698,10 @@ def test_runs_cut_short_by_a_deadline_are_not_verdicts(tmp_path):
     lines, args = _synthetic(9, 6.0, 16.0, 12.0)
     _write_run(root, "workers4", lines=lines, args=args, status="failed", reason="timeout",
                profile={"device": "cuda", "steps": [{"step": 9, "wall_s": 9.9, "gpu_busy_frac": 0.0636}]})
-    _write_run(root, "workers8", lines=None, args=None, status="failed", reason="interrupted", run_id="20261201-000001")
+    _write_run(root, "seed-w8", lines=None, args=None, status="failed", reason="interrupted", run_id="20261201-000001")
     df = claims.claims_table(root).set_index("id")
     w = df.loc["workers8"]
-    assert w.verdict == "not run yet" and "cut short by a time limit" in w.detail and "workers8 (interrupted" in w.detail
+    assert w.verdict == "not run yet" and "cut short by a time limit" in w.detail and "seed-w8 (interrupted" in w.detail
     bound = df.loc["host-bound-seed"]
     assert bound.verdict == "holds" and bound.numbers["gpu_busy_frac"] == pytest.approx(0.064, abs=1e-3)
     assert "cut short: timeout" in bound.detail
