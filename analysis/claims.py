@@ -1147,7 +1147,9 @@ def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_
         key = (row.get("run_status") or {}).get("key") or {}
         flags = {k: v for k, v in (key.get("overrides") or {}).items() if k not in ("logging_steps", "eval_steps",
                                                                                     "seed")}
-        rows.append({"recipe": name, "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or "(bs16 baseline)",
+        cap = (key.get("launcher") or {}).get("mem_cap_gib")
+        label = {"spread-s42": "spread-s42 (bs16 baseline)"}.get(name, name) + (f" ({cap:g} GiB cap)" if cap else "")
+        rows.append({"recipe": name, "label": label, "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or "(bs16 baseline)",
                      "cap_gib": (key.get("launcher") or {}).get("mem_cap_gib"),
                      "tokens_per_s": _r(t["tokens_per_s"], 1), "low": _r(t["low"], 1), "high": _r(t["high"], 1),
                      "x_seed": _r(t["tokens_per_s"] / seed_tps, 2) if seed_tps and t["tokens_per_s"] else None,

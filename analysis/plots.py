@@ -278,7 +278,7 @@ def recipe_bars(df: pd.DataFrame, seed_tps: float | None, factor: float, title: 
         text = f"  {r['tokens_per_s']:,.0f}" + (f"  ({r['x_seed']:.1f}x seed)" if r.get("x_seed") else "")
         ax.text(max(r["tokens_per_s"], r["high"] if r["high"] is not None and np.isfinite(r["high"]) else 0), yi,
                 text, va="center", fontsize=8)
-    ax.set_yticks(y, df["recipe"])
+    ax.set_yticks(y, df["label"] if "label" in df else df["recipe"])
     if seed_tps:
         ax.axvline(seed_tps, color="#495057", ls=":", lw=1.2)
         ax.axvline(seed_tps * factor, color="#1c7ed6", ls="--", lw=1.2)

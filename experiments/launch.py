@@ -360,7 +360,9 @@ def install_token_counter(out_file: Path, record: dict) -> None:
 
     def get_batch_samples(self, epoch_iterator, num_batches, *args, **kwargs):
         batches, num_items = orig(self, epoch_iterator, num_batches, *args, **kwargs)
-        if batches and getattr(self.model, "training", True):
+        # only the training loop calls this (evaluation iterates on its own); the model may still be in eval mode
+        # right after an evaluation, so that is no test (runs of 2026-11-30 lack the step after each eval)
+        if batches:
             try:
                 counts = batch_token_counts(batches)
                 line = {"step": int(self.state.global_step) + 1, **counts}
