@@ -355,6 +355,7 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
                         os.killpg(proc.pid, signal.SIGKILL)
         except BaseException:
             os.killpg(proc.pid, signal.SIGKILL)
+            _drop_weights_and_data(run_dir)  # an interrupted run is kept, but never with weights or data
             write_status(run_dir, status="failed", reason="interrupted")
             raise
     rc = proc.wait()
@@ -362,16 +363,20 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     wall = time.monotonic() - t0
     tail = (run_dir / "stdout.log").read_text(errors="replace")[-20000:]
     ok = rc == 0 and not timed_out and log.is_file() and '"log_history"' in log.read_text(encoding="utf-8")[-2_000_000:]
-    for ckpt in run_dir.glob("checkpoint-*"):
-        shutil.rmtree(ckpt, ignore_errors=True)
-    # No weights and no training data in results: adapters, optimizer states, and ms-swift's copy of the
-    # eval split (the data may be licensed content that must not be committed).
-    for name in ("adapter_model.safetensors", "optimizer.pt", "val_dataset.jsonl", "last-checkpoint"):
-        (run_dir / name).unlink(missing_ok=True)
+    _drop_weights_and_data(run_dir)
     reason = None if ok else _failure_reason(rc, tail, timed_out)
     return write_status(run_dir, status="ok" if ok else "failed", reason=reason, returncode=rc,
                         wall_s=round(wall, 1), nvml_rows=sampler.rows,
                         finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+
+
+def _drop_weights_and_data(run_dir: Path) -> None:
+    """No weights and no training data in results: checkpoints, adapters, optimizer states, and ms-swift's copy of
+    the eval split (the data may be licensed content that must not be committed)."""
+    for ckpt in run_dir.glob("checkpoint-*"):
+        shutil.rmtree(ckpt, ignore_errors=True)
+    for name in ("adapter_model.safetensors", "optimizer.pt", "val_dataset.jsonl", "last-checkpoint"):
+        (run_dir / name).unlink(missing_ok=True)
 
 
 def summarise(run_dir: Path) -> dict | None:

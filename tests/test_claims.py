@@ -545,15 +545,18 @@ def test_run_all_claims_through_the_launcher_on_cpu(tmp_path):
     assert first.returncode == 0, first.stderr[-3000:]
     (run_dir,) = list((results / "cpu" / "rank4").iterdir())
     status = json.loads((run_dir / "run.json").read_text())
-    assert status["status"] == "ok" and status["key"]["launcher"] == {"longest_first": True}
-    assert status["launch_command"][1:4] == ["-m", "experiments.launch", "--longest-first"]
+    assert status["status"] == "ok" and status["key"]["launcher"] == {"longest_first": True, "stop_after": 2}
+    assert status["launch_command"][1:6] == ["-m", "experiments.launch", "--longest-first", "--stop-after", "2"]
+    assert "cut run (stopped after step 2 of the full schedule)" in claims.runs_by_experiment(
+        results, hw="cpu")["rank4"][0]["labels"]
+    assert (run_dir / "tokens.jsonl").is_file() and not (run_dir / "val_dataset.jsonl").exists()
     assert status["command"][:2] == ["swift", "sft"]
     assert (run_dir / "launch.json").is_file() and not list(run_dir.glob("checkpoint-*"))
     assert json.loads((run_dir / "launch.json").read_text())["longest_first"]["applied"]
     rows = claims.runs_by_experiment(results, hw="cpu")
     assert [r["path"] for r in rows["rank4"]] == [str(run_dir)]
     df = claims.claims_table(results).set_index("id")
-    assert df.loc["lora-rank4"].verdict == "not run yet" and df.loc["lora-rank4"].hw == "cpu"  # rank8 missing
+    assert df.loc["lora-rank4"].verdict == "not run yet" and df.loc["lora-rank4"].hw == "cpu"  # workers4 missing
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert second.returncode == 0 and "skip" in second.stderr
     assert len(list((results / "cpu" / "rank4").iterdir())) == 1
