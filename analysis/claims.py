@@ -535,10 +535,18 @@ def _hw_choice(results_dir, path) -> str | None:
 # -------------------------------------------------------------------------------------------- verdicts
 
 
+def _rel(path: str) -> str:
+    """A run folder relative to the repository when it is inside it (tables travel between machines)."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _result(verdict: str, detail: str, numbers: dict | None = None, runs: list | None = None) -> dict:
     assert verdict in VERDICTS, verdict
     return {"verdict": verdict, "detail": detail, "numbers": numbers or {},
-            "runs": [r["path"] for r in (runs or []) if r]}
+            "runs": [_rel(r["path"]) for r in (runs or []) if r and r.get("path")]}
 
 
 def _not_run(claim: dict, path, runs: dict | None = None) -> dict:
@@ -1155,7 +1163,8 @@ def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_
                      "x_seed": _r(t["tokens_per_s"] / seed_tps, 2) if seed_tps and t["tokens_per_s"] else None,
                      "steady_steps": t.get("steady_steps"), "tokens_source": t["source"],
                      "peak_gib": row.get("peak_mem_gib"), "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
-                     "loss_counts": lc["counts"], "gpu_busy_frac": _r(busy_fraction(row), 3), "run": row["path"]})
+                     "loss_counts": lc["counts"], "gpu_busy_frac": _r(busy_fraction(row), 3),
+                     "labels": "; ".join(row.get("labels") or []), "run": _rel(row["path"])})
     df = pd.DataFrame(rows)
     df.attrs["seed_tokens_per_s"] = seed_tps
     df.attrs["seed_run"] = seed["path"] if seed else None
@@ -1187,7 +1196,7 @@ def time_breakdown(results_dir, hw: str | None = None, path: str | Path = CLAIMS
                          "median_unprofiled_step_s": _r(step_stats(row)["median"], 4),
                          "top_op": f"{ops[0]['op']} {ops[0]['gpu_ms']:.0f} ms" if ops else None,
                          "note": f"run cut short afterwards ({row.get('failure')})" if cut else "",
-                         "path": row["path"]})
+                         "path": _rel(row["path"])})
     return pd.DataFrame(rows)
 
 
@@ -1205,7 +1214,7 @@ def capacity_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS
             if row is None:
                 continue
             rows.append({"cap_gib": cap, "batch": b, "outcome": "trained" if row.get("status") == "ok" else "OOM",
-                         "peak_gib": row.get("peak_mem_gib"), "path": row["path"]})
+                         "peak_gib": row.get("peak_mem_gib"), "path": _rel(row["path"])})
     return pd.DataFrame(rows)
 
 

@@ -1051,10 +1051,8 @@ class Report:
         out = []
         rec = cl.recipes_frame(self.results_dir)
         if not rec.empty:
-            labels = self._plots.labels_text([(r, lab) for r, lab in (
-                (Path(p).parent.name + " · " + Path(p).name, next((x["labels"] for x in self.all_rows
-                                                                  if x.get("path") == p), []))
-                for p in rec["run"])])
+            labels = self._plots.labels_text([(f"{Path(p).parent.name} · {Path(p).name}", lab.split("; "))
+                                              for p, lab in zip(rec["run"], rec["labels"])])
             seed_tps = rec.attrs.get("seed_tokens_per_s")
             out += [
                 self._figure(self._plots.recipe_bars(rec, seed_tps, 12, "Throughput recipes at global batch 16 (H200)",
@@ -1065,7 +1063,7 @@ class Report:
                 _p(f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({_e(rec.attrs.get('seed_run'))}). "
                    "Cut runs stop after step 23 or 46 of the full 94-step schedule, so every eval compares with the "
                    "seed band at the same step.") if seed_tps else "",
-                html_table(rec.drop(columns=["run"]).assign(run=[Path(p).name for p in rec["run"]])),
+                html_table(rec.drop(columns=["run", "labels"]).assign(run=[Path(p).name for p in rec["run"]])),
                 self._csv(rec, "claims_recipes.csv"),
             ]
         tb = cl.time_breakdown(self.results_dir)
