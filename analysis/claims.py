@@ -850,6 +850,18 @@ def rule_seed_spread(claim: dict, runs: dict, path, seeds_dir=None, **_) -> dict
     return _result(verdict, detail, nums, have)
 
 
+def _shipped_version(package: str) -> str | None:
+    """The version of PACKAGE pinned in the GPU wheelhouse's requirements, if any."""
+    import re
+
+    try:
+        text = (ROOT / "experiments" / "requirements-gpu.txt").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    m = re.search(rf"^{re.escape(package)}==(\S+)", text, flags=re.M)
+    return m.group(1) if m else None
+
+
 def rule_fits(claim: dict, runs: dict, path, **_) -> dict:
     rule = claim["rule"]
     rows = runs.get(rule["run"], [])
@@ -859,6 +871,13 @@ def rule_fits(claim: dict, runs: dict, path, **_) -> dict:
     if row is None:
         if rows and rows[0].get("failure"):
             return _result("inconclusive", f"{rule['run']} failed: {rows[0]['failure']}", nums, rows[:1])
+        shipped = _shipped_version(rule["package"])
+        if shipped:
+            res = _not_run(claim, path, runs)
+            res["detail"] += (f"; {rule['package']} {shipped} is in the GPU wheelhouse (experiments/requirements-gpu.txt,"
+                              " slimmed to the host's CUDA 13.0 library), so the run is possible")
+            res["numbers"] = {**nums, "shipped": shipped}
+            return res
         p = pkg.get("pypi") or {}
         return _result("cannot be tested here",
                        f"needs {rule['package']}, which the GPU host does not have; PyPI has {p.get('file')} "

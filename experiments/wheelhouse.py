@@ -145,11 +145,14 @@ class RequirementsFile:
     pins: list[Pin]
     #: (canonical name of the wheel that declares it, or "" for any, canonical name) -> reason
     waived: dict[tuple[str, str], str]
+    #: canonical name -> (shared-library file names to keep, reason): the wheel's other native libraries are dropped
+    slim: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
 
     def waiver(self, required_by: str, name: str) -> str | None:
         return self.waived.get((required_by, name), self.waived.get(("", name)))
 
 
+_SLIM_RE = re.compile(r"^#\s*slim\s*\((?P<pkg>[^)]+)\)\s*:\s*keep\s+(?P<keep>[^#]+?)\s+--\s+(?P<reason>.+)$")
 _WAIVE_RE = re.compile(
     r"^#\s*not-shipped(?:\s*\((?P<by>[^)]*)\))?\s*:\s*(?P<names>[^#]+?)\s+--\s+(?P<reason>.+)$")
 
@@ -165,12 +168,18 @@ def parse_requirements(text: str) -> RequirementsFile:
     """
     pins: list[Pin] = []
     waived: dict[tuple[str, str], str] = {}
+    slim: dict[str, tuple[tuple[str, ...], str]] = {}
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
             continue
         if line.startswith("#"):
+            ms = _SLIM_RE.match(line)
+            if ms:
+                keep = tuple(k.strip() for k in ms["keep"].split(",") if k.strip())
+                slim[canonicalize_name(ms["pkg"].strip())] = (keep, ms["reason"].strip())
+                continue
             m = _WAIVE_RE.match(line)
             if m:
                 by = canonicalize_name(m["by"].strip()) if m["by"] else ""
@@ -196,7 +205,7 @@ def parse_requirements(text: str) -> RequirementsFile:
             )
         seen[name] = lineno
         pins.append(Pin(name, specs[0].version, line))
-    return RequirementsFile(pins, waived)
+    return RequirementsFile(pins, waived, slim)
 
 
 def load_requirements(path: Path = DEFAULT_REQUIREMENTS) -> RequirementsFile:
@@ -549,6 +558,50 @@ def download(dest: Path, reqs: RequirementsFile, python_version: str,
         f"{len(platforms) - 1} platform tags for: {' '.join(missing)}")
 
 
+def slim_wheel(path: Path, keep: tuple[str, ...]) -> tuple[int, int]:
+    """Rewrite wheel PATH without the native libraries (``*.so*``) whose file names are not in KEEP, and without
+    their RECORD lines, so that it still installs (pip checks the hashes of the files that are there). The file
+    name stays, so the pin and pip's "already downloaded" check still match. Returns (bytes before, after).
+
+    Why: bitsandbytes ships one 4-27 MB library per CUDA/ROCm version; the GPU host needs one of them, and the
+    device tool carries at most 64 MiB per call."""
+    import zipfile
+
+    path = Path(path)
+    before = path.stat().st_size
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        drop = {n for n in names if re.search(r"\.so(\.|$)", Path(n).name) and Path(n).name not in keep}
+        if not drop:
+            return before, before
+        record = next((n for n in names if n.endswith(".dist-info/RECORD")), None)
+        tmp = path.with_suffix(".slim-tmp")
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as out:
+            for info in z.infolist():
+                if info.filename in drop:
+                    continue
+                data = z.read(info.filename)
+                if info.filename == record:
+                    lines = data.decode("utf-8").splitlines()
+                    data = ("\n".join(ln for ln in lines if ln.split(",", 1)[0] not in drop) + "\n").encode()
+                out.writestr(info, data)
+    tmp.replace(path)
+    return before, path.stat().st_size
+
+
+def apply_slim(dest: Path, reqs: RequirementsFile) -> None:
+    for p in sorted(Path(dest).glob("*.whl")):
+        try:
+            name = read_wheel(p).name
+        except WheelhouseError:
+            continue
+        if name in reqs.slim:
+            keep, reason = reqs.slim[name]
+            before, after = slim_wheel(p, keep)
+            if after != before:
+                say(f"slimmed {p.name}: {mib(before):.1f} -> {mib(after):.1f} MiB (kept {', '.join(keep)}; {reason})")
+
+
 def total_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in Path(folder).iterdir() if p.is_file())
 
@@ -623,6 +676,7 @@ def _main_download(argv: list[str]) -> int:
 
     if not args.check:
         download(dest, reqs, args.python_version, platforms, clean=args.clean)
+        apply_slim(dest, reqs)
     wheels, _ = list_folder(dest) if dest.is_dir() else ([], [])
     size = total_size(dest) if dest.is_dir() else 0
     if not args.check:

@@ -130,9 +130,11 @@ def test_qlora_package_part_says_what_was_found(tmp_path):
     row = claims.claims_table(tmp_path / "none").set_index("id").loc["qlora-7b-24gb"]
     rec = next(c for c in claims.load()["claims"] if c["id"] == "qlora-7b-24gb")["package_check"]
     assert rec["name"] == "bitsandbytes" and "cuda130" in rec["kernels"] and rec["file"].endswith(".whl")
-    assert row.verdict == "cannot be tested here"
-    assert rec["file"] in row.detail and "cuda130" in row.detail
+    # the wheelhouse pins (and slims) bitsandbytes now: the QLoRA run is possible, just not made yet
+    assert claims._shipped_version("bitsandbytes") == "0.50.2"
+    assert row.verdict == "not run yet" and "in the GPU wheelhouse" in row.detail
     assert row.numbers["package_importable_here"] is (claims.importlib.util.find_spec("bitsandbytes") is not None)
+    assert claims._shipped_version("no-such-package") is None
 
 
 def test_unrun_claims_name_their_planned_experiments(tmp_path):

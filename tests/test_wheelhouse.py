@@ -371,3 +371,47 @@ def test_offline_install_into_a_target(tmp_path, capsys):
     assert (site / "swb_fake_one" / "__init__.py").read_text() == "VERSION = '1.0'\n"
     assert (site / "swb_fake_two-2.0.dist-info" / "METADATA").is_file()
     assert "installed 2 packages into" in capsys.readouterr().out
+
+
+def test_slim_wheel_keeps_the_named_libraries_and_still_installs(tmp_path):
+    """A wheel with three native libraries, two dropped: the zip and its RECORD agree, and pip installs it."""
+    import base64
+    import hashlib
+
+    def rec(name, data):
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        return f"{name},sha256={digest},{len(data)}"
+
+    files = {"fakebnb/__init__.py": b"X = 1\n", "fakebnb/libfake_cuda118.so": b"a" * 5000,
+             "fakebnb/libfake_cuda130.so": b"b" * 300, "fakebnb/libfake_cpu.so": b"c" * 200,
+             "fakebnb-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: fakebnb\nVersion: 1.0\n",
+             "fakebnb-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\n"
+                                           b"Tag: py3-none-any\n"}
+    record = "\n".join(rec(n, d) for n, d in files.items()) + "\nfakebnb-1.0.dist-info/RECORD,,\n"
+    whl = tmp_path / "fakebnb-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for n, d in files.items():
+            zf.writestr(n, d)
+        zf.writestr("fakebnb-1.0.dist-info/RECORD", record)
+    reqs = wh.parse_requirements("fakebnb==1.0\n# slim (fakebnb): keep libfake_cuda130.so, libfake_cpu.so -- test\n")
+    assert reqs.slim == {"fakebnb": (("libfake_cuda130.so", "libfake_cpu.so"), "test")}
+    wh.apply_slim(tmp_path, reqs)
+    with zipfile.ZipFile(whl) as zf:
+        names = set(zf.namelist())
+        rec_names = {ln.split(",", 1)[0] for ln in zf.read("fakebnb-1.0.dist-info/RECORD").decode().splitlines() if ln}
+    assert "fakebnb/libfake_cuda118.so" not in names and "fakebnb/libfake_cuda130.so" in names
+    assert rec_names == names  # every file listed, nothing listed that is gone
+    assert wh.slim_wheel(whl, ("libfake_cuda130.so", "libfake_cpu.so"))[0] == whl.stat().st_size  # idempotent
+    target = tmp_path / "site"
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target",
+                        str(target), str(whl)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert (target / "fakebnb" / "libfake_cuda130.so").is_file()
+    assert not (target / "fakebnb" / "libfake_cuda118.so").exists()
+
+
+def test_requirements_slim_bitsandbytes_to_the_hosts_cuda():
+    reqs = wh.load_requirements()
+    keep, _ = reqs.slim["bitsandbytes"]
+    assert "libbitsandbytes_cuda130.so" in keep  # the host's torch is 2.11.0+cu130 (GPU-HOST.md)
+    assert any(p.name == "bitsandbytes" for p in reqs.pins)
