@@ -1083,13 +1083,26 @@ class Report:
         return out
 
     def claims_section(self):
+        audited: dict[tuple[str, str], str] = {}
+        try:  # which seed claims the claims audit covers, and its verdict for them
+            from analysis.claims import claims_table
+            from analysis.claims import load as load_claims
+
+            verdict_of = dict(zip(*claims_table(self.results_dir)[["id", "verdict"]].T.values))
+            for c in load_claims()["claims"]:
+                src = c["source"]
+                for cid in [src.get("claim"), *(src.get("also") or [])]:
+                    audited[(src.get("file"), cid)] = f"{verdict_of.get(c['id'], '?')} (audit row {c['id']})"
+        except Exception:  # noqa: BLE001 - the verdict table below reports its own failure
+            pass
         rows = []
         for fname, data in self.seeds.items():
             for c in data.get("claims", []):
                 ev = CLAIM_EVIDENCE.get(c["id"]) if fname == "ms_swift_hw_test.yaml" else None
                 rows.append({"seed": fname, "claim": c["id"], "kind": c["kind"],
                              "english": " ".join(c["english"].split()), "testable here": c["testable_here"],
-                             "data in this report": ev or "–", "status": "not tested by this report yet"})
+                             "data in this report": ev or "–",
+                             "status": audited.get((fname, c["id"]), "not in the claims audit")})
         df = pd.DataFrame(rows, columns=["seed", "claim", "kind", "english", "testable here", "data in this report",
                                          "status"])
         parts = []
@@ -1112,7 +1125,7 @@ class Report:
         parts += [
             _p(f"The seed articles make {len(df)} claims ({int(df['testable here'].sum()) if len(df) else 0} marked "
                "testable on the hardware here). The <i>data in this report</i> column points to the sections that "
-               "hold relevant measurements."),
+               "hold relevant measurements; <i>status</i> gives the audit's verdict where the audit covers the claim."),
             html_table(df),
             self._csv(df, "claims_untested.csv"),
         ]

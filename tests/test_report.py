@@ -184,7 +184,13 @@ def test_internal_checks_recomputed(built):
 
 def test_claims_and_planner_sections(built):
     claims = pd.read_csv(built["out"] / "claims_untested.csv")
-    assert (claims["status"] == "not tested by this report yet").all() and len(claims) > 20
+    assert len(claims) > 20
+    status = dict(zip(claims["claim"], claims["status"]))
+    # decided from the installed ms-swift, whatever the runs: both flags of the article do not exist
+    assert status["flag.disable_cuda_graph"] == "does not hold (audit row flags-cuda-graph-flash-attn)"
+    assert status["flag.disable_flash_attn"] == "does not hold (audit row flags-cuda-graph-flash-attn)"
+    assert status["memory.lora_rank4"].startswith("not run yet (audit row lora-rank4)")  # the fixture has no runs
+    assert (claims["status"] == "not in the claims audit").sum() >= 5
     text = built["soup"].get_text(" ")
     try:
         from analysis.planner import estimates_vs_measurements  # noqa: F401
