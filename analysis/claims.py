@@ -14,7 +14,6 @@ import copy
 import dataclasses
 import functools
 import importlib.util
-import json
 import math
 import statistics
 from pathlib import Path
@@ -33,8 +32,6 @@ EXPERIMENT_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps"
 SEARCH_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "flag", "ladder", "start",
                "est_gpu_s_per_probe"}
 VERDICTS = ("holds", "does not hold", "inconclusive", "cannot be tested here", "not run yet")
-PROFILE_FILE = "profile.json"
-LAUNCH_FILE = "launch.json"
 
 
 # ------------------------------------------------------------------------------------------------ loading
@@ -304,149 +301,10 @@ def pypi_wheel(name: str, python_version: str = "3.12", platform: str = "manylin
         return {"available": True, "file": whl.name, "size_mb": round(whl.stat().st_size / 1e6, 1), "libs": libs}
 
 
-# ---------------------------------------------------------------------------------------------- run data
-
-
-def _profile(run_dir: str | Path) -> dict | None:
-    path = Path(run_dir) / PROFILE_FILE
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def _launch_info(run_dir: str | Path) -> dict | None:
-    try:
-        return json.loads((Path(run_dir) / LAUNCH_FILE).read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def step_stats(row: dict) -> dict:
-    """Steady-state step time of a run, leaving out the steps the profiler watched (they run slower)."""
-    from analysis.metrics import summarize
-
-    prof = _profile(row.get("path", "")) or {}
-    profiled = {s["step"] for s in prof.get("steps", []) if "step" in s}
-    kept = [iv["step_time_s"] for iv in row.get("step_intervals") or []
-            if iv["excluded"] is None and iv["to_step"] not in profiled]
-    return summarize(kept)
-
-
-def busy_fraction(row: dict) -> float | None:
-    prof = _profile(row.get("path", "")) or {}
-    fr = [s["gpu_busy_frac"] for s in prof.get("steps", []) if s.get("gpu_busy_frac") is not None]
-    return statistics.median(fr) if fr else None
-
-
-def _log_lines(row: dict) -> list[dict]:
-    """logging.jsonl of a run as dicts (a torn last line is skipped)."""
-    out = []
-    try:
-        text = (Path(row.get("path", "")) / "logging.jsonl").read_text()
-    except OSError:
-        return out
-    for raw in text.splitlines():
-        try:
-            out.append(json.loads(raw))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
-def _step_of(line: dict) -> int | None:
-    gs = str(line.get("global_step/max_steps") or "")
-    return int(gs.split("/")[0]) if gs.split("/")[0].isdigit() else None
-
-
-def peak_at(row: dict, step: int | None) -> float | None:
-    """Peak reserved memory (ms-swift's running maximum, memory(GiB)) over the training lines up to STEP
-    (all of them when STEP is None): two runs over the same batches compare at their common last step."""
-    vals = [ln["memory(GiB)"] for ln in _log_lines(row) if "loss" in ln and "eval_loss" not in ln
-            and isinstance(ln.get("memory(GiB)"), (int, float)) and (step is None or (_step_of(ln) or 0) <= step)]
-    return max(vals) if vals else (row.get("peak_mem_gib") if step is None else None)
-
-
-def last_train_step(row: dict) -> int | None:
-    steps = [s for s in (_step_of(ln) for ln in _log_lines(row) if "loss" in ln and "eval_loss" not in ln) if s]
-    return max(steps) if steps else row.get("global_steps")
-
-
-def common_peaks(a: dict, b: dict) -> tuple[float | None, float | None, int | None]:
-    """Peaks of A and B at the last step both reached (an OOM run: its whole log, which is all it has)."""
-    steps = [s for s in (last_train_step(a), last_train_step(b)) if s]
-    at = min(steps) if steps else None
-    return peak_at(a, at), peak_at(b, at), at
-
-
-def eval_at(row: dict, step: int) -> float | None:
-    for s, v in row.get("eval_loss") or []:
-        if int(s) == int(step):
-            return v
-    return None
-
-
-def last_eval_step(row: dict) -> int | None:
-    ev = row.get("eval_loss") or []
-    return int(ev[-1][0]) if ev else None
-
-
-TOKENS_FILE = "tokens.jsonl"
-
-
-def _tokens_by_step(row: dict) -> dict[int, int] | None:
-    try:
-        text = (Path(row.get("path", "")) / TOKENS_FILE).read_text()
-    except OSError:
-        return None
-    out = {}
-    for raw in text.splitlines():
-        try:
-            d = json.loads(raw)
-            out[int(d["step"])] = int(d["tokens"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            continue
-    return out or None
-
-
-def throughput(row: dict, n_boot: int = 2000) -> dict:
-    """Steady-state tokens/s of a run: the tokens of its steady steps / their wall time (steps that the warm-up,
-    an eval/save or the profiler touched are left out, as in step_stats), with a 95 % bootstrap range over steps.
-
-    Tokens come from the launcher's tokens.jsonl (real, unpadded tokens per optimizer step); a run without it
-    (made before the launcher counted) uses the data's mean length x samples per step: `source` says which."""
-    import numpy as np
-
-    prof = _profile(row.get("path", "")) or {}
-    profiled = {s["step"] for s in prof.get("steps", []) if "step" in s}
-    kept = [iv for iv in row.get("step_intervals") or [] if iv["excluded"] is None and iv["to_step"] not in profiled]
-    by_step = _tokens_by_step(row)
-    secs, toks, nsteps = [], [], []
-    for iv in kept:
-        steps = range(int(iv["from_step"]) + 1, int(iv["to_step"]) + 1)
-        if by_step is not None:
-            if any(s not in by_step for s in steps):
-                continue
-            toks.append(sum(by_step[s] for s in steps))
-        elif row.get("train_tokens_mean") and row.get("samples_per_step"):
-            toks.append(row["train_tokens_mean"] * row["samples_per_step"] * len(steps))
-        else:
-            continue
-        secs.append(iv["seconds"])
-        nsteps.append(len(steps))
-    source = "tokens.jsonl" if by_step is not None else "mean length x samples per step"
-    if not secs or sum(secs) <= 0:
-        return {"tokens_per_s": None, "low": None, "high": None, "n_intervals": 0, "source": source}
-    t, s = np.asarray(toks, float), np.asarray(secs, float)
-    point = float(t.sum() / s.sum())
-    low = high = None
-    if len(s) > 1:
-        rng = np.random.default_rng(0)  # fixed: the same table every time it is made
-        idx = rng.integers(0, len(s), size=(n_boot, len(s)))
-        boots = t[idx].sum(axis=1) / s[idx].sum(axis=1)
-        low, high = (float(x) for x in np.percentile(boots, [2.5, 97.5]))
-    return {"tokens_per_s": point, "low": low, "high": high, "n_intervals": len(s), "source": source,
-            "tokens_per_step": float(t.sum() / sum(nsteps)), "steady_steps": int(sum(nsteps))}
+from analysis.run_measures import (  # noqa: F401 - peak_at is re-exported: the audit's measurements of one run
+    PROFILE_FILE, _profile, busy_fraction, common_peaks, eval_at, last_eval_step, last_train_step, peak_at,
+    step_stats, throughput,
+)
 
 
 def is_oom(row: dict) -> bool:
