@@ -1044,7 +1044,7 @@ def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_
                      "labels": "; ".join(row.get("labels") or []), "run": _rel(row["path"])})
     df = pd.DataFrame(rows)
     df.attrs["seed_tokens_per_s"] = seed_tps
-    df.attrs["seed_run"] = seed["path"] if seed else None
+    df.attrs["seed_run"] = _rel(seed["path"]) if seed else None
     return df
 
 
