@@ -19,12 +19,14 @@ RESULTS     ?= results
 BASELINE    ?= a10
 WHEELHOUSE  ?= wheelhouse
 
-.PHONY: chromium help venv test test-fast tables parse run-all report wheelhouse install-offline fixtures clean
+.PHONY: chromium help venv test test-fast tables claims parse run-all claims-gpu report wheelhouse install-offline fixtures clean
 
 help:
 	@echo "make test                         set up .venv (CPU torch, ms-swift) and run every test"
 	@echo "make report                       executed report notebook -> report/index.html"
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
+	@echo "make claims [RESULTS=results]     the claims audit's verdicts (experiments/claims.yaml) and its GPU plan"
+	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan, one lane per GPU (GPU host)"
 	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s]"
 	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"
 
@@ -56,6 +58,10 @@ test-fast: $(STAMP)
 tables: $(STAMP)
 	$(VENV)/bin/swiftbench tables $(RESULTS) --baseline $(BASELINE)
 
+claims: $(STAMP)
+	$(VPY) -m analysis.claims $(RESULTS)
+	$(VPY) -m analysis.claims --plan
+
 fixtures: $(STAMP)
 	$(VPY) tests/fixtures/generate.py
 
@@ -70,6 +76,10 @@ run-all:
 	  $(if $(EXPERIMENTS),--experiments $(EXPERIMENTS)) $(if $(FORCE),--force-hw) \
 	  $(if $(TIMEOUT),--timeout $(TIMEOUT))
 	$(PYTHON) -m analysis.cli tables $(RESULTS) --baseline $(BASELINE)
+
+claims-gpu:
+	@test -n "$(CALL)" || { echo "make claims-gpu: set CALL (a call of experiments/claims.yaml's plan)" >&2; exit 2; }
+	bash experiments/claims_gpu.sh $(CALL) $(or $(DEADLINE),570) $(MODEL) $(or $(DATA),.data)
 
 wheelhouse:
 	python3 -m experiments.wheelhouse --dest $(WHEELHOUSE)
