@@ -243,6 +243,8 @@ def run_metrics(run: RunLog, env: dict | None = None) -> dict:
         "tokens_per_s": tokens_per_s,
         "peak_mem_gib": peak,
         "train_loss": train_loss,
+        # ms-swift's running maximum of reserved memory per training line: the peak up to any step
+        "memory_curve": _curve(run.train, ("memory(GiB)",)),
         "eval_loss": eval_loss,
         "token_acc": token_acc,
         "eval_token_acc": eval_acc,

@@ -1,6 +1,6 @@
-"""What one run measured, read from its folder: steady step times, measured tokens/s (the launcher's tokens.jsonl),
-peak memory at a step, eval loss at a step, GPU busy share (profile.json). Pure functions of a results row
-(analysis.runs.collect), used by the claims audit (analysis/claims.py) and its report figures."""
+"""What one run measured: steady step times, measured tokens/s (the launcher's tokens.jsonl), peak memory and eval
+loss at a step, GPU busy share (profile.json). Functions of a results row (analysis.runs.collect: the log is parsed
+there, once) and the launcher's files beside its log; used by the claims audit (analysis/claims.py) and its figures."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,7 @@ import statistics
 from pathlib import Path
 
 PROFILE_FILE = "profile.json"
-LAUNCH_FILE = "launch.json"
-
+TOKENS_FILE = "tokens.jsonl"
 
 
 def _profile(run_dir: str | Path) -> dict | None:
@@ -20,22 +19,19 @@ def _profile(run_dir: str | Path) -> dict | None:
         return None
 
 
-def _launch_info(run_dir: str | Path) -> dict | None:
-    try:
-        return json.loads((Path(run_dir) / LAUNCH_FILE).read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
+def steady_intervals(row: dict) -> list[dict]:
+    """The run's steady step intervals (analysis.metrics.step_intervals), also leaving out the steps the profiler
+    watched: they run slower."""
+    prof = _profile(row.get("path", "")) or {}
+    profiled = {s["step"] for s in prof.get("steps", []) if "step" in s}
+    return [iv for iv in row.get("step_intervals") or [] if iv["excluded"] is None and iv["to_step"] not in profiled]
 
 
 def step_stats(row: dict) -> dict:
-    """Steady-state step time of a run, leaving out the steps the profiler watched (they run slower)."""
+    """Steady-state step time of a run (median, mean, 95 % interval) over steady_intervals."""
     from analysis.metrics import summarize
 
-    prof = _profile(row.get("path", "")) or {}
-    profiled = {s["step"] for s in prof.get("steps", []) if "step" in s}
-    kept = [iv["step_time_s"] for iv in row.get("step_intervals") or []
-            if iv["excluded"] is None and iv["to_step"] not in profiled]
-    return summarize(kept)
+    return summarize([iv["step_time_s"] for iv in steady_intervals(row)])
 
 
 def busy_fraction(row: dict) -> float | None:
@@ -44,37 +40,16 @@ def busy_fraction(row: dict) -> float | None:
     return statistics.median(fr) if fr else None
 
 
-def _log_lines(row: dict) -> list[dict]:
-    """logging.jsonl of a run as dicts (a torn last line is skipped)."""
-    out = []
-    try:
-        text = (Path(row.get("path", "")) / "logging.jsonl").read_text()
-    except OSError:
-        return out
-    for raw in text.splitlines():
-        try:
-            out.append(json.loads(raw))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
-def _step_of(line: dict) -> int | None:
-    gs = str(line.get("global_step/max_steps") or "")
-    return int(gs.split("/")[0]) if gs.split("/")[0].isdigit() else None
-
-
 def peak_at(row: dict, step: int | None) -> float | None:
     """Peak reserved memory (ms-swift's running maximum, memory(GiB)) over the training lines up to STEP
     (all of them when STEP is None): two runs over the same batches compare at their common last step."""
-    vals = [ln["memory(GiB)"] for ln in _log_lines(row) if "loss" in ln and "eval_loss" not in ln
-            and isinstance(ln.get("memory(GiB)"), (int, float)) and (step is None or (_step_of(ln) or 0) <= step)]
+    vals = [v for s, v in row.get("memory_curve") or [] if step is None or s <= step]
     return max(vals) if vals else (row.get("peak_mem_gib") if step is None else None)
 
 
 def last_train_step(row: dict) -> int | None:
-    steps = [s for s in (_step_of(ln) for ln in _log_lines(row) if "loss" in ln and "eval_loss" not in ln) if s]
-    return max(steps) if steps else row.get("global_steps")
+    steps = [s for s, _ in row.get("memory_curve") or []]
+    return int(max(steps)) if steps else row.get("global_steps")
 
 
 def common_peaks(a: dict, b: dict) -> tuple[float | None, float | None, int | None]:
@@ -94,9 +69,6 @@ def eval_at(row: dict, step: int) -> float | None:
 def last_eval_step(row: dict) -> int | None:
     ev = row.get("eval_loss") or []
     return int(ev[-1][0]) if ev else None
-
-
-TOKENS_FILE = "tokens.jsonl"
 
 
 def _tokens_by_step(row: dict) -> dict[int, int] | None:
@@ -122,9 +94,7 @@ def throughput(row: dict, n_boot: int = 2000) -> dict:
     (made before the launcher counted) uses the data's mean length x samples per step: `source` says which."""
     import numpy as np
 
-    prof = _profile(row.get("path", "")) or {}
-    profiled = {s["step"] for s in prof.get("steps", []) if "step" in s}
-    kept = [iv for iv in row.get("step_intervals") or [] if iv["excluded"] is None and iv["to_step"] not in profiled]
+    kept = steady_intervals(row)
     by_step = _tokens_by_step(row)
     secs, toks, nsteps = [], [], []
     for iv in kept:

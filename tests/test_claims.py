@@ -656,9 +656,10 @@ def test_peaks_are_compared_at_the_common_step(tmp_path):
     for i, x in enumerate(la[:46]):
         x["memory(GiB)"] = 10.0 + i
     lb, ab = _synthetic(23, 1.0, 40.0, 10.0)
-    a = _write_run(root, "spread-s42", lines=la, args=aa)
-    b = _write_run(root, "tp-nogc", lines=lb, args=ab)
-    ra, rb = ({"path": str(a), "peak_mem_gib": 55.0}, {"path": str(b), "peak_mem_gib": 40.0})
+    _write_run(root, "spread-s42", lines=la, args=aa)
+    _write_run(root, "tp-nogc", lines=lb, args=ab)
+    runs = claims.runs_by_experiment(root)
+    ra, rb = runs["spread-s42"][0], runs["tp-nogc"][0]
     assert claims.peak_at(ra, None) == 55.0 and claims.peak_at(ra, 23) == 32.0
     assert claims.common_peaks(ra, rb) == (32.0, 40.0, 23)
 
