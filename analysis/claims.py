@@ -362,6 +362,16 @@ def cut_short(row: dict) -> bool:
     return row.get("status") != "ok" and reason.startswith(("interrupted", "timeout"))
 
 
+def _profiled(runs: dict, name: str) -> tuple[dict | None, bool]:
+    """(run, cut short?): NAME's complete run, else one cut short by a time limit after its profiled step(s), which
+    it still measured."""
+    row = _pick(runs, name)
+    if row is not None:
+        return row, False
+    row = next((r for r in runs.get(CUT_SHORT, {}).get(name, []) if busy_fraction(r) is not None), None)
+    return row, row is not None
+
+
 def _pick(runs: dict, name: str, allow_oom: bool = False) -> dict | None:
     for row in runs.get(name, []):
         if row.get("status") == "ok" or (allow_oom and is_oom(row)):
@@ -417,6 +427,17 @@ def _not_run(claim: dict, path, runs: dict | None = None) -> dict:
                    runs=[cut[n][0] for n in planned if n in cut])
 
 
+def tokens_ratio(t: dict, b: dict) -> dict:
+    """tokens/s of T over B (two throughput() results) with a range from their bootstrap ranges: low = T's low /
+    B's high, high = T's high / B's low. Unrounded; None where a side has no tokens/s or no range."""
+    out = {"ratio": None, "low": None, "high": None}
+    if t["tokens_per_s"] and b["tokens_per_s"]:
+        out["ratio"] = t["tokens_per_s"] / b["tokens_per_s"]
+        if None not in (b["low"], b["high"], t["low"], t["high"]) and b["low"] > 0:
+            out["low"], out["high"] = t["low"] / b["high"], t["high"] / b["low"]
+    return out
+
+
 def _speedup(base: dict, test: dict) -> dict:
     """Speed-up of TEST over BASE in %: tokens/s ratio (measured tokens over steady time), with the range from the
     two runs' bootstrap ranges. Also the median step times, for the reader."""
@@ -424,12 +445,13 @@ def _speedup(base: dict, test: dict) -> dict:
     out = {"base_step_s": _r(step_stats(base)["median"]), "test_step_s": _r(step_stats(test)["median"]),
            "base_tokens_per_s": _r(b["tokens_per_s"], 1), "test_tokens_per_s": _r(t["tokens_per_s"], 1),
            "base_n": b["n_intervals"], "test_n": t["n_intervals"]}
-    if not b["tokens_per_s"] or not t["tokens_per_s"]:
+    q = tokens_ratio(t, b)
+    if q["ratio"] is None:
         return {**out, "speedup_pct": None}
-    out["speedup_pct"] = _r((t["tokens_per_s"] / b["tokens_per_s"] - 1) * 100, 2)
-    if None not in (b["low"], b["high"], t["low"], t["high"]) and b["low"] > 0:
-        out["speedup_pct_low"] = _r((t["low"] / b["high"] - 1) * 100, 2)
-        out["speedup_pct_high"] = _r((t["high"] / b["low"] - 1) * 100, 2)
+    out["speedup_pct"] = _r((q["ratio"] - 1) * 100, 2)
+    if q["low"] is not None:
+        out["speedup_pct_low"] = _r((q["low"] - 1) * 100, 2)
+        out["speedup_pct_high"] = _r((q["high"] - 1) * 100, 2)
     return out
 
 
@@ -749,14 +771,11 @@ def rule_fits(claim: dict, runs: dict, path, **_) -> dict:
 
 def rule_bound(claim: dict, runs: dict, path, **_) -> dict:
     rule = claim["rule"]
-    row = _pick(runs, rule["run"])
-    note = ""
-    if row is None:  # a run cut short after its profiled step(s) still measured them
-        row = next((r for r in runs.get(CUT_SHORT, {}).get(rule["run"], []) if busy_fraction(r) is not None), None)
-        if row is None:
-            return _not_run(claim, path, runs)
-        note = (f" (from the profiled steps of {rule['run']} {row.get('run')}, which was then cut short: "
-                f"{row.get('failure')})")
+    row, cut = _profiled(runs, rule["run"])
+    if row is None:
+        return _not_run(claim, path, runs)
+    note = (f" (from the profiled steps of {rule['run']} {row.get('run')}, which was then cut short: "
+            f"{row.get('failure')})") if cut else ""
     frac = busy_fraction(row)
     prof = _profile(row["path"]) or {}
     nums = {"gpu_busy_frac": _r(frac, 3), "profiled_steps": [s.get("step") for s in prof.get("steps", [])],
@@ -886,11 +905,11 @@ def _ratio(test: dict, base: dict) -> dict:
     t, b = throughput(test), throughput(base)
     out = {"tokens_per_s": _r(t["tokens_per_s"], 1), "seed_tokens_per_s": _r(b["tokens_per_s"], 1),
            "tokens_source": t["source"], "seed_tokens_source": b["source"]}
-    if t["tokens_per_s"] and b["tokens_per_s"]:
-        out["ratio"] = _r(t["tokens_per_s"] / b["tokens_per_s"], 2)
-        if None not in (t["low"], t["high"], b["low"], b["high"]) and b["low"] > 0:
-            out["ratio_low"] = _r(t["low"] / b["high"], 2)
-            out["ratio_high"] = _r(t["high"] / b["low"], 2)
+    q = tokens_ratio(t, b)
+    if q["ratio"] is not None:
+        out["ratio"] = _r(q["ratio"], 2)
+        if q["low"] is not None:
+            out["ratio_low"], out["ratio_high"] = _r(q["low"], 2), _r(q["high"], 2)
     return out
 
 
@@ -1057,11 +1076,7 @@ def time_breakdown(results_dir, hw: str | None = None, path: str | Path = CLAIMS
     runs = runs_by_experiment(results_dir, path, hw)
     rows = []
     for name in ("workers4", "spread-s42", "tp-best", "tp-combo"):
-        row = _pick(runs, name)
-        cut = False
-        if row is None:
-            row = next((r for r in runs.get(CUT_SHORT, {}).get(name, []) if busy_fraction(r) is not None), None)
-            cut = row is not None
+        row, cut = _profiled(runs, name)
         if row is None:
             continue
         for st in (_profile(row["path"]) or {}).get("steps", []):
