@@ -326,15 +326,24 @@ def _defined_as(row: dict, name: str, path: str | Path) -> bool:
     return got == want and key.get("launcher") == e.get("launcher")
 
 
-def runs_by_experiment(results_dir: str | Path | None, path: str | Path = CLAIMS_FILE, hw: str | None = None) -> dict:
-    """{experiment: [rows, newest first]} for the claims experiments under RESULTS_DIR (matching definitions)."""
+def collected(results_dir: str | Path | None, rows: list[dict] | None = None) -> list[dict]:
+    """The results rows (analysis.runs.collect) of RESULTS_DIR, or ROWS when a caller already collected them: the
+    claims table and its figures parse every run once."""
     from analysis.runs import collect
 
+    if rows is not None:
+        return rows
     if results_dir is None or not Path(results_dir).is_dir():
-        return {}
+        return []
+    return collect(results_dir)
+
+
+def runs_by_experiment(results_dir: str | Path | None, path: str | Path = CLAIMS_FILE, hw: str | None = None,
+                       rows: list[dict] | None = None) -> dict:
+    """{experiment: [rows, newest first]} for the claims experiments under RESULTS_DIR (matching definitions)."""
     names = set(load(path)["experiments"])
     out: dict[str, list[dict]] = {}
-    for row in collect(results_dir):
+    for row in collected(results_dir, rows):
         name = row.get("experiment")
         if name not in names or (hw and row.get("hw") != hw):
             continue
@@ -342,14 +351,13 @@ def runs_by_experiment(results_dir: str | Path | None, path: str | Path = CLAIMS
             continue
         # a run stopped by a time limit (the device call's deadline, the runner's timeout) says nothing about the
         # recipe: kept aside, named by the verdicts that would have used it
-        key = CUT_SHORT if cut_short(row) else name
-        if key == CUT_SHORT:
+        if cut_short(row):
             out.setdefault(CUT_SHORT, {}).setdefault(name, []).append(row)
         else:
             out.setdefault(name, []).append(row)
-    for name, rows in out.items():
+    for name, runs in out.items():
         if name != CUT_SHORT:
-            rows.sort(key=lambda r: r.get("run") or "", reverse=True)
+            runs.sort(key=lambda r: r.get("run") or "", reverse=True)
     return out
 
 
@@ -387,14 +395,11 @@ def _dummy(*rows: dict) -> bool:
     return any("dummy weights" in (r.get("labels") or []) for r in rows if r)
 
 
-def _hw_choice(results_dir, path) -> str | None:
-    from analysis.runs import collect
-
-    if results_dir is None or not Path(results_dir).is_dir():
-        return None
+def _hw_choice(rows: list[dict], path) -> str | None:
+    """The hardware class with the most claims runs."""
     names = set(load(path)["experiments"])
     counts: dict[str, int] = {}
-    for row in collect(results_dir):
+    for row in rows:
         if row.get("experiment") in names and row.get("hw"):
             counts[row["hw"]] = counts.get(row["hw"], 0) + 1
     return max(counts, key=counts.get) if counts else None
@@ -882,20 +887,16 @@ def rule_recipe(claim: dict, runs: dict, path, **_) -> dict:
     return _result("inconclusive", detail, n, used)
 
 
-def seed_baseline(names: list[str], runs: dict, results_dir=None, hw: str | None = None) -> dict | None:
+def seed_baseline(names: list[str], runs: dict, rows: list[dict], hw: str | None = None) -> dict | None:
     """The seed recipe's run to hold a speed-up against: the first of NAMES that has one. A recipes.yaml experiment
-    (the matrix's `seed`) means its longest complete run under RESULTS_DIR for HW; a claims experiment its run."""
-    from analysis.runs import collect
-
+    (the matrix's `seed`) means its longest complete run among ROWS for HW; a claims experiment its run."""
     for name in names:
         if name in load()["experiments"]:
             row = _pick(runs, name)
-        elif results_dir is not None and Path(results_dir).is_dir():
-            rows = [r for r in collect(results_dir) if r.get("experiment") == name and r.get("status") == "ok"
-                    and (hw is None or r.get("hw") == hw) and (r.get("global_steps") or 0) > 0]
-            row = max(rows, key=lambda r: (r.get("global_steps") or 0, r.get("run") or "")) if rows else None
         else:
-            row = None
+            done = [r for r in rows if r.get("experiment") == name and r.get("status") == "ok"
+                    and (hw is None or r.get("hw") == hw) and (r.get("global_steps") or 0) > 0]
+            row = max(done, key=lambda r: (r.get("global_steps") or 0, r.get("run") or "")) if done else None
         if row is not None:
             return row
     return None
@@ -913,10 +914,10 @@ def _ratio(test: dict, base: dict) -> dict:
     return out
 
 
-def rule_target_speedup(claim: dict, runs: dict, path, results_dir=None, hw=None, **_) -> dict:
+def rule_target_speedup(claim: dict, runs: dict, path, rows=(), hw=None, **_) -> dict:
     rule = claim["rule"]
     row = _pick(runs, rule["run"], allow_oom=True)
-    seed = seed_baseline(rule["seed_runs"], runs, results_dir, hw)
+    seed = seed_baseline(rule["seed_runs"], runs, rows, hw)
     if row is None or seed is None:
         return _not_run(claim, path, runs)
     if row.get("status") != "ok":
@@ -941,7 +942,7 @@ def rule_target_speedup(claim: dict, runs: dict, path, results_dir=None, hw=None
     return _result("inconclusive", detail, nums, [row, seed])
 
 
-def rule_class_best(claim: dict, runs: dict, path, results_dir=None, hw=None, **_) -> dict:
+def rule_class_best(claim: dict, runs: dict, path, rows=(), hw=None, **_) -> dict:
     rule = claim["rule"]
     tried, winner = [], None
     for name in rule["candidates"]:
@@ -960,7 +961,7 @@ def rule_class_best(claim: dict, runs: dict, path, results_dir=None, hw=None, **
             break
     if not tried:
         return _not_run(claim, path, runs)
-    seed = seed_baseline(rule["seed_runs"], runs, results_dir, hw)
+    seed = seed_baseline(rule["seed_runs"], runs, rows, hw)
     failed = "; ".join(f"{n} " + ("OOMed" if is_oom(r) else r["failure"] if r.get("status") == "over"
                                   else "failed: " + str(r.get("failure")))
                        for n, r in tried if r.get("status") != "ok")
@@ -1031,17 +1032,19 @@ RECIPE_RUNS = ("spread-s42", "tp-best", "tp-pf", "tp-gbl", "tp-nogc", "tp-liger"
                "tp-bs2", "tp-combo", "best24-a", "best24-b")
 
 
-def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_FILE):
+def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_FILE,
+                  rows: list[dict] | None = None):
     """One row per throughput recipe that has a run: measured tokens/s with its 95 % range, the multiple of the seed
     recipe's tokens/s, peak memory, the eval loss at its last eval step and whether it stays in the seed band."""
     import pandas as pd
 
-    hw = hw or _hw_choice(results_dir, path)
-    runs = runs_by_experiment(results_dir, path, hw)
-    seed = seed_baseline(["seed", "workers4"], runs, results_dir, hw)
+    rows = collected(results_dir, rows)
+    hw = hw or _hw_choice(rows, path)
+    runs = runs_by_experiment(results_dir, path, hw, rows)
+    seed = seed_baseline(["seed", "workers4"], runs, rows, hw)
     seed_tps = throughput(seed)["tokens_per_s"] if seed else None
     spread = ["spread-s42", "spread-s43", "spread-s44"]
-    rows = []
+    table = []
     for name in RECIPE_RUNS:
         row = _pick(runs, name)
         if row is None:
@@ -1053,7 +1056,7 @@ def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_
                                                                                     "seed")}
         cap = (key.get("launcher") or {}).get("mem_cap_gib")
         label = {"spread-s42": "spread-s42 (bs16 baseline)"}.get(name, name) + (f" ({cap:g} GiB cap)" if cap else "")
-        rows.append({"recipe": name, "label": label, "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or "(bs16 baseline)",
+        table.append({"recipe": name, "label": label, "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or "(bs16 baseline)",
                      "cap_gib": (key.get("launcher") or {}).get("mem_cap_gib"),
                      "tokens_per_s": _r(t["tokens_per_s"], 1), "low": _r(t["low"], 1), "high": _r(t["high"], 1),
                      "x_seed": _r(t["tokens_per_s"] / seed_tps, 2) if seed_tps and t["tokens_per_s"] else None,
@@ -1061,20 +1064,22 @@ def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_
                      "peak_gib": row.get("peak_mem_gib"), "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
                      "loss_counts": lc["counts"], "gpu_busy_frac": _r(busy_fraction(row), 3),
                      "labels": "; ".join(row.get("labels") or []), "run": _rel(row["path"])})
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(table)
     df.attrs["seed_tokens_per_s"] = seed_tps
     df.attrs["seed_run"] = _rel(seed["path"]) if seed else None
     return df
 
 
-def time_breakdown(results_dir, hw: str | None = None, path: str | Path = CLAIMS_FILE):
+def time_breakdown(results_dir, hw: str | None = None, path: str | Path = CLAIMS_FILE,
+                   rows: list[dict] | None = None):
     """Where a step's time goes, from the profiled steps: wall time, GPU busy time (the union of kernels and copies),
     their ratio, and the operator with the most GPU time. Runs cut short after profiling are included (marked)."""
     import pandas as pd
 
-    hw = hw or _hw_choice(results_dir, path)
-    runs = runs_by_experiment(results_dir, path, hw)
-    rows = []
+    rows = collected(results_dir, rows)
+    hw = hw or _hw_choice(rows, path)
+    runs = runs_by_experiment(results_dir, path, hw, rows)
+    table = []
     for name in ("workers4", "spread-s42", "tp-best", "tp-combo"):
         row, cut = _profiled(runs, name)
         if row is None:
@@ -1083,31 +1088,33 @@ def time_breakdown(results_dir, hw: str | None = None, path: str | Path = CLAIMS
             if st.get("gpu_busy_s") is None:
                 continue
             ops = st.get("top_gpu_ops") or []
-            rows.append({"run": name, "step": st["step"], "wall_s": st.get("wall_s"), "gpu_busy_s": st["gpu_busy_s"],
+            table.append({"run": name, "step": st["step"], "wall_s": st.get("wall_s"), "gpu_busy_s": st["gpu_busy_s"],
                          "gpu_busy_frac": st.get("gpu_busy_frac"), "host_s": _r(st["wall_s"] - st["gpu_busy_s"], 4),
                          "median_unprofiled_step_s": _r(step_stats(row)["median"], 4),
                          "top_op": f"{ops[0]['op']} {ops[0]['gpu_ms']:.0f} ms" if ops else None,
                          "note": f"run cut short afterwards ({row.get('failure')})" if cut else "",
                          "path": _rel(row["path"])})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(table)
 
 
-def capacity_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_FILE):
+def capacity_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_FILE,
+                   rows: list[dict] | None = None):
     """Every capacity probe: cap, per-device batch, trained or OOM, peak reserved memory."""
     import pandas as pd
 
-    hw = hw or _hw_choice(results_dir, path)
-    runs = runs_by_experiment(results_dir, path, hw)
-    rows = []
+    rows = collected(results_dir, rows)
+    hw = hw or _hw_choice(rows, path)
+    runs = runs_by_experiment(results_dir, path, hw, rows)
+    table = []
     for name, srch in load(path)["searches"].items():
         cap = srch["launcher"]["mem_cap_gib"]
         for b in srch["ladder"]:
             row = _pick(runs, probe_name(name, b), allow_oom=True)
             if row is None:
                 continue
-            rows.append({"cap_gib": cap, "batch": b, "outcome": "trained" if row.get("status") == "ok" else "OOM",
+            table.append({"cap_gib": cap, "batch": b, "outcome": "trained" if row.get("status") == "ok" else "OOM",
                          "peak_gib": row.get("peak_mem_gib"), "path": _rel(row["path"])})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(table)
 
 
 def _source(claim: dict) -> str:
@@ -1119,20 +1126,22 @@ def _source(claim: dict) -> str:
 
 
 def claims_table(results_dir: str | Path | None, seeds_dir: str | Path | None = None, hw: str | None = None,
-                 path: str | Path = CLAIMS_FILE):
-    """One row per claim / throughput recipe: id, claim, source, verdict, detail, numbers, runs, experiments, hw."""
+                 path: str | Path = CLAIMS_FILE, rows: list[dict] | None = None):
+    """One row per claim / throughput recipe: id, claim, source, verdict, detail, numbers, runs, experiments, hw.
+    ROWS: RESULTS_DIR already collected (analysis.runs.collect), if the caller has it."""
     import pandas as pd
 
     data = load(path)
-    hw = hw or _hw_choice(results_dir, path)
-    runs = runs_by_experiment(results_dir, path, hw)
-    rows = []
+    rows = collected(results_dir, rows)
+    hw = hw or _hw_choice(rows, path)
+    runs = runs_by_experiment(results_dir, path, hw, rows)
+    table = []
     for claim in data["claims"]:
-        res = RULES[claim["rule"]["kind"]](claim, runs, path, seeds_dir=seeds_dir, results_dir=results_dir, hw=hw)
-        rows.append({"id": claim["id"], "claim": claim["claim"].strip(), "source": _source(claim),
+        res = RULES[claim["rule"]["kind"]](claim, runs, path, seeds_dir=seeds_dir, rows=rows, hw=hw)
+        table.append({"id": claim["id"], "claim": claim["claim"].strip(), "source": _source(claim),
                      "verdict": res["verdict"], "detail": res["detail"], "numbers": res["numbers"],
                      "runs": res["runs"], "experiments": list(claim.get("experiments") or []), "hw": hw})
-    return pd.DataFrame(rows, columns=["id", "claim", "source", "verdict", "detail", "numbers", "runs",
+    return pd.DataFrame(table, columns=["id", "claim", "source", "verdict", "detail", "numbers", "runs",
                                        "experiments", "hw"])
 
 

@@ -1049,7 +1049,7 @@ class Report:
         from analysis import claims as cl
 
         out = []
-        rec = cl.recipes_frame(self.results_dir)
+        rec = cl.recipes_frame(self.results_dir, rows=self.all_rows)
         if not rec.empty:
             labels = self._plots.labels_text([(f"{Path(p).parent.name} · {Path(p).name}", lab.split("; "))
                                               for p, lab in zip(rec["run"], rec["labels"])])
@@ -1066,13 +1066,13 @@ class Report:
                 html_table(rec.drop(columns=["run", "labels"]).assign(run=[Path(p).name for p in rec["run"]])),
                 self._csv(rec, "claims_recipes.csv"),
             ]
-        tb = cl.time_breakdown(self.results_dir)
+        tb = cl.time_breakdown(self.results_dir, rows=self.all_rows)
         if not tb.empty:
             out += [_p("<b>Where a step's time goes</b> (torch.profiler over the profiled steps; GPU busy = union of "
                        "kernel and copy intervals; the profiler itself slows the host side, so wall time here is above "
                        "the unprofiled median)."),
                     html_table(tb.drop(columns=["path"])), self._csv(tb, "claims_time_breakdown.csv")]
-        cap = cl.capacity_frame(self.results_dir)
+        cap = cl.capacity_frame(self.results_dir, rows=self.all_rows)
         if not cap.empty:
             out += [self._figure(self._plots.capacity_points(cap, "Largest per-device batch under an allocator cap "
                                                                   "(H200, seed recipe shape)",
@@ -1083,18 +1083,22 @@ class Report:
         return out
 
     def claims_section(self):
-        audited: dict[tuple[str, str], str] = {}
-        try:  # which seed claims the claims audit covers, and its verdict for them
+        verdicts, failure = None, None
+        try:  # the claims audit (analysis/claims.py): a verdict per claim from the committed runs
             from analysis.claims import claims_table
+
+            verdicts = claims_table(self.results_dir, rows=self.all_rows)
+        except Exception as exc:  # another stage: its failure must not hide the rest of the report
+            failure = exc
+        audited: dict[tuple[str, str], str] = {}  # which seed claims the audit covers, and its verdict for them
+        if verdicts is not None:
             from analysis.claims import load as load_claims
 
-            verdict_of = dict(zip(*claims_table(self.results_dir)[["id", "verdict"]].T.values))
+            verdict_of = dict(zip(verdicts["id"], verdicts["verdict"]))
             for c in load_claims()["claims"]:
                 src = c["source"]
                 for cid in [src.get("claim"), *(src.get("also") or [])]:
                     audited[(src.get("file"), cid)] = f"{verdict_of.get(c['id'], '?')} (audit row {c['id']})"
-        except Exception:  # noqa: BLE001 - the verdict table below reports its own failure
-            pass
         rows = []
         for fname, data in self.seeds.items():
             for c in data.get("claims", []):
@@ -1106,10 +1110,7 @@ class Report:
         df = pd.DataFrame(rows, columns=["seed", "claim", "kind", "english", "testable here", "data in this report",
                                          "status"])
         parts = []
-        try:  # the claims audit (analysis/claims.py): a verdict per claim from the committed runs
-            from analysis.claims import claims_table
-
-            verdicts = claims_table(self.results_dir)
+        if verdicts is not None:
             keep = [c for c in ("id", "claim", "verdict", "detail", "runs") if c in verdicts.columns]
             parts += [
                 _p("<b>Verdicts</b> (analysis/claims.py over the committed results; experiments in "
@@ -1119,9 +1120,12 @@ class Report:
                 html_table(verdicts[keep] if keep else verdicts),
                 self._csv(verdicts, "claims_verdicts.csv"),
             ]
-            parts += self._claims_figures()
-        except Exception as exc:  # another stage: its failure must not hide the rest of the report
-            parts.append(_p(f"<b>claims audit not available</b>: {_e(type(exc).__name__)}: {_e(exc)}"))
+            try:
+                parts += self._claims_figures()
+            except Exception as exc:  # noqa: BLE001 - as above
+                failure = exc
+        if failure is not None:
+            parts.append(_p(f"<b>claims audit not available</b>: {_e(type(failure).__name__)}: {_e(failure)}"))
         parts += [
             _p(f"The seed articles make {len(df)} claims ({int(df['testable here'].sum()) if len(df) else 0} marked "
                "testable on the hardware here). The <i>data in this report</i> column points to the sections that "

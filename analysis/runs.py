@@ -5,6 +5,7 @@ and why, cut or full, dummy weights or real, forced hardware label). This module
 """
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -112,13 +113,14 @@ def labels(env: dict, status: dict) -> list[str]:
     return out
 
 
-def matrix_experiments() -> set[str]:
+@functools.lru_cache(maxsize=1)
+def matrix_experiments() -> frozenset[str]:
     """The hardware matrix's experiments (experiments/recipes.yaml, matrix: true): what the speed and convergence
     tables compare across GPUs. Claims experiments (experiments/claims.yaml) have their own table."""
     from analysis.datafiles import read_yaml
 
     data = read_yaml(Path(__file__).resolve().parents[1] / "experiments" / "recipes.yaml") or {}
-    return {k for k, v in (data.get("experiments") or {}).items() if (v or {}).get("matrix", True)}
+    return frozenset(k for k, v in (data.get("experiments") or {}).items() if (v or {}).get("matrix", True))
 
 
 def is_matrix(row: dict) -> bool:
