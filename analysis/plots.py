@@ -77,9 +77,12 @@ def _empty(title: str, labels: str, message: str) -> plt.Figure:
 
 
 def _hbars(ax, df: pd.DataFrame, value: str, low: str, high: str, fmt: str, annotate: str | None = None,
-           invert: bool = True):
+           invert: bool = True, colors: list[str] | None = None, annotate_fmt: str = "  (x{:.2f})"):
+    """Horizontal bars of VALUE per df["name"] with LOW-HIGH whiskers and the value written beside each bar (plus
+    ANNOTATE's value in ANNOTATE_FMT); colour by df["source"] (measured / published) unless COLORS is given."""
     y = np.arange(len(df))
-    colors = [PUBLISHED_COLOR if s == "published" else MEASURED_COLOR for s in df["source"]]
+    if colors is None:
+        colors = [PUBLISHED_COLOR if s == "published" else MEASURED_COLOR for s in df["source"]]
     vals = df[value].astype(float).to_numpy()
     ax.barh(y, np.nan_to_num(vals), color=colors, hatch=None, edgecolor="white")
     for yi, (v, lo, hi, src) in enumerate(zip(vals, df[low], df[high], df["source"])):
@@ -93,7 +96,7 @@ def _hbars(ax, df: pd.DataFrame, value: str, low: str, high: str, fmt: str, anno
             if annotate is not None:
                 a = df[annotate].iloc[yi]
                 if a is not None and np.isfinite(a):
-                    text += f"  (x{a:.2f})"
+                    text += annotate_fmt.format(a)
             ax.text(x, yi, "  " + text, va="center", ha="left", fontsize=8)
         else:
             ax.text(0, yi, "  not legible / not measured", va="center", ha="left", fontsize=8, color="#666")
@@ -265,26 +268,19 @@ def recipe_bars(df: pd.DataFrame, seed_tps: float | None, factor: float, title: 
     df columns: recipe, tokens_per_s, low, high, x_seed, loss_counts."""
     if df.empty:
         return _empty(title, labels, "no throughput recipe runs")
-    df = df.sort_values("tokens_per_s", ascending=True, ignore_index=True)
+    df = df.sort_values("tokens_per_s", ascending=False, ignore_index=True)
+    df["name"] = df["label"] if "label" in df else df["recipe"]
     fig, ax = plt.subplots(figsize=(11, max(2.8, 0.45 * len(df) + 1.6)), layout="constrained")
-    y = np.arange(len(df))
     palette = {True: "#2b8a3e", False: "#c92a2a", None: "#868e96"}
     colors = [palette[None if c is None or (isinstance(c, float) and np.isnan(c)) else bool(c)]
               for c in df["loss_counts"]]
-    ax.barh(y, df["tokens_per_s"].astype(float), color=colors, edgecolor="white")
-    for yi, r in df.iterrows():
-        if r["low"] is not None and np.isfinite(r["low"]):
-            ax.plot([r["low"], r["high"]], [yi, yi], color="black", lw=1.4)
-        text = f"  {r['tokens_per_s']:,.0f}" + (f"  ({r['x_seed']:.1f}x seed)" if r.get("x_seed") else "")
-        ax.text(max(r["tokens_per_s"], r["high"] if r["high"] is not None and np.isfinite(r["high"]) else 0), yi,
-                text, va="center", fontsize=8)
-    ax.set_yticks(y, df["label"] if "label" in df else df["recipe"])
+    _hbars(ax, df, "tokens_per_s", "low", "high", "{:,.0f}", annotate="x_seed", colors=colors,
+           annotate_fmt="  ({:.1f}x seed)")
     if seed_tps:
         ax.axvline(seed_tps, color="#495057", ls=":", lw=1.2)
         ax.axvline(seed_tps * factor, color="#1c7ed6", ls="--", lw=1.2)
-        ax.text(seed_tps * factor, len(df) - 0.4, f" {factor:g}x the seed recipe", color="#1c7ed6", fontsize=8)
-        ax.text(seed_tps, len(df) - 0.4, " seed recipe", color="#495057", fontsize=8)
-    ax.set_xlim(0, float(np.nanmax(pd.to_numeric(df["high"], errors="coerce").fillna(df["tokens_per_s"]))) * 1.35)
+        ax.text(seed_tps * factor, -0.6, f" {factor:g}x the seed recipe", color="#1c7ed6", fontsize=8)
+        ax.text(seed_tps, -0.6, " seed recipe", color="#495057", fontsize=8)
     ax.set_xlabel("measured tokens per second (real tokens of the steady steps / their time; bar: 95 % bootstrap)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=palette[k]) for k in (True, False, None)]
     ax.legend(handles, ["eval loss inside the seed band", "eval loss OUTSIDE the seed band", "no band at its step"],
