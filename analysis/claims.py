@@ -30,7 +30,7 @@ LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "longest_first"
 EXPERIMENT_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "matrix", "est_gpu_s",
                    "requires", "blocked", "combine", "search", "probe"}
 SEARCH_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "flag", "ladder", "start",
-               "est_gpu_s_per_probe"}
+               "est_gpu_s_per_probe", "requires"}
 VERDICTS = ("holds", "does not hold", "inconclusive", "cannot be tested here", "not run yet")
 
 
@@ -78,7 +78,7 @@ def _load(path: str) -> dict:
         searches[name] = s
         for b in s["ladder"]:  # each probe is an experiment of its own (its own run folders)
             probe = {k: copy.deepcopy(v) for k, v in s.items()
-                     if k in ("recipe", "launcher", "max_steps", "timeout_s", "matrix")}
+                     if k in ("recipe", "launcher", "max_steps", "timeout_s", "matrix", "requires")}
             probe["overrides"] = {**s["overrides"], s["flag"]: b}
             probe["description"] = f"{name} probe: {s['flag']} {b} ({s['description']})"
             probe["est_gpu_s"] = s.get("est_gpu_s_per_probe")
@@ -317,8 +317,9 @@ def _defined_as(row: dict, name: str, path: str | Path) -> bool:
     key = (row.get("run_status") or {}).get("key") or {}
     if e is None or not key:
         return False
-    if e.get("combine"):  # resolved at run time: its own overrides are whatever the combination was
-        return key.get("launcher") == e.get("launcher")
+    if e.get("combine"):  # resolved at run time: its overrides and launcher are whatever the combination was
+        got_launcher = key.get("launcher") or {}
+        return all(got_launcher.get(k) == v for k, v in (e.get("launcher") or {}).items())
     want = dict(e.get("overrides") or {})
     got = dict(key.get("overrides") or {})
     for k in ("torch_dtype", "check_model"):  # set by the runner for the machine, not by the definition
@@ -507,26 +508,39 @@ def rule_memory_loss_pair(claim: dict, runs: dict, path, **_) -> dict:
 
 
 def rule_speedup(claim: dict, runs: dict, path, **_) -> dict:
+    """TEST over BASE, and over each of the rule's `repeats` (the same comparison made another way)."""
     rule = claim["rule"]
-    base = _pick(runs, rule["base"])
-    test_rows = runs.get(rule["test"], [])
-    if base is None or not test_rows:
-        return _not_run(claim, path, runs)
-    test = _pick(runs, rule["test"])
-    if test is None:
-        bad = test_rows[0]
-        return _result("does not hold", f"{rule['test']} did not train (not safe): {bad.get('failure')}",
-                       runs=[base, bad])
-    nums = _speedup(base, test)
-    lo, hi = nums.get("speedup_pct_low"), nums.get("speedup_pct_high")
     need = rule["min_speedup_pct"]
-    detail = (f"speed-up {nums['speedup_pct']} % (95 % range {lo} .. {hi} %; step {nums['base_step_s']} s -> "
-              f"{nums['test_step_s']} s); claim: >= {need} %; measured on this GPU only")
-    if lo is not None and lo >= need:
-        return _result("holds", detail, nums, [base, test])
-    if hi is not None and hi < need:
-        return _result("does not hold", detail, nums, [base, test])
-    return _result("inconclusive", detail, nums, [base, test])
+    pairs = [rule] + list(rule.get("repeats") or [])
+    parts, used, measured = [], [], []
+    numbers: dict[str, Any] = {}
+    for i, pair in enumerate(pairs):
+        base, test_rows = _pick(runs, pair["base"]), runs.get(pair["test"], [])
+        if base is None or not test_rows:
+            continue
+        test = _pick(runs, pair["test"])
+        if test is None:
+            bad = test_rows[0]
+            return _result("does not hold", f"{pair['test']} did not train (not safe): {bad.get('failure')}",
+                           runs=[base, bad])
+        nums = _speedup(base, test)
+        lo, hi = nums.get("speedup_pct_low"), nums.get("speedup_pct_high")
+        how = f" ({pair['how']})" if pair.get("how") else ""
+        parts.append(f"{pair['test']} vs {pair['base']}{how}: speed-up {nums['speedup_pct']} % (95 % range {lo} .. "
+                     f"{hi} %; step {nums['base_step_s']} s -> {nums['test_step_s']} s)")
+        numbers.update(nums if i == 0 else {f"{k}_{pair['test']}": v for k, v in nums.items()})
+        used += [base, test]
+        measured.append((lo, hi))
+    if not measured:
+        return _not_run(claim, path, runs)
+    missing = [p["test"] for p in pairs if p["test"] not in runs]
+    detail = ("; ".join(parts) + f"; claim: >= {need} %; measured on this GPU only"
+              + (f"; not run yet: {', '.join(missing)}" if missing else ""))
+    if all(lo is not None and lo >= need for lo, _ in measured):
+        return _result("holds", detail, numbers, used)
+    if all(hi is not None and hi < need for _, hi in measured):
+        return _result("does not hold", detail, numbers, used)
+    return _result("inconclusive", detail, numbers, used)
 
 
 def rule_tradeoff(claim: dict, runs: dict, path, **_) -> dict:
@@ -670,9 +684,10 @@ def rule_min_memory(claim: dict, runs: dict, path, **_) -> dict:
     used = [row for r in results for row in r["runs"]]
     if trained:
         r = min(trained, key=lambda r: r["cap_gib"])
+        others = [f"{o['search']}: {_capacity_lines([o])}" for o in below if o is not r and o["largest_ok"]]
         return _result("does not hold", f"bf16 LoRA of the 7B shape trained bs {r['largest_ok']} under a "
                        f"{r['cap_gib']} GiB cap ({r['peak_gib_at_largest']} GiB peak), below the claimed "
-                       f"{rule['claimed_min_gib']} GB", nums, used)
+                       f"{rule['claimed_min_gib']} GB" + "".join("; " + o for o in others), nums, used)
     if below and all(r["first_oom"] == 1 for r in below):
         return _result("holds", "every probe below the claimed minimum OOMed at bs 1", nums, used)
     return _not_run(claim, path, runs) if not used else _result("inconclusive", _capacity_lines(results), nums, used)
@@ -768,10 +783,27 @@ def rule_fits(claim: dict, runs: dict, path, **_) -> dict:
                        f"needs {rule['package']}, which the GPU host does not have; PyPI has {p.get('file')} "
                        f"({p.get('size_mb')} MB, kernels {', '.join(p.get('kernels') or [])}): {pkg.get('note')}",
                        nums)
+    extra, used = [], [row]
+    for alt in rule.get("alternatives") or []:
+        a = _pick(runs, alt, allow_oom=True)
+        if a is None:
+            extra.append(f"{alt}: not run yet")
+            continue
+        used.append(a)
+        nums[f"{alt}_trained"] = not is_oom(a)
+        extra.append(f"{alt} ({experiment(alt, path)['overrides'].get('use_liger_kernel') and 'with Liger' or 'alternative'})"
+                     f" {'OOMed' if is_oom(a) else 'trained, peak ' + str(a.get('peak_mem_gib')) + ' GiB'}")
+    for name in rule.get("searches") or []:
+        r = search_result(name, runs, path)
+        nums[f"max_bs_{name}"], nums[f"oom_bs_{name}"] = r["largest_ok"], r["first_oom"]
+        used += r["runs"]
+        extra.append(f"{name}: " + _capacity_lines([r]))
+    tail = ("; " + "; ".join(extra)) if extra else ""
     if is_oom(row):
-        return _result("does not hold", f"{rule['run']} OOMed: {row.get('failure')}", nums, [row])
-    return _result("holds", f"{rule['run']} trained, peak {row.get('peak_mem_gib')} GiB",
-                   {**nums, "peak_gib": row.get("peak_mem_gib")}, [row])
+        return _result("does not hold", f"{rule['run']} OOMed at ms-swift's defaults: {row.get('failure')}{tail}",
+                       nums, used)
+    return _result("holds", f"{rule['run']} trained, peak {row.get('peak_mem_gib')} GiB{tail}",
+                   {**nums, "peak_gib": row.get("peak_mem_gib")}, used)
 
 
 def rule_bound(claim: dict, runs: dict, path, **_) -> dict:
@@ -998,8 +1030,13 @@ RULES = {
 }
 
 
+# Launcher options that say how long a run goes and what is measured, not how it trains.
+SCHEDULE_LAUNCHER_KEYS = frozenset({"stop_after", "profile_steps", "profile_skip"})
+
+
 def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None, path: str | Path = CLAIMS_FILE) -> dict:
-    """Overrides of a `combine` experiment from the results: {'overrides': {...}, 'used': [...], 'reason': str}."""
+    """Overrides and launcher options of a `combine` experiment from the results:
+    {'overrides': {...}, 'launcher': {...}, 'used': [...], 'reason': str}."""
     e = experiment(name, path)
     data = load(path)
     runs = runs_by_experiment(results_dir, path, hw)
@@ -1019,11 +1056,19 @@ def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None, pat
     if not winners:
         return {"overrides": None, "used": [], "reason": "no recipe in `combine` was faster and counted"}
     overrides: dict = {}
+    launcher: dict = {}
     for _, member in sorted(winners, reverse=True):
-        for k, v in (experiment(member, path)["overrides"] or {}).items():
+        m = experiment(member, path)
+        for k, v in (m["overrides"] or {}).items():
             overrides.setdefault(k, v)
+        # a member's launcher options that change the training itself (--sdpa-padding-free) travel with its
+        # overrides; how long to run and what to profile stay the combination's own
+        for k, v in (m.get("launcher") or {}).items():
+            if k not in SCHEDULE_LAUNCHER_KEYS:
+                launcher.setdefault(k, v)
     overrides = {**(e.get("overrides") or {}), **overrides}
-    return {"overrides": overrides, "used": [m for _, m in sorted(winners, reverse=True)],
+    launcher = {**launcher, **(e.get("launcher") or {})}
+    return {"overrides": overrides, "launcher": launcher, "used": [m for _, m in sorted(winners, reverse=True)],
             "reason": f"combined {', '.join(m for _, m in sorted(winners, reverse=True))}"
                       + (f" (not run yet: {', '.join(missing)})" if missing else "")}
 

@@ -469,6 +469,12 @@ def run_claims(hw: str, names: list[str], progress: bool = True, first_ok: bool 
     console = Console(stderr=True)
     results = []
     for name in names:
+        needs = (claims.search(name) or claims.experiment(name) or {}).get("requires") or []
+        missing = [m for m in needs if importlib.util.find_spec(m) is None]
+        if missing:
+            console.print(f"[yellow]blocked[/] {hw}/{name}: needs {', '.join(missing)} (not importable here)")
+            results.append({"experiment": name, "status": "blocked", "reason": f"needs {', '.join(missing)}"})
+            continue
         if claims.search(name) is not None:
             if hw == "cpu" and claims.search(name)["launcher"].get("mem_cap_gib"):
                 reason = "a memory-cap search needs a CUDA device (on the CPU nothing is capped, nothing OOMs)"
@@ -482,11 +488,6 @@ def run_claims(hw: str, names: list[str], progress: bool = True, first_ok: bool 
             console.print(f"[yellow]blocked[/] {hw}/{name}: {' '.join(definition['blocked'].split())}")
             results.append({"experiment": name, "status": "blocked", "reason": definition["blocked"]})
             continue
-        missing = [m for m in definition.get("requires") or [] if importlib.util.find_spec(m) is None]
-        if missing:
-            console.print(f"[yellow]blocked[/] {hw}/{name}: needs {', '.join(missing)} (not importable here)")
-            results.append({"experiment": name, "status": "blocked", "reason": f"needs {', '.join(missing)}"})
-            continue
         spec_kw = dict(kw)
         if definition.get("combine"):
             combo = claims.resolve_combo(name, kw.get("results_dir", "results"), hw)
@@ -496,6 +497,7 @@ def run_claims(hw: str, names: list[str], progress: bool = True, first_ok: bool 
                 continue
             console.print(f"{hw}/{name}: {combo['reason']}")
             spec_kw["overrides"] = {**combo["overrides"], **(kw.get("overrides") or {})}
+            spec_kw["launcher"] = combo["launcher"]
         results.append(_run_one(RunSpec(hw=hw, experiment=name, **spec_kw), console, progress, True))
         if first_ok and results[-1].get("outcome") == "ok":
             rest = names[names.index(name) + 1:]

@@ -322,6 +322,23 @@ def test_combo_takes_the_recipes_that_helped(tmp_path):
     assert claims.resolve_combo("tp-combo", tmp_path / "empty")["overrides"] is None
 
 
+def test_combo_carries_the_launcher_options_its_recipes_train_with(tmp_path):
+    # tp-pf (0.60 s/step: +50 %) beats tp-bs8 (0.75 s/step: +20 %) over the 0.90 s/step baseline. tp-pf only
+    # trains with the launcher's --sdpa-padding-free (ms-swift refuses --padding_free with SDPA otherwise): the
+    # combination must carry it, while the stop and profiler options stay tp-combo's own.
+    root = tmp_path / "results"
+    _throughput_tree(root)
+    lines, args = _synthetic(20, 0.60, 40.0, 10.03, seed=7)
+    _write_run(root, "tp-pf", lines=lines, args=args)
+    combo = claims.resolve_combo("tp-combo", root)
+    assert combo["used"] == ["tp-pf", "tp-bs8"]
+    assert combo["overrides"]["padding_free"] is True and combo["overrides"]["per_device_train_batch_size"] == 8
+    assert combo["launcher"] == {"sdpa_padding_free": True, **claims.experiment("tp-combo")["launcher"]}
+    spec = runner.RunSpec(hw="h200", experiment="tp-combo", model="dummy", data=".data",
+                          overrides=combo["overrides"], launcher=combo["launcher"])
+    assert "--sdpa-padding-free" in launch.option_argv(spec.launcher)
+
+
 def test_gc_tradeoff_with_an_oom(tmp_path):
     root = tmp_path / "results"
     lines, args = _synthetic(20, 0.9, 75.8, 10.0)
