@@ -398,7 +398,9 @@ def run_notebook(spec: RunSpec, run_dir: Path, progress: bool = True) -> None:
     params = {"hw": spec.hw, "experiment": spec.experiment, "model": spec.model, "data": spec.data or "",
               "max_steps": spec.max_steps or 0, "results_dir": str(spec.results_dir), "run_dir": str(run_dir),
               "force_hw": spec.force_hw, "timeout_s": spec.timeout_s or 0,
-              "overrides_json": json.dumps(spec.overrides)}
+              "overrides_json": json.dumps(spec.overrides),
+              # a resolved combination's launcher differs from its definition's: the notebook must not re-derive it
+              "launcher_json": json.dumps(spec.launcher) if spec.launcher is not None else ""}
     pm.execute_notebook(str(NOTEBOOK), str(run_dir / "sft.ipynb"), parameters=params, cwd=str(ROOT),
                         progress_bar=progress, log_output=False, kernel_name="python3")
 

@@ -541,6 +541,50 @@ def test_prepare_renders_the_launcher_command(tmp_path):
     assert status["key"]["launcher"] == {"mem_cap_gib": 24, "longest_first": True}
 
 
+def test_the_notebook_runs_the_spec_the_runner_resolved(tmp_path, monkeypatch):
+    """A resolved combination's launcher (tp-combo + --sdpa-padding-free) must reach the notebook's RunSpec: twice on
+    2026-11-30 the notebook rebuilt the spec from the experiment's definition and the combination crashed in ms-swift.
+    The notebook's parameter cell and spec cell run here in-process, with papermill's parameters injected."""
+    import papermill as pm
+
+    captured = {}
+    monkeypatch.setattr(pm, "execute_notebook", lambda *a, **k: captured.update(k["parameters"]))
+    launcher = {"sdpa_padding_free": True, "stop_after": 46, "profile_steps": 2, "profile_skip": 40}
+    spec = runner.RunSpec(hw="h200", experiment="tp-combo", model="dummy", data=".data",
+                          overrides={"padding_free": True, "attn_impl": "sdpa"}, launcher=launcher)
+    runner.run_notebook(spec, tmp_path / "run", progress=False)
+    assert json.loads(captured["launcher_json"]) == launcher
+    cells = json.loads(runner.NOTEBOOK.read_text())["cells"]
+    params = next(c for c in cells if "parameters" in (c.get("metadata", {}).get("tags") or []))
+    spec_cell = next(c for c in cells if "runner.RunSpec(" in "".join(c["source"]))
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_prepare(s, path):
+        seen["spec"] = s
+        raise Stop
+
+    monkeypatch.setattr(runner, "prepare", fake_prepare)
+    ns: dict = {}
+    exec("".join(params["source"]), ns)
+    ns.update(captured)  # what papermill injects after the parameters cell
+    with pytest.raises(Stop):
+        exec("".join(spec_cell["source"]), ns)
+    assert seen["spec"].launcher == launcher and seen["spec"].overrides["padding_free"] is True
+    # without a launcher the notebook falls back to the definition's (plain tp-pf keeps its own)
+    captured.clear()
+    runner.run_notebook(runner.RunSpec(hw="h200", experiment="tp-pf", model="dummy", data=".data"), tmp_path / "r2",
+                        progress=False)
+    ns = {}
+    exec("".join(params["source"]), ns)
+    ns.update({**captured, "launcher_json": ""})
+    with pytest.raises(Stop):
+        exec("".join(spec_cell["source"]), ns)
+    assert seen["spec"].launcher == claims.experiment("tp-pf")["launcher"]
+
+
 def test_run_claims_blocks_what_cannot_run_here(tmp_path):
     res = runner.run_claims("cpu", ["cap24", "tp-padding-free", "tp-combo"], progress=False,
                             results_dir=str(tmp_path))
