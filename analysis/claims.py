@@ -302,8 +302,8 @@ def pypi_wheel(name: str, python_version: str = "3.12", platform: str = "manylin
 
 
 from analysis.run_measures import (  # noqa: F401 - peak_at is re-exported: the audit's measurements of one run
-    PROFILE_FILE, _profile, busy_fraction, common_peaks, eval_at, last_eval_step, last_train_step, peak_at,
-    step_stats, throughput,
+    PROFILE_FILE, _profile, busy_fraction, common_peaks, eval_at, host_of, last_eval_step, last_train_step,
+    paired_ratio, peak_at, step_stats, throughput,
 )
 
 
@@ -445,13 +445,21 @@ def tokens_ratio(t: dict, b: dict) -> dict:
 
 
 def _speedup(base: dict, test: dict) -> dict:
-    """Speed-up of TEST over BASE in %: tokens/s ratio (measured tokens over steady time), with the range from the
-    two runs' bootstrap ranges. Also the median step times, for the reader."""
+    """Speed-up of TEST over BASE in %. Runs that trained the same batches are compared step by step (paired_ratio:
+    time of the steps both timed); others by their tokens/s ratio (measured tokens over steady time) with the range
+    from the two runs' bootstrap ranges. Also each run's tokens/s and median step time, for the reader."""
     b, t = throughput(base), throughput(test)
     out = {"base_step_s": _r(step_stats(base)["median"]), "test_step_s": _r(step_stats(test)["median"]),
            "base_tokens_per_s": _r(b["tokens_per_s"], 1), "test_tokens_per_s": _r(t["tokens_per_s"], 1),
-           "base_n": b["n_intervals"], "test_n": t["n_intervals"]}
-    q = tokens_ratio(t, b)
+           "base_n": b["n_intervals"], "test_n": t["n_intervals"], "paired_steps": None, "other_host": None}
+    hb, ht = host_of(base), host_of(test)
+    if hb and ht and hb != ht:
+        out["other_host"] = f"{ht} vs the baseline's {hb}"
+    q = paired_ratio(base, test)
+    if q is not None:
+        out["paired_steps"] = q["n_steps"]
+    else:
+        q = tokens_ratio(t, b)
     if q["ratio"] is None:
         return {**out, "speedup_pct": None}
     out["speedup_pct"] = _r((q["ratio"] - 1) * 100, 2)
@@ -459,6 +467,14 @@ def _speedup(base: dict, test: dict) -> dict:
         out["speedup_pct_low"] = _r((q["low"] - 1) * 100, 2)
         out["speedup_pct_high"] = _r((q["high"] - 1) * 100, 2)
     return out
+
+
+def _paired_note(nums: dict) -> str:
+    n = nums.get("paired_steps")
+    note = f", paired over the {n} steps both timed on the same batches" if n else ""
+    if nums.get("other_host"):
+        note += f"; made on another host ({nums['other_host']}): host-bound steps may differ for that alone"
+    return note
 
 
 def rule_memory_loss_pair(claim: dict, runs: dict, path, **_) -> dict:
@@ -527,7 +543,7 @@ def rule_speedup(claim: dict, runs: dict, path, **_) -> dict:
         lo, hi = nums.get("speedup_pct_low"), nums.get("speedup_pct_high")
         how = f" ({pair['how']})" if pair.get("how") else ""
         parts.append(f"{pair['test']} vs {pair['base']}{how}: speed-up {nums['speedup_pct']} % (95 % range {lo} .. "
-                     f"{hi} %; step {nums['base_step_s']} s -> {nums['test_step_s']} s)")
+                     f"{hi} %{_paired_note(nums)}; step {nums['base_step_s']} s -> {nums['test_step_s']} s)")
         numbers.update(nums if i == 0 else {f"{k}_{pair['test']}": v for k, v in nums.items()})
         used += [base, test]
         measured.append((lo, hi))
@@ -902,7 +918,8 @@ def rule_recipe(claim: dict, runs: dict, path, **_) -> dict:
     n = o["numbers"]
     word = "slower" if rule.get("expect") == "slower" else "faster"
     detail = (f"tokens/s {n['base_tokens_per_s']} -> {n['test_tokens_per_s']}: speed-up {n['speedup_pct']} % (95 % "
-              f"range {n.get('speedup_pct_low')} .. {n.get('speedup_pct_high')} %; median step {n['base_step_s']} -> "
+              f"range {n.get('speedup_pct_low')} .. {n.get('speedup_pct_high')} %{_paired_note(n)}; median step "
+              f"{n['base_step_s']} -> "
               f"{n['test_step_s']} s), peak {n['peak_gib']} GiB, eval loss {n['eval_loss']} at step {n['eval_step']}")
     if o["counts"] is None:
         detail += "; no seed band at that step (needs 2+ seeds evaluated there)"
@@ -966,6 +983,20 @@ def rule_target_speedup(claim: dict, runs: dict, path, rows=(), hw=None, **_) ->
                                       f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band (|dev| "
                                       f"{lc.get('loss_dev_from_seed_mean')} vs range {lc.get('seed_range')})")
               + f"; recipe: {nums['combination']}")
+    hr, hs = host_of(row), host_of(seed)
+    if hr and hs and hr != hs:
+        nums["other_host"] = f"{hr} vs the seed run's {hs}"
+        detail += f"; made on another host than the seed run ({nums['other_host']})"
+    for name in rule.get("also_against") or []:  # the seed recipe again, where the recipe ran (context, no verdict)
+        other = _pick(runs, name)
+        if other is None:
+            continue
+        q = _ratio(row, other)
+        nums[f"ratio_vs_{name}"] = q.get("ratio")
+        nums[f"ratio_vs_{name}_low"], nums[f"ratio_vs_{name}_high"] = q.get("ratio_low"), q.get("ratio_high")
+        where = "the same host" if host_of(other) == hr else f"host {host_of(other)}"
+        detail += (f"; against {name} ({where}, {q.get('seed_tokens_per_s')} tokens/s): {q.get('ratio')}x (95 % range "
+                   f"{q.get('ratio_low')} .. {q.get('ratio_high')}x)")
     lo, hi = nums.get("ratio_low"), nums.get("ratio_high")
     if lc["counts"] is False or (hi is not None and hi < need):
         return _result("does not hold", detail, nums, [row, seed])

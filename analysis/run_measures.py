@@ -122,3 +122,41 @@ def throughput(row: dict, n_boot: int = 2000) -> dict:
         low, high = (float(x) for x in np.percentile(boots, [2.5, 97.5]))
     return {"tokens_per_s": point, "low": low, "high": high, "n_intervals": len(s), "source": source,
             "tokens_per_step": float(t.sum() / sum(nsteps)), "steady_steps": int(sum(nsteps))}
+
+
+def paired_ratio(base: dict, test: dict, n_boot: int = 2000) -> dict | None:
+    """Step-time ratio BASE / TEST over the steady steps both runs timed, when both trained the same batches
+    (tokens.jsonl equal on every such step: same data seed and order). Each step is then its own control, so the
+    sample-length noise that dominates unpaired ranges cancels; the range bootstraps steps as pairs.
+    None when the runs cannot be paired (no tokens.jsonl, other batches, fewer than 3 common steps)."""
+    import numpy as np
+
+    tb, tt = _tokens_by_step(base), _tokens_by_step(test)
+    if tb is None or tt is None:
+        return None
+    ib = {(int(iv["from_step"]), int(iv["to_step"])): iv["seconds"] for iv in steady_intervals(base)}
+    it = {(int(iv["from_step"]), int(iv["to_step"])): iv["seconds"] for iv in steady_intervals(test)}
+    common = sorted(set(ib) & set(it))
+    for a, b in common:
+        if any(s not in tb or tb[s] != tt.get(s) for s in range(a + 1, b + 1)):
+            return None
+    if len(common) < 3:
+        return None
+    sb = np.asarray([ib[k] for k in common], float)
+    st = np.asarray([it[k] for k in common], float)
+    rng = np.random.default_rng(0)  # fixed: the same table every time it is made
+    idx = rng.integers(0, len(common), size=(n_boot, len(common)))
+    boots = sb[idx].sum(axis=1) / st[idx].sum(axis=1)
+    low, high = (float(x) for x in np.percentile(boots, [2.5, 97.5]))
+    return {"ratio": float(sb.sum() / st.sum()), "low": low, "high": high, "n_steps": len(common)}
+
+
+def host_of(row: dict) -> str | None:
+    """The host a run was made on, as far as host-bound speed goes (CPU model and count, RAM), from its env.json."""
+    try:
+        env = json.loads((Path(row.get("path", "")) / "env.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not env.get("cpu_count"):
+        return None
+    return f"{env.get('cpu_model') or 'CPU'} x {env['cpu_count']}, {env.get('ram_gib')} GiB RAM"

@@ -756,6 +756,19 @@ def test_best_recipe_target_and_class_verdicts(tmp_path):
     assert "uncapped peak 35.0 GiB > cap" in c24.detail
     assert c24.numbers["tokens_per_s"] == pytest.approx(2000 / 0.6, rel=1e-3)
     assert c40.verdict == "holds" and c40.numbers["recipe"] == "tp-best"
+    assert "another host" not in target.detail and "against seed-w4" not in target.detail
+    # the seed recipe again beside tp-best (seed-w4: 2,000 tokens per 5.0 s step = 400 tokens/s -> 12.5x, context
+    # only), and the seed run from a host with other CPUs: both named, the verdict unchanged
+    lines, args = _synthetic(20, 5.0, 17.0, 10.4, jitter=0.0, bs=1, ga=16)
+    _tokens(_write_run(root, "seed-w4", lines=lines, args=args), {s: 2000 for s in range(1, 21)})
+    (seed_run / "env.json").write_text(json.dumps({"hw": "h200", "cpu_model": "Xeon", "cpu_count": 16, "ram_gib": 125.9}))
+    for run in (root / "h200").glob("*/*/"):
+        if run != seed_run:
+            (run / "env.json").write_text(json.dumps({"hw": "h200", "cpu_model": "Xeon", "cpu_count": 32, "ram_gib": 251.8}))
+    target = claims.claims_table(root).set_index("id").loc["best-12x"]
+    assert target.verdict == "holds" and target.numbers["ratio_vs_seed-w4"] == pytest.approx(12.5, rel=1e-3)
+    assert "against seed-w4 (the same host, 400.0 tokens/s): 12.5x" in target.detail
+    assert "another host than the seed run (Xeon x 32, 251.8 GiB RAM vs the seed run's Xeon x 16" in target.detail
 
 
 def test_runs_cut_short_by_a_deadline_are_not_verdicts(tmp_path):
@@ -772,3 +785,92 @@ def test_runs_cut_short_by_a_deadline_are_not_verdicts(tmp_path):
     bound = df.loc["host-bound-seed"]
     assert bound.verdict == "holds" and bound.numbers["gpu_busy_frac"] == pytest.approx(0.064, abs=1e-3)
     assert "cut short: timeout" in bound.detail
+
+
+def _timed(steps_s, peak=30.0, eval_loss=10.0):
+    """A 4.x log whose step i took steps_s[i - 1] seconds (cumulative train_speed(s/it) = elapsed / step)."""
+    t, lines, n = 0.0, [], len(steps_s)
+    for s, dt in enumerate(steps_s, start=1):
+        t += dt
+        lines.append({"loss": 12 - 0.01 * s, "global_step/max_steps": f"{s}/{n}", "elapsed_time": f"{round(t)}s",
+                      "memory(GiB)": peak, "train_speed(s/it)": round(t / s, 6)})
+    lines.append({"eval_loss": eval_loss, "global_step/max_steps": f"{n}/{n}", "memory(GiB)": peak,
+                  "train_speed(s/it)": round(t / n, 6)})
+    return lines, {"per_device_train_batch_size": 16, "gradient_accumulation_steps": 1, "max_length": 2048,
+                   "torch_dtype": "bfloat16", "lora_rank": 8, "num_train_epochs": 1, "max_steps": n}
+
+
+def test_speedups_on_the_same_batches_are_paired_step_by_step(tmp_path):
+    """Slow and fast steps alternate (3 s and 1 s for the same 2,000 tokens, as padding varies); the recipe takes
+    0.8x each step's time. Paired, every step says 1 / 0.8 = +25 % and the range collapses onto it; unpaired, the
+    667-vs-2,000 tokens/s spread of the steps makes the range wide. Batches that differ (other tokens per step) fall
+    back to the unpaired ratio; another host is named."""
+    root = tmp_path / "results"
+    base_s = [3.0 if s % 2 else 1.0 for s in range(1, 21)]
+    tokens = {s: 2000 for s in range(1, 21)}
+    lines, args = _timed(base_s)
+    _tokens(_write_run(root, "spread-s42", lines=lines, args=args), tokens)
+    lines, args = _timed([0.8 * x for x in base_s])
+    test_run = _write_run(root, "tp-liger", lines=lines, args=args)
+    _tokens(test_run, tokens)
+    runs = claims.runs_by_experiment(root)
+    base, test = runs["spread-s42"][0], runs["tp-liger"][0]
+    sp = claims._speedup(base, test)
+    # steady intervals 2->3 .. 19->20 (1->2 is the first of the 20-step schedule): 18 pairs
+    assert sp["paired_steps"] == 18 and sp["other_host"] is None
+    assert sp["speedup_pct"] == pytest.approx(25.0, abs=0.01)
+    assert sp["speedup_pct_low"] == pytest.approx(25.0, abs=0.05) and sp["speedup_pct_high"] == pytest.approx(25.0, abs=0.05)
+    _tokens(test_run, {**tokens, 7: 1999})  # one batch differs: no pairing, the two runs' own ranges instead
+    sp = claims._speedup(base, test)
+    assert sp["paired_steps"] is None and sp["speedup_pct"] == pytest.approx(25.0, abs=0.5)
+    assert sp["speedup_pct_high"] - sp["speedup_pct_low"] > 20
+    env = json.loads((test_run / "env.json").read_text())
+    env.update(cpu_model="Xeon", cpu_count=16, ram_gib=125.9)
+    (test_run / "env.json").write_text(json.dumps(env))
+    (root / "h200" / "spread-s42" / "20261201-000000" / "env.json").write_text(json.dumps(
+        {**env, "cpu_count": 32, "ram_gib": 251.8}))
+    assert claims._speedup(base, test)["other_host"] == "Xeon x 16, 125.9 GiB RAM vs the baseline's Xeon x 32, 251.8 GiB RAM"
+
+
+def test_workers_verdict_from_the_committed_h200_pairs():
+    """The committed seed-w4/seed-w8 runs (16 steps, one after the other) and the simultaneous -sim pair (20 steps).
+    Hand computation from their logging.jsonl: elapsed at step s = train_speed(s/it) x s; the steady steps of the
+    94-step schedule start after step 9.4, so the paired time is elapsed(last) - elapsed(10) for both runs."""
+    root = claims.ROOT / "results"
+    if not (root / "h200" / "seed-w4-sim").is_dir():
+        pytest.skip("committed H200 results not present")
+
+    def elapsed(exp, step):
+        run = next((root / "h200" / exp).iterdir())
+        for raw in (run / "logging.jsonl").read_text().splitlines():
+            x = json.loads(raw)
+            if "loss" in x and x.get("global_step/max_steps", "").split("/")[0] == str(step):
+                return x["train_speed(s/it)"] * step
+
+    hand = {last: (elapsed(b, last) - elapsed(b, 10)) / (elapsed(t, last) - elapsed(t, 10)) * 100 - 100
+            for b, t, last in (("seed-w4", "seed-w8", 16), ("seed-w4-sim", "seed-w8-sim", 20))}
+    claim = next(c for c in claims.load()["claims"] if c["id"] == "workers8")
+    res = claims.rule_speedup(claim, claims.runs_by_experiment(root), claims.CLAIMS_FILE)
+    assert res["numbers"]["speedup_pct"] == pytest.approx(hand[16], abs=0.01)  # 15.16
+    assert res["numbers"]["speedup_pct_seed-w8-sim"] == pytest.approx(hand[20], abs=0.01)  # 3.05
+    assert res["numbers"]["paired_steps"] == 6 and res["numbers"]["paired_steps_seed-w8-sim"] == 10
+    # the first pair's range reaches 15 %, the simultaneous pair's stays below it: the rule wants both to agree
+    assert res["verdict"] == "inconclusive"
+    assert res["numbers"]["speedup_pct_high_seed-w8-sim"] < 15 < res["numbers"]["speedup_pct_high"]
+
+
+def test_qlora_verdict_names_the_liger_fit_and_the_largest_batch(tmp_path):
+    root = tmp_path / "results"
+    _write_run(root, "qlora-cap24-bs8", lines=None, args=None, status="failed", reason="OOM: CUDA out of memory")
+    lines, args = _synthetic(3, 1.0, 13.76, 11.0, bs=8)
+    _write_run(root, "qlora-cap24-bs8-liger", lines=lines, args=args)
+    lines, args = _synthetic(2, 1.0, 21.22, 11.0, bs=4)
+    _write_run(root, "qcap24-bs4", lines=lines, args=args)
+    _write_run(root, "qcap24-bs6", lines=None, args=None, status="failed", reason="OOM: CUDA out of memory")
+    row = claims.claims_table(root).set_index("id").loc["qlora-7b-24gb"]
+    assert row.verdict == "does not hold"
+    assert "OOMed at ms-swift's defaults" in row.detail
+    assert "qlora-cap24-bs8-liger (with Liger) trained, peak 13.76 GiB" in row.detail
+    assert "qcap24: 24 GiB: bs 4 trains (21.22 GiB), bs 6 OOMs" in row.detail
+    assert row.numbers["max_bs_qcap24"] == 4 and row.numbers["oom_bs_qcap24"] == 6
+    assert row.numbers["qlora-cap24-bs8-liger_trained"] is True and len(row.runs) == 4
