@@ -520,12 +520,15 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
         if shapes is None or method not in METHODS or not r.get("per_device_batch") or not r.get("max_length"):
             rows.append({**base, "note": "cannot estimate: model shapes, method, batch or max_length unknown"})
             continue
-        seq = min(int(r.get("train_tokens_max") or r["max_length"]), int(r["max_length"]))
+        launcher = ((r.get("run_status") or {}).get("key") or {}).get("launcher") or {}
+        # the launcher's --pad-to pads every row to that length: the run's sequence, whatever the data's lengths
+        seq = min(int(launcher.get("pad_to") or r.get("train_tokens_max") or r["max_length"]), int(r["max_length"]))
         gc = r.get("gradient_checkpointing") is not False
         mem = memory(shapes, method, seq, r["per_device_batch"], gc, rank, c)
         note = []
         seen = (r.get("global_steps") or 0) * (r.get("samples_per_step") or 0)
-        if r.get("train_samples") and seen < r["train_samples"]:
+        cut = bool(r.get("train_samples") and seen < r["train_samples"])
+        if cut:
             note.append(f"cut run: saw {seen} of {r['train_samples']} samples, so maybe not the {seq}-token one")
         spec = hardware.get(r.get("hw")) if r.get("hw") else None
         est_step = tps = None
@@ -538,8 +541,10 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
                     spec, method, mem["params"]["trainable"], c)
         measured_step = (r.get("step_time_s") or {}).get("median")
         measured = r.get("peak_mem_gib")
-        cap = (((r.get("run_status") or {}).get("key") or {}).get("launcher") or {}).get("mem_cap_gib")
+        cap = launcher.get("mem_cap_gib")
         unmodelled = [f for f in ("padding_free", "packing", "use_liger_kernel", "group_by_length") if args.get(f)]
+        if args.get("attn_impl") == "eager":
+            unmodelled.append("attn_impl eager (the activations and FLOPs are SDPA's)")
         if not gc:
             unmodelled.append("gradient_checkpointing false (the cache factor is fitted on GC-on runs)")
         oom = r.get("status") == "failed" and str(r.get("failure") or "").startswith("OOM")
@@ -562,10 +567,20 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
             "predicted_fits": predicted_fits, "planner_fits": planner_fits,
             "fits_correct": (predicted_fits == (r.get("status") == "ok")) if check == "fits under the cap" else None,
             "ratio": mem["peak_mem_gib"] / measured if measured else None,
-            "within_10pct": (bool(abs(mem["peak_mem_gib"] / measured - 1) <= 0.10)
+            # A full run's peak is the estimate's target (within 10 %). A cut run (a prefix of the schedule) met only
+            # part of the batches, and the reserved peak grows in steps as larger ones arrive, so its peak is a lower
+            # bound of the full run's: the estimate must not be below it by more than 10 %.
+            "peak_rule": ("not below by more than 10 % (cut run)" if cut else "within 10 %")
+                         if check == "reserved peak" else None,
+            "within_10pct": ((bool(mem["peak_mem_gib"] / measured >= 0.90) if cut
+                              else bool(abs(mem["peak_mem_gib"] / measured - 1) <= 0.10))
                              if measured and check == "reserved peak" else None),
             "tokens_per_sample": tps, "measured_step_s": measured_step, "estimated_step_s": est_step,
             "step_ratio": est_step / measured_step if est_step and measured_step else None,
+            # the host overhead constant was fitted on runs with the recipes' 4 dataloader workers
+            "step_checked": bool(check == "reserved peak" and est_step and measured_step
+                                 and math.isfinite(measured_step)
+                                 and int(args.get("dataloader_num_workers") or 0) == 4),
             "note": "; ".join(note) or None,
         })
     return pd.DataFrame(rows)

@@ -85,7 +85,7 @@ def _hbars(ax, df: pd.DataFrame, value: str, low: str, high: str, fmt: str, anno
         colors = [PUBLISHED_COLOR if s == "published" else MEASURED_COLOR for s in df["source"]]
     vals = df[value].astype(float).to_numpy()
     ax.barh(y, np.nan_to_num(vals), color=colors, hatch=None, edgecolor="white")
-    for yi, (v, lo, hi, src) in enumerate(zip(vals, df[low], df[high], df["source"])):
+    for yi, (v, lo, hi) in enumerate(zip(vals, df[low], df[high])):
         if np.isfinite(lo if lo is not None else np.nan) and np.isfinite(hi if hi is not None else np.nan):
             ax.plot([lo, hi], [yi, yi], color="black", lw=1.6)
             ax.plot([lo, lo], [yi - 0.18, yi + 0.18], color="black", lw=1.2)

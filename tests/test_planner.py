@@ -121,12 +121,20 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
     rows = validation.to_dict("records")
     assert len(rows) == len(collect(RESULTS)) >= 4
     capped = [r for r in rows if r.get("check") == "fits under the cap"]
-    assert len(capped) >= 9 and all(r["fits_correct"] for r in capped), capped
-    assert {r["experiment"] for r in capped if not r["predicted_fits"]} >= {"cap24-bs12", "cap40-bs24", "cap80-bs64"}
-    # the planner's `fits` (live + 20 % fragmentation margin) errs on the safe side only: it never says a run that
-    # ran out of memory fits; at the edge it says "no" to bs 8 under 24 GiB, which trained (needs 25.3 > 24 GiB)
-    assert not any(r["planner_fits"] for r in capped if r["status"] != "ok")
-    assert {r["experiment"] for r in capped if r["status"] == "ok" and not r["planner_fits"]} == {"cap24-bs8"}
+    assert len(capped) >= 17
+    # One miss, at the edge and at 2048 tokens: bf16 LoRA bs 2 with every row padded to 2048 (live 22.27 GiB by
+    # the model) ran out of memory under 24 GiB asking for one 2.30 GiB fp32 logits tensor at 23.02 GiB in use.
+    wrong = {r["experiment"]: r for r in capped if not r["fits_correct"]}
+    assert set(wrong) == {"lcap24-len2048-bs2"}, wrong
+    assert wrong["lcap24-len2048-bs2"]["live_peak_gib"] == pytest.approx(22.27, abs=0.01)
+    assert wrong["lcap24-len2048-bs2"]["seq_len"] == 2048  # the launcher's --pad-to, not the data's 593
+    assert {r["experiment"] for r in capped if not r["predicted_fits"]} >= {"cap24-bs12", "cap40-bs24", "cap80-bs64",
+                                                                            "qcap24-bs6", "qlora-cap24-bs8"}
+    # the planner's `fits` (live + 20 % fragmentation margin): safe-side wrong twice (bs 8 under 24 GiB and QLoRA
+    # bs 4 at 2048 trained) and wrong-side once, the same 2048-token edge case as above
+    assert {r["experiment"] for r in capped if r["status"] != "ok" and r["planner_fits"]} == {"lcap24-len2048-bs2"}
+    assert {r["experiment"] for r in capped if r["status"] == "ok" and not r["planner_fits"]} == {"cap24-bs8",
+                                                                                               "qcap24-bs4"}
     for r in rows:
         if r.get("check") != "reserved peak":
             assert not isinstance(r.get("check"), str) or r["check"].startswith(("not modelled", "not checked", "fits")), r
@@ -134,7 +142,12 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
         assert r["measured_peak_gib"], r
         assert r["within_10pct"], (f"{r['hw']}/{r['experiment']}/{r['run']}: estimated "
                                    f"{r['estimated_peak_gib']:.2f} GiB vs measured {r['measured_peak_gib']} GiB")
-        assert abs(r["ratio"] - 1) <= 0.10
+        if r["peak_rule"] == "within 10 %":
+            assert abs(r["ratio"] - 1) <= 0.10
+        else:  # a cut run's peak is a lower bound of the full run's
+            assert r["ratio"] >= 0.90 and "cut run" in r["note"]
+    full = [r for r in rows if r.get("peak_rule") == "within 10 %"]
+    assert {r["run"] for r in full} == {"20261130-074942", "20261130-075319"}  # the two full bs16 epochs
     by_run = {r["run"]: r for r in rows}
     assert by_run[SEED_RUN]["measured_peak_gib"] == 17.68
     assert by_run[SEED_RUN]["seq_len"] == 593 and by_run[SEED_RUN]["per_device_batch"] == 1
@@ -149,8 +162,11 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
 def test_step_time_estimates_of_committed_runs(validation):
     """The roofline + host overhead (two constants fitted on the first four H200 runs) against every finished,
     uncapped run of a configuration the planner models (spread-s42 and tp-bs8 were made after the fit)."""
-    checked = [r for r in validation.to_dict("records") if r.get("check") == "reserved peak"]
-    assert {"seed", "bs16", "spread-s42", "tp-bs8"} <= {r["experiment"] for r in checked}
+    checked = [r for r in validation.to_dict("records") if r.get("step_checked") is True]
+    assert {"seed", "bs16", "spread-s42", "tp-bs8", "tp-bs4", "tp-bs2", "seed-w4", "seed-w4-sim"} <= \
+        {r["experiment"] for r in checked}
+    # 8 dataloader workers: the host overhead constant was fitted on 4-worker runs, so no step check
+    assert not any(r["experiment"].startswith("seed-w8") for r in checked)
     for r in checked:
         assert r["estimated_step_s"] is not None and r["measured_step_s"] is not None
         assert r["step_ratio"] == pytest.approx(1, abs=0.15), r
@@ -198,8 +214,10 @@ def test_seed_recipe_on_h200_uses_the_measured_median_and_roofline_elsewhere():
     # data other than the run's: the measured time does not apply
     other = planner.estimate(MODEL, mean_len=1024, hw="h200", results=RESULTS)[0]
     assert other["time_source"] == "roofline" and "not --mean-len" in other["time_note"]
-    # a different recipe (batch 2): nothing measured
-    assert planner.estimate(MODEL, batch=2, grad_accum=8, hw="h200", results=RESULTS)[0]["time_source"] == "roofline"
+    # a different recipe (batch 3): nothing measured; batch 2 x 8 is the claims audit's tp-bs2, measured
+    assert planner.estimate(MODEL, batch=3, grad_accum=5, hw="h200", results=RESULTS)[0]["time_source"] == "roofline"
+    assert planner.estimate(MODEL, batch=2, grad_accum=8, hw="h200", results=RESULTS)[0]["time_source"] == \
+        "measured: h200/tp-bs2/20261130-121331"
 
 
 def test_roofline_reproduces_both_h200_experiments(shapes):
