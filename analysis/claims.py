@@ -1120,6 +1120,8 @@ def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_
     seed = seed_baseline(["seed", "workers4"], runs, rows, hw)
     seed_tps = throughput(seed)["tokens_per_s"] if seed else None
     spread = ["spread-s42", "spread-s43", "spread-s44"]
+    base = _pick(runs, "spread-s42")
+    base_host = host_of(base) if base else None
     table = []
     for name in RECIPE_RUNS:
         row = _pick(runs, name)
@@ -1132,6 +1134,9 @@ def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_
                                                                                     "seed")}
         cap = (key.get("launcher") or {}).get("mem_cap_gib")
         label = {"spread-s42": "spread-s42 (bs16 baseline)"}.get(name, name) + (f" ({cap:g} GiB cap)" if cap else "")
+        host = host_of(row)
+        if base_host and host and host != base_host:  # host-bound steps: another host is part of the result
+            label += " (other host)"
         table.append({"recipe": name, "label": label, "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or "(bs16 baseline)",
                      "cap_gib": (key.get("launcher") or {}).get("mem_cap_gib"),
                      "tokens_per_s": _r(t["tokens_per_s"], 1), "low": _r(t["low"], 1), "high": _r(t["high"], 1),
@@ -1139,10 +1144,11 @@ def recipes_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS_
                      "steady_steps": t.get("steady_steps"), "tokens_source": t["source"],
                      "peak_gib": row.get("peak_mem_gib"), "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
                      "loss_counts": lc["counts"], "gpu_busy_frac": _r(busy_fraction(row), 3),
-                     "labels": "; ".join(row.get("labels") or []), "run": _rel(row["path"])})
+                     "host": host, "labels": "; ".join(row.get("labels") or []), "run": _rel(row["path"])})
     df = pd.DataFrame(table)
     df.attrs["seed_tokens_per_s"] = seed_tps
     df.attrs["seed_run"] = _rel(seed["path"]) if seed else None
+    df.attrs["seed_host"] = host_of(seed) if seed else None
     return df
 
 

@@ -1060,9 +1060,12 @@ class Report:
                              "claims_recipes.png",
                              "Measured tokens/s per recipe against the seed recipe and the 12x bar; colour: eval loss "
                              "inside or outside the seed band at the recipe's last eval step"),
-                _p(f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({_e(rec.attrs.get('seed_run'))}). "
-                   "Cut runs stop after step 23 or 46 of the full 94-step schedule, so every eval compares with the "
-                   "seed band at the same step.") if seed_tps else "",
+                _p(f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({_e(rec.attrs.get('seed_run'))}, host "
+                   f"{_e(rec.attrs.get('seed_host') or 'unknown')}). "
+                   "Cut runs stop after step 12, 23 or 46 of the full 94-step schedule, so every eval compares with "
+                   "the seed band at the same step (the seeds have none at step 12). <i>other host</i>: made on "
+                   "another machine than the baseline (the host column), which matters for host-bound steps.")
+                if seed_tps else "",
                 html_table(rec.drop(columns=["run", "labels"]).assign(run=[Path(p).name for p in rec["run"]])),
                 self._csv(rec, "claims_recipes.csv"),
             ]

@@ -413,3 +413,6 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     verdicts = claims_table(results).set_index("id")
     assert rec.loc["tp-combo", "tokens_per_s"] == verdicts.loc["tp-combo"].numbers["test_tokens_per_s"]
     assert rec.loc["tp-best", "x_seed"] == verdicts.loc["best-12x"].numbers["ratio"]
+    # tp-combo ran on the 1-GPU host (16 CPUs), the baseline on the 2-GPU one (32 CPUs)
+    assert rec.loc["tp-combo", "label"] == "tp-combo (other host)" and rec.loc["tp-best", "label"] == "tp-best"
+    assert "x 16" in rec.loc["tp-combo", "host"] and "x 32" in rec.loc["spread-s42", "host"]
