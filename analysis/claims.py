@@ -1190,12 +1190,19 @@ def capacity_frame(results_dir, hw: str | None = None, path: str | Path = CLAIMS
     table = []
     for name, srch in load(path)["searches"].items():
         cap = srch["launcher"]["mem_cap_gib"]
+        # one row of the figure per search: the cap, and what else differs from the seed recipe's shape
+        what = [f"{cap:g} GiB cap"]
+        if srch["overrides"].get("quant_bits") == 4:
+            what.append("QLoRA 4-bit")
+        if srch["launcher"].get("pad_to"):
+            what.append(f"rows padded to {srch['launcher']['pad_to']}")
         for b in srch["ladder"]:
             row = _pick(runs, probe_name(name, b), allow_oom=True)
             if row is None:
                 continue
-            table.append({"cap_gib": cap, "batch": b, "outcome": "trained" if row.get("status") == "ok" else "OOM",
-                         "peak_gib": row.get("peak_mem_gib"), "path": _rel(row["path"])})
+            table.append({"search": name, "setting": ", ".join(what), "cap_gib": cap, "batch": b,
+                          "outcome": "trained" if row.get("status") == "ok" else "OOM",
+                          "peak_gib": row.get("peak_mem_gib"), "path": _rel(row["path"])})
     return pd.DataFrame(table)
 
 

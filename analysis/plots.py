@@ -289,24 +289,29 @@ def recipe_bars(df: pd.DataFrame, seed_tps: float | None, factor: float, title: 
 
 
 def capacity_points(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
-    """Per allocator cap: probed per-device batches, trained (filled) or OOM (cross), with the peak reserved memory.
+    """Per capacity search (a cap, and any other setting such as QLoRA or padded rows): probed per-device batches,
+    trained (filled) or OOM (cross), with the peak reserved memory.
 
-    df columns: cap_gib, batch, outcome, peak_gib."""
+    df columns: cap_gib, batch, outcome, peak_gib; setting (the row's label; default: the cap)."""
     if df.empty:
         return _empty(title, labels, "no capacity probes")
-    fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
-    caps = sorted(df["cap_gib"].unique())
-    for i, cap in enumerate(caps):
-        sub = df[df["cap_gib"] == cap]
+    df = df.copy()
+    if "setting" not in df:
+        df["setting"] = [f"{c:g} GiB cap" for c in df["cap_gib"]]
+    settings = (df.sort_values(["cap_gib", "setting"], ascending=[False, False])
+                .drop_duplicates("setting")["setting"].tolist())
+    fig, ax = plt.subplots(figsize=(10, 1.0 + 0.75 * len(settings)), layout="constrained")
+    for i, setting in enumerate(settings):
+        sub = df[df["setting"] == setting].sort_values("batch")
         ok, oom = sub[sub["outcome"] == "trained"], sub[sub["outcome"] == "OOM"]
         ax.scatter(ok["batch"], [i] * len(ok), s=80, color="#2b8a3e", zorder=3)
         ax.scatter(oom["batch"], [i] * len(oom), s=80, marker="x", color="#c92a2a", zorder=3)
-        for _, r in ok.iterrows():
-            ax.annotate(f"{r['peak_gib']:.1f} GiB", (r["batch"], i), textcoords="offset points", xytext=(0, 9),
-                        ha="center", fontsize=7)
-    ax.set_yticks(range(len(caps)), [f"{c:g} GiB cap" for c in caps])
+        for j, (_, r) in enumerate(ok.iterrows()):  # neighbours alternate above / below so their labels stay apart
+            ax.annotate(f"{r['peak_gib']:.1f} GiB", (r["batch"], i), textcoords="offset points",
+                        xytext=(0, 9 if j % 2 == 0 else -15), ha="center", fontsize=7)
+    ax.set_yticks(range(len(settings)), settings)
     ax.set_xscale("log", base=2)
     _plain_log_ticks(ax.xaxis)
-    ax.set_xlabel("per-device batch (longest samples first; green: trained 2 steps, red x: CUDA out of memory)")
-    ax.set_ylim(-0.6, len(caps) - 0.3)
+    ax.set_xlabel("per-device batch (longest samples first; green: trained, red x: CUDA out of memory)")
+    ax.set_ylim(-0.6, len(settings) - 0.4)
     return _finish(fig, title, labels)

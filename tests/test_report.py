@@ -413,6 +413,12 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     verdicts = claims_table(results).set_index("id")
     assert rec.loc["tp-combo", "tokens_per_s"] == verdicts.loc["tp-combo"].numbers["test_tokens_per_s"]
     assert rec.loc["tp-best", "x_seed"] == verdicts.loc["best-12x"].numbers["ratio"]
+    # one figure row per capacity search: the same 24 GiB cap with QLoRA or padded rows is a row of its own
+    cap = pd.read_csv(tmp_path / "claims_capacity.csv")
+    q = cap[cap["setting"] == "24 GiB cap, QLoRA 4-bit, rows padded to 2048"].set_index("batch")["outcome"].to_dict()
+    assert q == {4: "trained", 6: "OOM"}
+    assert set(cap["setting"]) == {"24 GiB cap", "40 GiB cap", "80 GiB cap", "24 GiB cap, rows padded to 2048",
+                                   "24 GiB cap, QLoRA 4-bit, rows padded to 2048"}
     # tp-combo ran on the 1-GPU host (16 CPUs), the baseline on the 2-GPU one (32 CPUs)
     assert rec.loc["tp-combo", "label"] == "tp-combo (other host)" and rec.loc["tp-best", "label"] == "tp-best"
     assert "x 16" in rec.loc["tp-combo", "host"] and "x 32" in rec.loc["spread-s42", "host"]
