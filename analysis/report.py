@@ -1088,9 +1088,15 @@ class Report:
     def claims_section(self):
         verdicts, failure = None, None
         try:  # the claims audit (analysis/claims.py): a verdict per claim from the committed runs
+            import contextlib
+            import io
+
             from analysis.claims import claims_table
 
-            verdicts = claims_table(self.results_dir, rows=self.all_rows)
+            # ms-swift, imported to read its argument list, logs to stderr and tqdm warns on import: the report
+            # page would show both as error boxes
+            with contextlib.redirect_stderr(io.StringIO()):
+                verdicts = claims_table(self.results_dir, rows=self.all_rows)
         except Exception as exc:  # another stage: its failure must not hide the rest of the report
             failure = exc
         audited: dict[tuple[str, str], str] = {}  # which seed claims the audit covers, and its verdict for them
@@ -1115,12 +1121,15 @@ class Report:
         parts = []
         if verdicts is not None:
             keep = [c for c in ("id", "claim", "verdict", "detail", "runs") if c in verdicts.columns]
+            shown = verdicts[keep].copy() if keep else verdicts.copy()
+            if "runs" in shown:  # run folders one per line, not a Python list
+                shown["runs"] = [" ".join(r) if isinstance(r, (list, tuple)) else r for r in shown["runs"]]
             parts += [
                 _p("<b>Verdicts</b> (analysis/claims.py over the committed results; experiments in "
                    "experiments/claims.yaml). <i>not run yet</i> means the experiment is defined but its GPU runs "
                    "are not committed (a run cut short by a device call's deadline is named, not judged); "
                    "<i>cannot be tested here</i> says why."),
-                html_table(verdicts[keep] if keep else verdicts),
+                html_table(shown),
                 self._csv(verdicts, "claims_verdicts.csv"),
             ]
             try:

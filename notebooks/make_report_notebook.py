@@ -56,8 +56,8 @@ host-bound verdict per run with its evidence."""),
     ("code", "rep.checks_section()"),
     ("markdown", """## Claims
 
-Each claim of the seed documents with its verdict — holds / does not hold / cannot be tested here / not run
-yet — and the numbers and run folders behind it; then every claim the documents make, with pointers to the
+Each claim of the seed documents with its verdict — holds / does not hold / inconclusive / cannot be tested here /
+not run yet — and the numbers and run folders behind it; then every claim the documents make, with pointers to the
 sections that hold relevant data."""),
     ("code", "rep.claims_section()"),
     ("markdown", "## Estimates vs measurements"),
