@@ -470,32 +470,32 @@ def run_claims(hw: str, names: list[str], progress: bool = True, first_ok: bool 
 
     console = Console(stderr=True)
     results = []
+
+    def blocked(name: str, reason: str, why: str = "") -> None:
+        console.print(f"[yellow]blocked[/] {hw}/{name}: {' '.join(reason.split())}{why}")
+        results.append({"experiment": name, "status": "blocked", "reason": reason})
+
     for name in names:
-        needs = (claims.search(name) or claims.experiment(name) or {}).get("requires") or []
-        missing = [m for m in needs if importlib.util.find_spec(m) is None]
+        search = claims.search(name)
+        definition = search or claims.experiment(name)
+        missing = [m for m in definition.get("requires") or [] if importlib.util.find_spec(m) is None]
         if missing:
-            console.print(f"[yellow]blocked[/] {hw}/{name}: needs {', '.join(missing)} (not importable here)")
-            results.append({"experiment": name, "status": "blocked", "reason": f"needs {', '.join(missing)}"})
+            blocked(name, f"needs {', '.join(missing)}", " (not importable here)")
             continue
-        if claims.search(name) is not None:
-            if hw == "cpu" and claims.search(name)["launcher"].get("mem_cap_gib"):
-                reason = "a memory-cap search needs a CUDA device (on the CPU nothing is capped, nothing OOMs)"
-                console.print(f"[yellow]blocked[/] {hw}/{name}: {reason}")
-                results.append({"experiment": name, "status": "blocked", "reason": reason})
+        if search is not None:
+            if hw == "cpu" and search["launcher"].get("mem_cap_gib"):
+                blocked(name, "a memory-cap search needs a CUDA device (on the CPU nothing is capped, nothing OOMs)")
                 continue
             results += _run_search(name, hw, console, progress, **kw)
             continue
-        definition = claims.experiment(name)
         if definition.get("blocked"):
-            console.print(f"[yellow]blocked[/] {hw}/{name}: {' '.join(definition['blocked'].split())}")
-            results.append({"experiment": name, "status": "blocked", "reason": definition["blocked"]})
+            blocked(name, definition["blocked"])
             continue
         spec_kw = dict(kw)
         if definition.get("combine"):
             combo = claims.resolve_combo(name, kw.get("results_dir", "results"), hw)
             if combo["overrides"] is None:
-                console.print(f"[yellow]blocked[/] {hw}/{name}: {combo['reason']}")
-                results.append({"experiment": name, "status": "blocked", "reason": combo["reason"]})
+                blocked(name, combo["reason"])
                 continue
             console.print(f"{hw}/{name}: {combo['reason']}")
             spec_kw["overrides"] = {**combo["overrides"], **(kw.get("overrides") or {})}
