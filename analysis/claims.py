@@ -451,10 +451,8 @@ def _speedup(base: dict, test: dict) -> dict:
     b, t = throughput(base), throughput(test)
     out = {"base_step_s": _r(step_stats(base)["median"]), "test_step_s": _r(step_stats(test)["median"]),
            "base_tokens_per_s": _r(b["tokens_per_s"], 1), "test_tokens_per_s": _r(t["tokens_per_s"], 1),
-           "base_n": b["n_intervals"], "test_n": t["n_intervals"], "paired_steps": None, "other_host": None}
-    hb, ht = host_of(base), host_of(test)
-    if hb and ht and hb != ht:
-        out["other_host"] = f"{ht} vs the baseline's {hb}"
+           "base_n": b["n_intervals"], "test_n": t["n_intervals"], "paired_steps": None}
+    out["other_host"] = _other_host(test, base, "the baseline's")
     q = paired_ratio(base, test)
     if q is not None:
         out["paired_steps"] = q["n_steps"]
@@ -467,6 +465,12 @@ def _speedup(base: dict, test: dict) -> dict:
         out["speedup_pct_low"] = _r((q["low"] - 1) * 100, 2)
         out["speedup_pct_high"] = _r((q["high"] - 1) * 100, 2)
     return out
+
+
+def _other_host(test: dict, base: dict, whose: str) -> str | None:
+    """'TEST's host vs WHOSE BASE's host' when both are known and differ (host-bound steps depend on it), else None."""
+    ht, hb = host_of(test), host_of(base)
+    return f"{ht} vs {whose} {hb}" if ht and hb and ht != hb else None
 
 
 def _paired_note(nums: dict) -> str:
@@ -800,15 +804,15 @@ def rule_fits(claim: dict, runs: dict, path, **_) -> dict:
                        f"({p.get('size_mb')} MB, kernels {', '.join(p.get('kernels') or [])}): {pkg.get('note')}",
                        nums)
     extra, used = [], [row]
-    for alt in rule.get("alternatives") or []:
-        a = _pick(runs, alt, allow_oom=True)
+    for alt in rule.get("alternatives") or []:  # the same shape another way: {run, how}
+        a = _pick(runs, alt["run"], allow_oom=True)
         if a is None:
-            extra.append(f"{alt}: not run yet")
+            extra.append(f"{alt['run']}: not run yet")
             continue
         used.append(a)
-        nums[f"{alt}_trained"] = not is_oom(a)
-        extra.append(f"{alt} ({experiment(alt, path)['overrides'].get('use_liger_kernel') and 'with Liger' or 'alternative'})"
-                     f" {'OOMed' if is_oom(a) else 'trained, peak ' + str(a.get('peak_mem_gib')) + ' GiB'}")
+        nums[f"{alt['run']}_trained"] = not is_oom(a)
+        extra.append(f"{alt['run']} ({alt['how']}) "
+                     + ("OOMed" if is_oom(a) else f"trained, peak {a.get('peak_mem_gib')} GiB"))
     for name in rule.get("searches") or []:
         r = search_result(name, runs, path)
         nums[f"max_bs_{name}"], nums[f"oom_bs_{name}"] = r["largest_ok"], r["first_oom"]
@@ -983,10 +987,10 @@ def rule_target_speedup(claim: dict, runs: dict, path, rows=(), hw=None, **_) ->
                                       f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band (|dev| "
                                       f"{lc.get('loss_dev_from_seed_mean')} vs range {lc.get('seed_range')})")
               + f"; recipe: {nums['combination']}")
-    hr, hs = host_of(row), host_of(seed)
-    if hr and hs and hr != hs:
-        nums["other_host"] = f"{hr} vs the seed run's {hs}"
-        detail += f"; made on another host than the seed run ({nums['other_host']})"
+    elsewhere = _other_host(row, seed, "the seed run's")
+    if elsewhere:
+        nums["other_host"] = elsewhere
+        detail += f"; made on another host than the seed run ({elsewhere})"
     for name in rule.get("also_against") or []:  # the seed recipe again, where the recipe ran (context, no verdict)
         other = _pick(runs, name)
         if other is None:
@@ -994,7 +998,8 @@ def rule_target_speedup(claim: dict, runs: dict, path, rows=(), hw=None, **_) ->
         q = _ratio(row, other)
         nums[f"ratio_vs_{name}"] = q.get("ratio")
         nums[f"ratio_vs_{name}_low"], nums[f"ratio_vs_{name}_high"] = q.get("ratio_low"), q.get("ratio_high")
-        where = "the same host" if host_of(other) == hr else f"host {host_of(other)}"
+        ho = host_of(other)
+        where = "the same host" if ho == host_of(row) else f"host {ho}"
         detail += (f"; against {name} ({where}, {q.get('seed_tokens_per_s')} tokens/s): {q.get('ratio')}x (95 % range "
                    f"{q.get('ratio_low')} .. {q.get('ratio_high')}x)")
     lo, hi = nums.get("ratio_low"), nums.get("ratio_high")
@@ -1086,9 +1091,10 @@ def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None, pat
         return {"overrides": None, "used": [], "reason": f"run these first: {', '.join(missing)}"}
     if not winners:
         return {"overrides": None, "used": [], "reason": "no recipe in `combine` was faster and counted"}
+    ordered = [m for _, m in sorted(winners, reverse=True)]  # fastest first: on a conflicting flag it wins
     overrides: dict = {}
     launcher: dict = {}
-    for _, member in sorted(winners, reverse=True):
+    for member in ordered:
         m = experiment(member, path)
         for k, v in (m["overrides"] or {}).items():
             overrides.setdefault(k, v)
@@ -1099,8 +1105,8 @@ def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None, pat
                 launcher.setdefault(k, v)
     overrides = {**(e.get("overrides") or {}), **overrides}
     launcher = {**launcher, **(e.get("launcher") or {})}
-    return {"overrides": overrides, "launcher": launcher, "used": [m for _, m in sorted(winners, reverse=True)],
-            "reason": f"combined {', '.join(m for _, m in sorted(winners, reverse=True))}"
+    return {"overrides": overrides, "launcher": launcher, "used": ordered,
+            "reason": f"combined {', '.join(ordered)}"
                       + (f" (not run yet: {', '.join(missing)})" if missing else "")}
 
 

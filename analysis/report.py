@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import datetime as dt
 import html
+import io
 import logging
 import math
 import os
@@ -1088,9 +1090,6 @@ class Report:
     def claims_section(self):
         verdicts, failure = None, None
         try:  # the claims audit (analysis/claims.py): a verdict per claim from the committed runs
-            import contextlib
-            import io
-
             from analysis.claims import claims_table
 
             # ms-swift, imported to read its argument list, logs to stderr and tqdm warns on import: the report

@@ -86,14 +86,26 @@ def _tokens_by_step(row: dict) -> dict[int, int] | None:
     return out or None
 
 
+def ratio_of_sums(num, den, n_boot: int = 2000) -> tuple[float, float | None, float | None]:
+    """sum(NUM) / sum(DEN) with a 95 % bootstrap range that resamples the (num, den) pairs together (None with fewer
+    than 2 pairs). Fixed seed: the same table every time it is made."""
+    import numpy as np
+
+    a, b = np.asarray(num, float), np.asarray(den, float)
+    point = float(a.sum() / b.sum())
+    if len(a) < 2:
+        return point, None, None
+    idx = np.random.default_rng(0).integers(0, len(a), size=(n_boot, len(a)))
+    low, high = (float(x) for x in np.percentile(a[idx].sum(axis=1) / b[idx].sum(axis=1), [2.5, 97.5]))
+    return point, low, high
+
+
 def throughput(row: dict, n_boot: int = 2000) -> dict:
     """Steady-state tokens/s of a run: the tokens of its steady steps / their wall time (steps that the warm-up,
     an eval/save or the profiler touched are left out, as in step_stats), with a 95 % bootstrap range over steps.
 
     Tokens come from the launcher's tokens.jsonl (real, unpadded tokens per optimizer step); a run without it
     (made before the launcher counted) uses the data's mean length x samples per step: `source` says which."""
-    import numpy as np
-
     kept = steady_intervals(row)
     by_step = _tokens_by_step(row)
     secs, toks, nsteps = [], [], []
@@ -112,16 +124,9 @@ def throughput(row: dict, n_boot: int = 2000) -> dict:
     source = "tokens.jsonl" if by_step is not None else "mean length x samples per step"
     if not secs or sum(secs) <= 0:
         return {"tokens_per_s": None, "low": None, "high": None, "n_intervals": 0, "source": source}
-    t, s = np.asarray(toks, float), np.asarray(secs, float)
-    point = float(t.sum() / s.sum())
-    low = high = None
-    if len(s) > 1:
-        rng = np.random.default_rng(0)  # fixed: the same table every time it is made
-        idx = rng.integers(0, len(s), size=(n_boot, len(s)))
-        boots = t[idx].sum(axis=1) / s[idx].sum(axis=1)
-        low, high = (float(x) for x in np.percentile(boots, [2.5, 97.5]))
-    return {"tokens_per_s": point, "low": low, "high": high, "n_intervals": len(s), "source": source,
-            "tokens_per_step": float(t.sum() / sum(nsteps)), "steady_steps": int(sum(nsteps))}
+    point, low, high = ratio_of_sums(toks, secs, n_boot)
+    return {"tokens_per_s": point, "low": low, "high": high, "n_intervals": len(secs), "source": source,
+            "tokens_per_step": float(sum(toks) / sum(nsteps)), "steady_steps": int(sum(nsteps))}
 
 
 def paired_ratio(base: dict, test: dict, n_boot: int = 2000) -> dict | None:
@@ -129,8 +134,6 @@ def paired_ratio(base: dict, test: dict, n_boot: int = 2000) -> dict | None:
     (tokens.jsonl equal on every such step: same data seed and order). Each step is then its own control, so the
     sample-length noise that dominates unpaired ranges cancels; the range bootstraps steps as pairs.
     None when the runs cannot be paired (no tokens.jsonl, other batches, fewer than 3 common steps)."""
-    import numpy as np
-
     tb, tt = _tokens_by_step(base), _tokens_by_step(test)
     if tb is None or tt is None:
         return None
@@ -142,21 +145,18 @@ def paired_ratio(base: dict, test: dict, n_boot: int = 2000) -> dict | None:
             return None
     if len(common) < 3:
         return None
-    sb = np.asarray([ib[k] for k in common], float)
-    st = np.asarray([it[k] for k in common], float)
-    rng = np.random.default_rng(0)  # fixed: the same table every time it is made
-    idx = rng.integers(0, len(common), size=(n_boot, len(common)))
-    boots = sb[idx].sum(axis=1) / st[idx].sum(axis=1)
-    low, high = (float(x) for x in np.percentile(boots, [2.5, 97.5]))
-    return {"ratio": float(sb.sum() / st.sum()), "low": low, "high": high, "n_steps": len(common)}
+    ratio, low, high = ratio_of_sums([ib[k] for k in common], [it[k] for k in common], n_boot)
+    return {"ratio": ratio, "low": low, "high": high, "n_steps": len(common)}
 
 
 def host_of(row: dict) -> str | None:
-    """The host a run was made on, as far as host-bound speed goes (CPU model and count, RAM), from its env.json."""
-    try:
-        env = json.loads((Path(row.get("path", "")) / "env.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
+    """The host a run was made on, as far as host-bound speed goes (CPU model and count, RAM), from its env.json
+    (as analysis.runs.collect read it into the row; read here only for a row without it)."""
+    from analysis.runs import read_env
+
+    env = row.get("env")
+    if env is None:
+        env = read_env(row["path"]) if row.get("path") else {}
     if not env.get("cpu_count"):
         return None
     return f"{env.get('cpu_model') or 'CPU'} x {env['cpu_count']}, {env.get('ram_gib')} GiB RAM"

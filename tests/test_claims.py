@@ -829,6 +829,8 @@ def test_speedups_on_the_same_batches_are_paired_step_by_step(tmp_path):
     (test_run / "env.json").write_text(json.dumps(env))
     (root / "h200" / "spread-s42" / "20261201-000000" / "env.json").write_text(json.dumps(
         {**env, "cpu_count": 32, "ram_gib": 251.8}))
+    runs = claims.runs_by_experiment(root)  # rows carry the env.json they were collected with
+    base, test = runs["spread-s42"][0], runs["tp-liger"][0]
     assert claims._speedup(base, test)["other_host"] == "Xeon x 16, 125.9 GiB RAM vs the baseline's Xeon x 32, 251.8 GiB RAM"
 
 
