@@ -29,13 +29,12 @@ Definitions (all over the samples inside the training window, every GPU of the r
   (`energy_j`, cumulative since the sampler started), summed over GPUs; `energy_train_j`: the same over the
   training window (the counter interpolated linearly at the window's ends; where a GPU has no counter,
   power integrated with the trapezoid rule);
-- steady-state window: the log intervals that `analysis.metrics.step_intervals` keeps for the step time
+- steady-state window: the log intervals that `analysis.measure.steps.steady_intervals` keeps for the step time
   (not the first interval, not warm-up, not one with an eval or a checkpoint save), each placed on the NVML
   clock at t_start + its elapsed times;
 - `j_per_1k_tokens` = 1000 x energy over the steady-state intervals / tokens trained in them, where
-  tokens = optimizer steps in the intervals x samples per optimizer step x the training set's mean tokens
-  per sample (ms-swift's `train_dataset` statistics): the expected token count, since the log does not
-  say which samples each step drew.
+  tokens = the tokens of those intervals as tokens/s counts them (analysis.measure.throughput.steady_tokens:
+  the launcher's counted tokens, else optimizer steps x samples per step x the data's mean tokens per sample).
 
 Verdict. Three indicators, each compared with a constant below, vote "host-bound" or "GPU-bound"; the
 majority of those available wins and a tie goes to the utilisation vote (the most direct of the three).
@@ -51,10 +50,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.errors import InputError
-from analysis.logs import LOG_NAME, read_log
-from analysis.runs import read_status
-from analysis.metrics import cumulative_elapsed, step_intervals
+from analysis.core.errors import InputError
+from analysis.measure.steps import steady_intervals
+from analysis.measure.throughput import steady_tokens
+from analysis.parse.record import RunRecord
+from analysis.parse.results import read_status
 
 NVML_NAME = "nvml.csv"
 
@@ -225,31 +225,31 @@ def _window_stats(w: pd.DataFrame, col: str) -> tuple[float | None, float | None
     return float(s.mean()), float(s.median())
 
 
-def run_utilisation(row: dict) -> dict:
-    """Utilisation, energy and verdict of one run of `analysis.runs.collect` (see the module docstring)."""
+def run_utilisation(rec: RunRecord) -> dict:
+    """Utilisation, energy and verdict of one run (see the module docstring)."""
+    from analysis.measure.flops import mfu
+
     out = {k: None for k in COLUMNS}
-    out.update({"hw": row.get("hw"), "experiment": row.get("experiment"), "run": row.get("run"),
-                "labels": "; ".join(row.get("labels") or []), "mfu": row.get("mfu"), "hfu": row.get("hfu"),
-                "nvml_samples": 0, "board_power_w": BOARD_POWER_W.get(row.get("hw"))})
-    run_dir = Path(row["path"])
+    util = mfu(rec) if rec.has_log else {"mfu": None, "hfu": None}
+    out.update({"hw": rec.hw, "experiment": rec.experiment, "run": rec.run, "labels": "; ".join(rec.labels),
+                "mfu": util["mfu"], "hfu": util["hfu"], "nvml_samples": 0,
+                "board_power_w": BOARD_POWER_W.get(rec.hw)})
+    run_dir = Path(rec.path)
     nv = read_nvml(run_dir)
-    log = None
-    if (run_dir / LOG_NAME).is_file():
-        log = read_log(run_dir)
     if nv is None:
-        out["verdict"], out["evidence"] = verdict(None, None, row.get("mfu"))
+        out["verdict"], out["evidence"] = verdict(None, None, out["mfu"])
         out["evidence"] = "no nvml.csv" + out["evidence"][len("no NVML samples in the training window"):]
         return out
     out["nvml_samples"] = int(len(nv))
     out["energy_run_j"] = _energy_run(nv)
 
-    elapsed = dict(cumulative_elapsed(log)) if log is not None else {}
-    duration = row.get("train_runtime_s")
+    elapsed = dict(rec.elapsed)
+    duration = rec.train_runtime_s
     if duration is None and elapsed:
         duration = max(elapsed.values())
     win = training_window(run_dir, nv, duration)
     if win is None:
-        out["verdict"], out["evidence"] = verdict(None, None, row.get("mfu"))
+        out["verdict"], out["evidence"] = verdict(None, None, out["mfu"])
         return out
     t0, t1 = win["start_s"], win["end_s"]
     out.update({"window_method": win["method"], "train_start_s": t0, "train_end_s": t1, "train_s": t1 - t0})
@@ -264,43 +264,41 @@ def run_utilisation(row: dict) -> dict:
     out["energy_train_j"] = energy_between(nv, t0, t1)
 
     # Steady state: the intervals the step time is measured on, placed on the NVML clock.
-    if log is not None:
-        kept = [iv for iv in step_intervals(log, row.get("max_steps")) if iv["excluded"] is None]
-        kept = [iv for iv in kept if iv["from_step"] in elapsed and iv["to_step"] in elapsed]
-        if kept:
-            spans = [(t0 + elapsed[iv["from_step"]], t0 + elapsed[iv["to_step"]]) for iv in kept]
-            energies = [energy_between(nv, a, b) for a, b in spans]
-            out["steady_s"] = sum(b - a for a, b in spans)
-            if all(e is not None for e in energies):
-                out["energy_steady_j"] = sum(energies)
-            steps = sum(iv["to_step"] - iv["from_step"] for iv in kept)
-            if row.get("samples_per_step") and row.get("train_tokens_mean"):
-                out["tokens_steady"] = steps * row["samples_per_step"] * row["train_tokens_mean"]
-            if out["energy_steady_j"] is not None and out["tokens_steady"]:
-                out["j_per_1k_tokens"] = 1000.0 * out["energy_steady_j"] / out["tokens_steady"]
+    kept = [iv for iv in steady_intervals(rec) if iv.from_step in elapsed and iv.to_step in elapsed]
+    if kept:
+        spans = [(t0 + elapsed[iv.from_step], t0 + elapsed[iv.to_step]) for iv in kept]
+        energies = [energy_between(nv, a, b) for a, b in spans]
+        out["steady_s"] = sum(b - a for a, b in spans)
+        if all(e is not None for e in energies):
+            out["energy_steady_j"] = sum(energies)
+        counted, _ = steady_tokens(rec)
+        if counted and len(counted) == len(kept):
+            out["tokens_steady"] = sum(t for _, t in counted)
+        if out["energy_steady_j"] is not None and out["tokens_steady"]:
+            out["j_per_1k_tokens"] = 1000.0 * out["energy_steady_j"] / out["tokens_steady"]
 
-    out["verdict"], out["evidence"] = verdict(out["util_median_pct"], out["power_fraction"], row.get("mfu"))
+    out["verdict"], out["evidence"] = verdict(out["util_median_pct"], out["power_fraction"], out["mfu"])
     if out["power_capped_pct"]:
         out["evidence"] += f"; power-capped in {out['power_capped_pct']:.0f} % of samples"
     return out
 
 
-def summary(rows: list[dict]) -> pd.DataFrame:
-    """One row per run (all runs of `collect`, failed ones included), columns COLUMNS."""
-    return pd.DataFrame([run_utilisation(r) for r in rows if r.get("path")], columns=COLUMNS)
+def summary(records: list[RunRecord]) -> pd.DataFrame:
+    """One row per run (failed ones included), columns COLUMNS."""
+    return pd.DataFrame([run_utilisation(r) for r in records], columns=COLUMNS)
 
 
-def timeline(row: dict, util: dict | None = None) -> pd.DataFrame | None:
+def timeline(rec: RunRecord, util: dict | None = None) -> pd.DataFrame | None:
     """The run's NVML samples with `t_rel_s` = seconds since training started (NaN-free time axis) and
     `in_training` marking the training window; None without samples."""
-    nv = read_nvml(row["path"])
+    nv = read_nvml(rec.path)
     if nv is None:
         return None
-    util = util if util is not None else run_utilisation(row)
+    util = util if util is not None else run_utilisation(rec)
     t0, t1 = util.get("train_start_s"), util.get("train_end_s")
     nv = nv.copy()
     nv["t_rel_s"] = nv["time_s"] - (t0 or 0.0)
     nv["in_training"] = (nv["time_s"] >= t0) & (nv["time_s"] <= t1) if t0 is not None else False
     for key in ("hw", "experiment", "run"):
-        nv[key] = row.get(key)
+        nv[key] = getattr(rec, key)
     return nv

@@ -12,9 +12,10 @@ from typing import Any
 
 import yaml
 
-from analysis.errors import InputError
+from analysis.core import paths
+from analysis.core.errors import InputError
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = paths.DATA
 HARDWARE_FILE = DATA / "hardware.yaml"
 MODELS_FILE = DATA / "models.yaml"
 SHAPE_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",

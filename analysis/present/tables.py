@@ -96,7 +96,7 @@ def _speed_row(r: dict) -> dict:
 
 def _published(seeds_dir: str | Path | None) -> pd.DataFrame:
     try:
-        from analysis.seeds import published_figures
+        from analysis.core.seeds import published_figures
     except ModuleNotFoundError:
         return pd.DataFrame(columns=["hw", "metric", "value"])
     return published_figures(seeds_dir) if seeds_dir else published_figures()

@@ -1,4 +1,4 @@
-"""`swiftbench plan`: will a fine-tune fit on a GPU class, how long will it take, what will it cost.
+"""The planner's model: will a fine-tune fit on a GPU class, how long will it take, what will it cost.
 
     swiftbench plan --model Qwen2.5-7B-Instruct --method lora --max-length 2048 --batch 1 --grad-accum 16
         --samples 1500 --epochs 1 [--seq-len 593] [--mean-len 128] [--hw a10,h200] [--prices prices.yaml] [--json]
@@ -16,16 +16,17 @@ Every constant, with whether it is physical or calibrated, is in analysis/data/p
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-
-from analysis import hardware
-from analysis.datafiles import read_yaml
-from analysis.errors import InputError
+from analysis.core import hardware
+from analysis.core.datafiles import read_yaml
+from analysis.core.errors import InputError
+from analysis.measure import flops as measure_flops
+from analysis.measure.steps import step_time
+from analysis.parse.record import RunRecord
+from analysis.parse.results import collect
 
 CONSTANTS_FILE = hardware.DATA / "planner.yaml"
 DEFAULT_HW = ("a10", "rtx4090", "a100", "h100", "h200")
@@ -248,25 +249,17 @@ def capacity_gib(spec: dict) -> float:
 # -------------------------------------------------------------------------------------------------- time
 
 
-def flops_per_token(shapes: dict, method: str, gradient_checkpointing: bool, lora_rank: int,
-                    c: dict | None = None) -> float:
-    """Hardware FLOPs per trained token (recompute included), as analysis/metrics.py counts them."""
-    c = c or constants()
-    f = c["time.flops"]
+def flops_per_token(shapes: dict, method: str, gradient_checkpointing: bool, lora_rank: int) -> float:
+    """Hardware FLOPs per trained token (recompute included): analysis.measure.flops's formula, the one MFU uses."""
     p = param_counts(shapes, method, lora_rank)
-    n = p["matmul"]
-    if method == "full":
-        model = f["full_per_param"] * n
-    else:
-        model = f["forward_backward_per_param"] * n + f["trainable_per_param"] * p["lora"]
-    return model + (f["recompute_per_param"] * n if gradient_checkpointing else 0)
+    return measure_flops.flops_per_token(p["matmul"], p["lora"], method, gradient_checkpointing)["hardware"]
 
 
 def roofline_micro_step(spec: dict, shapes: dict, method: str, tokens: float, gradient_checkpointing: bool,
                         lora_rank: int, c: dict | None = None, weights_bytes: float | None = None) -> dict:
     """Seconds of one micro-step: max(compute, weight reads) + host overhead."""
     c = c or constants()
-    fpt = flops_per_token(shapes, method, gradient_checkpointing, lora_rank, c)
+    fpt = flops_per_token(shapes, method, gradient_checkpointing, lora_rank)
     if weights_bytes is None:
         weights_bytes = memory(shapes, method, 1, 1, gradient_checkpointing, lora_rank, c)["weights_gib"] * GIB
     passes = c["time.weight_passes"]["gradient_checkpointing" if gradient_checkpointing else "no_checkpointing"]
@@ -286,15 +279,6 @@ def optimizer_step_s(spec: dict, method: str, trainable: int, c: dict | None = N
 # ---------------------------------------------------------------------------------------- measured runs
 
 
-def _run_args(row: dict) -> dict:
-    path = Path(row.get("path") or "") / "args.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _run_method(args: dict) -> str | None:
     tuner = args.get("tuner_type") or args.get("train_type") or args.get("sft_type")
     if tuner == "lora" and (args.get("quant_bits") == 4 or args.get("quantization_bit") == 4):
@@ -302,58 +286,42 @@ def _run_method(args: dict) -> str | None:
     return tuner
 
 
-def _model_name(row: dict) -> str | None:
-    model = row.get("model")
-    return Path(str(model).rstrip("/")).name.lower() if model else None
+def _model_name(rec: RunRecord) -> str | None:
+    return Path(str(rec.model).rstrip("/")).name.lower() if rec.model else None
 
 
-def _total_flos(row: dict) -> float | None:
-    from analysis.logs import read_log
-
-    try:
-        end = read_log(row["path"]).train_end
-    except (InputError, OSError, KeyError):
-        return None
-    value = end.data.get("total_flos") if end is not None else None
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-
-def run_tokens_per_sample(row: dict, shapes: dict) -> float | None:
+def run_tokens_per_sample(rec: RunRecord, shapes: dict) -> float | None:
     """Tokens the GPU processed per sample in a run, padding included, from Hugging Face's total_flos
     (= 6 x input_ids.numel() x parameters without embeddings, summed over the training steps)."""
-    flos = _total_flos(row)
-    steps, sps = row.get("global_steps"), row.get("samples_per_step")
-    lora = hardware.lora_params(shapes, {"lora_rank": _run_args(row).get("lora_rank"), "target_modules": "all-linear"})
+    flos, steps, sps = rec.total_flos, rec.global_steps, rec.samples_per_step
+    lora = hardware.lora_params(shapes, {"lora_rank": (rec.args or {}).get("lora_rank"), "target_modules": "all-linear"})
     if not flos or not steps or not sps:
         return None
     n_hf = hardware.total_params(shapes) + (lora or 0) - shapes["hidden_size"] * shapes["vocab_size"]
-    samples = min(steps * sps, row.get("train_samples") or steps * sps)
+    samples = min(steps * sps, rec.train_samples or steps * sps)
     return flos / (6 * n_hf) / samples
 
 
-def _matching_runs(rows: list[dict], hw: str | None, model_name: str, method: str, batch: int, grad_accum: int,
-                   max_length: int, gradient_checkpointing: bool, lora_rank: int) -> list[dict]:
+def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, method: str, batch: int,
+                   grad_accum: int, max_length: int, gradient_checkpointing: bool, lora_rank: int) -> list[RunRecord]:
     out = []
-    for r in rows:
-        st = r.get("step_time_s") or {}
-        if r.get("status") != "ok" or (hw is not None and r.get("hw") != hw) or st.get("median") is None:
+    for r in records:
+        if not r.ok or (hw is not None and r.hw != hw) or step_time(r)["median"] is None:
             continue
-        if (r.get("per_device_batch"), r.get("grad_accum"), r.get("max_length"), r.get("gradient_checkpointing")) \
+        if (r.per_device_batch, r.grad_accum, r.max_length, r.gradient_checkpointing) \
                 != (batch, grad_accum, max_length, gradient_checkpointing):
             continue
-        if (r.get("world_size") or 1) != 1 or _model_name(r) != model_name.lower():
+        if (r.world_size or 1) != 1 or _model_name(r) != model_name.lower():
             continue
-        args = _run_args(r)
+        args = r.args or {}
         if _run_method(args) != method or (method != "full" and args.get("lora_rank") != lora_rank):
             continue
         out.append(r)
     # the least cut run first (most steps), newest among equals, as the tables pick it
-    return sorted(out, key=lambda r: (r.get("global_steps") or 0, r["run"]), reverse=True)
+    return sorted(out, key=lambda r: (r.global_steps or 0, r.run), reverse=True)
 
 
-def _collect(results: str | Path | None) -> tuple[list[dict], str | None]:
-    from analysis.runs import collect
-
+def _collect(results: str | Path | None) -> tuple[list[RunRecord], str | None]:
     if results is None:
         results = Path("results")
         if not results.is_dir():
@@ -412,21 +380,21 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                                    mem["weights_gib"] * GIB)
         opt_s = optimizer_step_s(spec, method, mem["params"]["trainable"], c)
         roof_step = grad_accum * roof["micro_step_s"] + opt_s
-        matches = [r for r in recipe_runs if r.get("hw") == key]
+        matches = [r for r in recipe_runs if r.hw == key]
         time_note = None
         measured = matches[0] if matches else None
         if measured is not None and mean_len is not None:
-            run_mean = run_tokens_per_sample(measured, shapes) or measured.get("train_tokens_mean")
+            run_mean = run_tokens_per_sample(measured, shapes) or measured.train_tokens_mean
             if run_mean and abs(mean_len - run_mean) > 0.1 * run_mean:
                 time_note = (f"measured run {_run_label(measured)} processed {run_mean:.0f} tokens/sample, "
                              f"not --mean-len {mean_len}: roofline used")
                 measured = None
         if measured is not None:
-            step_s = float(measured["step_time_s"]["median"])
+            step_s = float(step_time(measured)["median"])
             source = f"measured: {_run_label(measured)}"
-            time_note = (f"median steady-state step of {_run_label(measured)} ({measured.get('global_steps')} steps, "
-                         f"data of {measured.get('train_tokens_mean') or 0:.0f} tokens/sample; "
-                         f"{'; '.join(measured.get('labels') or [])})")
+            time_note = (f"median steady-state step of {_run_label(measured)} ({measured.global_steps} steps, "
+                         f"data of {measured.train_tokens_mean or 0:.0f} tokens/sample; "
+                         f"{'; '.join(measured.labels)})")
         else:
             step_s = roof_step
             source = "roofline"
@@ -457,8 +425,8 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     return out
 
 
-def _run_label(row: dict) -> str:
-    return f"{row.get('hw')}/{row.get('experiment')}/{row.get('run')}"
+def _run_label(rec: RunRecord) -> str:
+    return f"{rec.hw}/{rec.experiment}/{rec.run}"
 
 
 def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source, results_dir) -> list[str]:
@@ -499,239 +467,3 @@ def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source
 # ---------------------------------------------------------------------------------- validation / calibration
 
 
-def estimates_vs_measurements(results_dir: str | Path = "results"):
-    """A pandas DataFrame, one row per run under RESULTS_DIR: measured peak vs the estimate at that run's own longest
-    sequence (train_tokens_max capped at max_length) and batch, and measured step time vs the roofline at the
-    tokens that run really processed (the roofline's two constants are fitted on these runs: a consistency check)."""
-    import pandas as pd
-
-    from analysis.runs import collect
-
-    c = constants()
-    rows = []
-    for r in collect(results_dir):
-        args = _run_args(r)
-        shapes = hardware.model_shapes(args, Path(r["path"]) if r.get("path") else None)
-        method = _run_method(args)
-        rank = args.get("lora_rank") if isinstance(args.get("lora_rank"), int) else 8
-        base = {"hw": r.get("hw"), "experiment": r.get("experiment"), "run": r.get("run"), "status": r.get("status"),
-                "method": method, "per_device_batch": r.get("per_device_batch"), "grad_accum": r.get("grad_accum"),
-                "steps": r.get("global_steps"), "measured_peak_gib": r.get("peak_mem_gib")}
-        if shapes is None or method not in METHODS or not r.get("per_device_batch") or not r.get("max_length"):
-            rows.append({**base, "note": "cannot estimate: model shapes, method, batch or max_length unknown"})
-            continue
-        launcher = ((r.get("run_status") or {}).get("key") or {}).get("launcher") or {}
-        # the launcher's --pad-to pads every row to that length: the run's sequence, whatever the data's lengths
-        seq = min(int(launcher.get("pad_to") or r.get("train_tokens_max") or r["max_length"]), int(r["max_length"]))
-        gc = r.get("gradient_checkpointing") is not False
-        mem = memory(shapes, method, seq, r["per_device_batch"], gc, rank, c)
-        note = []
-        seen = (r.get("global_steps") or 0) * (r.get("samples_per_step") or 0)
-        cut = bool(r.get("train_samples") and seen < r["train_samples"])
-        if cut:
-            note.append(f"cut run: saw {seen} of {r['train_samples']} samples, so maybe not the {seq}-token one")
-        spec = hardware.get(r.get("hw")) if r.get("hw") else None
-        est_step = tps = None
-        if spec and spec.get("bf16_dense_tflops") and r.get("grad_accum"):
-            tps = run_tokens_per_sample(r, shapes) or r.get("train_tokens_mean")
-            if tps:
-                roof = roofline_micro_step(spec, shapes, method, r["per_device_batch"] * tps, gc, rank, c,
-                                           mem["weights_gib"] * GIB)
-                est_step = r["grad_accum"] * roof["micro_step_s"] + optimizer_step_s(
-                    spec, method, mem["params"]["trainable"], c)
-        measured_step = (r.get("step_time_s") or {}).get("median")
-        measured = r.get("peak_mem_gib")
-        cap = launcher.get("mem_cap_gib")
-        unmodelled = [f for f in ("padding_free", "packing", "use_liger_kernel", "group_by_length") if args.get(f)]
-        if args.get("attn_impl") == "eager":
-            unmodelled.append("attn_impl eager (the activations and FLOPs are SDPA's)")
-        if not gc:
-            unmodelled.append("gradient_checkpointing false (the cache factor is fitted on GC-on runs)")
-        oom = r.get("status") == "failed" and str(r.get("failure") or "").startswith("OOM")
-        # What is validated where: uncapped runs of a modelled configuration -> the reserved peak (within 10 %);
-        # runs under an allocator cap -> whether it fits (live peak <= cap), as trained vs OOM says.
-        if unmodelled:
-            check = "not modelled: " + ", ".join(unmodelled)
-        elif cap is not None:
-            check = "fits under the cap" if (r.get("status") == "ok" or oom) else "not checked (run did not finish)"
-        elif r.get("status") != "ok":
-            check = "not checked (run did not finish)"
-        else:
-            check = "reserved peak" if measured else "not checked (no peak)"
-        ratio = mem["peak_mem_gib"] / measured if measured else None
-        # A full run's peak is the estimate's target (within 10 %). A cut run (a prefix of the schedule) met only part
-        # of the batches, and the reserved peak grows in steps as larger ones arrive, so its peak is a lower bound of
-        # the full run's: the estimate must not be below it by more than 10 %.
-        peak_ok = (bool(ratio >= 0.90 if cut else abs(ratio - 1) <= 0.10)
-                   if ratio and check == "reserved peak" else None)
-        predicted_fits = bool(mem["live_peak_gib"] <= cap) if cap is not None else None
-        # the planner's own `fits` rule (with its fragmentation margin); the CUDA context sits outside an allocator cap
-        planner_fits = bool(mem["needs_gib"] - mem["cuda_context_gib"] <= cap) if cap is not None else None
-        rows.append({
-            **base, "seq_len": seq, "estimated_peak_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
-            "needs_gib": mem["needs_gib"], "cap_gib": cap, "check": check,
-            "predicted_fits": predicted_fits, "planner_fits": planner_fits,
-            "fits_correct": (predicted_fits == (r.get("status") == "ok")) if check == "fits under the cap" else None,
-            "ratio": ratio,
-            "peak_rule": ("not below by more than 10 % (cut run)" if cut else "within 10 %")
-                         if check == "reserved peak" else None,
-            "within_10pct": peak_ok,
-            "tokens_per_sample": tps, "measured_step_s": measured_step, "estimated_step_s": est_step,
-            "step_ratio": est_step / measured_step if est_step and measured_step else None,
-            # the host overhead constant was fitted on runs with the recipes' 4 dataloader workers
-            "step_checked": bool(check == "reserved peak" and est_step and measured_step
-                                 and math.isfinite(measured_step)
-                                 and int(args.get("dataloader_num_workers") or 0) == 4),
-            "note": "; ".join(note) or None,
-        })
-    return pd.DataFrame(rows)
-
-
-def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
-    """Re-derive the calibrated constants of planner.yaml from the committed H200 runs.
-
-    allocator_cache_factor k: the minimax fit of peak = static + k x live activations over the seed recipe's most
-    complete run and the bs16 runs; achievable_fraction f and host_overhead_s o: the two equations
-    step/grad_accum = o + max(FLOPs/token x tokens / (peak x f), weight reads) of the two experiments.
-    """
-    from analysis.runs import collect
-
-    c = constants()
-    groups: dict[str, list[dict]] = {}
-    for r in collect(results_dir):
-        if r.get("status") == "ok" and r.get("hw") == "h200" and r.get("experiment") in ("seed", "bs16"):
-            groups.setdefault(r["experiment"], []).append(r)
-    if set(groups) != {"seed", "bs16"}:
-        raise InputError(results_dir, "calibration needs the h200 seed and bs16 runs")
-    points = {}
-    for exp, runs in groups.items():
-        top = max(r.get("global_steps") or 0 for r in runs)
-        runs = [r for r in runs if (r.get("global_steps") or 0) == top]
-        r0 = runs[0]
-        args = _run_args(r0)
-        shapes = hardware.model_shapes(args, Path(r0["path"]))
-        rank = args.get("lora_rank")
-        seq = min(int(r0["train_tokens_max"]), int(r0["max_length"]))
-        mem = memory(shapes, "lora", seq, r0["per_device_batch"], True, rank, c)
-        static = (mem["live_peak_gib"] - mem["activations_gib"])
-        micro = sum(r["step_time_s"]["median"] for r in runs) / len(runs) / r0["grad_accum"]
-        tokens = sum(run_tokens_per_sample(r, shapes) for r in runs) / len(runs) * r0["per_device_batch"]
-        spec = hardware.require("h200")
-        fpt = flops_per_token(shapes, "lora", True, rank, c)
-        passes = c["time.weight_passes"]["gradient_checkpointing"]
-        reads = mem["weights_gib"] * GIB * passes / (spec["bandwidth_gbs"] * 1e9)
-        points[exp] = {"static": static, "act": mem["activations_gib"],
-                       "peak": sum(r["peak_mem_gib"] for r in runs) / len(runs),
-                       "micro": micro, "a": fpt * tokens / (spec["bf16_dense_tflops"] * 1e12), "reads": reads}
-    s, b = points["seed"], points["bs16"]
-    # minimax relative error: static_s + k act_s = P_s (1 + e), static_b + k act_b = P_b (1 - e)
-    e = ((b["peak"] - b["static"]) / b["act"] - (s["peak"] - s["static"]) / s["act"]) / (
-        s["peak"] / s["act"] + b["peak"] / b["act"])
-    k = (s["peak"] * (1 + e) - s["static"]) / s["act"]
-    # both compute-bound: o + a/f = micro
-    inv_f = (b["micro"] - s["micro"]) / (b["a"] - s["a"])
-    f = 1 / inv_f
-    o = s["micro"] - max(s["a"] / f, s["reads"])
-    return {"allocator_cache_factor": k, "achievable_fraction": f, "host_overhead_s": o,
-            "seed_micro_step_s": s["micro"], "bs16_micro_step_s": b["micro"],
-            "seed_tokens_per_micro_step": s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt,
-            "bs16_tokens_per_micro_step": b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt}
-
-
-# ---------------------------------------------------------------------------------------------------- CLI
-
-
-def _bool(text: str) -> bool:
-    t = str(text).strip().lower()
-    if t in ("true", "yes", "1", "on"):
-        return True
-    if t in ("false", "no", "0", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def _one_line_error(self: argparse.ArgumentParser, message: str):
-    self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def register(sub) -> None:
-    p = sub.add_parser("plan", help="will a fine-tune fit on each GPU class, how long, what cost",
-                       description=__doc__.split("\n\n")[0])
-    p.error = _one_line_error.__get__(p)  # argparse's own errors: one line, exit 2, like InputError
-    p.add_argument("--model", required=True,
-                   help="known model name (analysis/data/models.yaml) or a local folder / config.json")
-    p.add_argument("--method", default="lora", choices=METHODS)
-    p.add_argument("--max-length", type=int, default=2048, help="ms-swift --max_length (default 2048)")
-    p.add_argument("--seq-len", type=int, help="longest sequence a batch really holds (default: --max-length); "
-                                                "padding makes every sample of the batch this long")
-    p.add_argument("--mean-len", type=int, help="mean tokens per sample the GPU processes, padding included, for "
-                                                 "the time estimate (default: --seq-len)")
-    p.add_argument("--batch", type=int, default=1, help="per-device batch size (default 1)")
-    p.add_argument("--grad-accum", type=int, default=16, help="gradient accumulation steps (default 16)")
-    p.add_argument("--samples", type=int, default=1500, help="training samples per epoch (default 1500)")
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--hw", help=f"comma-separated GPU classes (default {','.join(DEFAULT_HW)}; any key of "
-                                "analysis/data/hardware.yaml)")
-    p.add_argument("--prices", help="YAML mapping hardware key -> price per GPU-hour (no prices are built in)")
-    p.add_argument("--gradient-checkpointing", type=_bool, default=True, metavar="true|false",
-                   help="ms-swift's default is true")
-    p.add_argument("--lora-rank", type=int, default=8)
-    p.add_argument("--results", help="results folder with measured runs (default: ./results if present)")
-    p.add_argument("--json", action="store_true", help="print a JSON list, one object per GPU class")
-    p.set_defaults(func=run)
-
-
-def run(args) -> int:
-    plans = estimate(args.model, method=args.method, max_length=args.max_length, seq_len=args.seq_len,
-                     batch=args.batch, grad_accum=args.grad_accum, samples=args.samples, epochs=args.epochs,
-                     hw=args.hw, prices=args.prices, gradient_checkpointing=args.gradient_checkpointing,
-                     lora_rank=args.lora_rank, results=args.results, mean_len=args.mean_len)
-    if args.json:
-        print(json.dumps(plans, indent=2, allow_nan=False))
-        return 0
-    _print(plans)
-    return 0
-
-
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
-
-
-def _logged(p: dict) -> str:
-    if p["logged_peak_gib"] is None:
-        return "-"
-    return f"{p['logged_peak_gib']:.1f}" + ("*" if p["logged_peak_gib"] < p["peak_mem_gib"] else "")
-
-
-def _print(plans: list[dict]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    first = plans[0]
-    title = (f"{first['model']} {first['method']}: seq-len {first['seq_len']} x batch {first['batch']} x "
-             f"grad-accum {first['grad_accum']}, {first['steps']} steps")
-    t = Table(title=title)
-    for col in ("GPU", "memory GiB", "needs GiB", "fits", "logged peak GiB", "step s", "total", "cost", "time source"):
-        t.add_column(col, justify="left" if col in ("GPU", "fits", "time source") else "right")
-    for p in plans:
-        t.add_row(p["hw"], f"{p['capacity_gib']:.1f}", f"{p['needs_gib']:.1f}",
-                  "yes" if p["fits"] else "NO", _logged(p), f"{p['step_time_s']:.3g}",
-                  _hours(p["total_time_s"]), "-" if p["cost"] is None else f"{p['cost']:.2f}", p["time_source"])
-    console.print(t)
-    if any(p["logged_peak_gib"] is not None and p["logged_peak_gib"] < p["peak_mem_gib"] for p in plans):
-        console.print(f"* capped at the GPU's memory: on a GPU with room to spare ms-swift would log "
-                      f"{first['peak_mem_gib']:.1f} GiB (cached blocks); here the allocator frees them instead",
-                      highlight=False, markup=False)
-    b = first["breakdown"]
-    parts = ", ".join(f"{k.removesuffix('_gib').replace('_', ' ')} {v:.2f}" for k, v in b.items())
-    detail = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in first["activations_detail_gib"].items())
-    console.print(f"breakdown (GiB): {parts}", highlight=False)
-    console.print(f"activations (GiB): {detail}", highlight=False)
-    for p in plans:
-        if p["time_note"]:
-            console.print(f"{p['hw']}: {p['time_note']}", highlight=False, markup=False)
-    for line in first["assumptions"]:
-        console.print(f"assumption: {line}", highlight=False, markup=False)

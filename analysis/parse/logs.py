@@ -22,7 +22,7 @@ from typing import Any
 
 import jsonlines
 
-from analysis.errors import InputError
+from analysis.core.errors import InputError
 
 LOG_NAME = "logging.jsonl"
 ARGS_NAME = "args.json"

@@ -1,9 +1,11 @@
-"""`swiftbench parse PATH [--json]`: metrics of one run or of every run under a folder."""
+"""`swiftbench parse PATH [--json]`: one run's (or every run's under a folder) facts and measurements, printed."""
 from __future__ import annotations
 
 import json
+import math
 
-from analysis.metrics import parse_path
+from analysis.measure.summary import run_summary
+from analysis.parse.results import records_under
 
 SHOWN = [
     ("log_format", "log format"), ("swift_version", "ms-swift"), ("complete", "complete"),
@@ -32,12 +34,9 @@ def _fmt(value) -> str:
 
 
 def run(args) -> int:
-    results = parse_path(args.path)
+    results = [run_summary(rec, with_intervals=args.intervals) for rec in records_under(args.path)]
     if args.json:
-        if not args.intervals:
-            for r in results:
-                r.pop("step_intervals", None)
-        print(json.dumps(results, indent=2, allow_nan=False, default=_nan_safe))
+        print(json.dumps(_json_safe(results), indent=2, allow_nan=False))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -56,5 +55,12 @@ def run(args) -> int:
     return 0
 
 
-def _nan_safe(obj):
-    return str(obj)
+def _json_safe(obj):
+    """JSON has no NaN or infinity: such values (a diverged loss, a broken memory reading) print as strings."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [_json_safe(v) for v in obj]
+    return obj

@@ -11,10 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.datafiles import read_yaml
-from analysis.errors import InputError
+from analysis.core import paths
+from analysis.core.datafiles import read_yaml
+from analysis.core.errors import InputError
 
-DEFAULT_SEEDS_DIR = Path(__file__).resolve().parents[1] / "seeds"
+DEFAULT_SEEDS_DIR = paths.SEEDS_DIR
 RECIPE_SEED = "ms_swift_hw_test.yaml"
 
 HW_KEYS = {"a10", "rtx4090", "a100", "h100"}

@@ -1,0 +1,1 @@
+"""Stage 4, estimates: the memory/time/cost planner, and its validation against the measured runs."""

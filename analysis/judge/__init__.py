@@ -1,0 +1,1 @@
+"""Stage 5, verdicts: the seed articles' claims (claims.yaml) judged over run records and their measurements."""

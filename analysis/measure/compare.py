@@ -1,0 +1,95 @@
+"""Comparisons of two runs: the speed-up (the one producer of every speed-up and x-seed multiple) and the host check.
+
+speed-up factor = BASE's time / TEST's time for the same work. Two runs that trained the same batches (tokens.jsonl
+equal on every common steady step) are compared step by step: factor = sum of BASE's step times / sum of TEST's over
+the steps both timed, a bootstrap of steps as pairs for the range (each step is its own control). Other runs: factor
+= TEST's tokens/s / BASE's tokens/s, range from the two bootstrap ranges (low = T.low / B.high, high = T.high / B.low).
+A published row has only a time per step: factor = BASE's ms / TEST's ms, without a range.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from analysis.measure.steps import steady_intervals
+from analysis.measure.throughput import Throughput, ratio_of_sums, throughput
+from analysis.parse.record import RunRecord
+
+
+@dataclass(frozen=True)
+class Speedup:
+    factor: float | None
+    low: float | None = None
+    high: float | None = None
+    how: str = "tokens/s ratio"        # paired steps | tokens/s ratio | time per step
+    paired_steps: int | None = None
+    other_host: str | None = None      # 'TEST host vs BASE host' when both are known and differ
+    base: Throughput | None = None
+    test: Throughput | None = None
+
+    @property
+    def pct(self) -> float | None:
+        """The speed-up in percent: (factor - 1) x 100."""
+        return None if self.factor is None else (self.factor - 1) * 100
+
+    @property
+    def pct_low(self) -> float | None:
+        return None if self.low is None else (self.low - 1) * 100
+
+    @property
+    def pct_high(self) -> float | None:
+        return None if self.high is None else (self.high - 1) * 100
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def paired_ratio(base: RunRecord, test: RunRecord, n_boot: int = 2000) -> dict | None:
+    """BASE's / TEST's summed step time over the steady steps both timed, when both trained the same batches.
+    None when they cannot be paired (no tokens.jsonl, other batches, fewer than 3 common intervals)."""
+    tb, tt = base.tokens_by_step, test.tokens_by_step
+    if tb is None or tt is None:
+        return None
+    ib = {(iv.from_step, iv.to_step): iv.seconds for iv in steady_intervals(base)}
+    it = {(iv.from_step, iv.to_step): iv.seconds for iv in steady_intervals(test)}
+    common = sorted(set(ib) & set(it))
+    for a, b in common:
+        if any(s not in tb or tb[s] != tt.get(s) for s in range(a + 1, b + 1)):
+            return None
+    if len(common) < 3:
+        return None
+    ratio, low, high = ratio_of_sums([ib[k] for k in common], [it[k] for k in common], n_boot)
+    return {"ratio": ratio, "low": low, "high": high, "n_steps": len(common)}
+
+
+def tokens_ratio(t: Throughput, b: Throughput) -> dict:
+    """T's tokens/s over B's with the range from their bootstrap ranges; None where a side has none."""
+    out = {"ratio": None, "low": None, "high": None}
+    if t.tokens_per_s and b.tokens_per_s:
+        out["ratio"] = t.tokens_per_s / b.tokens_per_s
+        if None not in (b.low, b.high, t.low, t.high) and b.low > 0:
+            out["low"], out["high"] = t.low / b.high, t.high / b.low
+    return out
+
+
+def other_host(test: RunRecord, base: RunRecord) -> str | None:
+    """'TEST's host vs BASE's host' when both are known and differ (host-bound steps depend on the host)."""
+    ht, hb = test.host, base.host
+    return f"{ht} vs {hb}" if ht and hb and ht != hb else None
+
+
+def speedup(base: RunRecord, test: RunRecord, pair: bool = True) -> Speedup:
+    """How much faster TEST is than BASE (see the module docstring). PAIR=False skips step-by-step pairing."""
+    b, t = throughput(base), throughput(test)
+    host = other_host(test, base)
+    q = paired_ratio(base, test) if pair else None
+    if q is not None:
+        return Speedup(q["ratio"], q["low"], q["high"], "paired steps", q["n_steps"], host, b, t)
+    r = tokens_ratio(t, b)
+    return Speedup(r["ratio"], r["low"], r["high"], "tokens/s ratio", None, host, b, t)
+
+
+def time_speedup(base_ms: float | None, test_ms: float | None) -> Speedup:
+    """Speed-up from times per step alone (published rows): BASE's ms / TEST's ms."""
+    if not base_ms or not test_ms:
+        return Speedup(None, how="time per step")
+    return Speedup(base_ms / test_ms, how="time per step")

@@ -1,0 +1,92 @@
+"""Step time: the log's intervals between training lines, which of them are steady, and their summary.
+
+An interval is left out of the steady state when it is the first, starts in the warm-up (the first 10 % of the
+schedule), holds an eval or a checkpoint save, or ends on a step the profiler watched (profiling slows it). Every
+step time, tokens/s and energy figure of the suite is taken over these steady intervals.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from analysis.parse.record import RunRecord
+
+WARMUP_FRACTION = 0.10  # intervals that start before this share of the steps are warm-up
+CI_LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Interval:
+    from_step: int
+    to_step: int
+    seconds: float
+    excluded: str | None  # why it is not steady; None when it is
+
+    @property
+    def steps(self) -> int:
+        return self.to_step - self.from_step
+
+    @property
+    def step_time_s(self) -> float:
+        return self.seconds / self.steps
+
+    def as_dict(self) -> dict:
+        return {"from_step": self.from_step, "to_step": self.to_step, "seconds": self.seconds,
+                "step_time_s": self.step_time_s, "excluded": self.excluded}
+
+
+def intervals(rec: RunRecord) -> list[Interval]:
+    """Every interval between successive training lines, with why it is kept out of the steady state."""
+    points = rec.elapsed
+    if len(points) < 2:
+        return []
+    total = rec.max_steps or points[-1][0]
+    profiled = rec.profiled_steps
+    out = []
+    for i, ((a, ta), (b, tb)) in enumerate(zip(points, points[1:])):
+        if b <= a:
+            continue
+        reason = None
+        if i == 0:
+            reason = "first interval"
+        elif a < WARMUP_FRACTION * total:
+            reason = "warm-up"
+        elif any(a <= e < b for e in rec.event_steps):
+            reason = "eval/save"
+        elif b in profiled:
+            reason = "profiled"
+        out.append(Interval(a, b, tb - ta, reason))
+    return out
+
+
+def steady_intervals(rec: RunRecord) -> list[Interval]:
+    return [iv for iv in intervals(rec) if iv.excluded is None]
+
+
+def summarize(values: list[float]) -> dict:
+    """Median, mean and a Student-t 95 % interval of the mean."""
+    n = len(values)
+    if n == 0:
+        return {"median": None, "mean": None, "ci95_low": None, "ci95_high": None, "n_intervals": 0}
+    mean = statistics.fmean(values)
+    if n > 1:
+        from scipy import stats
+
+        half = stats.t.ppf(0.5 + CI_LEVEL / 2, n - 1) * statistics.stdev(values) / math.sqrt(n)
+        low, high = mean - half, mean + half
+    else:
+        low = high = None
+    return {"median": statistics.median(values), "mean": mean, "ci95_low": low, "ci95_high": high,
+            "n_intervals": n}
+
+
+def step_time(rec: RunRecord) -> dict:
+    """Seconds per optimizer step over the steady intervals: median, mean, 95 % interval of the mean, count."""
+    return summarize([iv.step_time_s for iv in steady_intervals(rec)])
+
+
+def micro_step_ms(rec: RunRecord) -> float | None:
+    """Milliseconds per micro-step (one forward-backward of one per-device batch) = median step time / grad-accum."""
+    median = step_time(rec)["median"]
+    return median / rec.grad_accum * 1000 if median and rec.grad_accum else None
