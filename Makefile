@@ -1,4 +1,5 @@
 # swiftbench: `make test` (everything, CPU), `make report` (anywhere), `make run-all HW=h100` (GPU host).
+# Every target is one `swiftbench` subcommand (the venv's script; on a GPU host without the venv, python -m analysis.cli).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -25,8 +26,8 @@ help:
 	@echo "make test                         set up .venv (CPU torch, ms-swift) and run every test"
 	@echo "make report                       executed report notebook -> report/index.html"
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
-	@echo "make claims [RESULTS=results]     the claims audit's verdicts (experiments/claims.yaml) and its GPU plan"
-	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan, one lane per GPU (GPU host)"
+	@echo "make claims [RESULTS=results]     the claims audit's verdicts (analysis/judge/claims.yaml) and its GPU plan"
+	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan (experiments/claims/plan.yaml), one lane per GPU"
 	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s]"
 	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"
 
@@ -59,33 +60,34 @@ tables: $(STAMP)
 	$(VENV)/bin/swiftbench tables $(RESULTS) --baseline $(BASELINE)
 
 claims: $(STAMP)
-	$(VPY) -m analysis.claims $(RESULTS)
-	$(VPY) -m analysis.claims --plan
+	$(VENV)/bin/swiftbench claims $(RESULTS)
+	$(VPY) -m experiments.plan
 
 fixtures: $(STAMP)
 	$(VPY) tests/fixtures/generate.py
 
 report: $(STAMP)
-	$(VPY) -m analysis.report --results $(RESULTS) --baseline $(BASELINE) --out report
+	$(VENV)/bin/swiftbench report --results $(RESULTS) --baseline $(BASELINE) --out report
 
 # --- GPU host -----------------------------------------------------------------------------------
 run-all:
 	@test -n "$(HW)" || { echo "make run-all: set HW (a10, rtx4090, a100, h100, h200, ...)" >&2; exit 2; }
-	$(PYTHON) -m experiments.runner run-all --hw $(HW) --model $(MODEL) --results $(RESULTS) \
+	$(PYTHON) -m analysis.cli run-all --hw $(HW) --model $(MODEL) --results $(RESULTS) \
 	  $(if $(DATA),--data $(DATA)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
 	  $(if $(EXPERIMENTS),--experiments $(EXPERIMENTS)) $(if $(FORCE),--force-hw) \
 	  $(if $(TIMEOUT),--timeout $(TIMEOUT))
 	$(PYTHON) -m analysis.cli tables $(RESULTS) --baseline $(BASELINE)
 
 claims-gpu:
-	@test -n "$(CALL)" || { echo "make claims-gpu: set CALL (a call of experiments/claims.yaml's plan)" >&2; exit 2; }
+	@test -n "$(CALL)" || { echo "make claims-gpu: set CALL (a call of experiments/claims/plan.yaml)" >&2; exit 2; }
 	bash experiments/claims_gpu.sh $(CALL) $(or $(DEADLINE),570) $(MODEL) $(or $(DATA),.data)
 
+# Plain python3 on purpose: downloading and installing the wheel set needs no venv (only pip).
 wheelhouse:
-	python3 -m experiments.wheelhouse --dest $(WHEELHOUSE)
+	python3 -m analysis.cli wheelhouse --dest $(WHEELHOUSE)
 
 install-offline:
-	$(PYTHON) -m experiments.wheelhouse install --from $(WHEELHOUSE) $(if $(TARGET),--target $(TARGET))
+	$(PYTHON) -m analysis.cli wheelhouse install --from $(WHEELHOUSE) $(if $(TARGET),--target $(TARGET))
 
 clean:
 	rm -rf report/ .pytest_cache .hypothesis

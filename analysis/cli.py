@@ -1,44 +1,128 @@
-"""`swiftbench`: one program, one subcommand per stage (parse, tables, plan, ...).
+"""`swiftbench`: one program, one subcommand per stage (run-all, claims, plan, parse, tables, report, wheelhouse).
 
 Each stage module registers its own subcommand through `register(subparsers)`, so the CLI stays a thin
-dispatcher. Bad input raises `InputError`, printed here as one line with exit code 2.
+dispatcher. Only the module of the subcommand asked for is imported (`swiftbench tables` loads no torch and no
+ms-swift); `swiftbench --help` and `--version` import none. Bad input raises `InputError`, printed here as one line
+with exit code 2.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
-from analysis.errors import InputError
+from analysis.core.argparsing import OneLineParser
+from analysis.core.errors import InputError
 
-# Modules that contribute a subcommand, in help order.
-SUBCOMMAND_MODULES = ["analysis.parse_cmd", "analysis.tables", "analysis.planner", "analysis.report"]
+# Subcommand -> the module whose register(subparsers) adds it, in help order.
+SUBCOMMAND_MODULES = {
+    "run-all": "experiments.runner",
+    "claims": "analysis.judge.cli",
+    "plan": "analysis.estimate.cli",
+    "parse": "analysis.present.parse_view",
+    "tables": "analysis.present.tables",
+    "report": "analysis.present.report.build",
+    "wheelhouse": "experiments.wheelhouse",
+}
+# One line each for `swiftbench --help`, which imports no subcommand module.
+SUBCOMMAND_HELP = {
+    "run-all": "run every experiment of the matrix (or the claims audit's, --claims) for one hardware class",
+    "claims": "the claims audit: verdicts, and the resolved recipes of its combinations",
+    "plan": "will a fine-tune fit on each GPU class, how long, what cost",
+    "parse": "parse ms-swift run folders or logging.jsonl files into metrics",
+    "tables": "speedup and convergence tables of a results tree",
+    "report": "executed report notebook -> OUT/index.html",
+    "wheelhouse": "wheels for an air-gapped GPU host: download and check, or install offline",
+}
+# While the layout moves (issue "Architecture"): the module that served a subcommand before its stage module exists.
+# An entry goes once SUBCOMMAND_MODULES' module is written.
+FORMER_MODULES = {
+    "report": "analysis.report",
+}
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """argparse prints usage plus the error; bad input here is one line and exit code 2."""
+def version() -> str:
+    """The installed swiftbench distribution's version, else pyproject.toml's (a checkout that is not installed)."""
+    import importlib.metadata as md
 
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+    try:
+        return md.version("swiftbench")
+    except md.PackageNotFoundError:
+        pass
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        return "unknown"
+    try:
+        with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="swiftbench", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
-    for name in SUBCOMMAND_MODULES:
+def _import(command: str):
+    """The module of COMMAND, or None when it does not exist yet (a stage being written must not break the others).
+    Any other import failure (a missing dependency, an error inside the module) propagates."""
+    for name in (SUBCOMMAND_MODULES[command], FORMER_MODULES.get(command)):
+        if name is None:
+            continue
         try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a stage not built yet must not break the others
-            if exc.name != name:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # the module itself (or its stage package) is missing: skip it
+            if exc.name != name and not name.startswith(f"{exc.name}."):
                 raise
+    return None
+
+
+def _available(command: str) -> bool:
+    """Does COMMAND's module exist (without importing it)?"""
+    import importlib.util
+
+    for name in (SUBCOMMAND_MODULES[command], FORMER_MODULES.get(command)):
+        try:
+            if name and importlib.util.find_spec(name) is not None:
+                return True
+        except ModuleNotFoundError:  # its stage package is missing
+            continue
+    return False
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand ARGV asks for (its first argument that is not an option), if it is one of ours."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in SUBCOMMAND_MODULES else None
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ARGV: when it names a subcommand, only that subcommand's module is imported and registered;
+    otherwise (help, --version, a wrong name) every subcommand is listed from SUBCOMMAND_HELP without importing any.
+    Without ARGV every module that exists is imported and registered (the whole parser)."""
+    parser = OneLineParser(prog="swiftbench", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
+    wanted = _command_of(argv) if argv is not None else None
+    if argv is not None and wanted is None:
+        for command, text in SUBCOMMAND_HELP.items():
+            sub.add_parser(command, help=text if _available(command) else f"{text} (not available yet)")
+        return parser
+    for command in ([wanted] if wanted else SUBCOMMAND_MODULES):
+        module = _import(command)
+        if module is None:
+            if wanted:
+                parser.error(f"{command!r} is not available yet ({SUBCOMMAND_MODULES[command]} is being written)")
             continue
         module.register(sub)
     return parser
 
 
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

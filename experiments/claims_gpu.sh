@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One device call of the claims plan (experiments/claims.yaml `plan`): install the carried wheels once, build the
-# dummy model once, then run the call's chains side by side, one chain per GPU (CUDA_VISIBLE_DEVICES), each chain's
-# commands one after another. Every chain stops starting runs past the deadline; results are tarred into $OUT.
+# One device call of the claims plan (experiments/claims/plan.yaml): install the carried wheels once, build the
+# dummy model once, resolve the combinations whose members have run (`swiftbench claims resolve --all`: the runner
+# only reads results/resolved/), then run the call's chains side by side, one chain per GPU (CUDA_VISIBLE_DEVICES),
+# each chain's commands one after another. Every chain stops starting runs past the deadline; results (and the
+# claims verdicts) are tarred into $OUT.
 #
 #   bash experiments/claims_gpu.sh CALL [DEADLINE_S] [MODEL] [DATA]
 #
@@ -42,7 +44,9 @@ chain() {  # GPU NAME... : one chain on one GPU
 }
 
 touch "$LOG/.start"
-python3 -m analysis.claims --chains "$CALL" >"$LOG/chains.txt"
+python3 -m experiments.plan --chains "$CALL" >"$LOG/chains.txt" || { echo "no plan"; cat "$LOG/chains.txt"; exit 5; }
+# A combination runs the recipe resolved from its members' runs so far; without one it is reported blocked.
+python3 -m analysis.cli claims resolve --all --hw "$HW" results >"$LOG/resolve.log" 2>&1 || true
 for lane in $(awk '{print $1 ":" $2}' "$LOG/chains.txt" | sort -u); do
   g=${lane%%:*}; l=${lane##*:}
   names=$(awk -v g="$g" -v l="$l" '$1 == g && $2 == l {print $3}' "$LOG/chains.txt")
@@ -51,12 +55,13 @@ for lane in $(awk '{print $1 ":" $2}' "$LOG/chains.txt" | sort -u); do
 done
 wait
 echo "all chains done after ${SECONDS} s"
-python3 -m analysis.claims results >"$OUT/claims.txt" 2>&1
+python3 -m analysis.cli claims results >"$OUT/claims.txt" 2>&1
 cp "$OUT/claims.txt" "$LOG/"
 # Only what this call made, without model weights (checkpoints are deleted by the runner; adapters are large and
 # not needed), in parts under the device tool's 16 MiB per file.
-find "results/$HW" -newer "$LOG/.start" -type f ! -name '*.safetensors' ! -name '*.bin' ! -name '*.pt' \
-  ! -name '*.pth' >"$LOG/new-files.txt"
+# The resolved recipes of combinations (results/resolved/$HW) travel with the runs they made.
+find "results/$HW" "results/resolved/$HW" -newer "$LOG/.start" -type f ! -name '*.safetensors' ! -name '*.bin' \
+  ! -name '*.pt' ! -name '*.pth' >"$LOG/new-files.txt" 2>/dev/null
 tar czf /tmp/call.tgz -T "$LOG/new-files.txt" "$LOG" 2>/dev/null
 split -b 15M /tmp/call.tgz "$OUT/call.tgz.part-"
 ls -la "$OUT"

@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.errors import InputError
+from analysis.core.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -16,7 +16,8 @@ import threading
 import time
 from pathlib import Path
 
-from analysis import hardware
+from analysis.core import hardware
+from experiments.nvml import _s, nvml, visible_indices  # noqa: F401 - re-exported
 
 PACKAGES = ["ms-swift", "torch", "transformers", "peft", "accelerate", "datasets", "trl", "modelscope",
             "liger-kernel", "papermill", "swiftbench"]
@@ -26,50 +27,6 @@ NVML_FIELDS = ["time_s", "gpu", "power_w", "sm_clock_mhz", "mem_clock_mhz", "tem
 
 class HardwareMismatch(RuntimeError):
     """The GPU is not the hardware the run is labelled with."""
-
-
-def nvml():
-    """The pynvml module, initialised, or None where there is no NVIDIA driver (CPU machines)."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # NVMLError_LibraryNotFound / DriverNotLoaded on machines without a GPU
-        return None
-    return pynvml
-
-
-def _s(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def visible_indices(lib, env: dict | None = None) -> list[int]:
-    """NVML indices of the GPUs this process may use: NVML sees every GPU of the host, CUDA only those in
-    CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUIDs). Two runs side by side on one host, each on its own GPU,
-    must each sample and describe their own."""
-    env = os.environ if env is None else env
-    count = lib.nvmlDeviceGetCount()
-    spec = env.get("CUDA_VISIBLE_DEVICES")
-    if spec is None or spec.strip() == "":
-        return list(range(count))
-    out: list[int] = []
-    uuids = None
-    for item in (x.strip() for x in spec.split(",")):
-        if item.lstrip("-").isdigit():
-            i = int(item)
-            if i < 0 or i >= count:
-                break  # CUDA stops at the first invalid entry
-            out.append(i)
-        else:
-            if uuids is None:
-                uuids = [_s(lib.nvmlDeviceGetUUID(lib.nvmlDeviceGetHandleByIndex(i))) for i in range(count)]
-            match = [i for i, u in enumerate(uuids) if u == item or u.startswith(item)]
-            if not match:
-                break
-            out.append(match[0])
-    return out
 
 
 def gpus(lib=None) -> list[dict]:
@@ -161,6 +118,8 @@ def environment(hw: str, lib=None) -> dict:
         torch_cuda = torch.version.cuda
     except ImportError:
         torch_cuda = None
+    from experiments import host  # lazily: its probe imports torch and may start a child process
+
     return {
         "hw": hw,
         "gpu_name": found[0]["name"] if found else None,
@@ -178,6 +137,9 @@ def environment(hw: str, lib=None) -> dict:
         "platform": platform.platform(),
         "packages": _versions(),
         "suite_commit": _suite_commit(),
+        # host fingerprint + speed probe (experiments/host.py); SWIFTBENCH_HOST_PROBE=0 leaves the probe out
+        "host": host.record(hw, lib=lib, device="cpu" if hw == "cpu" else "cuda",
+                            run_probe=os.environ.get("SWIFTBENCH_HOST_PROBE", "1").strip() != "0"),
     }
 
 

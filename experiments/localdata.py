@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 
-from analysis.datafiles import read_yaml
-from analysis.errors import InputError
+from analysis.core.datafiles import read_yaml
+from analysis.core.errors import InputError
 
 LOCALDATA_YAML = Path(__file__).resolve().parent / "localdata.yaml"
 
@@ -176,7 +176,7 @@ def prepare_local_data(
     """Copy the offline samples into ``dest_dir`` (an ignored folder of the run), converted.
 
     Returns ``{hub_id: absolute local path}`` for :func:`dataset_args`. A missing or malformed file
-    raises :class:`analysis.errors.InputError` naming it.
+    raises :class:`analysis.core.errors.InputError` naming it.
     """
     src_dir = Path(data_dir)
     dest = Path(dest_dir).absolute()

@@ -1,8 +1,12 @@
 """Writes experiments/sft.ipynb (the papermill experiment notebook) from the cells below.
 
 Kept as code so the notebook's source is reviewable in diffs; re-run after editing:
-`python -m experiments.make_notebook`.
+`python experiments/make_notebook.py` (tests/test_notebooks.py fails while the committed notebook is stale).
+
+The notebook runs one experiment through experiments.runner (prepare, execute) and shows the run's metrics by
+running `swiftbench parse` in a process of its own: the experiments layer imports no analysis stage.
 """
+import sys
 from pathlib import Path
 
 import nbformat as nbf
@@ -24,6 +28,7 @@ run_dir = ""         # given by the runner (empty: a new folder under results_di
 force_hw = False
 timeout_s = 0
 overrides_json = "{}"
+launcher_json = ""   # experiments/launch.py options as JSON (empty: the claims definition's own)
 """, ["parameters"]),
     ("code", """import json
 from pathlib import Path
@@ -35,7 +40,8 @@ from experiments import runner
 
 spec = runner.RunSpec(hw=hw, experiment=experiment, model=model, data=data or None,
                       max_steps=int(max_steps) or None, results_dir=results_dir, force_hw=bool(force_hw),
-                      timeout_s=float(timeout_s) or None, overrides=json.loads(overrides_json))
+                      timeout_s=float(timeout_s) or None, overrides=json.loads(overrides_json),
+                      launcher=json.loads(launcher_json) if launcher_json else None)
 run_path = Path(run_dir) if run_dir else runner.new_run_dir(spec)
 ctx = runner.prepare(spec, run_path)
 labels = [k for k, v in [("dummy weights", ctx["labels"]["dummy_weights"]),
@@ -51,24 +57,41 @@ pd.Series({k: env[k] for k in ("gpu_name", "gpu_count", "gpu_memory_mib", "drive
           | {f"pkg {k}": v for k, v in env["packages"].items() if v}).to_frame("environment")"""),
     ("code", """status = runner.execute(ctx)
 print(status["status"], status.get("reason") or "", f"({status['wall_s']} s)")"""),
-    ("code", """m = runner.summarise(run_path)
-if m is not None:
-    st = m["step_time_s"]
-    display(pd.Series({
-        "steps": m["global_steps"], "complete": m["complete"],
-        "step time median (s)": st["median"], "95% CI (s)": (st["ci95_low"], st["ci95_high"]),
-        "steady intervals": st["n_intervals"], "ms per micro-step": m["micro_step_time_ms"],
-        "tokens/s": m["tokens_per_s"], "samples/s": m["samples_per_s"], "peak GiB": m["peak_mem_gib"],
-        "MFU": m["mfu"], "final train loss": m["final_train_loss"], "final eval loss": m["final_eval_loss"],
-    }).to_frame("metrics"))"""),
+    ("code", """import subprocess
+import sys
+
+
+def swiftbench_parse(*extra):
+    \"\"\"`swiftbench parse RUN_PATH ...` in its own process; None when it cannot parse the run (the run is recorded
+    in run.json either way).\"\"\"
+    try:
+        return subprocess.run([sys.executable, "-m", "analysis.cli", "parse", str(run_path), *extra],
+                              capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"swiftbench parse did not run: {exc}")
+        return None
+
+
+parsed = swiftbench_parse()
+if parsed is not None:
+    print(parsed.stdout, end="")
+    if parsed.returncode != 0:
+        print(f"swiftbench parse failed (exit code {parsed.returncode}): {parsed.stderr.strip()[-2000:]}")"""),
     ("code", """import matplotlib.pyplot as plt
 
+m = None  # the run's metrics as JSON (swiftbench parse --json), for the loss curves
+as_json = swiftbench_parse("--json")
+if as_json is not None and as_json.returncode == 0:
+    try:
+        m = json.loads(as_json.stdout)[0]
+    except (ValueError, IndexError, KeyError):
+        m = None
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.5))
 title_note = ", ".join(labels) if labels else "real weights"
-if m is not None and m["train_loss"]:
+if m is not None and m.get("train_loss"):
     tl = pd.DataFrame(m["train_loss"], columns=["step", "loss"])
     axes[0].plot(tl.step, tl.loss, label="train")
-    if m["eval_loss"]:
+    if m.get("eval_loss"):
         el = pd.DataFrame(m["eval_loss"], columns=["step", "loss"])
         axes[0].plot(el.step, el.loss, "o-", label="eval")
     axes[0].set(xlabel="optimizer step", ylabel="loss", title=f"loss ({title_note})")
@@ -89,6 +112,9 @@ fig.tight_layout()"""),
 ]
 
 
+NOTEBOOK = Path(__file__).resolve().parent / "sft.ipynb"
+
+
 def build() -> nbf.NotebookNode:
     nb = nbf.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -97,10 +123,18 @@ def build() -> nbf.NotebookNode:
         if tags:
             cell.metadata["tags"] = tags[0]
         nb.cells.append(cell)
+    # Stable cell ids keep the generated file identical from one run to the next (reviewable diffs).
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i:02d}"
     return nb
 
 
-if __name__ == "__main__":
-    path = Path(__file__).resolve().parent / "sft.ipynb"
+def write(path: str | Path = NOTEBOOK) -> Path:
+    """Write the notebook to PATH (default: experiments/sft.ipynb); returns the path."""
+    path = Path(path)
     nbf.write(build(), path)
-    print(path)
+    return path
+
+
+if __name__ == "__main__":
+    print(write(sys.argv[1] if len(sys.argv) > 1 else NOTEBOOK))

@@ -15,8 +15,8 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from analysis.datafiles import read_yaml
-from analysis.errors import InputError
+from analysis.core.datafiles import read_yaml
+from analysis.core.errors import InputError
 
 RECIPES_FILE = Path(__file__).resolve().parent / "recipes.yaml"
 # Flags the runner owns for every run: where outputs go and what is being trained on.

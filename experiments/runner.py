@@ -1,9 +1,12 @@
 """Run experiments: one `swift sft` run per experiment, each in its own never-overwritten run folder.
 
-`python -m experiments.runner run-all --hw h200 ...` executes experiments/sft.ipynb through papermill once per
-experiment of the matrix, skipping experiments that already have a complete run with the same inputs
-(resumable after a kill). The notebook calls `prepare`, `execute` and `summarise` below; they can also be
-used without a notebook.
+`swiftbench run-all --hw h200 ...` (or `python -m experiments.runner run-all ...`) executes experiments/sft.ipynb
+through papermill once per experiment of the matrix, skipping experiments that already have a complete run with the
+same inputs (resumable after a kill). The notebook calls `prepare` and `execute` below; they can also be used
+without a notebook. With --claims it runs the claims audit's experiments and capacity searches
+(experiments/catalog.py, experiments/plan.py) instead; a `combine` experiment runs the recipe that
+`swiftbench claims resolve` wrote for it (catalog.read_resolved). The runner measures nothing and judges nothing:
+it imports only analysis.core and experiments.
 
 Run folder: results/<hw>/<experiment>/<YYYYMMDD-HHMMSS>[-N]/ holding ms-swift's logging.jsonl and args.json
 (output_dir is the run folder, --add_version false), plus
@@ -34,8 +37,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from analysis.errors import InputError
-from experiments import gpu, recipes
+from analysis.core.errors import InputError
+from experiments import catalog, gpu, recipes
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = Path(__file__).resolve().parent / "sft.ipynb"
@@ -62,13 +65,11 @@ class RunSpec:
     launcher: dict | None = None     # run through experiments/launch.py with these options (None: `swift sft`)
 
     def __post_init__(self):
-        """A claims experiment (experiments/claims.yaml) brings its recipe, overrides, launcher, steps and limit;
+        """A claims experiment (experiments/claims/) brings its recipe, overrides, launcher, steps and limit;
         what the caller gave explicitly wins (a CLI --max-steps, --set FLAG=VALUE, --timeout)."""
         if self.recipe is not None or self.experiment in recipes.load()["experiments"]:
             return
-        from analysis import claims
-
-        definition = claims.experiment(self.experiment)
+        definition = catalog.experiment(self.experiment)
         if definition is None:
             return
         self.recipe = definition["recipe"]
@@ -244,9 +245,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
         cmd = recipes.render(spec.recipe_name, swift_version, output_dir=str(run_dir.resolve()), model=model_arg,
                              datasets=datasets, max_steps=spec.max_steps, overrides=overrides)
         if spec.recipe is not None:  # say which flags come from the claims experiment, not from the machine
-            from analysis import claims
-
-            own = set((claims.experiment(spec.experiment) or {}).get("overrides") or {})
+            own = set((catalog.experiment(spec.experiment) or {}).get("overrides") or {})
             cmd["notes"] = [n.replace(": set by the runner", f": claims experiment {spec.experiment}")
                             if n.startswith("--") and n.split(" ", 1)[0][2:] in own else n for n in cmd["notes"]]
         launch_argv = None
@@ -379,15 +378,6 @@ def _drop_weights_and_data(run_dir: Path) -> None:
         (run_dir / name).unlink(missing_ok=True)
 
 
-def summarise(run_dir: Path) -> dict | None:
-    """The run's metrics (None when it left no log)."""
-    from analysis.metrics import parse_path
-
-    if not (Path(run_dir) / "logging.jsonl").is_file():
-        return None
-    return parse_path(run_dir)[0]
-
-
 # ------------------------------------------------------------------------------------------- run-all
 
 
@@ -437,15 +427,14 @@ def _run_one(spec: RunSpec, console, progress: bool, claims_mode: bool = False) 
 
 
 def _run_search(name: str, hw: str, console, progress: bool, **kw) -> list[dict]:
-    """A capacity search of claims.yaml: probe per-device batches until one that trained sits next to an OOM."""
-    from analysis import claims
-
+    """A capacity search (experiments/claims/searches.yaml): probe per-device batches until one that trained sits
+    next to an OOM."""
     results, outcomes = [], {}
     while True:
-        batch = claims.next_probe(name, outcomes)
+        batch = catalog.next_probe(name, outcomes)
         if batch is None:
             break
-        res = _run_one(RunSpec(hw=hw, experiment=claims.probe_name(name, batch), **kw), console, progress, True)
+        res = _run_one(RunSpec(hw=hw, experiment=catalog.probe_name(name, batch), **kw), console, progress, True)
         results.append(res)
         if res["outcome"] not in ("ok", "oom"):
             console.print(f"[red]stop[/] search {name}: probe bs {batch} failed for another reason than OOM")
@@ -459,14 +448,14 @@ def _run_search(name: str, hw: str, console, progress: bool, **kw) -> list[dict]
 
 
 def run_claims(hw: str, names: list[str], progress: bool = True, first_ok: bool = False, **kw) -> list[dict]:
-    """Claims experiments (experiments/claims.yaml): searches, combinations, blocked and package-gated ones.
+    """Claims experiments (experiments/claims/): searches, combinations, blocked and package-gated ones.
 
-    FIRST_OK: candidates in order (the fastest first); stop at the first one that trains (or trained before)."""
+    A combination (`combine`) runs its resolved recipe (catalog.read_resolved: written by `swiftbench claims resolve
+    NAME --hw HW`); without one it is blocked. FIRST_OK: candidates in order (the fastest first); stop at the first
+    one that trains (or trained before)."""
     import importlib.util
 
     from rich.console import Console
-
-    from analysis import claims
 
     console = Console(stderr=True)
     results = []
@@ -476,8 +465,10 @@ def run_claims(hw: str, names: list[str], progress: bool = True, first_ok: bool 
         results.append({"experiment": name, "status": "blocked", "reason": reason})
 
     for name in names:
-        search = claims.search(name)
-        definition = search or claims.experiment(name)
+        search = catalog.search(name)
+        definition = search or catalog.experiment(name)
+        if definition is None:
+            raise InputError(catalog.CLAIMS_DIR, f"unknown claims experiment {name!r}")
         missing = [m for m in definition.get("requires") or [] if importlib.util.find_spec(m) is None]
         if missing:
             blocked(name, f"needs {', '.join(missing)}", " (not importable here)")
@@ -493,13 +484,22 @@ def run_claims(hw: str, names: list[str], progress: bool = True, first_ok: bool 
             continue
         spec_kw = dict(kw)
         if definition.get("combine"):
-            combo = claims.resolve_combo(name, kw.get("results_dir", "results"), hw)
+            results_dir = kw.get("results_dir", "results")
+            try:
+                combo = catalog.read_resolved(results_dir, hw, name)
+            except InputError as exc:  # a broken file blocks this combination, not the rest of the chain
+                blocked(name, str(exc))
+                continue
+            if combo is None:
+                blocked(name, f"run `swiftbench claims resolve {name} --hw {hw}` first",
+                        f" (no {catalog.resolved_path(results_dir, hw, name)})")
+                continue
             if combo["overrides"] is None:
                 blocked(name, combo["reason"])
                 continue
-            console.print(f"{hw}/{name}: {combo['reason']}")
+            console.print(f"{hw}/{name}: {combo['reason']} (resolved {combo.get('made') or '?'})")
             spec_kw["overrides"] = {**combo["overrides"], **(kw.get("overrides") or {})}
-            spec_kw["launcher"] = combo["launcher"]
+            spec_kw["launcher"] = dict(combo["launcher"] or {})
         results.append(_run_one(RunSpec(hw=hw, experiment=name, **spec_kw), console, progress, True))
         if first_ok and results[-1].get("outcome") == "ok":
             rest = names[names.index(name) + 1:]
@@ -518,20 +518,21 @@ def run_all(hw: str, experiments: list[str] | None = None, progress: bool = True
     return [_run_one(RunSpec(hw=hw, experiment=name, **kw), console, progress) for name in names]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.runner", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run-all", help="every experiment of the matrix for one hardware class")
+def register(sub) -> None:
+    """`run-all` (for analysis.cli's SUBCOMMAND_MODULES, and `python -m experiments.runner run-all`)."""
+    r = sub.add_parser("run-all", help="every experiment of the matrix for one hardware class (or --claims)",
+                       description="Run every experiment of the matrix (experiments/recipes.yaml) for one hardware "
+                                   "class, or with --claims the claims audit's experiments; complete runs are skipped.")
     r.add_argument("--hw", required=True)
     r.add_argument("--model", default="Qwen/Qwen2.5-7B-Instruct",
                    help="hub id (default), a local model folder, 'dummy' (random weights, exact shapes)")
     r.add_argument("--data", default=None, help="folder with local stand-ins of the hub datasets")
     r.add_argument("--max-steps", type=int, default=None, help="cut runs of N optimizer steps")
     r.add_argument("--experiments", default=None,
-                   help="comma-separated subset of experiments/recipes.yaml (with --claims: of experiments/claims.yaml "
-                        "experiments and searches, or plan:N for the plan's command N; default: the whole plan)")
+                   help="comma-separated subset of experiments/recipes.yaml (with --claims: claims experiments and "
+                        "searches of experiments/claims/, or plan:N for the plan's command N; default: the whole plan)")
     r.add_argument("--claims", action="store_true",
-                   help="run claims experiments (experiments/claims.yaml) instead of the matrix")
+                   help="run claims experiments (experiments/claims/) instead of the matrix")
     r.add_argument("--results", default="results")
     r.add_argument("--force-hw", action="store_true", help="run even if the GPU is not HW (labelled forced)")
     r.add_argument("--timeout", type=float, default=None, help="seconds per run before it is killed")
@@ -541,39 +542,52 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --claims: stop at the first experiment that trains (candidates, fastest first); "
                         "plan commands marked first_ok do this by themselves")
     r.add_argument("--no-progress", action="store_true")
+    r.set_defaults(func=run_command)
+
+
+def run_command(a) -> int:
+    """`run-all` with parsed arguments: 0 when every run is ok / skipped / OOM (claims) / blocked, else 1.
+    Bad input raises InputError."""
+    from analysis.core import hardware
+
+    hardware.require(a.hw)
+    names = a.experiments.split(",") if a.experiments else None
+    if a.claims:
+        from experiments import plan
+
+        first_ok = a.first_ok or plan.plan_first_ok(names)
+        names = plan.expand(names)
+    else:
+        first_ok = False
+        for n in names or []:
+            recipes.flags(n)
+    if a.data and not Path(a.data).is_dir():
+        raise InputError(a.data, "data folder does not exist")
+    overrides = {}
+    for item in a.set:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise InputError(None, f"--set wants FLAG=VALUE, got {item!r}")
+        overrides[k.lstrip("-")] = v
+    common = dict(progress=not a.no_progress, model=a.model, data=a.data, max_steps=a.max_steps,
+                  results_dir=a.results, force_hw=a.force_hw, timeout_s=a.timeout, overrides=overrides)
+    if a.claims:
+        results = run_claims(a.hw, names, first_ok=first_ok, **common)
+    else:
+        results = run_all(a.hw, names, **common)
+    return 0 if all(r["status"] in ("ok", "skipped", "oom", "blocked") for r in results) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.runner", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    register(sub)
     a = p.parse_args(argv)
     try:
-        from analysis import hardware
-
-        hardware.require(a.hw)
-        names = a.experiments.split(",") if a.experiments else None
-        if a.claims:
-            from analysis import claims
-
-            first_ok = a.first_ok or claims.plan_first_ok(names)
-            names = claims.expand(names)
-        else:
-            first_ok = False
-            for n in names or []:
-                recipes.flags(n)
-        if a.data and not Path(a.data).is_dir():
-            raise InputError(a.data, "data folder does not exist")
-        overrides = {}
-        for item in a.set:
-            k, sep, v = item.partition("=")
-            if not sep:
-                raise InputError(None, f"--set wants FLAG=VALUE, got {item!r}")
-            overrides[k.lstrip("-")] = v
-        common = dict(progress=not a.no_progress, model=a.model, data=a.data, max_steps=a.max_steps,
-                      results_dir=a.results, force_hw=a.force_hw, timeout_s=a.timeout, overrides=overrides)
-        if a.claims:
-            results = run_claims(a.hw, names, first_ok=first_ok, **common)
-        else:
-            results = run_all(a.hw, names, **common)
+        return a.func(a)
     except InputError as exc:
         print(f"runner: error: {exc}", file=sys.stderr)
         return 2
-    return 0 if all(r["status"] in ("ok", "skipped", "oom", "blocked") for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
     python -m experiments.wheelhouse --dest wheelhouse --check
     python -m experiments.wheelhouse install --from wheelhouse [--target DIR]
 
+(`swiftbench wheelhouse ...` is the same command.)
+
 Downloading runs ``pip download --no-deps --only-binary=:all:`` for the target interpreter
 (CPython 3.12 on manylinux x86_64 by default, the air-gapped H200 host of GPU-HOST.md) for exactly
 the pins of experiments/requirements-gpu.txt, then checks the folder (below). Installing runs
@@ -649,11 +651,37 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _main_download(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m experiments.wheelhouse",
-        description="Download (or --check) the GPU-side wheel set; "
-                    "'install --from DIR [--target DIR]' installs it offline.")
+DOWNLOAD_HELP = ("Download (or --check) the GPU-side wheel set; "
+                 "'install --from DIR [--target DIR]' installs it offline.")
+INSTALL_HELP = ("Offline install of the wheel set: "
+                "pip install --no-index --no-deps --find-links DIR <every pin>.")
+
+
+def register(sub) -> None:
+    """`swiftbench wheelhouse [--dest DIR] ...` and `swiftbench wheelhouse install --from DIR [--target T]` (for
+    analysis.cli's SUBCOMMAND_MODULES)."""
+    p = sub.add_parser("wheelhouse", help="wheels for an air-gapped GPU host: download and check, or install",
+                       description=DOWNLOAD_HELP)
+    _download_arguments(p)
+    p.set_defaults(func=_one_line(_download))
+    inner = p.add_subparsers(dest="wheelhouse_command", metavar="install")
+    i = inner.add_parser("install", help="offline install of the wheel set", description=INSTALL_HELP)
+    _install_arguments(i)
+    i.set_defaults(func=_one_line(_install))
+
+
+def _one_line(run):
+    """A WheelhouseError is one line on stderr and exit code 2, as with `python -m experiments.wheelhouse`."""
+    def command(args) -> int:
+        try:
+            return run(args)
+        except WheelhouseError as exc:
+            print(f"wheelhouse: error: {exc}", file=sys.stderr, flush=True)
+            return 2
+    return command
+
+
+def _download_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--dest", default="wheelhouse", help="wheel folder (default: wheelhouse)")
     ap.add_argument("--python-version", default="3.12", help="target CPython (default: 3.12)")
     ap.add_argument("--platform", action="append", dest="platforms", metavar="TAG",
@@ -668,7 +696,29 @@ def _main_download(argv: list[str]) -> int:
                     help="GPU host package list (KINDS.md, pip freeze or pip list output); "
                          "default: the built-in snapshot GPU_HOST_FREEZE")
     _common(ap)
-    args = ap.parse_args(argv)
+
+
+def _install_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--from", dest="source", default="wheelhouse", help="wheel folder")
+    ap.add_argument("--target", help="install into this folder (put it on PYTHONPATH) instead "
+                                     "of the running interpreter's environment")
+    ap.add_argument("--dry-run", action="store_true", help="print the pip command only")
+    _common(ap)
+
+
+def _main_download(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.wheelhouse", description=DOWNLOAD_HELP)
+    _download_arguments(ap)
+    return _download(ap.parse_args(argv))
+
+
+def _main_install(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.wheelhouse install", description=INSTALL_HELP)
+    _install_arguments(ap)
+    return _install(ap.parse_args(argv))
+
+
+def _download(args: argparse.Namespace) -> int:
     reqs = load_requirements(Path(args.requirements))
     platforms = tuple(args.platforms or DEFAULT_PLATFORMS)
     host = _host_packages(args.host_packages)
@@ -691,17 +741,7 @@ def _main_download(argv: list[str]) -> int:
     return 0 if rep.ok else 1
 
 
-def _main_install(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m experiments.wheelhouse install",
-        description="Offline install of the wheel set: "
-                    "pip install --no-index --no-deps --find-links DIR <every pin>.")
-    ap.add_argument("--from", dest="source", default="wheelhouse", help="wheel folder")
-    ap.add_argument("--target", help="install into this folder (put it on PYTHONPATH) instead "
-                                     "of the running interpreter's environment")
-    ap.add_argument("--dry-run", action="store_true", help="print the pip command only")
-    _common(ap)
-    args = ap.parse_args(argv)
+def _install(args: argparse.Namespace) -> int:
     reqs = load_requirements(Path(args.requirements))
     source = Path(args.source)
     if not source.is_dir():

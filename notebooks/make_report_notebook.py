@@ -1,10 +1,12 @@
 """Writes notebooks/report.ipynb (the papermill report notebook) from the cells below.
 
 Kept as code so the notebook's source is reviewable in diffs; re-run after editing:
-`python notebooks/make_report_notebook.py`. The cells stay thin: each calls one method of
-`analysis.report.Report`, which returns the section's HTML and writes its CSV and PNG files.
-`python -m analysis.report` (make report) executes it and renders report/index.html.
+`python notebooks/make_report_notebook.py [OUT]` (default OUT: notebooks/report.ipynb). The cells stay thin: each
+calls one method of `analysis.present.report.Report`, which returns the section's HTML and writes its CSV and PNG
+files. `python -m analysis.present.report.build` (swiftbench report, make report) executes it and renders
+report/index.html.
 """
+import sys
 from pathlib import Path
 
 import nbformat as nbf
@@ -17,7 +19,7 @@ CELLS = [
 [Consistency of the published figures](#Consistency-of-the-published-figures) ·
 [Claims](#Claims) · [Estimates vs measurements](#Estimates-vs-measurements) ·
 [Files](#Files)"""),
-    ("code", """# Parameters (papermill overrides these; python -m analysis.report passes absolute paths)
+    ("code", """# Parameters (papermill overrides these; swiftbench report passes absolute paths)
 # hardware: comma-separated classes to give a section, empty for a10,rtx4090,a100,h100,h200 (and any with runs)
 # seeds_dir: empty for the suite's seeds/
 results_dir = "results"
@@ -26,7 +28,7 @@ hardware = ""
 seeds_dir = ""
 out_dir = "report"
 """, ["parameters"]),
-    ("code", """from analysis.report import Report
+    ("code", """from analysis.present.report import Report
 
 rep = Report(results_dir, baseline=baseline, hardware_list=hardware, seeds_dir=seeds_dir or None, out_dir=out_dir)
 rep.header()"""),
@@ -82,7 +84,15 @@ def build() -> nbf.NotebookNode:
     return nb
 
 
-if __name__ == "__main__":
-    path = Path(__file__).resolve().parent / "report.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent / "report.ipynb"
+
+
+def write(path: str | Path = NOTEBOOK) -> Path:
+    """Write the notebook to PATH (default: notebooks/report.ipynb); returns the path."""
+    path = Path(path)
     nbf.write(build(), path)
-    print(path)
+    return path
+
+
+if __name__ == "__main__":
+    print(write(sys.argv[1] if len(sys.argv) > 1 else NOTEBOOK))

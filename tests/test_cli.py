@@ -68,8 +68,8 @@ def test_argument_errors_are_one_line(argv, needle):
 
 
 def test_yaml_errors_name_file_and_line(tmp_path):
-    from analysis.datafiles import read_yaml
-    from analysis.errors import InputError
+    from analysis.core.datafiles import read_yaml
+    from analysis.core.errors import InputError
 
     bad = tmp_path / "x.yaml"
     bad.write_text("a: 1\nb: [2\n")
@@ -78,3 +78,84 @@ def test_yaml_errors_name_file_and_line(tmp_path):
     assert err.value.path == str(bad) and err.value.line is not None and "not valid YAML" in err.value.message
     with pytest.raises(InputError, match="cannot read price table"):
         read_yaml(tmp_path / "missing.yaml", "price table")
+
+
+# ------------------------------------------------------------------------------------------ one program, lazily
+
+
+def test_version_is_the_distribution_s():
+    import importlib.metadata as md
+
+    p = _run("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"swiftbench {md.version('swiftbench')}"
+
+
+def test_version_falls_back_to_pyproject(monkeypatch):
+    import importlib.metadata as md
+    import tomllib
+
+    from analysis import cli
+
+    def missing(name):
+        raise md.PackageNotFoundError(name)
+
+    monkeypatch.setattr(md, "version", missing)
+    with open(cli.Path(cli.__file__).resolve().parents[1] / "pyproject.toml", "rb") as f:
+        assert cli.version() == tomllib.load(f)["project"]["version"]
+
+
+def test_help_lists_every_subcommand_and_imports_none():
+    code = ("import sys; from analysis import cli\n"
+            "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in [*cli.SUBCOMMAND_MODULES.values(), *cli.FORMER_MODULES.values(), 'torch', "
+            "'swift', 'pandas'] if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    for command in ("run-all", "claims", "plan", "parse", "tables", "report", "wheelhouse"):
+        assert f"\n    {command}" in p.stdout, command
+    assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("argv", [["tables", "--help"], ["parse", "--help"], ["plan", "--help"]])
+def test_a_subcommand_imports_only_its_own_module(argv):
+    """`swiftbench tables` must not load torch or ms-swift (nor the runner, which the GPU side imports)."""
+    code = ("import sys; from analysis import cli\n"
+            f"try:\n    cli.main({argv!r})\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('torch', 'swift', 'transformers', 'experiments.runner', "
+            "'experiments.wheelhouse', 'analysis.judge.cli') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "usage: swiftbench " + argv[0] in p.stdout
+    assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_run_all_and_wheelhouse_are_subcommands(tmp_path):
+    p = _run("run-all", "--help")
+    assert p.returncode == 0 and all(o in p.stdout for o in ("--hw", "--claims", "--set", "--first-ok"))
+    p = _run("wheelhouse", "--help")
+    assert p.returncode == 0 and "--dest" in p.stdout and "install" in p.stdout
+    p = _run("wheelhouse", "install", "--from", tmp_path / "nope")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no such folder" in p.stderr
+    p = _run("wheelhouse", "install", "--from", tmp_path, "--dry-run")
+    assert p.returncode == 0 and "--no-index" in p.stdout and str(tmp_path) in p.stdout
+
+
+def test_a_stage_being_written_is_skipped_not_fatal(monkeypatch, tmp_path):
+    from analysis import cli
+
+    modules = {**cli.SUBCOMMAND_MODULES, "claims": "analysis.judge.no_such_module",
+               "report": "analysis.no_such_stage.report"}
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", modules)
+    monkeypatch.setattr(cli, "FORMER_MODULES", {})
+    parser = cli.build_parser()  # every module that exists, none of the missing ones
+    assert set(parser._subparsers._group_actions[0].choices) == set(modules) - {"claims", "report"}
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["claims", "results"])
+    assert exc.value.code == 2
+    # a module that exists but fails to import is an error, not a missing stage
+    bad = tmp_path / "brokenstage.py"
+    bad.write_text("import no_such_dependency_anywhere\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", {**modules, "tables": "brokenstage"})
+    with pytest.raises(ModuleNotFoundError, match="no_such_dependency_anywhere"):
+        cli.main(["tables", "x"])

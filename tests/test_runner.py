@@ -1,14 +1,20 @@
-"""The runner: run folders, resumption, failure reasons, and a real `swift sft` smoke run on the CPU."""
+"""The runner: run folders, resumption, failure reasons, claims experiments (definitions, searches, resolved
+combinations), and a real `swift sft` smoke run on the CPU. The runner judges and measures nothing: its results are
+read back here through `swiftbench parse` / `swiftbench tables`, as a user would."""
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+import yaml
 
-from analysis.metrics import parse_path
-from analysis.tables import speedup_table
-from experiments import runner
+from experiments import catalog, launch, recipes, runner
+
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "analysis.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=runner.ROOT, **kw)
 
 
 def test_run_dirs_are_never_reused(tmp_path):
@@ -49,6 +55,206 @@ def test_bad_hardware_name_exits_2(tmp_path):
     p = subprocess.run([sys.executable, "-m", "experiments.runner", "run-all", "--hw", "tpu9"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "unknown hardware 'tpu9'" in p.stderr and p.stderr.count("\n") == 1
+    assert p.stderr.startswith("runner: error:")
+    # the same command through swiftbench
+    p = _cli("run-all", "--hw", "tpu9")
+    assert p.returncode == 2 and p.stderr.startswith("swiftbench: error:") and "unknown hardware 'tpu9'" in p.stderr
+    assert p.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--claims", "--experiments", "nope"], "unknown claims experiment 'nope'"),
+    (["--claims", "--experiments", "plan:zz"], "no plan command 'zz'"),
+    (["--experiments", "nope"], "unknown experiment 'nope'"),
+    (["--set", "lora_rank"], "--set wants FLAG=VALUE"),
+])
+def test_bad_run_all_input_is_one_line(tmp_path, argv, needle):
+    p = _cli("run-all", "--hw", "cpu", "--results", tmp_path, *argv)
+    assert p.returncode == 2 and needle in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_runner_imports_no_analysis_stage():
+    """Level 1 imports only analysis.core: no parser, no measurement, no verdict code (tests/test_layers.py checks
+    the source; this checks what an import really loads)."""
+    code = ("import sys, experiments.runner, experiments.catalog, experiments.plan, experiments.wheelhouse;"
+            "print(sorted(m for m in sys.modules if m.startswith('analysis.') and not m.startswith('analysis.core')))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=runner.ROOT)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
+    assert not hasattr(runner, "summarise")
+
+
+# --------------------------------------------------------------------------------------------- claims experiments
+
+
+def test_runspec_resolves_claims_experiments_and_keeps_matrix_keys():
+    spec = runner.RunSpec(hw="h200", experiment="rank4")
+    assert spec.recipe == "seed" and spec.launcher == {"longest_first": True, "stop_after": 2}
+    assert spec.max_steps is None  # a prefix of the full schedule (stop_after), not a shortened one
+    assert spec.overrides == {"logging_steps": 1, "lora_rank": 4}
+    key = spec.key()
+    assert key["launcher"] == {"longest_first": True, "stop_after": 2} and key["recipe_name"] == "seed"
+    assert key["recipe"] == recipes.recipe_hash("seed")
+    # CLI values win; re-resolving a resolved spec (as the notebook does) changes nothing.
+    cli = runner.RunSpec(hw="h200", experiment="rank4", max_steps=5, overrides={"lora_rank": 2})
+    assert cli.max_steps == 5 and cli.overrides["lora_rank"] == 2
+    again = runner.RunSpec(hw="h200", experiment="rank4", max_steps=spec.max_steps, overrides=spec.overrides,
+                           timeout_s=spec.timeout_s)
+    assert again.key() == key
+    # Matrix experiments: the same key as before claims existed (old run.json files still match).
+    assert set(runner.RunSpec(hw="h200", experiment="seed").key()) == {"experiment", "recipe", "model", "data",
+                                                                       "max_steps", "overrides"}
+
+
+def _tiny_inputs(tmp_path):
+    from experiments import localdata
+
+    model, _, _ = runner.resolve_model(runner.DUMMY_TINY, "cpu")
+    data = tmp_path / "data"
+    localdata.make_tiny_local_data(data, n=12)
+    return model, data
+
+
+def test_prepare_renders_the_launcher_command(tmp_path):
+    model, data = _tiny_inputs(tmp_path)
+    spec = runner.RunSpec(hw="cpu", experiment="cap24-bs4", model=runner.DUMMY_TINY, data=str(data),
+                          results_dir=str(tmp_path / "results"))
+    run_dir = runner.new_run_dir(spec)
+    ctx = runner.prepare(spec, run_dir)
+    la = ctx["launch_argv"]
+    assert la[:3] == [sys.executable, "-m", "experiments.launch"]
+    assert la[3:la.index("--")] == ["--mem-cap-gib", "24", "--longest-first"]
+    swift = la[la.index("--") + 1:]
+    assert swift[:2] == ["swift", "sft"] and swift == ctx["argv"]
+    assert swift[swift.index("--per_device_train_batch_size") + 1] == "4"
+    assert swift[swift.index("--gradient_accumulation_steps") + 1] == "1"
+    assert swift[swift.index("--max_steps") + 1] == "2"
+    sh = (run_dir / "command.sh").read_text()
+    assert "python -m experiments.launch --mem-cap-gib 24 --longest-first -- swift sft \\\n  --model" in sh
+    assert "# --per_device_train_batch_size 4: claims experiment cap24-bs4" in sh
+    status = json.loads((run_dir / "run.json").read_text())
+    assert status["command"] == ctx["argv"] and status["launch_command"] == la
+    assert status["key"]["launcher"] == {"mem_cap_gib": 24, "longest_first": True}
+
+
+def test_the_notebook_runs_the_spec_the_runner_resolved(tmp_path, monkeypatch):
+    """A resolved combination's launcher (tp-combo + --sdpa-padding-free) must reach the notebook's RunSpec: twice on
+    2026-11-30 the notebook rebuilt the spec from the experiment's definition and the combination crashed in ms-swift.
+    The notebook's parameter cell and spec cell run here in-process, with papermill's parameters injected."""
+    import papermill as pm
+
+    captured = {}
+    monkeypatch.setattr(pm, "execute_notebook", lambda *a, **k: captured.update(k["parameters"]))
+    launcher = {"sdpa_padding_free": True, "stop_after": 46, "profile_steps": 2, "profile_skip": 40}
+    spec = runner.RunSpec(hw="h200", experiment="tp-combo", model="dummy", data=".data",
+                          overrides={"padding_free": True, "attn_impl": "sdpa"}, launcher=launcher)
+    runner.run_notebook(spec, tmp_path / "run", progress=False)
+    assert json.loads(captured["launcher_json"]) == launcher
+    cells = json.loads(runner.NOTEBOOK.read_text())["cells"]
+    params = next(c for c in cells if "parameters" in (c.get("metadata", {}).get("tags") or []))
+    spec_cell = next(c for c in cells if "runner.RunSpec(" in "".join(c["source"]))
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_prepare(s, path):
+        seen["spec"] = s
+        raise Stop
+
+    monkeypatch.setattr(runner, "prepare", fake_prepare)
+    ns: dict = {}
+    exec("".join(params["source"]), ns)
+    ns.update(captured)  # what papermill injects after the parameters cell
+    with pytest.raises(Stop):
+        exec("".join(spec_cell["source"]), ns)
+    assert seen["spec"].launcher == launcher and seen["spec"].overrides["padding_free"] is True
+    # without a launcher the notebook falls back to the definition's (plain tp-pf keeps its own)
+    captured.clear()
+    runner.run_notebook(runner.RunSpec(hw="h200", experiment="tp-pf", model="dummy", data=".data"), tmp_path / "r2",
+                        progress=False)
+    ns = {}
+    exec("".join(params["source"]), ns)
+    ns.update({**captured, "launcher_json": ""})
+    with pytest.raises(Stop):
+        exec("".join(spec_cell["source"]), ns)
+    assert seen["spec"].launcher == catalog.experiment("tp-pf")["launcher"]
+
+
+def test_run_claims_blocks_what_cannot_run_here(tmp_path):
+    res = runner.run_claims("cpu", ["cap24", "tp-padding-free", "tp-combo"], progress=False,
+                            results_dir=str(tmp_path))
+    assert [r["status"] for r in res] == ["blocked"] * 3
+    assert "CUDA" in res[0]["reason"] and "flash" in res[1]["reason"]
+    assert res[2]["reason"] == "run `swiftbench claims resolve tp-combo --hw cpu` first"
+    assert not any(tmp_path.iterdir())
+
+
+def _write_resolved(results, hw, data) -> None:
+    path = catalog.resolved_path(results, hw, "tp-combo")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+
+
+def _fake_run_one(monkeypatch) -> list:
+    ran = []
+
+    def fake(spec, console, progress, claims_mode=False):
+        ran.append(spec)
+        return {"experiment": spec.experiment, "run_dir": "x", "status": "ok", "outcome": "ok"}
+
+    monkeypatch.setattr(runner, "_run_one", fake)
+    return ran
+
+
+def test_a_combination_runs_its_resolved_recipe(tmp_path, monkeypatch):
+    """tp-combo runs what `swiftbench claims resolve` wrote (overrides and launcher as they are there, with
+    --set on top); the runner does not look at its members' runs."""
+    ran = _fake_run_one(monkeypatch)
+    resolved = {"experiment": "tp-combo", "used": ["tp-pf", "tp-bs8"], "reason": "combined tp-pf, tp-bs8",
+                "made": "2026-12-01T10:00:00+00:00",
+                "overrides": {"eval_steps": 23, "padding_free": True, "attn_impl": "sdpa",
+                              "per_device_train_batch_size": 8, "gradient_accumulation_steps": 2},
+                "launcher": {"sdpa_padding_free": True, "stop_after": 46, "profile_steps": 2, "profile_skip": 40}}
+    _write_resolved(tmp_path, "h200", resolved)
+    res = runner.run_claims("h200", ["tp-combo"], progress=False, results_dir=str(tmp_path),
+                            overrides={"seed": "7"})
+    assert [r["status"] for r in res] == ["ok"]
+    (spec,) = ran
+    assert spec.experiment == "tp-combo" and spec.recipe == "bs16" and spec.launcher == resolved["launcher"]
+    assert spec.overrides == {"logging_steps": 1, **resolved["overrides"], "seed": "7"}
+    assert "--sdpa-padding-free" in launch.option_argv(spec.launcher)
+    # another hardware class has no resolved recipe yet
+    assert runner.run_claims("a100", ["tp-combo"], progress=False, results_dir=str(tmp_path))[0]["status"] \
+        == "blocked"
+
+
+def test_a_combination_that_could_not_be_resolved_is_blocked(tmp_path, monkeypatch):
+    ran = _fake_run_one(monkeypatch)
+    _write_resolved(tmp_path, "h200", {"experiment": "tp-combo", "overrides": None, "launcher": None, "used": [],
+                                       "reason": "no recipe in `combine` was faster and counted"})
+    (res,) = runner.run_claims("h200", ["tp-combo"], progress=False, results_dir=str(tmp_path))
+    assert res["status"] == "blocked" and res["reason"] == "no recipe in `combine` was faster and counted"
+    # a broken file blocks the combination and names the file; the chain goes on
+    _write_resolved(tmp_path, "h200", "experiment: tp-best\n")
+    res = runner.run_claims("h200", ["tp-combo", "rank4"], progress=False, results_dir=str(tmp_path))
+    assert [r["status"] for r in res] == ["blocked", "ok"] and "tp-combo.yaml" in res[0]["reason"]
+    assert [s.experiment for s in ran] == ["rank4"]
+
+
+def test_a_search_probes_until_it_is_bracketed(tmp_path, monkeypatch):
+    """cap40 starts at 16 (OOM), goes down to 12 (trains): done, with 12 next to 16."""
+    outcome = {16: "oom", 12: "ok"}
+    ran = []
+
+    def fake(spec, console, progress, claims_mode=False):
+        ran.append(spec.experiment)
+        o = outcome[spec.overrides["per_device_train_batch_size"]]
+        return {"experiment": spec.experiment, "run_dir": "x", "status": o, "outcome": o}
+
+    monkeypatch.setattr(runner, "_run_one", fake)
+    res = runner.run_claims("h200", ["cap40"], progress=False, results_dir=str(tmp_path))
+    assert ran == ["cap40-bs16", "cap40-bs12"] and [r["outcome"] for r in res] == ["oom", "ok"]
 
 
 @pytest.mark.slow
@@ -75,15 +281,22 @@ def test_cpu_smoke_run_all_twice(tmp_path):
     assert "--max_steps 6" in command and "export HF_HUB_OFFLINE=1" in command
     assert (run_dir / "sft.ipynb").is_file() and (run_dir / "model_config.json").is_file()
     assert not list(run_dir.glob("checkpoint-*")) and not (run_dir / "val_dataset.jsonl").exists()
-    m = parse_path(run_dir)[0]
+    parsed = _cli("parse", run_dir, "--json")
+    assert parsed.returncode == 0, parsed.stderr
+    (m,) = json.loads(parsed.stdout)
     assert m["complete"] and m["global_steps"] == 6 and m["swift_version"] == "4.6.0"
     assert m["per_device_batch"] == 1 and m["grad_accum"] == 2 and m["samples_per_step"] == 2
     assert m["step_time_s"]["n_intervals"] >= 3 and m["step_time_s"]["median"] > 0
-    assert m["tokens_per_s"] == pytest.approx(m["train_tokens_mean"] * 2 / m["step_time_s"]["median"])
+    assert m["tokens_per_s"] > 0  # what tokens/s means is the measure stage's to test (tests/test_metrics.py)
     assert len(m["train_loss"]) == 6 and m["final_eval_loss"] is not None
-    df = speedup_table(results)
-    row = df[(df.hw == "cpu") & (df.source == "measured")].iloc[0]
-    assert "dummy weights" in row.labels and "cut run (6 steps)" in row.labels
+    # the executed notebook showed the same metrics through `swiftbench parse` (a process of its own)
+    outputs = "".join(o.get("text", "") if isinstance(o.get("text", ""), str) else "".join(o["text"])
+                      for c in json.loads((run_dir / "sft.ipynb").read_text())["cells"] for o in c.get("outputs", []))
+    assert "tokens/s" in outputs and "swiftbench parse failed" not in outputs
+    tables = _cli("tables", results, "--format", "json")
+    assert tables.returncode == 0, tables.stderr
+    (row,) = [r for r in json.loads(tables.stdout)["speedup"] if r["hw"] == "cpu" and r["source"] == "measured"]
+    assert "dummy weights" in row["labels"] and "cut run (6 steps)" in row["labels"]
 
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert second.returncode == 0 and "skip" in second.stderr
