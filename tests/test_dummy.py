@@ -14,7 +14,7 @@ import yaml
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from analysis.errors import InputError  # noqa: E402
+from analysis.core.errors import InputError  # noqa: E402
 from experiments import dummy  # noqa: E402
 
 needs_dashscope = pytest.mark.skipif(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.errors import InputError
+from analysis.core.errors import InputError
 from experiments import localdata
 from experiments.localdata import (HUB_TO_LOCAL, dataset_args, fill_self_cognition, make_tiny_local_data,
                                    name_pair, prepare_local_data)

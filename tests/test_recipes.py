@@ -1,8 +1,8 @@
 """Recipes as data: the base equals the published command; rendering per ms-swift version."""
 import pytest
 
-from analysis.errors import InputError
-from analysis.seeds import published_recipe
+from analysis.core.errors import InputError
+from analysis.core.seeds import published_recipe
 from experiments import recipes
 
 

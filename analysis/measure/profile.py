@@ -20,3 +20,30 @@ def profiled_steps(rec: RunRecord) -> list[dict]:
             continue
         out.append({**st, "host_s": st["wall_s"] - st["gpu_busy_s"]})
     return out
+
+
+# A step is host-bound when the GPU is busy less than half of it (it waits for the host more than it computes),
+# GPU-bound from 85 % busy, mixed between (the thresholds the claims audit's `bound` rule uses too).
+HOST_BELOW = 0.5
+GPU_FROM = 0.85
+
+
+def bound_label(busy_frac: float | None, host_below: float = HOST_BELOW, gpu_from: float = GPU_FROM) -> str | None:
+    if busy_frac is None:
+        return None
+    return "host" if busy_frac < host_below else "gpu" if busy_frac >= gpu_from else "mixed"
+
+
+def step_share(rec: RunRecord) -> dict:
+    """The GPU's share of a step, from the profiled steps (medians): GPU-busy ms, host ms (= profiled wall - GPU
+    busy: time the GPU waited for Python, kernel launches and data), their sum, busy fraction and the bound label."""
+    steps = profiled_steps(rec)
+    if not steps:
+        return {"gpu_busy_ms": None, "host_ms": None, "profiled_ms": None, "gpu_busy_frac": None, "bound": None,
+                "profiled": 0}
+    busy = statistics.median(s["gpu_busy_s"] for s in steps) * 1000
+    host = statistics.median(s["host_s"] for s in steps) * 1000
+    wall = statistics.median(s["wall_s"] for s in steps) * 1000
+    frac = busy_fraction(rec)
+    return {"gpu_busy_ms": busy, "host_ms": host, "profiled_ms": wall, "gpu_busy_frac": frac,
+            "bound": bound_label(frac), "profiled": len(steps)}
