@@ -1,0 +1,109 @@
+"""`swiftbench claims`: the claims table of a results tree, and `claims resolve` for `combine` experiments.
+
+    swiftbench claims [RESULTS] [--hw HW] [--json]
+        one line per claim, `[verdict] id: detail` (--json: the table's rows as a JSON list)
+    swiftbench claims resolve (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]
+        write the resolved recipe of `combine` experiment NAME (every one with --all) that the runner reads
+        (RESULTS/resolved/<hw>/<name>.yaml); a different one already there is kept (exit code 1) unless --force
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from analysis.core.argparsing import OneLineParser
+from analysis.core.errors import InputError
+
+DEFAULT_RESULTS = "results"
+USAGE = ("%(prog)s [RESULTS] [--hw HW] [--json]\n"
+         "       %(prog)s resolve (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("claims", help="the claims audit: a verdict per claim from the results (or `claims resolve`)",
+                       description=__doc__.split("\n\n")[0], usage=USAGE, epilog=__doc__.split("\n\n", 1)[1],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    # the table's options may come first; everything from the first word on is parsed by run() (table or resolve)
+    p.add_argument("--hw", default=None, help="hardware class (the table's default: the one with the most claims "
+                                              "runs; resolve needs it)")
+    p.add_argument("--json", action="store_true", help="print the table as a JSON list of rows")
+    p.add_argument("words", nargs=argparse.REMAINDER, metavar="RESULTS | resolve ...",
+                   help=f"the results folder (default {DEFAULT_RESULTS}), or `resolve` and its arguments")
+    p.set_defaults(func=run, _prog=p.prog)
+
+
+def _table_parser(prog: str) -> OneLineParser:
+    t = OneLineParser(prog=prog, description="the claims table: one line per claim, `[verdict] id: detail`")
+    t.add_argument("results", nargs="?", default=None, help=f"results folder (default {DEFAULT_RESULTS})")
+    t.add_argument("--hw", default=None, help="hardware class (default: the one with the most claims runs)")
+    t.add_argument("--json", action="store_true", help="print the table as a JSON list of rows")
+    return t
+
+
+def _resolve_parser(prog: str) -> OneLineParser:
+    r = OneLineParser(prog=f"{prog} resolve", usage="%(prog)s (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]",
+                description="write the resolved recipe of a `combine` experiment, which the runner reads")
+    r.add_argument("words", nargs="*", metavar="NAME | RESULTS",
+                   help="the combine experiment (none with --all), then optionally the results folder")
+    r.add_argument("--all", action="store_true", help="every `combine` experiment")
+    r.add_argument("--hw", default=None, help="hardware class of the runs (required)")
+    r.add_argument("--results", default=None, metavar="DIR", help=f"results folder (default {DEFAULT_RESULTS})")
+    r.add_argument("--force", action="store_true", help="replace a resolved recipe that says something else")
+    return r
+
+
+def run(args) -> int:
+    words = list(args.words or [])
+    if words and words[0] == "resolve":
+        r = _resolve_parser(args._prog)
+        a = r.parse_intermixed_args(words[1:], argparse.Namespace(hw=args.hw))
+        if args.json:
+            r.error("--json belongs to the claims table")
+        return _resolve(r, a)
+    t = _table_parser(args._prog)
+    a = t.parse_intermixed_args(words, argparse.Namespace(hw=args.hw, json=args.json))
+    return _table(a.results or DEFAULT_RESULTS, a.hw, a.json)
+
+
+def _table(results: str, hw: str | None, as_json: bool) -> int:
+    from analysis.judge.verdicts import claims_table
+
+    if not Path(results).is_dir():
+        raise InputError(results, "no such results folder")
+    df = claims_table(results, hw=hw)
+    if as_json:
+        print(json.dumps(df.astype(object).to_dict(orient="records"), indent=1, default=str, allow_nan=False))
+        return 0
+    for row in df.itertuples():
+        print(f"[{row.verdict}] {row.id}: {row.detail}")
+    return 0
+
+
+def _resolve(r: OneLineParser, a) -> int:
+    from analysis.judge.combo import combine_experiments, write_resolved
+
+    if not a.hw:
+        r.error("--hw HW is required")
+    names = combine_experiments()
+    words = list(a.words)
+    if a.all:
+        todo, rest = names, words  # with --all a word is the results folder
+    elif not words:
+        r.error(f"NAME or --all is required (combine experiments: {', '.join(names) or 'none'})")
+    else:
+        todo, rest = words[:1], words[1:]
+    if len(rest) > 1:
+        r.error(f"unexpected arguments: {' '.join(rest[1:])}")
+    results = rest[0] if rest else None
+    if results is not None and a.results is not None and results != a.results:
+        r.error(f"two results folders: {results} and --results {a.results}")
+    results = results or a.results or DEFAULT_RESULTS
+    if not Path(results).is_dir():
+        raise InputError(results, "no such results folder")
+    kept = 0
+    for name in todo:
+        out = write_resolved(name, results, a.hw, force=a.force)
+        print(out["message"])
+        kept += out["action"] == "kept"
+    return 1 if kept else 0

@@ -1,0 +1,119 @@
+"""The resolved recipe of a `combine` experiment (tp-combo): the members that were faster and counted, combined.
+
+`resolve_combo` judges each member of the experiment's `combine` list with its claim's recipe rule (faster than the
+baseline, eval loss inside the seed band) and merges the winners' overrides and training launcher options, the
+fastest first (on a conflicting flag it wins). `write_resolved` writes the result where the runner reads it
+(experiments.catalog.resolved_path: results/resolved/<hw>/<name>.yaml); a different file already there is kept
+unless FORCE: a resolution is a decision, and a later one must not replace it silently.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import yaml
+
+from analysis.core.errors import InputError
+from analysis.judge import config
+from analysis.judge.rules_speed import recipe_outcome
+from analysis.judge.select import runs_by_experiment
+from analysis.parse.record import RunRecord
+from experiments import catalog
+
+# Launcher options that say how long a run goes and what is measured, not how it trains: a combination keeps its own.
+SCHEDULE_LAUNCHER_KEYS = frozenset({"stop_after", "profile_steps", "profile_skip", "profile_activities"})
+CONTENT_KEYS = ("experiment", "overrides", "launcher", "used", "reason")  # what makes two resolutions the same
+
+
+def combine_experiments() -> list[str]:
+    """The `combine` experiments of experiments/claims/, in definition order."""
+    return [n for n, e in catalog.load()["experiments"].items() if e.get("combine")]
+
+
+def _combine_definition(name: str) -> dict:
+    e = catalog.experiment(name)
+    if e is None or not e.get("combine"):
+        known = ", ".join(combine_experiments()) or "none"
+        raise InputError(catalog.load()["files"]["experiments"],
+                         f"{name!r} is not a `combine` experiment (those are: {known})")
+    return e
+
+
+def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None,
+                  records: list[RunRecord] | None = None) -> dict:
+    """Overrides and launcher options of `combine` experiment NAME from the results on HW:
+    {'overrides': {...} | None, 'launcher': {...} | None, 'used': [...], 'reason': str} (None: nothing to combine)."""
+    e = _combine_definition(name)
+    runs = runs_by_experiment(results_dir, hw, records)
+    rules = {c["rule"].get("run"): c["rule"] for c in config.claims() if c["rule"]["kind"] == "recipe"}
+    winners, missing = [], []
+    for member in e["combine"]:
+        rule = rules.get(member)
+        if rule is None:
+            continue
+        o = recipe_outcome(member, rule["baseline"], rule["spread"], runs)
+        if o["state"] == "missing":
+            missing.append(member)
+        elif o["state"] == "ok" and o["counts"] and o["better"]:
+            winners.append((o["numbers"]["speedup_pct"], member))
+    if missing and not winners:
+        return {"overrides": None, "launcher": None, "used": [], "reason": f"run these first: {', '.join(missing)}"}
+    if not winners:
+        return {"overrides": None, "launcher": None, "used": [],
+                "reason": "no recipe in `combine` was faster and counted"}
+    ordered = [m for _, m in sorted(winners, reverse=True)]  # fastest first: on a conflicting flag it wins
+    overrides: dict = {}
+    launcher: dict = {}
+    for member in ordered:
+        m = catalog.experiment(member)
+        for k, v in (m["overrides"] or {}).items():
+            overrides.setdefault(k, v)
+        # a member's launcher options that change the training itself (--sdpa-padding-free) travel with its
+        # overrides; how long to run and what to profile stay the combination's own
+        for k, v in (m.get("launcher") or {}).items():
+            if k not in SCHEDULE_LAUNCHER_KEYS:
+                launcher.setdefault(k, v)
+    overrides = {**(e.get("overrides") or {}), **overrides}
+    launcher = {**launcher, **(e.get("launcher") or {})}
+    return {"overrides": overrides, "launcher": launcher, "used": ordered,
+            "reason": f"combined {', '.join(ordered)}"
+                      + (f" (not run yet: {', '.join(missing)})" if missing else "")}
+
+
+def write_resolved(name: str, results_dir: str | Path, hw: str, force: bool = False,
+                   records: list[RunRecord] | None = None, combo: dict | None = None,
+                   now: dt.datetime | None = None) -> dict:
+    """Resolve NAME on HW (or take COMBO) and write it to catalog.resolved_path(results_dir, hw, name) as YAML
+    (experiment, overrides, launcher, used, reason, made: ISO UTC time).
+
+    An existing file with the same resolution is left as it is (its `made` time stays); one with another resolution
+    is kept unless FORCE; a combination that cannot be resolved yet writes nothing. Returns {'path', 'action':
+    'written' | 'replaced' | 'unchanged' | 'kept' | 'not resolved', 'combo',
+    'existing' (the file's resolution, where there was one), 'message' (one line)}."""
+    combo = combo if combo is not None else resolve_combo(name, results_dir, hw, records)
+    path = catalog.resolved_path(results_dir, hw, name)
+    if combo["overrides"] is None:  # nothing to run yet: no file, so a later resolve is not blocked by this one
+        return {"path": path, "action": "not resolved", "combo": combo, "existing": None,
+                "message": f"not resolved: {name} on {hw}: {combo['reason']}"}
+    made = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).replace(microsecond=0)
+    data = {"experiment": name, "overrides": combo["overrides"], "launcher": combo.get("launcher"),
+            "used": list(combo.get("used") or []), "reason": combo["reason"],
+            "made": made.isoformat().replace("+00:00", "Z")}
+    existing = catalog.read_resolved(results_dir, hw, name)  # InputError when the file there is broken
+    what = f"{name} on {hw}: {combo['reason']}"
+    if existing is not None:
+        same = all(existing.get(k) == data[k] for k in CONTENT_KEYS)
+        if same:
+            return {"path": path, "action": "unchanged", "combo": combo, "existing": existing,
+                    "message": f"unchanged {path} ({what}; resolved {existing.get('made') or '?'})"}
+        if not force:
+            return {"path": path, "action": "kept", "combo": combo, "existing": existing,
+                    "message": f"kept {path}: it says {existing['reason']!r} (resolved {existing.get('made') or '?'}), "
+                               f"the results now say {combo['reason']!r}; --force replaces it"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=False), encoding="utf-8")
+    tmp.replace(path)
+    action = "written" if existing is None else "replaced"
+    return {"path": path, "action": action, "combo": combo, "existing": existing,
+            "message": f"{action} {path} ({what})"}

@@ -1,0 +1,118 @@
+"""The claims audit's tables for the report: throughput recipes, where a step's time goes, the capacity probes.
+
+Which runs each table shows is data (claims.yaml `figures`); every number is analysis.measure's: tokens/s from
+measure.throughput, the x-seed multiple from measure.compare.speedup (unpaired), step times from measure.steps,
+profiled steps and busy shares from measure.profile, eval losses through the seed band (analysis.judge.band).
+"""
+from __future__ import annotations
+
+
+from analysis.core.paths import relative
+from analysis.judge import config
+from analysis.judge.band import loss_check
+from analysis.judge.result import rnd
+from analysis.judge.select import Runs, hw_choice, pick, profiled, records_of, runs_by_experiment, seed_baseline
+from analysis.measure.compare import speedup
+from analysis.measure.profile import busy_fraction, profiled_steps
+from analysis.measure.steps import step_time
+from analysis.measure.throughput import throughput
+from analysis.parse.record import RunRecord
+from experiments import catalog
+
+
+def _runs(results_dir, hw: str | None, records: list[RunRecord] | None) -> Runs:
+    recs = records_of(results_dir, records)
+    return runs_by_experiment(results_dir, hw or hw_choice(recs), recs)
+
+
+def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
+    """One row per throughput recipe that has a run (claims.yaml figures.recipes.runs): measured tokens/s with its
+    95 % range, the multiple of the seed recipe's tokens/s, peak memory, the eval loss at its last eval step and
+    whether it stays in the seed band. attrs: seed_tokens_per_s, seed_run, seed_host."""
+    import pandas as pd
+
+    fig = config.figures("recipes")
+    runs = _runs(results_dir, hw, records)
+    seed = seed_baseline(fig["seed_runs"], runs)
+    seed_tps = throughput(seed).tokens_per_s if seed else None
+    base = pick(runs, fig["baseline"])
+    base_host = base.host if base else None
+    hidden = set(fig["hide_flags"])
+    table = []
+    for name in fig["runs"]:
+        rec = pick(runs, name)
+        if rec is None:
+            continue
+        t = throughput(rec)
+        x_seed = speedup(seed, rec, pair=False).factor if seed_tps and t.tokens_per_s else None
+        lc = loss_check(rec, fig["spread"], runs)
+        flags = {k: v for k, v in rec.overrides.items() if k not in hidden}
+        cap = rec.cap_gib
+        label = (f"{name} ({fig['baseline_label']})" if name == fig["baseline"] else name) \
+            + (f" ({cap:g} GiB cap)" if cap else "")
+        if base_host and rec.host and rec.host != base_host:  # host-bound steps: another host is part of the result
+            label += " (other host)"
+        table.append({"recipe": name, "label": label,
+                      "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or f"({fig['baseline_label']})",
+                      "cap_gib": cap, "tokens_per_s": rnd(t.tokens_per_s, 1), "low": rnd(t.low, 1),
+                      "high": rnd(t.high, 1), "x_seed": rnd(x_seed, 2),
+                      "steady_steps": t.steady_steps, "tokens_source": t.source,
+                      "peak_gib": rec.peak_mem_gib, "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
+                      "loss_counts": lc["counts"], "gpu_busy_frac": rnd(busy_fraction(rec), 3),
+                      "host": rec.host, "labels": "; ".join(rec.labels), "run": relative(rec.path)})
+    df = pd.DataFrame(table)
+    df.attrs["seed_tokens_per_s"] = seed_tps
+    df.attrs["seed_run"] = relative(seed.path) if seed else None
+    df.attrs["seed_host"] = seed.host if seed else None
+    return df
+
+
+def time_breakdown(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
+    """Where a step's time goes, from the profiled steps of claims.yaml figures.time_breakdown.runs: wall time, GPU
+    busy time (the union of kernels and copies), their ratio, and the operator with the most GPU time. Runs cut short
+    after profiling are included (marked)."""
+    import pandas as pd
+
+    runs = _runs(results_dir, hw, records)
+    table = []
+    for name in config.figures("time_breakdown")["runs"]:
+        rec, cut = profiled(runs, name)
+        if rec is None:
+            continue
+        median = rnd(step_time(rec)["median"], 4)
+        for st in profiled_steps(rec):
+            ops = st.get("top_gpu_ops") or []
+            table.append({"run": name, "step": st["step"], "wall_s": st.get("wall_s"), "gpu_busy_s": st["gpu_busy_s"],
+                          "gpu_busy_frac": st.get("gpu_busy_frac"), "host_s": rnd(st["host_s"], 4),
+                          "median_unprofiled_step_s": median,
+                          "top_op": f"{ops[0]['op']} {ops[0]['gpu_ms']:.0f} ms" if ops else None,
+                          "note": f"run cut short afterwards ({rec.failure})" if cut else "",
+                          "path": relative(rec.path)})
+    return pd.DataFrame(table)
+
+
+def capacity_frame(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
+    """Every capacity probe of experiments/claims/searches.yaml: cap, per-device batch, trained or OOM, peak."""
+    import pandas as pd
+
+    runs = _runs(results_dir, hw, records)
+    table = []
+    for name, srch in catalog.load()["searches"].items():
+        cap = srch["launcher"]["mem_cap_gib"]
+        # one row of the figure per search: the cap, and what else differs from the seed recipe's shape
+        what = [f"{cap:g} GiB cap"]
+        if srch["overrides"].get("quant_bits") == 4:
+            what.append("QLoRA 4-bit")
+        if srch["launcher"].get("pad_to"):
+            what.append(f"rows padded to {srch['launcher']['pad_to']}")
+        for b in srch["ladder"]:
+            rec = pick(runs, catalog.probe_name(name, b), allow_oom=True)
+            if rec is None:
+                continue
+            table.append({"search": name, "setting": ", ".join(what), "cap_gib": cap, "batch": b,
+                          "outcome": "trained" if rec.ok else "OOM",
+                          "peak_gib": rec.peak_mem_gib, "path": relative(rec.path)})
+    return pd.DataFrame(table)
+
+
+__all__ = ["recipes_frame", "time_breakdown", "capacity_frame"]

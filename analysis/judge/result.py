@@ -1,0 +1,43 @@
+"""One verdict's result: the verdict, the sentence behind it, its numbers and the run folders it used.
+
+Every rule returns `result(...)` (a verdict of config.VERDICTS; run folders relative to the checkout, as tables travel
+between machines) or `not_run(...)` (the claim's planned experiments, their GPU estimate, and the runs of them that a
+time limit cut short).
+"""
+from __future__ import annotations
+
+import math
+
+from analysis.core.paths import relative
+from analysis.judge.config import VERDICTS
+from analysis.judge.select import Runs
+from analysis.parse.record import RunRecord
+from experiments import catalog
+
+
+def rnd(x: float | None, nd: int = 4) -> float | None:
+    """X rounded to ND digits for a table; None stays None, and so does a value that is not finite."""
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else round(x, nd)
+
+
+def dummy(*recs: RunRecord | None) -> bool:
+    """Did any of RECS train random weights (the loss scale says nothing about quality)?"""
+    return any(r.dummy_weights for r in recs if r)
+
+
+def result(verdict: str, detail: str, numbers: dict | None = None, runs: list | None = None) -> dict:
+    """{'verdict', 'detail', 'numbers', 'runs': [run folder relative to the checkout]}."""
+    assert verdict in VERDICTS, verdict
+    return {"verdict": verdict, "detail": detail, "numbers": numbers or {},
+            "runs": [relative(r.path) for r in (runs or []) if r and r.path]}
+
+
+def not_run(claim: dict, runs: Runs) -> dict:
+    """'not run yet': the claim's planned experiments, about how long they take, and which a time limit cut short."""
+    planned = claim.get("experiments") or []
+    est = sum(catalog.estimate_s(n) for n in planned)
+    cut = runs.cut_short
+    short = [f"{n} ({cut[n][0].failure}, {cut[n][0].run})" for n in planned if n in cut]
+    return result("not run yet", f"planned: {', '.join(planned)} (about {est / 60:.1f} GPU min)"
+                  + (f"; cut short by a time limit: {', '.join(short)}" if short else ""),
+                  runs=[cut[n][0] for n in planned if n in cut])

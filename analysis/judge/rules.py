@@ -1,0 +1,27 @@
+"""The verdict rules by kind: RULES = {kind: function(claim, runs, seeds_dir=None) -> result dict}.
+
+Each rule turns one claim of claims.yaml (its `rule` mapping) and the runs of analysis.judge.select into a verdict
+(analysis.judge.result). The kinds and the keys each reads are analysis.judge.config.RULE_KINDS."""
+from __future__ import annotations
+
+from analysis.judge import rules_memory, rules_speed, rules_tooling
+from analysis.judge.config import RULE_KINDS
+
+RULES = {
+    "memory_loss_pair": rules_memory.rule_memory_loss_pair,
+    "speedup": rules_speed.rule_speedup,
+    "tradeoff": rules_speed.rule_tradeoff,
+    "capacity": rules_memory.rule_capacity,
+    "capacity_explains_batch": rules_memory.rule_capacity_explains_batch,
+    "min_memory": rules_memory.rule_min_memory,
+    "flags": rules_tooling.rule_flags,
+    "seed_spread": rules_tooling.rule_seed_spread,
+    "fits": rules_memory.rule_fits,
+    "bound": rules_tooling.rule_bound,
+    "supported": rules_tooling.rule_supported,
+    "recipe": rules_speed.rule_recipe,
+    "target_speedup": rules_speed.rule_target_speedup,
+    "class_best": rules_speed.rule_class_best,
+}
+if set(RULES) != set(RULE_KINDS):  # pragma: no cover - a rule added to one list and not the other
+    raise RuntimeError(f"RULES and config.RULE_KINDS differ: {sorted(set(RULES) ^ set(RULE_KINDS))}")

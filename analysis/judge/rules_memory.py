@@ -1,0 +1,199 @@
+"""Rules that judge memory: a saving against a loss cost, capacity searches (largest batch under an allocator cap),
+whether capacity alone explains larger batches, a claimed minimum memory, and whether a recipe fits a card.
+Peaks at a common step come from measure.memory, eval losses from measure.loss."""
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.judge import swift_info
+from analysis.judge.result import dummy, not_run, result, rnd
+from analysis.judge.select import Runs, pick
+from analysis.measure.loss import eval_at
+from analysis.measure.memory import common_peaks
+from experiments import catalog
+
+
+def rule_memory_loss_pair(claim: dict, runs: Runs, **_) -> dict:
+    """TEST saves at least min_mem_saving_pct of BASE's peak memory and raises the eval loss by at most
+    max_loss_increase (the loss part on real weights only)."""
+    rule = claim["rule"]
+    base, test = pick(runs, rule["base"]), pick(runs, rule["test"])
+    cut_note = ""
+    if base is None and test is not None:  # a base run cut short still measured its first steps' memory
+        base = next((r for r in runs.cut_short.get(rule["base"], [])
+                     if (r.last_train_step or 0) >= (test.last_train_step or 1)), None)
+        if base is not None:
+            cut_note = f" ({rule['base']} {base.run} was cut short afterwards: {base.failure})"
+    if base is None or test is None:
+        failed = [r for n in (rule["base"], rule["test"]) for r in runs.get(n)[:1] if not r.ok]
+        if failed:
+            return result("inconclusive", "a run failed: " + "; ".join(f"{r.experiment}: {r.failure}"
+                                                                       for r in failed), runs=failed)
+        return not_run(claim, runs)
+    pb, pt, at = common_peaks(base, test)
+    common_eval = sorted({int(x) for x, _ in base.eval_loss} & {int(x) for x, _ in test.eval_loss})
+    lb = eval_at(base, common_eval[-1]) if common_eval else None
+    lt = eval_at(test, common_eval[-1]) if common_eval else None
+    nums = {"peak_gib_" + rule["base"]: pb, "peak_gib_" + rule["test"]: pt, "peak_at_step": at,
+            "eval_loss_" + rule["base"]: rnd(lb), "eval_loss_" + rule["test"]: rnd(lt),
+            "eval_step": common_eval[-1] if common_eval else None}
+    parts = []
+    if pb and pt:
+        saving = (pb - pt) / pb * 100
+        nums["mem_saving_pct"] = rnd(saving, 2)
+        mem_ok = saving >= rule["min_mem_saving_pct"]
+        parts.append(("memory", mem_ok, f"memory saved {saving:.2f} % ({pb} -> {pt} GiB at step {at}; claim needs "
+                                        f">= {rule['min_mem_saving_pct']} %)"))
+    if not common_eval:
+        parts.append(("loss", None, "no eval step in common: loss part not compared"))
+    if lb is not None and lt is not None:
+        nums["loss_increase"] = rnd(lt - lb)
+        if dummy(base, test):
+            parts.append(("loss", None, f"loss increase {lt - lb:+.4f} on dummy weights: says nothing about quality"))
+        else:
+            parts.append(("loss", lt - lb <= rule["max_loss_increase"],
+                          f"loss increase {lt - lb:+.4f} (claim allows <= {rule['max_loss_increase']})"))
+    detail = ("; ".join(p[2] for p in parts) or "no peak memory / eval loss in the logs") + cut_note
+    if any(p[1] is False for p in parts):
+        return result("does not hold", detail, nums, [base, test])
+    if parts and all(p[1] is True for p in parts) and len(parts) == 2:
+        return result("holds", detail, nums, [base, test])
+    return result("cannot be tested here", detail, nums, [base, test])
+
+
+def search_result(name: str, runs: Runs) -> dict:
+    """Probes of one capacity search: the largest batch that trained, the smallest above it that OOMed, and whether
+    the two are next to each other on the ladder (bracketed: the search is finished)."""
+    s = catalog.search(name)
+    ok, oom, other = {}, {}, {}
+    for b in s["ladder"]:
+        recs = runs.get(catalog.probe_name(name, b))
+        rec = next((r for r in recs if r.ok or r.is_oom), recs[0] if recs else None)
+        if rec is None:
+            continue
+        (ok if rec.ok else oom if rec.is_oom else other)[b] = rec
+    largest_ok = max(ok) if ok else None
+    above = [b for b in oom if largest_ok is None or b > largest_ok]
+    first_oom = min(above) if above else None
+    ladder = s["ladder"]
+    bracketed = (largest_ok is not None and first_oom is not None
+                 and ladder.index(first_oom) == ladder.index(largest_ok) + 1)
+    if largest_ok is None and first_oom == ladder[0]:
+        bracketed = True
+    if largest_ok == ladder[-1]:
+        bracketed = True
+    return {"search": name, "cap_gib": s["launcher"].get("mem_cap_gib"), "largest_ok": largest_ok,
+            "first_oom": first_oom, "bracketed": bracketed,
+            "peak_gib_at_largest": ok[largest_ok].peak_mem_gib if largest_ok else None,
+            "runs": [r for r in (ok.get(largest_ok), oom.get(first_oom)) if r],
+            "failed_other": {b: r.failure for b, r in other.items()}}
+
+
+def capacity_lines(results: list[dict]) -> str:
+    """search_result()s as one sentence: per cap, the batch that trains and the one that OOMs."""
+    parts = []
+    for r in results:
+        if r["largest_ok"] is None and r["first_oom"] is None:
+            parts.append(f"{r['cap_gib']} GiB: not run")
+            continue
+        s = f"{r['cap_gib']} GiB: "
+        s += f"bs {r['largest_ok']} trains ({r['peak_gib_at_largest']} GiB)" if r["largest_ok"] else "nothing trains"
+        s += f", bs {r['first_oom']} OOMs" if r["first_oom"] else ", nothing OOMed yet"
+        if not r["bracketed"]:
+            s += " (search not finished)"
+        parts.append(s)
+    return "; ".join(parts)
+
+
+def rule_capacity(claim: dict, runs: Runs, **_) -> dict:
+    """The `enough_cap` search trains `enough_batch` (holds) or OOMs at or below it (does not hold)."""
+    rule = claim["rule"]
+    results = [search_result(n, runs) for n in rule["searches"]]
+    nums = {f"max_bs_{r['search']}": r["largest_ok"] for r in results}
+    nums.update({f"oom_bs_{r['search']}": r["first_oom"] for r in results})
+    used = [rec for r in results for rec in r["runs"]]
+    enough = next(r for r in results if r["search"] == rule["enough_cap"])
+    detail = capacity_lines(results) + " (longest samples first; max sample length of the offline data)"
+    if enough["largest_ok"] is not None and enough["largest_ok"] >= rule["enough_batch"]:
+        return result("holds", detail, nums, used)
+    if enough["first_oom"] is not None and enough["first_oom"] <= rule["enough_batch"]:
+        return result("does not hold", detail, nums, used)
+    return not_run(claim, runs) if not used else result("inconclusive", detail, nums, used)
+
+
+def rule_capacity_explains_batch(claim: dict, runs: Runs, **_) -> dict:
+    """On one GPU only the cap differs: when the largest batch still grows with the cap, capacity alone explains it."""
+    results = [search_result(n, runs) for n in claim["rule"]["searches"]]
+    done = [r for r in results if r["bracketed"] and r["largest_ok"] is not None]
+    used = [rec for r in results for rec in r["runs"]]
+    nums = {f"max_bs_{r['search']}": r["largest_ok"] for r in results}
+    if len(done) < 2:
+        return not_run(claim, runs) if not used else result("inconclusive", capacity_lines(results), nums, used)
+    done.sort(key=lambda r: r["cap_gib"])
+    grows = all(b["largest_ok"] > a["largest_ok"] for a, b in zip(done, done[1:]))
+    detail = (capacity_lines(results) + ": same GPU and memory controller, only the allocator cap differs; "
+              + ("the largest batch grows with capacity alone" if grows else "the largest batch does not grow"))
+    return result("does not hold" if grows else "inconclusive", detail, nums, used)
+
+
+def rule_min_memory(claim: dict, runs: Runs, **_) -> dict:
+    """A claimed minimum: does not hold when something trained under a smaller cap; holds when all of them OOM at 1."""
+    rule = claim["rule"]
+    results = [search_result(n, runs) for n in rule["searches"]]
+    below = [r for r in results if r["cap_gib"] < rule["claimed_min_gib"]]
+    trained = [r for r in below if r["largest_ok"]]
+    nums = {f"max_bs_{r['search']}": r["largest_ok"] for r in results}
+    used = [rec for r in results for rec in r["runs"]]
+    if trained:
+        r = min(trained, key=lambda r: r["cap_gib"])
+        others = [f"{o['search']}: {capacity_lines([o])}" for o in below if o is not r and o["largest_ok"]]
+        return result("does not hold", f"bf16 LoRA of the 7B shape trained bs {r['largest_ok']} under a "
+                      f"{r['cap_gib']} GiB cap ({r['peak_gib_at_largest']} GiB peak), below the claimed "
+                      f"{rule['claimed_min_gib']} GB" + "".join("; " + o for o in others), nums, used)
+    if below and all(r["first_oom"] == 1 for r in below):
+        return result("holds", "every probe below the claimed minimum OOMed at bs 1", nums, used)
+    return not_run(claim, runs) if not used else result("inconclusive", capacity_lines(results), nums, used)
+
+
+def rule_fits(claim: dict, runs: Runs, **_) -> dict:
+    """A recipe fits a card: `run` (ms-swift's defaults under the card's cap) trains; the detail adds the
+    alternatives (the same shape another way) and the largest batch of the rule's searches. Needs `package`."""
+    rule = claim["rule"]
+    recs = runs.get(rule["run"])
+    rec = pick(runs, rule["run"], allow_oom=True)
+    pkg = swift_info.package_report(rule["package"], claim.get("package_check"))
+    nums: dict[str, Any] = {"package_importable_here": pkg["importable_here"], "pypi": pkg.get("pypi")}
+    if rec is None:
+        if recs and recs[0].failure:
+            return result("inconclusive", f"{rule['run']} failed: {recs[0].failure}", nums, recs[:1])
+        shipped = swift_info.shipped_version(rule["package"])
+        if shipped:
+            res = not_run(claim, runs)
+            res["detail"] += (f"; {rule['package']} {shipped} is in the GPU wheelhouse (experiments/requirements-gpu.txt,"
+                              " slimmed to the host's CUDA 13.0 library), so the run is possible")
+            res["numbers"] = {**nums, "shipped": shipped}
+            return res
+        p = pkg.get("pypi") or {}
+        return result("cannot be tested here",
+                      f"needs {rule['package']}, which the GPU host does not have; PyPI has {p.get('file')} "
+                      f"({p.get('size_mb')} MB, kernels {', '.join(p.get('kernels') or [])}): {pkg.get('note')}",
+                      nums)
+    extra, used = [], [rec]
+    for alt in rule.get("alternatives") or []:  # the same shape another way: {run, how}
+        a = pick(runs, alt["run"], allow_oom=True)
+        if a is None:
+            extra.append(f"{alt['run']}: not run yet")
+            continue
+        used.append(a)
+        nums[f"{alt['run']}_trained"] = not a.is_oom
+        extra.append(f"{alt['run']} ({alt['how']}) " + ("OOMed" if a.is_oom else f"trained, peak {a.peak_mem_gib} GiB"))
+    for name in rule.get("searches") or []:
+        r = search_result(name, runs)
+        nums[f"max_bs_{name}"], nums[f"oom_bs_{name}"] = r["largest_ok"], r["first_oom"]
+        used += r["runs"]
+        extra.append(f"{name}: " + capacity_lines([r]))
+    tail = ("; " + "; ".join(extra)) if extra else ""
+    if rec.is_oom:
+        return result("does not hold", f"{rule['run']} OOMed at ms-swift's defaults: {rec.failure}{tail}", nums, used)
+    return result("holds", f"{rule['run']} trained, peak {rec.peak_mem_gib} GiB{tail}",
+                  {**nums, "peak_gib": rec.peak_mem_gib}, used)

@@ -1,0 +1,235 @@
+"""Rules that judge speed: a speed-up against a threshold, throughput recipes against the bs16 baseline, the
+best recipe against the seed recipe (a bar, and per memory class), and gradient checkpointing's memory-for-speed
+trade. Every speed-up is measure.compare.speedup's (quoted by analysis.judge.quote)."""
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.judge import swift_info
+from analysis.judge.band import loss_check
+from analysis.judge.quote import host_note, paired_note, seed_multiple, speedup_numbers
+from analysis.judge.result import not_run, result, rnd
+from analysis.judge.select import Runs, pick, seed_baseline
+from analysis.measure.memory import common_peaks
+from analysis.measure.profile import busy_fraction
+from analysis.measure.steps import step_time
+from experiments import catalog
+
+
+def rule_speedup(claim: dict, runs: Runs, **_) -> dict:
+    """TEST over BASE, and over each of the rule's `repeats` (the same comparison made another way)."""
+    rule = claim["rule"]
+    need = rule["min_speedup_pct"]
+    pairs = [rule] + list(rule.get("repeats") or [])
+    parts, used, measured = [], [], []
+    numbers: dict[str, Any] = {}
+    for i, pair in enumerate(pairs):
+        base, test_runs = pick(runs, pair["base"]), runs.get(pair["test"])
+        if base is None or not test_runs:
+            continue
+        test = pick(runs, pair["test"])
+        if test is None:
+            bad = test_runs[0]
+            return result("does not hold", f"{pair['test']} did not train (not safe): {bad.failure}", runs=[base, bad])
+        nums = speedup_numbers(base, test)
+        lo, hi = nums.get("speedup_pct_low"), nums.get("speedup_pct_high")
+        how = f" ({pair['how']})" if pair.get("how") else ""
+        parts.append(f"{pair['test']} vs {pair['base']}{how}: speed-up {nums['speedup_pct']} % (95 % range {lo} .. "
+                     f"{hi} %{paired_note(nums)}; step {nums['base_step_s']} s -> {nums['test_step_s']} s)")
+        numbers.update(nums if i == 0 else {f"{k}_{pair['test']}": v for k, v in nums.items()})
+        used += [base, test]
+        measured.append((lo, hi))
+    if not measured:
+        return not_run(claim, runs)
+    missing = [p["test"] for p in pairs if p["test"] not in runs]
+    detail = ("; ".join(parts) + f"; claim: >= {need} %; measured on this GPU only"
+              + (f"; not run yet: {', '.join(missing)}" if missing else ""))
+    if all(lo is not None and lo >= need for lo, _ in measured):
+        return result("holds", detail, numbers, used)
+    if all(hi is not None and hi < need for _, hi in measured):
+        return result("does not hold", detail, numbers, used)
+    return result("inconclusive", detail, numbers, used)
+
+
+def rule_tradeoff(claim: dict, runs: Runs, **_) -> dict:
+    """A flag's memory saving against the speed it costs (with_flag vs without_flag over the same batches)."""
+    rule = claim["rule"]
+    on = pick(runs, rule["with_flag"])
+    off = pick(runs, rule["without_flag"], allow_oom=True)
+    nums: dict[str, Any] = {}
+    note = ""
+    if swift_info.swift_version():
+        try:
+            d = swift_info.flag_report(rule["flag"])
+            nums["default_" + rule["flag"]] = d.get("default")
+            if d.get("default") is True:
+                note = (f"; --{rule['flag']} already defaults to true in ms-swift {d['swift_version']}, so the "
+                        "advice changes nothing")
+        except ImportError:
+            pass
+    if on is None or off is None:
+        res = not_run(claim, runs)
+        res["detail"] += note
+        res["numbers"] = nums
+        return res
+    nums.update({"peak_gib_on": on.peak_mem_gib, "step_s_on": rnd(step_time(on)["median"])})
+    if off.is_oom:
+        return result("holds", f"with it off the run OOMed ({off.failure}); on: {on.peak_mem_gib} GiB" + note,
+                      nums, [on, off])
+    p_off, p_on, at = common_peaks(off, on)
+    nums.update({"peak_gib_off": p_off, "peak_gib_on": p_on, "peak_at_step": at,
+                 "step_s_off": rnd(step_time(off)["median"])})
+    sp = speedup_numbers(on, off)  # how much faster OFF is than ON: the speed the flag costs
+    if p_on and p_off:
+        saved = (p_off - p_on) / p_off * 100
+        nums["mem_saved_pct"] = rnd(saved, 2)
+        nums["speed_lost_pct"] = (rnd((1 - 1 / (1 + sp["speedup_pct"] / 100)) * 100, 2)
+                                  if sp.get("speedup_pct") is not None else None)
+        nums["tokens_per_s_on"], nums["tokens_per_s_off"] = sp.get("base_tokens_per_s"), sp.get("test_tokens_per_s")
+        detail = (f"GC on saves {saved:.1f} % of peak memory ({p_off} -> {p_on} GiB over the same {at} steps) and "
+                  f"costs {nums['speed_lost_pct']} % of the tokens/s ({nums['tokens_per_s_off']} off, "
+                  f"{nums['tokens_per_s_on']} on; step {nums['step_s_off']} s off, {nums['step_s_on']} s on)" + note)
+        return result("holds" if saved > 0 else "does not hold", detail, nums, [on, off])
+    return result("inconclusive", "no peak memory in the logs" + note, nums, [on, off])
+
+
+def recipe_outcome(name: str, baseline: str, spread: list[str], runs: Runs, expect: str = "faster") -> dict:
+    """Speed-up of throughput recipe NAME over BASELINE and whether its eval loss counts (the SPREAD seeds' band).
+    {'state': 'missing' | 'failed' | 'ok', 'rec', 'base'}, and for 'ok': counts, better (True / False / None: the
+    range on the EXPECTed side, on the other, or across 0), numbers."""
+    rec = pick(runs, name, allow_oom=True)
+    base = pick(runs, baseline)
+    out: dict[str, Any] = {"rec": rec, "base": base}
+    if rec is None or base is None:
+        out["state"] = "missing"
+        return out
+    if not rec.ok:
+        out.update(state="failed", failure=rec.failure)
+        return out
+    nums = speedup_numbers(base, rec)
+    lc = loss_check(rec, spread, runs)
+    nums.update({"peak_gib": rec.peak_mem_gib, "gpu_busy_frac": rnd(busy_fraction(rec), 3),
+                 **{k: v for k, v in lc.items() if k != "counts"}})
+    lo, hi = nums.get("speedup_pct_low"), nums.get("speedup_pct_high")
+    if expect == "slower":
+        lo, hi = (None if hi is None else -hi), (None if lo is None else -lo)
+    better = True if (lo is not None and lo > 0) else False if (hi is not None and hi < 0) else None
+    out.update(state="ok", counts=lc["counts"], better=better, numbers=nums)
+    return out
+
+
+def rule_recipe(claim: dict, runs: Runs, **_) -> dict:
+    """A throughput recipe: faster than the baseline (or slower, `expect: slower`) and its eval loss counts."""
+    rule = claim["rule"]
+    o = recipe_outcome(rule["run"], rule["baseline"], rule["spread"], runs, rule.get("expect", "faster"))
+    if o["state"] == "missing":
+        return not_run(claim, runs)
+    if o["state"] == "failed":
+        return result("does not hold", f"{rule['run']} failed: {o['failure']}", runs=[o["rec"], o["base"]])
+    n = o["numbers"]
+    word = "slower" if rule.get("expect") == "slower" else "faster"
+    detail = (f"tokens/s {n['base_tokens_per_s']} -> {n['test_tokens_per_s']}: speed-up {n['speedup_pct']} % (95 % "
+              f"range {n.get('speedup_pct_low')} .. {n.get('speedup_pct_high')} %{paired_note(n)}; median step "
+              f"{n['base_step_s']} -> "
+              f"{n['test_step_s']} s), peak {n['peak_gib']} GiB, eval loss {n['eval_loss']} at step {n['eval_step']}")
+    if o["counts"] is None:
+        detail += "; no seed band at that step (needs 2+ seeds evaluated there)"
+    else:
+        detail += (f", {'within' if o['counts'] else 'OUTSIDE'} the seed band (|dev| {n['loss_dev_from_seed_mean']} "
+                   f"vs range {n['seed_range']})")
+    if (catalog.experiment(rule["run"]) or {}).get("combine"):  # a resolved combination: say what it was
+        detail += f"; combination: {o['rec'].overrides}"
+    used = [o["rec"], o["base"]]
+    if o["counts"] is False or o["better"] is False:
+        return result("does not hold", detail + f": not {word} and counting", n, used)
+    if o["counts"] and o["better"]:
+        return result("holds", detail, n, used)
+    return result("inconclusive", detail, n, used)
+
+
+def rule_target_speedup(claim: dict, runs: Runs, **_) -> dict:
+    """The best recipe's tokens/s as a multiple of the seed recipe's, against a bar (`factor`), loss counting."""
+    rule = claim["rule"]
+    rec = pick(runs, rule["run"], allow_oom=True)
+    seed = seed_baseline(rule["seed_runs"], runs)
+    if rec is None or seed is None:
+        return not_run(claim, runs)
+    if not rec.ok:
+        return result("does not hold", f"{rule['run']} failed: {rec.failure}", runs=[rec, seed])
+    nums = seed_multiple(rec, seed)
+    lc = loss_check(rec, rule["spread"], runs)
+    nums.update({k: v for k, v in lc.items() if k != "counts"}, peak_gib=rec.peak_mem_gib,
+                combination=rec.overrides)
+    need = rule["factor"]
+    detail = (f"{nums.get('tokens_per_s')} tokens/s vs the seed recipe's {nums.get('seed_tokens_per_s')} "
+              f"({seed.experiment}, {seed.run}): {nums.get('ratio')}x (95 % range "
+              f"{nums.get('ratio_low')} .. {nums.get('ratio_high')}x; bar {need}x); eval loss {lc['eval_loss']} at step "
+              f"{lc['eval_step']}" + ("" if lc["counts"] is None else
+                                      f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band (|dev| "
+                                      f"{lc.get('loss_dev_from_seed_mean')} vs range {lc.get('seed_range')})")
+              + f"; recipe: {nums['combination']}")
+    elsewhere = host_note(rec, seed, "the seed run's")
+    if elsewhere:
+        nums["other_host"] = elsewhere
+        detail += f"; made on another host than the seed run ({elsewhere})"
+    for name in rule.get("also_against") or []:  # the seed recipe again, where the recipe ran (context, no verdict)
+        other = pick(runs, name)
+        if other is None:
+            continue
+        q = seed_multiple(rec, other)
+        nums[f"ratio_vs_{name}"] = q.get("ratio")
+        nums[f"ratio_vs_{name}_low"], nums[f"ratio_vs_{name}_high"] = q.get("ratio_low"), q.get("ratio_high")
+        where = "the same host" if other.host == rec.host else f"host {other.host}"
+        detail += (f"; against {name} ({where}, {q.get('seed_tokens_per_s')} tokens/s): {q.get('ratio')}x (95 % range "
+                   f"{q.get('ratio_low')} .. {q.get('ratio_high')}x)")
+    lo, hi = nums.get("ratio_low"), nums.get("ratio_high")
+    if lc["counts"] is False or (hi is not None and hi < need):
+        return result("does not hold", detail, nums, [rec, seed])
+    if lc["counts"] and lo is not None and lo >= need:
+        return result("holds", detail, nums, [rec, seed])
+    return result("inconclusive", detail, nums, [rec, seed])
+
+
+def rule_class_best(claim: dict, runs: Runs, **_) -> dict:
+    """The best recipe for a memory class: the first candidate (fastest first) that trained under the class's cap
+    (capped, or uncapped with its peak below the cap), its multiple of the seed recipe, and whether its loss counts."""
+    rule = claim["rule"]
+    tried: list[tuple[str, Any, str | None]] = []  # (name, record, why it does not count: None when it trained)
+    winner = None
+    for name in rule["candidates"]:
+        rec = pick(runs, name, allow_oom=True) or next(iter(runs.get(name)), None)
+        if rec is None:
+            continue
+        if rec.ok and rec.cap_gib is None:
+            peak = rec.peak_mem_gib
+            if peak is None or peak > rule["cap_gib"]:  # uncapped and above the class's memory: says nothing
+                tried.append((name, rec, f"uncapped peak {peak} GiB > cap"))
+                continue
+        tried.append((name, rec, None if rec.ok else "OOMed" if rec.is_oom else f"failed: {rec.failure}"))
+        if rec.ok:
+            winner = (name, rec)
+            break
+    if not tried:
+        return not_run(claim, runs)
+    seed = seed_baseline(rule["seed_runs"], runs)
+    failed = "; ".join(f"{n} {why}" for n, _, why in tried if why is not None)
+    if winner is None:
+        return result("does not hold", f"no candidate trained under {rule['cap_gib']} GiB: {failed}",
+                      runs=[r for _, r, _ in tried])
+    name, rec = winner
+    nums = {"recipe": name, "cap_gib": rule["cap_gib"], "peak_gib": rec.peak_mem_gib, "overrides": rec.overrides}
+    if seed is not None:
+        nums.update(seed_multiple(rec, seed))
+    lc = loss_check(rec, rule["spread"], runs)
+    nums.update({k: v for k, v in lc.items() if k != "counts"})
+    how = f"under a {rec.cap_gib:g} GiB allocator cap" if rec.cap_gib else f"uncapped, peak below {rule['cap_gib']} GiB"
+    detail = (f"{name} trains ({how}; peak {rec.peak_mem_gib} GiB): "
+              f"{nums.get('tokens_per_s')} tokens/s = {nums.get('ratio')}x the seed recipe (95 % range "
+              f"{nums.get('ratio_low')} .. {nums.get('ratio_high')}x); eval loss {lc['eval_loss']} at step "
+              f"{lc['eval_step']}" + ("" if lc["counts"] is None else
+                                      f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band")
+              + (f"; before it: {failed}" if failed else ""))
+    used = [r for _, r, _ in tried] + ([seed] if seed else [])
+    if lc["counts"] is False:
+        return result("does not hold", detail, nums, used)
+    return result("holds" if lc["counts"] else "inconclusive", detail, nums, used)

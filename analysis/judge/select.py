@@ -1,0 +1,119 @@
+"""Which runs a verdict may use: records made from a claims experiment's current definition, newest first.
+
+A run made before its experiment's definition changed (other overrides, launcher options) is not used; a run stopped
+by a time limit (the device call's deadline, the runner's timeout) says nothing about its recipe and is kept aside
+(`Runs.cut_short`), to be named by the verdicts that would have used it. `pick` takes an experiment's newest run
+that trained (or OOMed, where an OOM is an answer); `seed_baseline` finds the seed recipe's run that speed-ups are
+held against; `hw_choice` the hardware class a table is made for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.measure.profile import busy_fraction
+from analysis.parse.record import RunRecord
+from analysis.parse.results import collect
+from experiments import catalog
+
+# set by the runner for the machine, not by an experiment's definition
+MACHINE_OVERRIDES = ("torch_dtype", "check_model")
+
+
+@dataclass
+class Runs:
+    """The claims runs of one results tree for one hardware class, by experiment (newest first)."""
+
+    by_name: dict[str, list[RunRecord]] = field(default_factory=dict)
+    cut_short: dict[str, list[RunRecord]] = field(default_factory=dict)   # stopped by a time limit
+    records: list[RunRecord] = field(default_factory=list)               # every record of the tree
+    hw: str | None = None
+
+    def get(self, name: str) -> list[RunRecord]:
+        return self.by_name.get(name, [])
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.by_name
+
+
+def records_of(results_dir: str | Path | None, records: list[RunRecord] | None = None) -> list[RunRecord]:
+    """The records of RESULTS_DIR (analysis.parse.results.collect), or RECORDS when the caller collected them:
+    the claims table and its frames parse every run once."""
+    if records is not None:
+        return records
+    if results_dir is None or not Path(results_dir).is_dir():
+        return []
+    return collect(results_dir)
+
+
+def defined_as(rec: RunRecord, name: str) -> bool:
+    """Was REC made from the current definition of claims experiment NAME (overrides, launcher, steps)?"""
+    e = catalog.experiment(name)
+    if e is None or not rec.key:
+        return False
+    if e.get("combine"):  # resolved at run time: its overrides and launcher are whatever the combination was
+        return all(rec.launcher.get(k) == v for k, v in (e.get("launcher") or {}).items())
+    got = {k: v for k, v in rec.overrides.items() if k not in MACHINE_OVERRIDES}
+    return got == dict(e.get("overrides") or {}) and "launcher" in rec.key and rec.launcher == e.get("launcher")
+
+
+def hw_choice(records: list[RunRecord]) -> str | None:
+    """The hardware class with the most claims runs."""
+    names = set(catalog.load()["experiments"])
+    counts: dict[str, int] = {}
+    for rec in records:
+        if rec.experiment in names and rec.hw:
+            counts[rec.hw] = counts.get(rec.hw, 0) + 1
+    return max(counts, key=counts.get) if counts else None
+
+
+def runs_by_experiment(results_dir: str | Path | None, hw: str | None = None,
+                       records: list[RunRecord] | None = None) -> Runs:
+    """The claims runs under RESULTS_DIR (for HW, else every class) that match their experiment's current
+    definition, newest first; runs cut short by a time limit aside."""
+    recs = records_of(results_dir, records)
+    names = set(catalog.load()["experiments"])
+    out = Runs(records=recs, hw=hw)
+    for rec in recs:
+        if rec.experiment not in names or (hw and rec.hw != hw):
+            continue
+        if not defined_as(rec, rec.experiment):
+            continue
+        (out.cut_short if rec.cut_short else out.by_name).setdefault(rec.experiment, []).append(rec)
+    for runs in out.by_name.values():
+        runs.sort(key=lambda r: r.run or "", reverse=True)
+    return out
+
+
+def pick(runs: Runs, name: str, allow_oom: bool = False) -> RunRecord | None:
+    """NAME's newest run that trained (or, with ALLOW_OOM, ran out of memory), else None."""
+    for rec in runs.get(name):
+        if rec.ok or (allow_oom and rec.is_oom):
+            return rec
+    return None
+
+
+def profiled(runs: Runs, name: str) -> tuple[RunRecord | None, bool]:
+    """(run, cut short?): NAME's complete run, else one cut short by a time limit after its profiled step(s), which
+    it still measured."""
+    rec = pick(runs, name)
+    if rec is not None:
+        return rec, False
+    rec = next((r for r in runs.cut_short.get(name, []) if busy_fraction(r) is not None), None)
+    return rec, rec is not None
+
+
+def seed_baseline(names: list[str], runs: Runs) -> RunRecord | None:
+    """The seed recipe's run to hold a speed-up against: the first of NAMES that has one. A recipes.yaml experiment
+    (the matrix's `seed`) means its longest complete run among all records for runs.hw; a claims experiment its run."""
+    claims_experiments = catalog.load()["experiments"]
+    for name in names:
+        if name in claims_experiments:
+            rec = pick(runs, name)
+        else:
+            done = [r for r in runs.records if r.experiment == name and r.ok
+                    and (runs.hw is None or r.hw == runs.hw) and (r.global_steps or 0) > 0]
+            rec = max(done, key=lambda r: (r.global_steps or 0, r.run or "")) if done else None
+        if rec is not None:
+            return rec
+    return None
