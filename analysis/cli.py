@@ -35,13 +35,6 @@ SUBCOMMAND_HELP = {
     "report": "executed report notebook -> OUT/index.html",
     "wheelhouse": "wheels for an air-gapped GPU host: download and check, or install offline",
 }
-# While the layout moves (issue "Architecture"): the module that served a subcommand before its stage module exists.
-# An entry goes once SUBCOMMAND_MODULES' module is written.
-FORMER_MODULES = {
-    "report": "analysis.report",
-}
-
-
 def version() -> str:
     """The installed swiftbench distribution's version, else pyproject.toml's (a checkout that is not installed)."""
     import importlib.metadata as md
@@ -61,33 +54,6 @@ def version() -> str:
         return "unknown"
 
 
-def _import(command: str):
-    """The module of COMMAND, or None when it does not exist yet (a stage being written must not break the others).
-    Any other import failure (a missing dependency, an error inside the module) propagates."""
-    for name in (SUBCOMMAND_MODULES[command], FORMER_MODULES.get(command)):
-        if name is None:
-            continue
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # the module itself (or its stage package) is missing: skip it
-            if exc.name != name and not name.startswith(f"{exc.name}."):
-                raise
-    return None
-
-
-def _available(command: str) -> bool:
-    """Does COMMAND's module exist (without importing it)?"""
-    import importlib.util
-
-    for name in (SUBCOMMAND_MODULES[command], FORMER_MODULES.get(command)):
-        try:
-            if name and importlib.util.find_spec(name) is not None:
-                return True
-        except ModuleNotFoundError:  # its stage package is missing
-            continue
-    return False
-
-
 def _command_of(argv: list[str]) -> str | None:
     """The subcommand ARGV asks for (its first argument that is not an option), if it is one of ours."""
     for arg in argv:
@@ -101,22 +67,17 @@ def _command_of(argv: list[str]) -> str | None:
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for ARGV: when it names a subcommand, only that subcommand's module is imported and registered;
     otherwise (help, --version, a wrong name) every subcommand is listed from SUBCOMMAND_HELP without importing any.
-    Without ARGV every module that exists is imported and registered (the whole parser)."""
+    Without ARGV every module is imported and registered (the whole parser)."""
     parser = OneLineParser(prog="swiftbench", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
     wanted = _command_of(argv) if argv is not None else None
     if argv is not None and wanted is None:
         for command, text in SUBCOMMAND_HELP.items():
-            sub.add_parser(command, help=text if _available(command) else f"{text} (not available yet)")
+            sub.add_parser(command, help=text)
         return parser
     for command in ([wanted] if wanted else SUBCOMMAND_MODULES):
-        module = _import(command)
-        if module is None:
-            if wanted:
-                parser.error(f"{command!r} is not available yet ({SUBCOMMAND_MODULES[command]} is being written)")
-            continue
-        module.register(sub)
+        importlib.import_module(SUBCOMMAND_MODULES[command]).register(sub)
     return parser
 
 

@@ -87,6 +87,7 @@ def plan_estimates(folder: str | Path = catalog.CLAIMS_DIR) -> list[dict]:
         expand(list(c["experiments"]), folder)  # unknown names: InputError, not a KeyError
         each = [catalog.estimate_s(n, folder) for n in c["experiments"]]
         out.append({"name": str(c["name"]), "tier": c.get("tier"), "call": c.get("call", 1), "gpu": c.get("gpu", 0),
+                    "made": str(c["made"]) if c.get("made") else None,
                     "lane": c.get("lane", "a"),
                     "first_ok": bool(c.get("first_ok")), "experiments": c["experiments"],
                     "est_s": (each[0] if each else 0.0) if c.get("first_ok") else sum(each), "worst_s": sum(each)})
@@ -99,7 +100,9 @@ def call_estimates(folder: str | Path = catalog.CLAIMS_DIR) -> dict[int, dict]:
     plan = load(folder)
     calls: dict[int, dict] = {}
     for c in plan_estimates(folder):
-        call = calls.setdefault(c["call"], {"setup_s": plan.get("setup_s") or 0, "lanes": {}, "tiers": set()})
+        call = calls.setdefault(c["call"], {"setup_s": plan.get("setup_s") or 0, "lanes": {}, "tiers": set(),
+                                            "made": True})
+        call["made"] = call["made"] and c["made"] is not None
         lane = (c["gpu"], c["lane"])
         call["lanes"][lane] = call["lanes"].get(lane, 0.0) + c["est_s"]
         call["tiers"].add(c["tier"])

@@ -38,6 +38,15 @@ def experiments(path: str | Path = RECIPES_FILE, matrix_only: bool = True) -> li
     return [k for k, v in load(path)["experiments"].items() if v.get("matrix", True) or not matrix_only]
 
 
+def launcher(experiment: str, path: str | Path = RECIPES_FILE) -> dict:
+    """experiments/launch.py options of a matrix experiment: its own `launcher`, else the file's default."""
+    data = load(path)
+    if experiment not in data["experiments"]:
+        raise InputError(path, f"unknown experiment {experiment!r} (known: {', '.join(data['experiments'])})")
+    own = (data["experiments"][experiment] or {}).get("launcher")
+    return dict(own if own is not None else data.get("launcher") or {})
+
+
 def flags(experiment: str, path: str | Path = RECIPES_FILE) -> dict:
     """Base flags with the experiment's overrides applied (a None override removes the flag)."""
     data = load(path)

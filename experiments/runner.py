@@ -67,7 +67,11 @@ class RunSpec:
     def __post_init__(self):
         """A claims experiment (experiments/claims/) brings its recipe, overrides, launcher, steps and limit;
         what the caller gave explicitly wins (a CLI --max-steps, --set FLAG=VALUE, --timeout)."""
-        if self.recipe is not None or self.experiment in recipes.load()["experiments"]:
+        if self.recipe is not None:
+            return
+        if self.experiment in recipes.load()["experiments"]:  # a matrix run: measured through the launcher
+            if self.launcher is None:
+                self.launcher = recipes.launcher(self.experiment)
             return
         definition = catalog.experiment(self.experiment)
         if definition is None:

@@ -147,11 +147,12 @@ def test_missing_sections_name_their_file(tmp_path):
 
 def test_plan_fits_the_device_budget():
     """Each device call (its chains side by side, one per GPU, after one set-up) fits one 10-minute command; the
-    tier 1-2 calls fit the session's device budget; every runnable experiment is in some chain."""
+    tier 1-2 calls not made yet fit one session's device budget; every runnable experiment is in some chain."""
     data = catalog.load()
     calls = plan.call_estimates()
     assert all(c["est_s"] <= 590 for c in calls.values()), calls
-    assert sum(c["est_s"] for c in calls.values() if min(c["tiers"]) <= 2) <= plan.load()["budget_s"]
+    assert sum(c["est_s"] for c in calls.values() if min(c["tiers"]) <= 2 and not c["made"]) <= plan.load()["budget_s"]
+    assert {n for n, c in calls.items() if not c["made"]} == {8}  # calls 1-7 ran on 2026-11-30
     # a hand check of call 1: set-up 60 + its longest lane (GPU 1 lane a: 95 + 95 + 2 probes x 60 + 65 = 375)
     assert calls[1]["lanes"] == {(0, "a"): 100 + 65 + 65 + 66 + 70, (1, "a"): 375, (1, "b"): 2 * 55 + 2 * 55}
     assert calls[1]["est_s"] == 60 + 375
@@ -186,7 +187,7 @@ def test_plan_of_another_folder_and_its_errors(tmp_path):
                      plan_data={"setup_s": 10, "budget_s": 100, "commands": commands})
     assert plan.expand(["plan:y"], folder) == ["a", "b"]
     assert plan.call_estimates(folder) == {1: {"setup_s": 10, "lanes": {(0, "a"): 30.0, (1, "a"): 30.0},
-                                               "tiers": {1, 2}, "est_s": 40.0}}
+                                               "tiers": {1, 2}, "made": False, "est_s": 40.0}}
     bad = _folder(tmp_path / "bad", {"a": {"recipe": "seed"}},
                   plan_data={"setup_s": 10, "commands": [{"name": "x", "experiments": ["ghost"]}]})
     with pytest.raises(InputError, match="unknown claims experiment 'ghost'"):

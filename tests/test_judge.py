@@ -486,31 +486,58 @@ def test_best_recipe_target_and_class_verdicts(tmp_path):
         lines, args = _synthetic(20, step_s, peak, 10.03, jitter=0.0)
         run = _write_run(root, exp, lines=lines, args=args)
         _tokens(run, {s: 2000 for s in range(1, 21)})
+    # the 12x bar from a same-host pair: pair-seed (6.0 s per step) and pair-best (0.4 s) trained the same
+    # 2,000 tokens at every step on one host, so the speed-up is paired step by step: 6.0 / 0.4 = 15.0x exactly
+    host_a = {"fingerprint": {"host_id": "aaaaaaaaaaaa"}, "probe": {"python_loop": {"value": 58.0}}}
+    pair = {}
+    for exp, step_s, bs, ga in (("pair-seed", 6.0, 1, 16), ("pair-best", 0.4, 16, 1)):
+        lines, args = _synthetic(20, step_s, 17.0 if bs == 1 else 35.0, 10.03, jitter=0.0, bs=bs, ga=ga)
+        pair[exp] = _write_run(root, exp, lines=lines, args=args)
+        _tokens(pair[exp], {s: 2000 for s in range(1, 21)})
+        env = json.loads((pair[exp] / "env.json").read_text())
+        (pair[exp] / "env.json").write_text(json.dumps({**env, "host": host_a}))
     df = _table(root)
     target = df.loc["best-12x"]
-    assert target.verdict == "holds"
-    assert target.numbers["seed_tokens_per_s"] == pytest.approx(127.739422 * 16 / 6.0, rel=1e-3)
-    assert target.numbers["ratio"] == pytest.approx(5000 / (127.739422 * 16 / 6.0), rel=1e-3)
+    assert target.verdict == "holds", target.detail
+    assert target.numbers["ratio"] == pytest.approx(15.0, abs=0.005)
+    assert target.numbers["ratio_low"] == pytest.approx(15.0, abs=0.005)
+    assert target.numbers["hosts"] == "same host" and target.numbers["how"] == "paired steps"
     assert target.numbers["loss_dev_from_seed_mean"] == pytest.approx(0.0067, abs=1e-4)
+    assert "same host (host aaaaaaaaaaaa / host aaaaaaaaaaaa)" in target.detail
+    # the same pair from two hosts decides nothing: a cross-host ratio is labelled, with both hosts' probes
+    env = json.loads((pair["pair-best"] / "env.json").read_text())
+    env["host"] = {"fingerprint": {"host_id": "bbbbbbbbbbbb"}, "probe": {"python_loop": {"value": 41.0}}}
+    (pair["pair-best"] / "env.json").write_text(json.dumps(env))
+    crossed = _table(root).loc["best-12x"]
+    assert crossed.verdict == "inconclusive" and crossed.numbers["hosts"] == "cross-host"
+    assert "the rule needs one host, the pair is cross-host" in crossed.detail
+    assert "Python 41 ns/iter" in crossed.detail and "Python 58 ns/iter" in crossed.detail
+    (pair["pair-best"] / "env.json").write_text(json.dumps({**env, "host": host_a}))
     c24, c40 = df.loc["best-per-class-24"], df.loc["best-per-class-40"]
     assert c24.verdict == "holds" and c24.numbers["recipe"] == "best24-a"
     assert "uncapped peak 35.0 GiB > cap" in c24.detail
     assert c24.numbers["tokens_per_s"] == pytest.approx(2000 / 0.6, rel=1e-3)
     assert c40.verdict == "holds" and c40.numbers["recipe"] == "tp-best"
-    assert "another host" not in target.detail and "against seed-w4" not in target.detail
-    # the recipes table holds tp-best against the same seed run
+    assert "another host" not in target.detail
+    # the recipes table holds tp-best against the seed run: 5,000 / 340.6 tokens/s = 14.68x
     rf = frames.recipes_frame(root)
     assert rf.attrs["seed_run"].endswith("h200/seed/20261130-000000")
-    assert rf.set_index("recipe").loc["tp-best", "x_seed"] == pytest.approx(target.numbers["ratio"], abs=0.01)
-    # the seed recipe again beside tp-best (seed-w4: 2,000 tokens per 5.0 s step = 400 tokens/s -> 12.5x, context
-    # only), and the seed run from a host with other CPUs: both named, the verdict unchanged
+    assert rf.set_index("recipe").loc["tp-best", "x_seed"] == pytest.approx(5000 / (127.739422 * 16 / 6.0), abs=0.01)
+    # the rule unpaired, as the first 12x verdict was made (tp-best over the matrix's seed run: 14.68x), with the seed
+    # recipe again beside tp-best (seed-w4: 2,000 tokens per 5.0 s step = 400 tokens/s -> 12.5x, context only), and
+    # the seed run from a host with other CPUs: both named, the verdict unchanged
     lines, args = _synthetic(20, 5.0, 17.0, 10.4, jitter=0.0, bs=1, ga=16)
     _tokens(_write_run(root, "seed-w4", lines=lines, args=args), {s: 2000 for s in range(1, 21)})
     (seed_run / "env.json").write_text(json.dumps({"hw": "h200", "cpu_model": "Xeon", "cpu_count": 16, "ram_gib": 125.9}))
     for run in (root / "h200").glob("*/*/"):
         if run != seed_run:
             (run / "env.json").write_text(json.dumps({"hw": "h200", "cpu_model": "Xeon", "cpu_count": 32, "ram_gib": 251.8}))
-    target = _table(root).loc["best-12x"]
+    unpaired = {"id": "x", "experiments": ["tp-best"],
+                "rule": {"kind": "target_speedup", "run": "tp-best", "seed_runs": ["seed", "workers4"], "factor": 12,
+                         "spread": ["spread-s42", "spread-s43", "spread-s44"], "also_against": ["seed-w4"]}}
+    target = rules_speed.rule_target_speedup(unpaired, _runs(root, "h200"))
+    assert target["numbers"]["ratio"] == pytest.approx(5000 / (127.739422 * 16 / 6.0), abs=0.01)
+    target = type("R", (), {"verdict": target["verdict"], "numbers": target["numbers"], "detail": target["detail"]})
     assert target.verdict == "holds" and target.numbers["ratio_vs_seed-w4"] == pytest.approx(12.5, rel=1e-3)
     assert "against seed-w4 (the same host, 400.0 tokens/s): 12.5x" in target.detail
     assert "another host than the seed run (Xeon x 32, 251.8 GiB RAM vs the seed run's Xeon x 16" in target.detail

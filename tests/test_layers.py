@@ -161,7 +161,6 @@ def problems(root: Path = ROOT) -> list[str]:
     return out
 
 
-@pytest.mark.xfail(strict=False, reason="layout move in progress")
 def test_stages_import_only_downwards_and_never_in_a_cycle():
     found = problems()
     for line in found:

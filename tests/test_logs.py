@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.errors import InputError
-from analysis.logs import parse_dataset_stats, parse_elapsed, parse_param_info, read_log
+from analysis.core.errors import InputError
+from analysis.parse.logs import parse_dataset_stats, parse_elapsed, parse_param_info, read_log
 
 
 @pytest.mark.parametrize("text,seconds", [("7s", 7), ("3m 7s", 187), ("1h 2m 3s", 3723), ("1d 0h 5m 2s", 86702),
@@ -108,7 +108,8 @@ line_strategy = st.fixed_dictionaries({}, optional={
 @given(lines=st.lists(st.one_of(line_strategy.map(json.dumps), st.text(max_size=30)), min_size=0, max_size=8),
        cut=st.integers(0, 400))
 def test_reader_returns_or_raises_input_error(tmp_path_factory, lines, cut):
-    from analysis.metrics import run_metrics
+    from analysis.measure.summary import run_summary
+    from analysis.parse.record import record_from_log
 
     folder = tmp_path_factory.mktemp("h")
     text = "\n".join(lines) + "\n"
@@ -118,5 +119,5 @@ def test_reader_returns_or_raises_input_error(tmp_path_factory, lines, cut):
     except InputError as exc:
         assert str(exc).startswith(str(folder / "logging.jsonl"))
         return
-    metrics = run_metrics(run)
+    metrics = run_summary(record_from_log(run))  # the record and every measurement of it, never an exception
     json.dumps(metrics, default=str)

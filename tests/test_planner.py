@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from analysis import hardware, planner
-from analysis.errors import InputError
-from analysis.runs import collect
+from analysis.core import hardware
+from analysis.core.errors import InputError
+from analysis.estimate import planner, validate
+from analysis.measure import flops as measure_flops
+from analysis.measure.steps import step_time
+from analysis.parse.results import collect
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -29,7 +32,7 @@ def shapes():
 
 @pytest.fixture(scope="module")
 def validation():
-    return planner.estimates_vs_measurements(RESULTS)
+    return validate.estimates_vs_measurements(RESULTS)
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -52,7 +55,7 @@ def test_every_constant_says_its_kind_and_why():
 
 
 def test_calibrated_constants_are_what_the_committed_runs_give():
-    fit = planner.calibrate(RESULTS)
+    fit = validate.calibrate(RESULTS)
     c = planner.constants()
     assert fit["allocator_cache_factor"] == pytest.approx(c["memory.allocator_cache_factor"], rel=0.01)
     assert fit["achievable_fraction"] == pytest.approx(c["time.achievable_fraction"], rel=0.01)
@@ -196,7 +199,7 @@ def test_fits_flips_where_it_must():
 def test_seed_recipe_on_h200_uses_the_measured_median_and_roofline_elsewhere():
     plans = {p["hw"]: p for p in planner.estimate(MODEL, method="lora", max_length=2048, batch=1, grad_accum=16,
                                                   samples=1500, epochs=1, results=RESULTS)}
-    median = next(r for r in collect(RESULTS) if r["run"] == SEED_RUN)["step_time_s"]["median"]
+    median = step_time(next(r for r in collect(RESULTS) if r.run == SEED_RUN))["median"]
     h200 = plans["h200"]
     assert h200["time_source"] == f"measured: h200/seed/{SEED_RUN}"
     assert h200["step_time_s"] == median
@@ -220,10 +223,25 @@ def test_seed_recipe_on_h200_uses_the_measured_median_and_roofline_elsewhere():
         "measured: h200/tp-bs2/20261130-121331"
 
 
+def test_flops_per_token_is_the_mfu_formula(shapes):
+    """The planner's FLOPs per token are analysis.measure.flops's (no constant of planner.yaml): 4 per matmul weight
+    and 6 per trainable one, plus one more forward (2 per matmul weight) with gradient checkpointing."""
+    assert "time.flops" not in planner.constants()
+    n = hardware.matmul_params(shapes)
+    lora = planner.param_counts(shapes, "lora", 8)["lora"]
+    assert lora == 20_185_088
+    assert planner.flops_per_token(shapes, "lora", False, 8) == 4 * n + 6 * lora
+    assert planner.flops_per_token(shapes, "lora", True, 8) == 6 * n + 6 * lora
+    assert planner.flops_per_token(shapes, "lora", True, 8) == measure_flops.flops_per_token(n, lora, "lora", True)[
+        "hardware"]
+    assert planner.flops_per_token(shapes, "full", False, 8) == 6 * n
+    assert planner.flops_per_token(shapes, "lora", True, 4) < planner.flops_per_token(shapes, "lora", True, 8)
+
+
 def test_roofline_reproduces_both_h200_experiments(shapes):
     c = planner.constants()
     spec = hardware.require("h200")
-    fit = planner.calibrate(RESULTS)
+    fit = validate.calibrate(RESULTS)
     seed = planner.roofline_micro_step(spec, shapes, "lora", fit["seed_tokens_per_micro_step"], True, 8, c)
     bs16 = planner.roofline_micro_step(spec, shapes, "lora", fit["bs16_tokens_per_micro_step"], True, 8, c)
     assert seed["micro_step_s"] == pytest.approx(fit["seed_micro_step_s"], rel=0.02)

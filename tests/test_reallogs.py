@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from analysis.metrics import parse_path
+from analysis.measure import steps
+from analysis.parse.results import records_under
 from conftest import SHARED
 
 REALLOGS = SHARED / "reallogs"
@@ -31,19 +32,19 @@ def test_real_log(tmp_path, stem):
     shutil.copy(REALLOGS / f"{stem}.jsonl", run / "logging.jsonl")
     if (REALLOGS / f"{stem}.args.json").is_file():
         shutil.copy(REALLOGS / f"{stem}.args.json", run / "args.json")
-    m = parse_path(run)[0]
-    steps, complete, peak, fmt = EXPECTED[stem]
-    assert (m["global_steps"], m["complete"], m["peak_mem_gib"], m["log_format"]) == (steps, complete, peak, fmt)
+    rec = records_under(run)[0]
+    n_steps, complete, peak, fmt = EXPECTED[stem]
+    assert (rec.global_steps, rec.complete, rec.peak_mem_gib, rec.log_format) == (n_steps, complete, peak, fmt)
 
 
 def test_two_node_duplicates_are_dropped(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
     shutil.copy(REALLOGS / "02_TangBinghao_swift_root-109d153.jsonl", run / "logging.jsonl")
-    m = parse_path(run)[0]
-    assert m["duplicate_lines_dropped"] > 2900  # INDEX: every line written twice by two node masters
-    steps = [s for s, _ in m["train_loss"]]
-    assert len(steps) == len(set(steps))
+    rec = records_under(run)[0]
+    assert rec.duplicate_lines_dropped > 2900  # INDEX: every line written twice by two node masters
+    logged = [s for s, _ in rec.train_loss]
+    assert len(logged) == len(set(logged))
 
 
 def test_day_unit_and_huge_summary(tmp_path):
@@ -52,6 +53,6 @@ def test_day_unit_and_huge_summary(tmp_path):
     stem = "05_cho104_AI-Chellenge-Ovis2_5_output_dft_loss-v0-20250828-230749"
     shutil.copy(REALLOGS / f"{stem}.jsonl", run / "logging.jsonl")
     shutil.copy(REALLOGS / f"{stem}.args.json", run / "args.json")
-    m = parse_path(run)[0]
-    assert m["trainable_params"] == 174_587_900 and m["per_device_batch"] == 8 and m["grad_accum"] == 2
-    assert m["step_time_s"]["n_intervals"] > 2000
+    rec = records_under(run)[0]
+    assert rec.trainable_params == 174_587_900 and rec.per_device_batch == 8 and rec.grad_accum == 2
+    assert steps.step_time(rec)["n_intervals"] > 2000

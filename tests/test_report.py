@@ -1,9 +1,12 @@
-"""The report (python -m analysis.report): executed on the results_tree fixture, checked section by section
-and number by number, timed, and opened in headless Chromium; plus the utilisation definitions."""
+"""The report (python -m analysis.present.report.build): executed on the results_tree fixture, checked section by
+section and number by number, timed, and opened in headless Chromium; a failing section fails the build; plus the
+utilisation definitions."""
 from __future__ import annotations
 
+import ast
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -15,13 +18,13 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
-from analysis import utilisation as U
-from analysis.metrics import step_intervals
-from analysis.logs import read_log
-from analysis.report import safe_eval
-from analysis.runs import collect
+from analysis.judge.seed_checks import safe_eval
+from analysis.measure import flops, steps
+from analysis.measure import utilisation as U
+from analysis.parse.results import collect
 
 REPO = Path(__file__).resolve().parents[1]
+REPORT_PACKAGE = REPO / "analysis" / "present" / "report"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 TIME_LIMIT_S = 60
 SECTIONS = ["Hardware", "Speed", "Run-to-run spread", "Memory", "Convergence", "Utilisation", "Published vs measured",
@@ -34,18 +37,37 @@ FIGURES = ["speed.png", "step_time_spread.png", "memory.png", "loss.png", "publi
 _BUILT: dict = {}
 
 
-def _report(results: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analysis.report", "--results", str(results), "--out", str(out),
-                           *extra], capture_output=True, text=True, cwd=REPO, timeout=600)
+def _report(results: Path, out: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analysis.present.report.build", "--results", str(results), "--out",
+                           str(out), *extra], capture_output=True, text=True, cwd=REPO, timeout=600, env=env)
+
+
+BS16_COMMAND = ["swift", "sft", "--model", "/models/Qwen2.5-7B-Instruct", "--per_device_train_batch_size", "16",
+                "--gradient_accumulation_steps", "1", "--output_dir", "/results/h200/bs16/run-20261130-000000"]
+SEED_COMMAND_SH = """#!/usr/bin/env bash
+# Rendered by experiments/recipes.py for ms-swift 4.6.0
+# --train_type -> --tuner_type: ms-swift 4.x renamed --train_type to --tuner_type
+export HF_HUB_OFFLINE=1
+swift sft \\
+  --tuner_type lora \\
+  --system 'You are a helpful assistant.' \\
+  --per_device_train_batch_size 1 \\
+  --gradient_accumulation_steps 16
+"""
 
 
 @pytest.fixture
 def built(results_tree, tmp_path_factory) -> dict:
-    """The report of the results_tree fixture (one a100 run marked forced), built once for this module."""
+    """The report of the results_tree fixture (one a100 run marked forced; the bs16 run with its command in run.json,
+    the h200 seed run with a command.sh, the others without a recorded command), built once for this module."""
     if not _BUILT:
         status_file = results_tree / "a100" / "seed" / "run-20261130-000000" / "run.json"
         status = json.loads(status_file.read_text())
         status_file.write_text(json.dumps({**status, "forced_hw": True}))
+        bs16 = results_tree / "h200" / "bs16" / "run-20261130-000000" / "run.json"
+        bs16.write_text(json.dumps({**json.loads(bs16.read_text()), "command": BS16_COMMAND,
+                                    "notes": ["--per_device_train_batch_size 16: experiment bs16"]}))
+        (results_tree / "h200" / "seed" / "run-20261130-000000" / "command.sh").write_text(SEED_COMMAND_SH)
         out = tmp_path_factory.mktemp("report")
         t0 = time.monotonic()
         proc = _report(results_tree, out)
@@ -93,7 +115,7 @@ def test_every_section_is_there(built):
 def test_code_is_hidden_and_nothing_loads_from_the_network(built):
     html = built["html"]
     assert "<script" not in html
-    assert "from analysis.report import Report" not in html  # no input cells
+    assert "from analysis.present.report import Report" not in html  # no input cells
     for tag in built["soup"].find_all(["img", "link", "a"]):
         ref = tag.get("src") or tag.get("href") or ""
         assert not ref.startswith(("http://", "https://", "//")), ref
@@ -111,9 +133,14 @@ def test_speed_table_numbers(built):
     csv = pd.read_csv(built["out"] / "speedup.csv")
     row = csv[(csv.hw == "h200") & (csv.experiment == "bs16")].iloc[0]
     assert row.ms_per_step == pytest.approx(916.2, abs=0.05) and row.peak_gib == pytest.approx(75.8)
-    # a10 has no run: the slowest measured seed row (the killed h100 fixture) is the measured baseline.
+    assert row.tokens_per_s_low < row.tokens_per_s < row.tokens_per_s_high
+    assert row.tokens_source == "mean length x samples per step"  # the fixture has no tokens.jsonl
+    # a10 has no run; the killed h100 fixture has no tokens/s (no summary line), so no speed-up can be taken against
+    # it: the slowest measured seed row with one (the a100 fixture, 2.0 s per step) is the measured baseline.
     seed = csv[(csv.experiment == "seed") & (csv.source == "measured")].set_index("hw")
-    assert seed.loc["h100", "speedup"] == pytest.approx(1.0)
+    assert seed.loc["a100", "speedup"] == pytest.approx(1.0) and (seed["baseline"] == "a100").all()
+    assert seed.loc["h200", "speedup"] == pytest.approx(2.0 / 0.9, rel=0.03)
+    assert pd.isna(seed.loc["h100", "speedup"])
     assert "a10 has no measured row" in built["soup"].get_text(" ")
 
 
@@ -149,9 +176,18 @@ def test_hardware_sections(built):
     assert "Published, not measured here" in text
     assert "H200 is not in the article; the nearest published class is h100" in text
     assert "its log has no end-of-training line" in text  # the killed h100 fixture
-    recipe = _table_with(built["soup"], "flag", "article", "bs16 · run-20261130-000000")
+    recipe = _table_with(built["soup"], "flag", "article", "bs16 · run-20261130-000000", "seed · run-20261130-000000")
     batch = recipe[recipe.flag == "--per_device_train_batch_size"].iloc[0]
-    assert batch.article == "1" and batch["bs16 · run-20261130-000000"] == "16"
+    assert batch.article == "1" and batch["bs16 · run-20261130-000000"] == "16"  # run.json's command
+    assert batch["seed · run-20261130-000000"] == "1"  # read from command.sh
+    tuner = recipe[recipe.flag == "--tuner_type"].iloc[0]
+    assert tuner.article == "–" and tuner["seed · run-20261130-000000"] == "lora"
+    assert "(the run folder)" in recipe["bs16 · run-20261130-000000"].tolist()  # --output_dir shortened
+    assert "--per_device_train_batch_size 16: experiment bs16" in text  # run.json's notes
+    assert "--train_type -> --tuner_type" in text  # command.sh's comments
+    # runs without a command in run.json or a command.sh: said so, nothing rendered from a recipe
+    assert "h100 · seed · run-20261130-000000: no command recorded" in text
+    assert "a100 · seed · run-20261130-000000: no command recorded" in text
 
 
 def test_memory_against_capacities(built):
@@ -191,13 +227,10 @@ def test_claims_and_planner_sections(built):
     assert status["flag.disable_flash_attn"] == "does not hold (audit row flags-cuda-graph-flash-attn)"
     assert status["memory.lora_rank4"].startswith("not run yet (audit row lora-rank4)")  # the fixture has no runs
     assert (claims["status"] == "not in the claims audit").sum() >= 5
-    text = built["soup"].get_text(" ")
-    try:
-        from analysis.planner import estimates_vs_measurements  # noqa: F401
-    except (ImportError, AttributeError):
-        assert "planner not available" in text
-    else:
-        assert "planner not available" not in text
+    est = pd.read_csv(built["out"] / "estimates_vs_measurements.csv")
+    assert len(est) == 4 and set(est["experiment"]) == {"bs16", "seed"}  # one row per run of the fixture
+    bs16 = est[est.experiment == "bs16"].iloc[0]
+    assert bs16.measured_peak_gib == pytest.approx(75.8) and bs16.measured_step_s == pytest.approx(0.9162, abs=5e-5)
 
 
 def test_utilisation_without_nvml_is_not_measured(built):
@@ -234,9 +267,9 @@ def test_bad_input_is_one_line_and_exit_2(case, results_tree, tmp_path):
 
 
 def test_utilisation_of_the_committed_h200_runs():
-    rows = [r for r in collect(REPO / "results") if r["hw"] == "h200" and r["experiment"] in ("seed", "bs16")
-            and r["status"] == "ok" and (Path(r["path"]) / "nvml.csv").is_file()]
-    if not {r["experiment"] for r in rows} >= {"seed", "bs16"}:
+    rows = [r for r in collect(REPO / "results") if r.hw == "h200" and r.experiment in ("seed", "bs16")
+            and r.ok and (Path(r.path) / "nvml.csv").is_file()]
+    if not {r.experiment for r in rows} >= {"seed", "bs16"}:
         pytest.skip("no committed H200 seed and bs16 runs with NVML samples")
     util = U.summary(rows).set_index("run")
     for run, u in util.iterrows():
@@ -249,12 +282,12 @@ def test_utilisation_of_the_committed_h200_runs():
     assert (bs16.j_per_1k_tokens < seed.j_per_1k_tokens.min()).all()  # bigger batches, less energy per token
 
 
-def _synthetic_run(tmp_path: Path, fixtures: Path, util_pct: float, power_w: float) -> dict:
+def _synthetic_run(tmp_path: Path, fixtures: Path, util_pct: float, power_w: float):
     run = tmp_path / "results" / "h200" / "bs16" / "run-1"
     shutil.copytree(fixtures / "h200_bs16", run)
     (run / "env.json").write_text(json.dumps({"hw": "h200", "packages": {"ms-swift": "4.6.0"}}))
     row = collect(tmp_path / "results")[0]
-    duration = row["train_runtime_s"]
+    duration = row.train_runtime_s
     lead = 30  # seconds of model loading before training
     samples = []
     for i in range(int(lead + duration + 20)):
@@ -273,10 +306,11 @@ def test_energy_per_1k_tokens_by_hand(tmp_path, fixtures):
     row = _synthetic_run(tmp_path, fixtures, util_pct=100, power_w=500.0)
     u = U.run_utilisation(row)
     assert u["window_method"] == "last busy sample"  # no TensorBoard file, no run.json timestamps
-    assert u["train_s"] == pytest.approx(row["train_runtime_s"])
-    kept = [iv for iv in step_intervals(read_log(row["path"]), row["max_steps"]) if iv["excluded"] is None]
-    steady_s = sum(iv["seconds"] for iv in kept)
-    tokens = sum(iv["to_step"] - iv["from_step"] for iv in kept) * 16 * row["train_tokens_mean"]
+    assert u["train_s"] == pytest.approx(row.train_runtime_s)
+    kept = steps.steady_intervals(row)
+    assert len(kept) == 15  # 10->15 ... 85->90 less the eval/save interval 50->55
+    steady_s = sum(iv.seconds for iv in kept)
+    tokens = sum(iv.to_step - iv.from_step for iv in kept) * 16 * row.train_tokens_mean
     assert u["steady_s"] == pytest.approx(steady_s)
     assert u["tokens_steady"] == pytest.approx(tokens)
     # 500 W throughout the steady intervals (they lie inside the training window).
@@ -285,9 +319,10 @@ def test_energy_per_1k_tokens_by_hand(tmp_path, fixtures):
     assert u["verdict"] == "GPU-bound"
 
 
-def test_host_bound_run(tmp_path, fixtures):
+def test_host_bound_run(tmp_path, fixtures, monkeypatch):
     row = _synthetic_run(tmp_path, fixtures, util_pct=12, power_w=150.0)
-    u = U.run_utilisation({**row, "mfu": 0.009})
+    monkeypatch.setattr(flops, "mfu", lambda rec, tokens_per_s=None: {"mfu": 0.009, "hfu": 0.013})
+    u = U.run_utilisation(row)
     assert u["verdict"] == "host-bound"
     assert "3 of 3 say host-bound" in u["evidence"]
 
@@ -400,8 +435,11 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     """The Claims section over the committed claims runs draws its figures (a plotting regression once replaced
     them with 'claims audit not available' and no test noticed): every throughput recipe with a run is a bar, with
     the tokens/s the verdicts use."""
-    from analysis.claims import claims_table
-    from analysis.report import Report
+    from analysis.core.paths import relative
+    from analysis.judge import frames
+    from analysis.judge.verdicts import claims_table
+    from analysis.measure import throughput
+    from analysis.present.report import Report
 
     results = REPO / "results"
     if not (results / "h200" / "tp-combo").is_dir():
@@ -415,7 +453,14 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     assert {"tp-best", "tp-combo", "tp-eager", "tp-bs2", "tp-bs4", "best24-a"} <= set(rec.index)
     verdicts = claims_table(results).set_index("id")
     assert rec.loc["tp-combo", "tokens_per_s"] == verdicts.loc["tp-combo"].numbers["test_tokens_per_s"]
-    assert rec.loc["tp-best", "x_seed"] == verdicts.loc["best-12x"].numbers["ratio"]
+    # x_seed: the recipe's tokens/s over the seed recipe's (the figure's baseline, named on the page)
+    frame = frames.recipes_frame(results)
+    seed_tps = frame.attrs["seed_tokens_per_s"]
+    assert f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({frame.attrs['seed_run']}" in html
+    by_path = {relative(r.path): r for r in collect(results)}
+    best = by_path[rec.loc["tp-best", "run"]]
+    assert rec.loc["tp-best", "x_seed"] == round(throughput.throughput(best).tokens_per_s / seed_tps, 2)
+    assert rec.loc["tp-best", "x_seed"] == frame.set_index("recipe").loc["tp-best", "x_seed"]
     # one figure row per capacity search: the same 24 GiB cap with QLoRA or padded rows is a row of its own
     cap = pd.read_csv(tmp_path / "claims_capacity.csv")
     q = cap[cap["setting"] == "24 GiB cap, QLoRA 4-bit, rows padded to 2048"].set_index("batch")["outcome"].to_dict()
@@ -425,3 +470,117 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     # tp-combo ran on the 1-GPU host (16 CPUs), the baseline on the 2-GPU one (32 CPUs)
     assert rec.loc["tp-combo", "label"] == "tp-combo (other host)" and rec.loc["tp-best", "label"] == "tp-best"
     assert "x 16" in rec.loc["tp-combo", "host"] and "x 32" in rec.loc["spread-s42", "host"]
+
+
+# ------------------------------------------------------------------------------------ errors surface
+
+
+FAILING_STAGE = '''\
+import analysis.estimate.validate as validate
+
+
+def _explode(results_dir="results"):
+    raise RuntimeError("planner exploded on purpose")
+
+
+validate.estimates_vs_measurements = _explode
+'''
+
+
+def test_a_failing_section_fails_the_build(results_tree, tmp_path):
+    """A stage that crashes while the notebook runs is not rendered as a page: exit 1, one line naming the failure."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(FAILING_STAGE)  # imported by every Python started with this PYTHONPATH
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), str(REPO)])}
+    out = tmp_path / "out"
+    proc = _report(results_tree, out, env=env)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("report: failed: notebook cell "), proc.stderr
+    assert "RuntimeError: planner exploded on purpose" in lines[0]
+    assert not (out / "index.html").exists()
+    assert (out / "report.ipynb").is_file()  # the executed notebook stays, with the traceback
+
+
+def _report_modules() -> list[Path]:
+    return sorted(REPORT_PACKAGE.glob("*.py"))
+
+
+def test_report_catches_no_broad_exception_and_renders_no_recipe():
+    """Sections let failures propagate (only named, expected exceptions are caught) and never render a command from
+    experiments.recipes: the command is what the run recorded."""
+    for path in _report_modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ExceptHandler):
+                names = ([n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)] if node.type is not None
+                         else ["<bare>"])
+                assert not {"Exception", "BaseException", "<bare>"} & set(names), (path.name, node.lineno)
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").startswith("experiments"), (path.name, node.module)
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("experiments") for a in node.names), path.name
+
+
+def test_report_modules_name_one_concern_and_import_no_higher_stage():
+    for path in _report_modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        doc = ast.get_docstring(tree)
+        assert doc and doc.splitlines()[0].strip(), f"{path.name}: no docstring"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("analysis.cli"), path.name  # stage 7
+    assert not (REPO / "analysis" / "report.py").exists()  # replaced by this package
+    assert (REPORT_PACKAGE / "report.css").is_file()
+
+
+def test_css_is_package_data():
+    from analysis.present.report import html
+
+    css = html.css()
+    assert ".sb-table" in css and ".sb-verdict-host" in css
+    assert html.style().startswith("<style>") and ".sb-box" in html.style()
+
+
+def test_command_from_run_folder_only(tmp_path):
+    from analysis.parse.record import RunRecord
+    from analysis.present.report import hardware as section
+
+    rec = RunRecord(path=str(tmp_path), hw="h200", experiment="seed", run="r1")
+    flags, notes, shell, source = section.run_command(rec)
+    assert flags is None and source == "none" and notes == [
+        "h200 · seed · r1: no command recorded (no command in run.json, no readable command.sh)"]
+    (tmp_path / "command.sh").write_text(SEED_COMMAND_SH)
+    flags, notes, shell, source = section.run_command(rec)
+    assert source == "command.sh" and shell == SEED_COMMAND_SH
+    assert flags == {"tuner_type": "lora", "system": "You are a helpful assistant.",
+                     "per_device_train_batch_size": "1", "gradient_accumulation_steps": "16"}
+    assert notes == ["--train_type -> --tuner_type: ms-swift 4.x renamed --train_type to --tuner_type"]
+    rec.run_status = {"command": BS16_COMMAND, "notes": ["n"]}
+    flags, notes, _, source = section.run_command(rec)
+    assert source == "run.json / command.sh" and notes == ["n"] and flags["per_device_train_batch_size"] == "16"
+
+
+def test_article_facts_come_from_the_seeds(results_tree, tmp_path):
+    """Change the article's sample count in a copy of the seeds: the epoch's step count, the plain statement and the
+    cut-run label follow it (no literal 94, 1500 or 873 in the report)."""
+    from analysis.present.report import header, published
+    from analysis.present.report.context import Context
+
+    seeds = tmp_path / "seeds"
+    shutil.copytree(REPO / "seeds", seeds)
+    path = seeds / "ms_swift_hw_test.yaml"
+    text = path.read_text(encoding="utf-8")
+    old = "metric: dataset_samples\n    value: 1500\n"
+    assert old in text
+    path.write_text(text.replace(old, "metric: dataset_samples\n    value: 3200\n"), encoding="utf-8")
+    ctx = Context.load(results_tree, seeds_dir=seeds, out_dir=tmp_path / "out")
+    assert "instead of one epoch (200 steps)" in header.header(ctx)
+    statement = " ".join(published.plain_statement(ctx).split())
+    assert "3,200 samples / global batch 16 = 200.00, so 200 optimizer steps per epoch, not the published 873" \
+        in statement
+    comp = published.comparison(ctx)
+    samples = comp[comp["quantity"] == "samples (train + eval split)"].iloc[0]
+    assert samples["published"] == 3200 and samples["published text"] == "1500"  # the text as printed
+    assert samples["measured / published"] == pytest.approx(samples["measured"] / 3200)

@@ -101,9 +101,12 @@ def test_runspec_resolves_claims_experiments_and_keeps_matrix_keys():
     again = runner.RunSpec(hw="h200", experiment="rank4", max_steps=spec.max_steps, overrides=spec.overrides,
                            timeout_s=spec.timeout_s)
     assert again.key() == key
-    # Matrix experiments: the same key as before claims existed (old run.json files still match).
-    assert set(runner.RunSpec(hw="h200", experiment="seed").key()) == {"experiment", "recipe", "model", "data",
-                                                                       "max_steps", "overrides"}
+    # Matrix experiments run through the launcher with recipes.yaml's measurement options (token counts, two steps
+    # profiled after the warm-up), which are part of their key: runs made before (plain swift sft) do not match.
+    key = runner.RunSpec(hw="h200", experiment="seed").key()
+    assert set(key) == {"experiment", "recipe", "model", "data", "max_steps", "overrides", "launcher"}
+    assert key["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "cuda"}
+    assert runner.RunSpec(hw="h200", experiment="seed", launcher={}).key()["launcher"] == {}
 
 
 def _tiny_inputs(tmp_path):

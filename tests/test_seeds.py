@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.errors import InputError
-from analysis.seeds import (
+from analysis.core.errors import InputError
+from analysis.core.seeds import (
     DEFAULT_SEEDS_DIR,
     HW_KEYS,
     RECIPE_SEED,
@@ -327,3 +327,44 @@ def test_broken_seed_in_a_directory_stops_published_figures(tmp_path):
     _broken_copy(tmp_path, lambda d: _figure(d, "a10.speedup_vs_a10").update(value=1.0))
     with pytest.raises(InputError, match="a10.speedup_vs_a10"):
         published_figures(tmp_path)
+
+
+# ----------------------------------------------------------------- analysis.judge: seed checks, published
+
+
+def test_seed_checks_frame_recomputes_every_formula():
+    from analysis.judge.seed_checks import checks_frame, load_seeds, safe_eval
+
+    seeds = load_seeds(DEFAULT_SEEDS_DIR)
+    assert set(seeds) == {p.name for p in SEED_FILES}
+    df = checks_frame(seeds)
+    n_checks = sum(len(c.get("internal_checks") or []) for data in seeds.values() for c in data["claims"])
+    assert len(df) == n_checks > 20 and df["result_ok"].all()
+    for row in df.itertuples():  # the frame's recomputation is this module's plain-arithmetic evaluator
+        assert row.recomputed == pytest.approx(evaluate(row.formula)), row.check
+    row = df[(df.claim == "convergence.total_steps") & (df.check == "optimizer_steps_per_epoch")].iloc[0]
+    assert row.recomputed == 94 and row.published == 873 and row.consistent == False  # noqa: E712
+    a10 = df[(df.claim == "speed.tokens_per_s_derivation") & (df.check == "a10")].iloc[0]
+    assert a10.published == "1,641" and a10.fragment == "1,\n6"  # printed number and extracted fragment as stored
+    assert safe_eval("ceil(1500 / (1 * 16))") == 94 and safe_eval("__import__('os')") is None
+
+
+def test_published_comparisons_are_computed_from_the_figures(figures):
+    from analysis.judge import published as P
+
+    assert P.hardware_with(figures, "ms_per_step") == ["a10", "rtx4090", "a100", "h100"]
+    assert P.hardware_with(figures, "lora_adapter_share_pct") == []  # only last digits survive
+    assert P.hardware_with(figures, "lora_adapter_share_pct", legible=False) == ["a10", "rtx4090", "a100", "h100"]
+    assert P.value(figures, "a10", "ms_per_step") == 1248 and P.value(figures, "a10", "tokens_per_s") is None
+    assert P.value(figures, None, "total_steps") == 873 and P.text(figures, None, "dataset_samples") == "1500"
+    assert P.text(figures, None, "lora_adapter_share_range_pct") == "5%-\n2%"
+    assert P.article_tokens_per_step() == EXPECTED_FLAGS["max_length"] == 2048
+    assert P.epoch(figures) == {"samples": 1500, "batch": 16, "samples_per_batch": 93.75, "steps": 94,
+                                "published_steps": 873}
+    assert P.nearest("a100", figures) == ("a100", "same hardware")
+    ref, relation = P.nearest("h200", figures)  # the same dense BF16 peak as the H100, 989 TFLOPS
+    assert ref == "h100" and relation.startswith("cross-hardware: H200 measured vs H100 SXM5 80GB published (same")
+    facts = P.speed_facts([], [], figures)
+    assert [(x["hw"], round(x["tokens_per_s"])) for x in facts["published"]] == [
+        ("a10", 1641), ("rtx4090", 2296), ("a100", 3298), ("h100", 5292)]  # the article's printed column
+    assert facts["epoch"]["steps"] == 94 and facts["tokens_per_sample"] is None and facts["steps"] == []

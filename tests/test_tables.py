@@ -1,16 +1,33 @@
-"""Speedup and convergence tables on a results tree built from fixtures."""
+"""Speedup and convergence tables on a results tree built from fixtures: every number is the measure stage's."""
+import json
+
 import pytest
 
-from analysis.tables import convergence_table, loss_drop_stats, speedup_table
+from analysis.measure import compare, flops, loss, steps, throughput
+from analysis.parse.record import RunRecord
+from analysis.parse.results import collect
+from analysis.present.tables import convergence_table, speedup_table, tables
+
+
+def _record(results_tree, hw, exp):
+    return next(r for r in collect(results_tree) if (r.hw, r.experiment) == (hw, exp))
 
 
 def test_speedup_versus_slowest_when_baseline_missing(results_tree):
     df = speedup_table(results_tree, baseline="a10")
     seed = df[(df.experiment == "seed") & (df.source == "measured")].set_index("hw")
-    # a100 runs the 2.0 s/step fixture, h200 the 0.9 s one, h100 the killed 6.2 s one: h100 is slowest.
+    # a100 runs the 2.0 s/step fixture, h200 the 0.9 s one, h100 the killed 6.2 s one. The killed run has no tokens/s
+    # (no summary line, so no mean sample length), so no speed-up can be taken against it: the slowest row with one,
+    # a100, is the baseline.
     assert set(seed.index) == {"a100", "h100", "h200"}
-    assert seed.loc["h100", "speedup"] == pytest.approx(1.0)
-    assert seed.loc["h200", "speedup"] == pytest.approx(seed.loc["h100", "ms_per_step"] / seed.loc["h200", "ms_per_step"])
+    assert (seed["baseline"] == "a100").all()
+    assert seed.loc["a100", "speedup"] == pytest.approx(1.0)
+    assert seed.loc["h200", "speedup"] == pytest.approx(2.0 / 0.9, rel=0.03)
+    a100, h200 = _record(results_tree, "a100", "seed"), _record(results_tree, "h200", "seed")
+    assert seed.loc["h200", "speedup"] == compare.speedup(a100, h200).factor
+    assert seed.loc["h200", "speedup"] == pytest.approx(
+        throughput.throughput(h200).tokens_per_s / throughput.throughput(a100).tokens_per_s)
+    assert seed.loc["h100", "speedup"] != seed.loc["h100", "speedup"]  # NaN: the killed run has no tokens/s
     assert seed.loc["h200", "ms_per_step"] == pytest.approx(900, rel=0.02)
     assert seed.loc["h200", "ms_per_micro_step"] == pytest.approx(900 / 16, rel=0.02)
     assert "dummy weights" in seed.loc["h200", "labels"] and "ms-swift 4.6.0" in seed.loc["h200", "labels"]
@@ -23,12 +40,34 @@ def test_speedup_explicit_baseline(results_tree):
     assert seed.loc["h200", "speedup"] == pytest.approx(2.0 / 0.9, rel=0.03)
 
 
+def test_measured_row_is_the_measure_stage(results_tree):
+    df = speedup_table(results_tree)
+    row = df[(df.hw == "h200") & (df.experiment == "bs16")].iloc[0]
+    rec = _record(results_tree, "h200", "bs16")
+    st, tp = steps.step_time(rec), throughput.throughput(rec)
+    assert row.ms_per_step == st["median"] * 1000
+    assert row.ms_per_step_ci95 == f"{st['ci95_low'] * 1000:.0f}-{st['ci95_high'] * 1000:.0f}"
+    assert row.ms_per_micro_step == steps.micro_step_ms(rec)
+    assert (row.tokens_per_s, row.tokens_per_s_low, row.tokens_per_s_high) == (tp.tokens_per_s, tp.low, tp.high)
+    assert row.tokens_per_s_low < row.tokens_per_s < row.tokens_per_s_high
+    assert row.tokens_source == "mean length x samples per step"  # no tokens.jsonl in the fixture
+    # ratio of sums over the steady intervals, by hand: mean tokens per sample x 16 per step over their seconds
+    kept = steps.steady_intervals(rec)
+    assert row.tokens_per_s == pytest.approx(
+        127.801209 * 16 * sum(iv.steps for iv in kept) / sum(iv.seconds for iv in kept))
+    assert row.samples_per_s == pytest.approx(16 / st["median"])
+    assert row.mfu == flops.mfu(rec, tp.tokens_per_s)["mfu"]
+    assert row.peak_gib == 75.80
+
+
 def test_published_rows_beside_measured(results_tree):
     df = speedup_table(results_tree)
     pub = df[df.source == "published"].set_index("hw")
     assert pub.loc["a10", "ms_per_step"] == 1248 and pub.loc["h100", "ms_per_step"] == 387
     assert pub.loc["a10", "speedup"] == pytest.approx(1.0)
     assert pub.loc["h100", "speedup"] == pytest.approx(1248 / 387)
+    assert pub.loc["h100", "speedup"] == compare.time_speedup(1248, 387).factor
+    assert pub["tokens_per_s"].isna().all()  # the article's tokens/s column is illegible: no number
     seed = df[(df.experiment == "seed") & (df.source == "measured")].set_index("hw")
     # h100 measured (fixture) against the published 387 ms per (micro-)step.
     assert seed.loc["h100", "published_ms_per_step"] == 387
@@ -40,21 +79,41 @@ def test_convergence(results_tree):
     row = df[(df.hw == "h200") & (df.experiment == "bs16")].iloc[0]
     assert row.final_eval_loss == pytest.approx(9.98833084) and row.steps == 94
     assert row.wall_time_to_last_eval_s == pytest.approx(1.109092 * 94)
+    assert row.final_train_loss == pytest.approx((9.79417877 + 9.86962967 + 10.0776268) / 3)
     assert (df.source == "published").sum() >= 4
+    pub = df[df.source == "published"].set_index("hw")
+    assert (pub["steps"] == 873).all() and pub["final_eval_loss"].isna().all()  # losses illegible: text only
+    assert pub.loc["h100", "labels"] == "published; loss text '712'"
 
 
 def test_loss_drop_by_hand():
     curve = [[0, 10.0], [10, 8.0], [20, 6.0], [30, 5.0], [40, 5.2], [50, 4.8]]
-    out = loss_drop_stats(curve, final=5.0)
+    rec = RunRecord(path="x", hw=None, experiment=None, run="x", train_loss=curve)
+    assert loss.final_train_loss(rec) == pytest.approx(5.0)  # mean of the last three: (5.0 + 5.2 + 4.8) / 3
+    out = loss.loss_drop_stats(rec)
     # drop 5.0 over 50 steps -> 10 per 100 steps; 50 % (7.5) first reached at 20 (6.0); 90 % (5.5) at 30.
-    assert out == {"loss_drop_per_100_steps": 10.0, "steps_to_50pct_drop": 20, "steps_to_90pct_drop": 30}
+    assert out["loss_drop_per_100_steps"] == pytest.approx(10.0)
+    assert (out["steps_to_50pct_drop"], out["steps_to_90pct_drop"]) == (20, 30)
 
 
 def test_failed_run_shows_as_failed(results_tree):
-    import json
     bad = results_tree / "a10" / "seed" / "run-oom"
     bad.mkdir(parents=True)
-    (bad / "run.json").write_text(json.dumps({"status": "failed", "reason": "CUDA out of memory", "experiment": "seed"}))
+    (bad / "run.json").write_text(json.dumps({"status": "failed", "reason": "CUDA out of memory",
+                                              "experiment": "seed"}))
     df = speedup_table(results_tree)
     row = df[(df.hw == "a10") & (df.source == "measured")].iloc[0]
     assert row.status == "failed" and "out of memory" in row.labels
+    assert row.baseline == "a100" and row.speedup != row.speedup  # a10 has no time: not the baseline, no speed-up
+
+
+def test_compact_and_cli_json(results_tree, capsys):
+    from analysis.cli import main
+
+    t = tables(results_tree, compact=True)
+    assert "tokens_per_s_low" not in t["speedup"].columns and "speedup" in t["speedup"].columns
+    assert main(["tables", str(results_tree), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    bs16 = next(r for r in out["speedup"] if r["experiment"] == "bs16")
+    assert {"tokens_per_s_low", "tokens_per_s_high", "tokens_source", "speedup", "baseline"} <= set(bs16)
+    assert bs16["speedup"] == pytest.approx(1.0) and bs16["baseline"] == "h200"

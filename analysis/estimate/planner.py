@@ -16,6 +16,7 @@ Every constant, with whether it is physical or calibrated, is in analysis/data/p
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any

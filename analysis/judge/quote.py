@@ -14,7 +14,8 @@ from analysis.parse.record import RunRecord
 
 def host_note(test: RunRecord, base: RunRecord, whose: str) -> str | None:
     """"TEST's host vs WHOSE BASE's host" when both are known and differ (host-bound steps depend on it), else None."""
-    return f"{test.host} vs {whose} {base.host}" if other_host(test, base) else None
+    text = other_host(test, base)  # 'TEST's host (probe) vs BASE's host (probe)'
+    return None if text is None else text.replace(" vs ", f" vs {whose} ", 1)
 
 
 def speedup_numbers(base: RunRecord, test: RunRecord) -> dict:
@@ -36,13 +37,16 @@ def speedup_numbers(base: RunRecord, test: RunRecord) -> dict:
     return out
 
 
-def seed_multiple(test: RunRecord, seed: RunRecord) -> dict:
-    """TEST's tokens/s as a multiple of SEED's (measure.compare.speedup unpaired: the two runs trained other
-    batches), with the range from the two runs' bootstrap ranges. Keys: tokens_per_s, seed_tokens_per_s,
-    tokens_source, seed_tokens_source, and ratio / ratio_low / ratio_high where measured."""
-    sp = speedup(seed, test, pair=False)
+def seed_multiple(test: RunRecord, seed: RunRecord, paired: bool = False) -> dict:
+    """TEST's speed as a multiple of SEED's (measure.compare.speedup): unpaired by default (tokens/s ratio, range from
+    the two runs' bootstrap ranges); PAIRED: step by step where both trained the same batches. Keys: tokens_per_s,
+    seed_tokens_per_s, tokens_source, seed_tokens_source, hosts, how, paired_steps, and ratio / ratio_low /
+    ratio_high where measured."""
+    sp = speedup(seed, test, pair=paired)
     out = {"tokens_per_s": rnd(sp.test.tokens_per_s, 1), "seed_tokens_per_s": rnd(sp.base.tokens_per_s, 1),
            "tokens_source": sp.test.source, "seed_tokens_source": sp.base.source}
+    if paired:
+        out.update(hosts=sp.hosts, how=sp.how, paired_steps=sp.paired_steps)
     if sp.factor is not None:
         out["ratio"] = rnd(sp.factor, 2)
         if sp.low is not None:

@@ -10,6 +10,7 @@ from analysis.judge.band import loss_check
 from analysis.judge.quote import host_note, paired_note, seed_multiple, speedup_numbers
 from analysis.judge.result import not_run, result, rnd
 from analysis.judge.select import Runs, pick, seed_baseline
+from analysis.measure.compare import SAME_HOST
 from analysis.measure.memory import common_peaks
 from analysis.measure.profile import busy_fraction
 from analysis.measure.steps import step_time
@@ -156,7 +157,7 @@ def rule_target_speedup(claim: dict, runs: Runs, **_) -> dict:
         return not_run(claim, runs)
     if not rec.ok:
         return result("does not hold", f"{rule['run']} failed: {rec.failure}", runs=[rec, seed])
-    nums = seed_multiple(rec, seed)
+    nums = seed_multiple(rec, seed, paired=bool(rule.get("paired")))
     lc = loss_check(rec, rule["spread"], runs)
     nums.update({k: v for k, v in lc.items() if k != "counts"}, peak_gib=rec.peak_mem_gib,
                 combination=rec.overrides)
@@ -168,6 +169,9 @@ def rule_target_speedup(claim: dict, runs: Runs, **_) -> dict:
                                       f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band (|dev| "
                                       f"{lc.get('loss_dev_from_seed_mean')} vs range {lc.get('seed_range')})")
               + f"; recipe: {nums['combination']}")
+    if rule.get("paired"):
+        detail += (f"; {nums['how']}" + (f" over {nums['paired_steps']} steps" if nums.get("paired_steps") else "")
+                   + f", {nums['hosts']} ({rec.host} / {seed.host})")
     elsewhere = host_note(rec, seed, "the seed run's")
     if elsewhere:
         nums["other_host"] = elsewhere
@@ -183,6 +187,9 @@ def rule_target_speedup(claim: dict, runs: Runs, **_) -> dict:
         detail += (f"; against {name} ({where}, {q.get('seed_tokens_per_s')} tokens/s): {q.get('ratio')}x (95 % range "
                    f"{q.get('ratio_low')} .. {q.get('ratio_high')}x)")
     lo, hi = nums.get("ratio_low"), nums.get("ratio_high")
+    if rule.get("same_host") and nums.get("hosts") != SAME_HOST:  # a ratio across hosts decides nothing here
+        return result("inconclusive", detail + f"; the rule needs one host, the pair is {nums.get('hosts')}",
+                      nums, [rec, seed])
     if lc["counts"] is False or (hi is not None and hi < need):
         return result("does not hold", detail, nums, [rec, seed])
     if lc["counts"] and lo is not None and lo >= need:

@@ -5,6 +5,8 @@ equal on every common steady step) are compared step by step: factor = sum of BA
 the steps both timed, a bootstrap of steps as pairs for the range (each step is its own control). Other runs: factor
 = TEST's tokens/s / BASE's tokens/s, range from the two bootstrap ranges (low = T.low / B.high, high = T.high / B.low).
 A published row has only a time per step: factor = BASE's ms / TEST's ms, without a range.
+Every speed-up says whether its two runs ran on one host (`hosts`): a host-bound step moves with the host (two hosts
+of one H200 kind ran the seed recipe 30 % apart), so a ratio across hosts is labelled cross-host, never silent.
 """
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from analysis.measure.throughput import Throughput, ratio_of_sums, throughput
 from analysis.parse.record import RunRecord
 
 
+SAME_HOST, CROSS_HOST, UNVERIFIED = "same host", "cross-host", "host unverified"
+
+
 @dataclass(frozen=True)
 class Speedup:
     factor: float | None
@@ -22,7 +27,8 @@ class Speedup:
     high: float | None = None
     how: str = "tokens/s ratio"        # paired steps | tokens/s ratio | time per step
     paired_steps: int | None = None
-    other_host: str | None = None      # 'TEST host vs BASE host' when both are known and differ
+    other_host: str | None = None      # 'TEST host vs BASE host' when the two are known to differ
+    hosts: str = UNVERIFIED             # same host | cross-host | host unverified
     base: Throughput | None = None
     test: Throughput | None = None
 
@@ -71,21 +77,45 @@ def tokens_ratio(t: Throughput, b: Throughput) -> dict:
     return out
 
 
+def host_relation(a: RunRecord, b: RunRecord) -> str:
+    """Whether two runs ran on one host: 'same host' (equal host ids), 'cross-host' (different ids, or machines of
+    different shapes), 'host unverified' (a run without a host id, on a machine of the same shape)."""
+    if a.host_id and b.host_id:
+        return SAME_HOST if a.host_id == b.host_id else CROSS_HOST
+    if a.host and b.host and a.host != b.host:
+        return CROSS_HOST
+    return UNVERIFIED
+
+
+def probe_text(rec: RunRecord) -> str:
+    p = rec.host_probe
+    if all(v is None for v in p.values()):
+        return "no host probe"
+    fmt = lambda v, unit: "?" if v is None else f"{v:.3g} {unit}"  # noqa: E731
+    return (f"Python {fmt(p['python_ns'], 'ns/iter')}, dispatch {fmt(p['dispatch_us'], 'us/op')}, "
+            f"LoRA step {fmt(p['lora_ms'], 'ms')}")
+
+
 def other_host(test: RunRecord, base: RunRecord) -> str | None:
-    """'TEST's host vs BASE's host' when both are known and differ (host-bound steps depend on the host)."""
+    """'TEST's host vs BASE's host' (with their probe figures where measured) when the two are known to differ:
+    host-bound steps depend on the host, so such a ratio is a cross-host one. None for the same or an unverified host."""
+    if host_relation(test, base) != CROSS_HOST:
+        return None
     ht, hb = test.host, base.host
-    return f"{ht} vs {hb}" if ht and hb and ht != hb else None
+    if test.host_id and base.host_id:
+        return f"{ht} ({probe_text(test)}) vs {hb} ({probe_text(base)})"
+    return f"{ht} vs {hb}"
 
 
 def speedup(base: RunRecord, test: RunRecord, pair: bool = True) -> Speedup:
     """How much faster TEST is than BASE (see the module docstring). PAIR=False skips step-by-step pairing."""
     b, t = throughput(base), throughput(test)
-    host = other_host(test, base)
+    host, rel = other_host(test, base), host_relation(test, base)
     q = paired_ratio(base, test) if pair else None
     if q is not None:
-        return Speedup(q["ratio"], q["low"], q["high"], "paired steps", q["n_steps"], host, b, t)
+        return Speedup(q["ratio"], q["low"], q["high"], "paired steps", q["n_steps"], host, rel, b, t)
     r = tokens_ratio(t, b)
-    return Speedup(r["ratio"], r["low"], r["high"], "tokens/s ratio", None, host, b, t)
+    return Speedup(r["ratio"], r["low"], r["high"], "tokens/s ratio", None, host, rel, b, t)
 
 
 def time_speedup(base_ms: float | None, test_ms: float | None) -> Speedup:

@@ -54,7 +54,7 @@ def intervals(rec: RunRecord) -> list[Interval]:
             reason = "warm-up"
         elif any(a <= e < b for e in rec.event_steps):
             reason = "eval/save"
-        elif b in profiled:
+        elif any(a < p <= b for p in profiled):
             reason = "profiled"
         out.append(Interval(a, b, tb - ta, reason))
     return out

@@ -140,8 +140,24 @@ class RunRecord:
         return {int(s["step"]) for s in (self.profile or {}).get("steps", []) if "step" in s}
 
     @property
+    def host_id(self) -> str | None:
+        """The stable host id of env.json's host fingerprint (experiments/host.py); None for runs made before it."""
+        return ((self.env.get("host") or {}).get("fingerprint") or {}).get("host_id")
+
+    @property
+    def host_probe(self) -> dict:
+        """The host-speed probe's three figures (None where not measured): Python ns per loop iteration, eager CUDA
+        op dispatch microseconds, LoRA-shaped forward+backward ms."""
+        probe = (self.env.get("host") or {}).get("probe") or {}
+        return {key: (probe.get(part) or {}).get("value") for key, part in
+                (("python_ns", "python_loop"), ("dispatch_us", "dispatch"), ("lora_ms", "lora_step"))}
+
+    @property
     def host(self) -> str | None:
-        """The host the run was made on, as far as host-bound speed goes (CPU model and count, RAM; env.json)."""
+        """The host the run was made on: its host id, else (runs made before host fingerprints) what env.json says
+        of the machine (CPU model and count, RAM), which tells machines of different shapes apart but not two of one."""
+        if self.host_id:
+            return f"host {self.host_id}"
         if not self.env.get("cpu_count"):
             return None
         return f"{self.env.get('cpu_model') or 'CPU'} x {self.env['cpu_count']}, {self.env.get('ram_gib')} GiB RAM"

@@ -1,9 +1,9 @@
 """The report's figures (seaborn on matplotlib's Agg backend), one function per figure.
 
-Every function takes a tidy DataFrame that `analysis.report` builds, plus a title and the labels of the
-numbers it shows (dummy weights, offline data samples, cut run, forced hardware label, ms-swift version,
-published); the labels are drawn into the figure itself, under the axes, so a PNG copied out of the report
-still says how its numbers were obtained. `save` writes the PNG and closes the figure.
+Every function takes a tidy DataFrame that the report's sections (analysis.present.report) build, plus a title
+and the labels of the numbers it shows (dummy weights, offline data samples, cut run, forced hardware label,
+ms-swift version, published); the labels are drawn into the figure itself, under the axes, so a PNG copied
+out of the report still says how its numbers were obtained. `save` writes the PNG and closes the figure.
 """
 from __future__ import annotations
 
@@ -144,8 +144,8 @@ def step_time_spread(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
                     width=0.5)
     sns.stripplot(data=df, x="step_time_ms", y="name", order=order, hue="interval", ax=ax, size=4, jitter=0.15,
                   palette={k: c for k, c in zip(
-                      ["kept", "first interval", "warm-up", "eval/save"],
-                      [MEASURED_COLOR, "#ff7f0e", "#2ca02c", "#d62728"])})
+                      ["kept", "first interval", "warm-up", "eval/save", "profiled"],
+                      [MEASURED_COLOR, "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"])})
     ax.set(xlabel="ms per optimizer step of each logged interval (log scale; box: steady-state intervals)",
            ylabel="")
     ax.set_xscale("log")

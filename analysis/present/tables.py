@@ -1,22 +1,28 @@
-"""Speedup and convergence tables from a results tree, with the seed documents' published rows beside ours.
+"""Speed-up and convergence tables of a results tree, the seed article's published rows beside the measured ones.
 
-`swiftbench tables RESULTS_DIR [--baseline a10] [--format md|csv|json]`. Reads only what earlier stages
-wrote: run folders under RESULTS_DIR and the reviewed published figures under seeds/.
+`swiftbench tables RESULTS_DIR [--baseline a10] [--format md|csv|json] [--compact]`. Rows come from the run records
+(analysis.parse.results: one picked run per hardware and matrix experiment) and the reviewed published figures
+(seeds/); every number is what analysis.measure (step time, tokens/s, MFU, losses, speed-ups) or
+analysis.judge.published (measured vs published) returns: this module chooses rows and formats them, it computes no
+statistic.
 """
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.runs import collect
+from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
+from analysis.judge import published as P
+from analysis.measure import compare, flops, loss, steps, throughput
+from analysis.parse.record import RunRecord
+from analysis.parse.results import collect, is_matrix, latest_per_group
 
 SPEED_COLUMNS = [
     "hw", "experiment", "source", "status", "run", "labels", "ms_per_step", "ms_per_step_ci95",
-    "ms_per_micro_step", "tokens_per_s", "samples_per_s", "peak_gib", "mfu", "speedup",
-    "published_ms_per_step", "measured_over_published",
+    "ms_per_micro_step", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", "tokens_source", "samples_per_s",
+    "peak_gib", "mfu", "speedup", "published_ms_per_step", "measured_over_published",
 ]
 CONVERGENCE_COLUMNS = [
     "hw", "experiment", "source", "status", "run", "labels", "steps", "final_train_loss", "final_eval_loss",
@@ -29,98 +35,58 @@ COMPACT = {  # --compact: the columns that fit a README page
     "convergence": ["hw", "experiment", "source", "steps", "final_train_loss", "final_eval_loss", "eval_token_acc",
                     "steps_to_50pct_drop", "wall_time_to_last_eval_s", "labels"],
 }
-SEED_EXPERIMENT = "seed"  # the experiment that reproduces the published recipe; published rows sit beside it
+SEED_EXPERIMENT = P.SEED_EXPERIMENT  # the experiment that reproduces the published recipe; published rows sit beside it
+PUBLISHED_RUN = "seeds/ms_swift_hw_test.yaml"
 
 
 # ------------------------------------------------------------------------------------------ measured
 
 
-def _latest_per_group(rows: list[dict]) -> list[dict]:
-    """One row per (hw, experiment): the successful run with the most steps (the least cut), newest first
-    among equals; else the newest failed one. Every run stays listed by `runs_table`."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["hw"], r["experiment"]), []).append(r)
-    out = []
-    for _, runs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
-        ok = [r for r in runs if r["status"] == "ok"]
-        pick = sorted(ok or runs, key=lambda r: (r.get("global_steps") or 0, r["run"]))[-1]
-        out.append({**pick, "n_runs": len(runs)})
-    return out
+def measured_records(results_dir: str | Path) -> list[RunRecord]:
+    """The picked run per (hw, matrix experiment); claims runs are left to analysis.judge."""
+    return latest_per_group([r for r in collect(results_dir) if is_matrix(r)])
 
 
-def loss_drop_stats(curve: list[list[float]], final: float | None) -> dict:
-    """Loss drop per 100 steps and the first logged steps at which 50 % / 90 % of the total drop is reached.
-
-    total drop D = first logged loss - final loss (mean of the last three logged); rate = D / (last step -
-    first step) x 100.
-    """
-    out = {"loss_drop_per_100_steps": None, "steps_to_50pct_drop": None, "steps_to_90pct_drop": None}
-    if len(curve) < 2 or final is None:
-        return out
-    (s0, l0), (s_last, _) = curve[0], curve[-1]
-    drop = l0 - final
-    if s_last > s0:
-        out["loss_drop_per_100_steps"] = drop / (s_last - s0) * 100
-    if drop > 0:
-        for frac, key in ((0.5, "steps_to_50pct_drop"), (0.9, "steps_to_90pct_drop")):
-            target = l0 - frac * drop
-            out[key] = next((s for s, v in curve if v <= target), None)
-    return out
+def labels_text(rec: RunRecord) -> str:
+    return "; ".join(rec.labels) + (f"; failed: {rec.failure}" if rec.failure else "")
 
 
-def measured_rows(results_dir: str | Path) -> list[dict]:
-    """The picked run per (hw, matrix experiment); claims runs are left to analysis.claims."""
-    from analysis.runs import is_matrix
-
-    return _latest_per_group([r for r in collect(results_dir) if is_matrix(r)])
+def _identity(rec: RunRecord) -> dict:
+    return {"hw": rec.hw, "experiment": rec.experiment, "source": "measured", "status": rec.status, "run": rec.run,
+            "labels": labels_text(rec)}
 
 
-def _speed_row(r: dict) -> dict:
-    st = r.get("step_time_s") or {}
-    med = st.get("median")
+def _ms(seconds: float | None) -> float | None:
+    return seconds * 1000 if seconds else None
+
+
+def speed_row(rec: RunRecord) -> dict:
+    """One measured row of the speed table (without the speed-up, which needs the baseline)."""
+    st = steps.step_time(rec)
+    tp = throughput.throughput(rec)
     ci = None
-    if st.get("ci95_low") is not None:
+    if st["ci95_low"] is not None:
         ci = f"{st['ci95_low'] * 1000:.0f}-{st['ci95_high'] * 1000:.0f}"
     return {
-        "hw": r["hw"], "experiment": r["experiment"], "source": "measured", "status": r["status"],
-        "run": r["run"], "labels": "; ".join(r["labels"]) + (f"; failed: {r['failure']}" if r.get("failure") else ""),
-        "ms_per_step": med * 1000 if med else None, "ms_per_step_ci95": ci,
-        "ms_per_micro_step": r.get("micro_step_time_ms"), "tokens_per_s": r.get("tokens_per_s"),
-        "samples_per_s": r.get("samples_per_s"), "peak_gib": r.get("peak_mem_gib"), "mfu": r.get("mfu"),
+        **_identity(rec), "ms_per_step": _ms(st["median"]), "ms_per_step_ci95": ci,
+        "ms_per_micro_step": steps.micro_step_ms(rec), "tokens_per_s": tp.tokens_per_s, "tokens_per_s_low": tp.low,
+        "tokens_per_s_high": tp.high, "tokens_source": tp.source if tp.tokens_per_s is not None else None,
+        "samples_per_s": throughput.samples_per_s(rec), "peak_gib": rec.peak_mem_gib,
+        "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
     }
 
 
 # ----------------------------------------------------------------------------------------- published
 
 
-def _published(seeds_dir: str | Path | None) -> pd.DataFrame:
-    try:
-        from analysis.core.seeds import published_figures
-    except ModuleNotFoundError:
-        return pd.DataFrame(columns=["hw", "metric", "value"])
-    return published_figures(seeds_dir) if seeds_dir else published_figures()
-
-
-def _pub_value(pub: pd.DataFrame, hw: str, metric: str):
-    hit = pub[(pub["hw"] == hw) & (pub["metric"] == metric)]
-    if hit.empty:
-        return None
-    v = hit.iloc[0]["value"]
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
-
-
 def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
     rows = []
-    for hw in [h for h in pub["hw"].dropna().unique()]:
-        ms = _pub_value(pub, hw, "ms_per_step")
-        if ms is None:
-            continue
+    for hw in P.hardware_with(pub, "ms_per_step"):
         rows.append({
             "hw": hw, "experiment": SEED_EXPERIMENT, "source": "published", "status": "published",
-            "run": "seeds/ms_swift_hw_test.yaml", "labels": "published (ms-swift hardware article)",
-            "ms_per_step": ms, "tokens_per_s": _pub_value(pub, hw, "tokens_per_s"),
-            "peak_gib": _pub_value(pub, hw, "peak_mem_gib"),
+            "run": PUBLISHED_RUN, "labels": "published (ms-swift hardware article)",
+            "ms_per_step": P.value(pub, hw, "ms_per_step"), "tokens_per_s": P.value(pub, hw, "tokens_per_s"),
+            "peak_gib": P.value(pub, hw, "peak_mem_gib"),
         })
     return rows
 
@@ -128,65 +94,74 @@ def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
 # ------------------------------------------------------------------------------------------- tables
 
 
-def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path | None = None,
-                  rows: list[dict] | None = None) -> pd.DataFrame:
-    """Measured rows (one per hw x experiment) and published rows, speedup versus the baseline.
+def pick_baseline(rows: list[dict], baseline: str) -> dict | None:
+    """The row of one experiment and source that speed-ups are relative to: BASELINE's row when it has a time per step
+    (and, for measured rows, a tokens/s: the speed-up is a ratio of throughputs or paired step times); else the
+    slowest such row."""
+    usable = [r for r in rows if r.get("ms_per_step") is not None
+              and (r["source"] != "measured" or r.get("tokens_per_s") is not None)]
+    hit = [r for r in usable if r["hw"] == baseline]
+    if hit:
+        return hit[0]
+    return max(usable, key=lambda r: r["ms_per_step"]) if usable else None
 
-    speedup = baseline ms per optimizer step / this row's, within one experiment and one source; when the
-    baseline has no row there, the slowest row of that experiment and source is the baseline.
-    measured_over_published = measured ms per micro-step / published ms per step on the same hardware (the
-    article's "step" is one forward-backward pass of one sample, i.e. our micro-step at batch 1).
+
+def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path | None = None,
+                  records: list[RunRecord] | None = None) -> pd.DataFrame:
+    """Measured rows (one per hw x experiment) and published rows, speed-up versus the baseline.
+
+    speedup, measured rows: analysis.measure.compare.speedup(baseline run, this run).factor (paired step times where
+    both trained the same batches, else the tokens/s ratio); published rows: time_speedup(baseline ms, this ms). The
+    baseline is BASELINE's row of the same experiment and source, else the slowest (pick_baseline).
+    measured_over_published: analysis.judge.published.micro_step_vs_published (our ms per micro-step / the published
+    ms per step on the same hardware; the article's "step" is one forward-backward pass of one sample).
     """
-    measured = [_speed_row(r) for r in (rows if rows is not None else measured_rows(results_dir))]
-    pub = _published(seeds_dir)
-    published = published_speed_rows(pub)
-    df = pd.DataFrame(measured + published, columns=SPEED_COLUMNS)
-    df["baseline"] = None
-    for (exp, src), idx in df.groupby(["experiment", "source"]).groups.items():
-        part = df.loc[idx]
-        base = part[(part["hw"] == baseline) & part["ms_per_step"].notna()]
-        if base.empty:
-            valid = part[part["ms_per_step"].notna()]
-            if valid.empty:
-                continue
-            base = valid.loc[[valid["ms_per_step"].idxmax()]]
-        base_ms = float(base.iloc[0]["ms_per_step"])
-        df.loc[idx, "speedup"] = base_ms / df.loc[idx, "ms_per_step"]
-        df.loc[idx, "baseline"] = base.iloc[0]["hw"]
-    for i, r in df[df["source"] == "measured"].iterrows():
-        if r["experiment"] != SEED_EXPERIMENT:
+    records = records if records is not None else measured_records(results_dir)
+    by_row: list[tuple[dict, RunRecord | None]] = [(speed_row(r), r) for r in records]
+    pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
+    by_row += [(row, None) for row in published_speed_rows(pub)]
+    groups: dict[tuple, list[tuple[dict, RunRecord | None]]] = {}
+    for row, rec in by_row:
+        groups.setdefault((row["experiment"], row["source"]), []).append((row, rec))
+    for (_, source), members in groups.items():
+        base = pick_baseline([row for row, _ in members], baseline)
+        if base is None:
             continue
-        ms = _pub_value(pub, r["hw"], "ms_per_step") if len(pub) else None
-        df.at[i, "published_ms_per_step"] = ms
-        if ms and r["ms_per_micro_step"]:
-            df.at[i, "measured_over_published"] = r["ms_per_micro_step"] / ms
+        base_rec = next(rec for row, rec in members if row is base)
+        for row, rec in members:
+            row["baseline"] = base["hw"]
+            if source == "measured":
+                row["speedup"] = compare.speedup(base_rec, rec).factor
+            else:
+                row["speedup"] = compare.time_speedup(base["ms_per_step"], row["ms_per_step"]).factor
+    for row, rec in by_row:
+        if rec is not None and rec.experiment == SEED_EXPERIMENT:
+            row.update(P.micro_step_vs_published(rec, pub))
+    df = pd.DataFrame([row for row, _ in by_row], columns=SPEED_COLUMNS + ["baseline"])
     return df.sort_values(["experiment", "source", "hw"], ignore_index=True)
 
 
 def convergence_table(results_dir: str | Path, seeds_dir: str | Path | None = None,
-                      rows: list[dict] | None = None) -> pd.DataFrame:
+                      records: list[RunRecord] | None = None) -> pd.DataFrame:
+    """Per picked run: steps, final train / eval loss, eval token accuracy, the training loss's drop
+    (analysis.measure.loss), wall time to the last eval; and the article's final losses and accuracies."""
     out = []
-    for r in rows if rows is not None else measured_rows(results_dir):
-        base = _speed_row(r)
+    for r in records if records is not None else measured_records(results_dir):
         out.append({
-            **{k: base[k] for k in ("hw", "experiment", "source", "status", "run", "labels")},
-            "steps": r.get("global_steps"), "final_train_loss": r.get("final_train_loss"),
-            "final_eval_loss": r.get("final_eval_loss"), "eval_token_acc": r.get("final_eval_token_acc"),
-            **loss_drop_stats(r.get("train_loss") or [], r.get("final_train_loss")),
-            "wall_time_to_last_eval_s": r.get("wall_time_to_last_eval_s"),
+            **_identity(r), "steps": r.global_steps, "final_train_loss": loss.final_train_loss(r),
+            "final_eval_loss": loss.final_eval_loss(r), "eval_token_acc": loss.final_eval_token_acc(r),
+            **loss.loss_drop_stats(r), "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
         })
-    pub = _published(seeds_dir)
-    for hw in [h for h in pub["hw"].dropna().unique()]:
-        loss, acc = _pub_value(pub, hw, "final_eval_loss"), _pub_value(pub, hw, "final_eval_acc_pct")
-        steps = _pub_value(pub.assign(hw=pub["hw"].fillna("*")), "*", "total_steps")
-        text = pub[(pub["hw"] == hw) & (pub["metric"] == "final_eval_loss")]
-        if text.empty:
-            continue
+    pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
+    total_steps = P.value(pub, None, "total_steps")
+    for hw in P.hardware_with(pub, "final_eval_loss", legible=False):
+        acc = P.value(pub, hw, "final_eval_acc_pct")
         out.append({
             "hw": hw, "experiment": SEED_EXPERIMENT, "source": "published", "status": "published",
-            "run": "seeds/ms_swift_hw_test.yaml",
-            "labels": "published; loss text " + repr(str(text.iloc[0].get("text", ""))).replace("\\n", " "),
-            "steps": steps, "final_eval_loss": loss, "eval_token_acc": acc / 100 if acc else None,
+            "run": PUBLISHED_RUN,
+            "labels": "published; loss text " + repr(P.text(pub, hw, "final_eval_loss") or "").replace("\\n", " "),
+            "steps": total_steps, "final_eval_loss": P.value(pub, hw, "final_eval_loss"),
+            "eval_token_acc": acc / 100 if acc else None,
         })
     return pd.DataFrame(out, columns=CONVERGENCE_COLUMNS).sort_values(
         ["experiment", "source", "hw"], ignore_index=True)
@@ -214,12 +189,20 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    rows = measured_rows(args.results_dir)
-    speed = speedup_table(args.results_dir, args.baseline, args.seeds, rows=rows)
-    conv = convergence_table(args.results_dir, args.seeds, rows=rows)
-    if args.compact:
+def tables(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path | None = None,
+           compact: bool = False) -> dict[str, pd.DataFrame]:
+    """{"speedup": ..., "convergence": ...} of RESULTS_DIR (COMPACT: only the main columns)."""
+    records = measured_records(results_dir)
+    speed = speedup_table(results_dir, baseline, seeds_dir, records=records)
+    conv = convergence_table(results_dir, seeds_dir, records=records)
+    if compact:
         speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
+    return {"speedup": speed, "convergence": conv}
+
+
+def run(args) -> int:
+    t = tables(args.results_dir, args.baseline, args.seeds, args.compact)
+    speed, conv = t["speedup"], t["convergence"]
     if args.format == "json":
         print(json.dumps({"speedup": json.loads(speed.to_json(orient="records")),
                           "convergence": json.loads(conv.to_json(orient="records"))}, indent=2))

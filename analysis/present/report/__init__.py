@@ -1,0 +1,18 @@
+"""The report: an executed notebook that compares hardware and sets published numbers beside measured ones.
+
+    python -m analysis.present.report.build --results results --baseline a10 --out report    (swiftbench report)
+
+Modules, one concern each: context (the data every section shares, loaded once), html (tables, escaping, the CSS of
+report.css), one module per section (header, hardware, speed, spread, memory, convergence, utilisation, published,
+checks, claims, estimates, files), page (`Report`, the notebook's facade) and build (papermill + nbconvert + CLI).
+`Report` is imported lazily, so `swiftbench report --help` loads no section.
+"""
+from __future__ import annotations
+
+
+def __getattr__(name: str):
+    if name == "Report":
+        from analysis.present.report.page import Report
+
+        return Report
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,161 @@
+"""Building the report: input checks, papermill execution of the report notebook, nbconvert rendering, and the
+`swiftbench report` command.
+
+    python -m analysis.present.report.build --results results --baseline a10 --out report    (= make report)
+
+executes notebooks/report.ipynb with papermill (parameters: results dir, baseline hardware, hardware list,
+seeds dir, output dir) into OUT/report.ipynb and renders it with nbconvert into OUT/index.html, code hidden,
+no script and no network resource. The notebook writes its figures as PNG files and its tables as CSV
+files into OUT; the HTML loads the figures by relative path. Bad input (no such results folder, no run in
+it, a broken run.json, an unknown hardware key, a broken seed file) is one line on stderr and exit code 2. A section
+that fails while the notebook runs fails the report: `report: failed: <cell, exception>` on stderr, exit code 1,
+and no page.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from analysis.core import hardware, paths
+from analysis.core.errors import InputError
+from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
+from analysis.parse.results import collect, run_folders
+from analysis.present.report.context import DEFAULT_HARDWARE, hardware_list
+
+NOTEBOOK = paths.NOTEBOOKS / "report.ipynb"
+HTML_NAME = "index.html"
+NOTEBOOK_NAME = "report.ipynb"
+# nbconvert's lab template without its script tags (require.js, MathJax, mermaid come from a CDN): the page
+# is static, loads nothing from the network and works from a file:// URL.
+_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+
+class ReportFailed(RuntimeError):
+    """The notebook failed while executing (not bad input)."""
+
+
+def check_inputs(results: Path, baseline: str, hardware_wanted: list[str], seeds: Path, out: Path,
+                 notebook: Path = NOTEBOOK) -> None:
+    """Raise InputError for anything that would make the report meaningless (checked before the kernel)."""
+    hardware.require(baseline)
+    for h in hardware_wanted:
+        hardware.require(h)
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "output path exists and is not a folder")
+    if not notebook.is_file():
+        raise InputError(notebook, "report notebook missing (python notebooks/make_report_notebook.py)")
+    if not seeds.is_dir():
+        raise InputError(seeds, "no such seeds folder")
+    if not run_folders(results):
+        raise InputError(results, "no run folders (run.json or logging.jsonl) below this folder")
+    collect(results)
+    published_figures(seeds)
+
+
+def render_html(nb_path: Path, html_path: Path) -> Path:
+    """nbconvert HTML with the code hidden and no script or network resource."""
+    import nbformat
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.metadata["title"] = "swiftbench report"
+    exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({"swiftbench.html.j2": _TEMPLATE})],
+                            template_file="swiftbench.html.j2")
+    exporter.exclude_input = True
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
+    body, _ = exporter.from_notebook_node(nb)
+    html_path.write_text(body, encoding="utf-8")
+    return html_path
+
+
+def build(results: str | Path = "results", out: str | Path = "report", baseline: str = "a10",
+          hardware_wanted: str | list[str] = "", seeds: str | Path | None = None, timeout_s: int = 600,
+          notebook: str | Path = NOTEBOOK) -> dict:
+    """Execute the report notebook and render it; returns the paths and seconds taken. InputError for bad input,
+    ReportFailed when a cell fails (nothing is rendered then)."""
+    t0 = time.monotonic()
+    results, out, notebook = Path(results).resolve(), Path(out).resolve(), Path(notebook).resolve()
+    seeds = Path(seeds).resolve() if seeds else DEFAULT_SEEDS_DIR
+    hw = hardware_list(hardware_wanted)
+    check_inputs(results, baseline, hw, seeds, out, notebook)
+    import papermill as pm
+
+    out.mkdir(parents=True, exist_ok=True)
+    nb_out = out / NOTEBOOK_NAME
+    logging.getLogger("papermill").setLevel(logging.WARNING)
+    root = str(paths.ROOT)
+    entries = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join([root] + [p for p in entries if p != root])
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    try:
+        pm.execute_notebook(str(notebook), str(nb_out), cwd=root, progress_bar=False, log_output=False,
+                            execution_timeout=timeout_s, extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                            parameters={"results_dir": str(results), "baseline": baseline,
+                                        "hardware": ",".join(hw), "seeds_dir": str(seeds), "out_dir": str(out)})
+    except pm.PapermillExecutionError as exc:
+        raise ReportFailed(f"notebook cell {exc.exec_count} failed: {exc.ename}: {exc.evalue} (see {nb_out})") from None
+    html_path = render_html(nb_out, out / HTML_NAME)
+    return {"html": html_path, "notebook": nb_out, "seconds": time.monotonic() - t0}
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", default="results", help="results/<hw>/<experiment>/<run>/ (default results)")
+    parser.add_argument("--baseline", default="a10", help="hardware the speedup is relative to (default a10)")
+    parser.add_argument("--hardware", default="", help="comma-separated hardware classes to give a section "
+                        f"(default {','.join(DEFAULT_HARDWARE)}; classes with runs are always added)")
+    parser.add_argument("--seeds", default=None, help="folder of published figures (default: the suite's seeds/)")
+    parser.add_argument("--out", default="report", help="output folder (default report)")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds one notebook cell may take")
+
+
+def register(sub) -> None:
+    """`swiftbench report` (for analysis.cli's SUBCOMMAND_MODULES)."""
+    p = sub.add_parser("report", help="executed report notebook -> OUT/index.html")
+    _add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Entry of `swiftbench report`; InputError propagates to the CLI (one line, exit 2)."""
+    try:
+        info = build(args.results, args.out, args.baseline, args.hardware, args.seeds, args.timeout)
+    except ReportFailed as exc:
+        print(f"report: failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"{info['html']} ({info['seconds']:.1f} s)")
+    return 0
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad arguments as one line and exit code 2, like swiftbench's own parser."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _OneLineParser(prog="report", description=__doc__.splitlines()[0])
+    _add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except InputError as exc:
+        print(f"report: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

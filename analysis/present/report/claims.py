@@ -1,0 +1,155 @@
+"""Claims section: the claims audit's verdicts (analysis.judge.verdicts) with its figures (analysis.judge.frames),
+then every claim of the seed articles with where this report has data on it and the audit's verdict.
+
+A failure of the audit is not caught here: it fails the notebook, and with it `swiftbench report`.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pandas as pd
+
+from analysis.core.paths import relative
+from analysis.judge import config, frames
+from analysis.judge.verdicts import claims_table
+from analysis.present import plots
+from analysis.present.report import html as H
+from analysis.present.report.context import Context
+
+RECIPE_SEED = "ms_swift_hw_test.yaml"
+# Claims of the recipe article for which this report shows data (the verdicts are for the Claims section).
+CLAIM_EVIDENCE = {
+    "speed.tokens_per_s_derivation": "Published vs measured: tokens per sample and per step",
+    "convergence.total_steps": "Published vs measured: steps per epoch",
+    "memory.far_below_limit_24gb_enough": "Memory: peak per run against each class's capacity",
+    "memory.lora_7b_24gb": "Memory: the seed recipe's peak against 24 GB",
+    "memory.lora_adapter_share": "Published vs measured: trainable share of the parameters",
+    "flag.dataloader_num_workers_8": "Utilisation: the host-bound verdict of the seed recipe (not the flag)",
+    "speed.h100_31pct_of_a10": "Consistency of the published figures",
+    "speed.rtx4090_vs_a10_and_a100": "Consistency of the published figures",
+    "speed.table_speedups": "Consistency of the published figures",
+}
+SEED_COLUMNS = ["seed", "claim", "kind", "english", "testable here", "data in this report", "status"]
+
+
+def verdicts(ctx: Context) -> pd.DataFrame:
+    """The audit's claims table over every run of the results tree."""
+    # ms-swift, imported to read its argument list, logs to stderr and tqdm warns on import: the report page would
+    # show both as error boxes
+    with contextlib.redirect_stderr(io.StringIO()):
+        return claims_table(ctx.results_dir, seeds_dir=ctx.seeds_dir, records=ctx.records)
+
+
+def target_factor() -> float | None:
+    """The throughput bar of the audit (claims.yaml: the target_speedup rule's factor)."""
+    return next((c["rule"]["factor"] for c in config.claims() if c["rule"]["kind"] == "target_speedup"), None)
+
+
+def _common_labels(records) -> str:
+    if not records:
+        return ""
+    common = [lab for lab in records[0].labels if all(lab in r.labels for r in records[1:])]
+    return "; ".join(common)
+
+
+def recipes_figure(ctx: Context, rec: pd.DataFrame) -> list[str]:
+    by_path = {relative(r.path): r for r in ctx.records}
+    runs = [by_path[p] for p in rec["run"] if p in by_path]
+    labels = plots.labels_text([(f"{r.experiment} · {r.run}", r.labels) for r in runs])
+    seed_tps, factor = rec.attrs.get("seed_tokens_per_s"), target_factor()
+    hws = sorted({r.hw for r in runs if r.hw})
+    batches = sorted({r.samples_per_step for r in runs if r.samples_per_step})
+    title = ("Throughput recipes" + (f" at global batch {batches[0]}" if len(batches) == 1 else "")
+             + (f" ({', '.join(h.upper() for h in hws)})" if hws else ""))
+    stops = sorted({r.launcher["stop_after"] for r in runs if r.launcher.get("stop_after")})
+    full = sorted({r.max_steps for r in runs if r.launcher.get("stop_after") and r.max_steps})
+    steps_text = (", ".join(map(str, stops[:-1])) + " or " + str(stops[-1])) if len(stops) > 1 else \
+        "".join(map(str, stops))
+    cut = (f"Cut runs stop after step {steps_text} of the full "
+           f"{'/'.join(map(str, full)) or '?'}-step schedule, so every eval compares with the seed band at the same "
+           "step (no band where the seed runs have no eval at that step). " if stops else "")
+    return [
+        H.figure(ctx, plots.recipe_bars(rec, seed_tps, factor or 0, title, labels), "claims_recipes.png",
+                 "Measured tokens/s per recipe against the seed recipe"
+                 + (f" and the {factor:g}x bar" if factor else "")
+                 + "; colour: eval loss inside or outside the seed band at the recipe's last eval step"),
+        H.p(f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({H.e(rec.attrs.get('seed_run'))}, host "
+            f"{H.e(rec.attrs.get('seed_host') or 'unknown')}). " + cut
+            + "<i>other host</i>: made on another machine than the baseline (the host column), which matters for "
+            "host-bound steps.") if seed_tps else "",
+        H.html_table(rec.drop(columns=["run", "labels"]).assign(run=[p.rsplit("/", 1)[-1] for p in rec["run"]])),
+        H.csv(ctx, rec, "claims_recipes.csv"),
+    ]
+
+
+def claims_figures(ctx: Context) -> list[str]:
+    """Throughput recipes, where a step's time goes, and the capacity probes of the claims audit."""
+    out = []
+    rec = frames.recipes_frame(ctx.results_dir, records=ctx.records)
+    if not rec.empty:
+        out += recipes_figure(ctx, rec)
+    tb = frames.time_breakdown(ctx.results_dir, records=ctx.records)
+    if not tb.empty:
+        out += [H.p("<b>Where a step's time goes</b> (torch.profiler over the profiled steps; GPU busy = union of "
+                    "kernel and copy intervals; the profiler itself slows the host side, so wall time here is above "
+                    "the unprofiled median)."),
+                H.html_table(tb.drop(columns=["path"])), H.csv(ctx, tb, "claims_time_breakdown.csv")]
+    cap = frames.capacity_frame(ctx.results_dir, records=ctx.records)
+    if not cap.empty:
+        by_path = {relative(r.path): r for r in ctx.records}
+        runs = [by_path[p] for p in cap["path"] if p in by_path]
+        hws = sorted({r.hw for r in runs if r.hw})
+        title = ("Largest per-device batch under an allocator cap"
+                 + (f" ({', '.join(h.upper() for h in hws)}, seed recipe shape)" if hws else ""))
+        labels = "; ".join(x for x in (_common_labels(runs), "allocator capped per process (the cap of each row)") if x)
+        out += [H.figure(ctx, plots.capacity_points(cap, title, labels), "claims_capacity.png",
+                         "Capacity probes per cap: trained or out of memory"),
+                H.csv(ctx, cap, "claims_capacity.csv")]
+    return out
+
+
+def audited(table: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(seed file, seed claim id) -> the audit's verdict of the claim that covers it."""
+    verdict_of = dict(zip(table["id"], table["verdict"]))
+    out = {}
+    for c in config.claims():
+        src = c["source"]
+        for cid in [src.get("claim"), *(src.get("also") or [])]:
+            out[(src.get("file"), cid)] = f"{verdict_of.get(c['id'], '?')} (audit row {c['id']})"
+    return out
+
+
+def seed_claims_frame(ctx: Context, status: dict[tuple[str, str], str]) -> pd.DataFrame:
+    rows = []
+    for fname, data in ctx.seeds.items():
+        for c in data.get("claims", []):
+            ev = CLAIM_EVIDENCE.get(c["id"]) if fname == RECIPE_SEED else None
+            rows.append({"seed": fname, "claim": c["id"], "kind": c["kind"],
+                         "english": " ".join(c["english"].split()), "testable here": c["testable_here"],
+                         "data in this report": ev or "–",
+                         "status": status.get((fname, c["id"]), "not in the claims audit")})
+    return pd.DataFrame(rows, columns=SEED_COLUMNS)
+
+
+def claims_section(ctx: Context) -> str:
+    table = verdicts(ctx)
+    keep = [c for c in ("id", "claim", "verdict", "detail", "runs") if c in table.columns]
+    shown = table[keep].copy()
+    if "runs" in shown:  # run folders one per line, not a Python list
+        shown["runs"] = [" ".join(r) if isinstance(r, (list, tuple)) else r for r in shown["runs"]]
+    df = seed_claims_frame(ctx, audited(table))
+    return H.join([
+        H.p("<b>Verdicts</b> (analysis/judge over the committed results; the claims in analysis/judge/claims.yaml, "
+            "their experiments in experiments/claims/). <i>not run yet</i> means the experiment is defined but its "
+            "GPU runs are not committed (a run cut short by a device call's deadline is named, not judged); "
+            "<i>cannot be tested here</i> says why."),
+        H.html_table(shown),
+        H.csv(ctx, table, "claims_verdicts.csv"),
+        *claims_figures(ctx),
+        H.p(f"The seed articles make {len(df)} claims ({int(df['testable here'].sum()) if len(df) else 0} marked "
+            "testable on the hardware here). The <i>data in this report</i> column points to the sections that "
+            "hold relevant measurements; <i>status</i> gives the audit's verdict where the audit covers the claim."),
+        H.html_table(df),
+        H.csv(ctx, df, "claims_untested.csv"),
+    ])

@@ -1,0 +1,119 @@
+"""The data every report section shares, loaded once: run records, tables, published figures, seeds, utilisation,
+the output folder and the files written into it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.core import hardware
+from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
+from analysis.judge.published import short
+from analysis.judge.seed_checks import load_seeds
+from analysis.measure import steps
+from analysis.measure import utilisation as U
+from analysis.parse.record import RunRecord
+from analysis.parse.results import collect, is_matrix, latest_per_group
+from analysis.present import plots
+from analysis.present.tables import convergence_table, speedup_table
+
+DEFAULT_HARDWARE = ("a10", "rtx4090", "a100", "h100", "h200")
+
+
+def hardware_list(value: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    """'a10, h200' or ['a10', 'h200'] -> ['a10', 'h200'] (empty entries dropped)."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    return [h.strip() for h in items if h and h.strip()]
+
+
+@dataclass
+class Context:
+    """Inputs of the report (results, seeds, baseline, hardware classes) and what is derived from them once."""
+
+    results_dir: Path
+    seeds_dir: Path
+    out: Path
+    baseline: str
+    hardware: list[str]                 # the classes that get a section: the wanted ones, then any with runs
+    records: list[RunRecord]            # every run of the results tree (the claims runs too)
+    matrix: list[RunRecord]             # the runs of the hardware matrix's experiments
+    picked: list[RunRecord]             # one matrix run per (hw, experiment): the tables' rows
+    speed: pd.DataFrame                 # analysis.present.tables.speedup_table of the picked runs
+    conv: pd.DataFrame                  # analysis.present.tables.convergence_table of the picked runs
+    pub: pd.DataFrame                   # the seeds' published figures
+    seeds: dict[str, dict]              # every seed file by name
+    util: pd.DataFrame                  # analysis.measure.utilisation.summary of the matrix runs
+    files: list[str] = field(default_factory=list)  # written into OUT, in order
+
+    @classmethod
+    def load(cls, results_dir: str | Path, baseline: str = "a10", hardware_wanted: str | list[str] = "",
+             seeds_dir: str | Path | None = None, out_dir: str | Path = "report") -> Context:
+        hardware.require(baseline)
+        wanted = hardware_list(hardware_wanted) or list(DEFAULT_HARDWARE)
+        for h in wanted:
+            hardware.require(h)
+        results_dir = Path(results_dir)
+        seeds_dir = Path(seeds_dir) if seeds_dir else DEFAULT_SEEDS_DIR
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        records = collect(results_dir)
+        matrix = [r for r in records if is_matrix(r)]  # claims runs: the Claims section
+        picked = latest_per_group(matrix)
+        plots.setup()
+        return cls(
+            results_dir=results_dir, seeds_dir=seeds_dir, out=out, baseline=baseline,
+            hardware=wanted + sorted({r.hw for r in matrix if r.hw and r.hw not in wanted}),
+            records=records, matrix=matrix, picked=picked,
+            speed=speedup_table(results_dir, baseline, seeds_dir, records=picked),
+            conv=convergence_table(results_dir, seeds_dir, records=picked),
+            pub=published_figures(seeds_dir), seeds=load_seeds(seeds_dir), util=U.summary(matrix))
+
+    # ------------------------------------------------------------------------------------ the runs
+
+    @property
+    def picked_ids(self) -> set[tuple]:
+        return {(r.hw, r.experiment, r.run) for r in self.picked}
+
+    def in_tables(self, rec: RunRecord) -> bool:
+        return (rec.hw, rec.experiment, rec.run) in self.picked_ids
+
+    def ok_records(self) -> list[RunRecord]:
+        """Successful matrix runs with a steady step time."""
+        return [r for r in self.matrix if r.ok and steps.step_time(r)["median"]]
+
+    def hw_rank(self, hw) -> int:
+        return self.hardware.index(hw) if hw in self.hardware else len(self.hardware)
+
+    def labels_of(self, records: list[RunRecord]) -> str:
+        return plots.labels_text([(r.name, r.labels) for r in records])
+
+    @property
+    def published_hw(self) -> set[str]:
+        return set(self.pub["hw"].dropna())
+
+    def capacities(self) -> list[tuple[float, str]]:
+        """(GB, 'A10 / GeForce RTX 4090: 24 GB') per memory size of the hardware table."""
+        groups: dict[float, list[str]] = {}
+        for key, spec in hardware.table().items():
+            if spec.get("memory_gb"):
+                groups.setdefault(float(spec["memory_gb"]), []).append(short(key))
+        return [(gb, f"{' / '.join(names)}: {gb:g} GB") for gb, names in sorted(groups.items())]
+
+    # ---------------------------------------------------------------------------------- the files
+
+    def _wrote(self, name: str) -> None:
+        if name not in self.files:
+            self.files.append(name)
+
+    def write_csv(self, df: pd.DataFrame, name: str) -> Path:
+        path = self.out / name
+        df.to_csv(path, index=False)
+        self._wrote(name)
+        return path
+
+    def write_figure(self, fig, name: str) -> Path:
+        path = plots.save(fig, self.out / name)
+        self._wrote(name)
+        return path

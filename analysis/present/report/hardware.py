@@ -1,0 +1,251 @@
+"""Hardware sections: per GPU class, its runs, what was and was not measured, the recipe and the environment, and the
+article's figures for it.
+
+A run's command comes from what the runner recorded in its folder: run.json's `command` (argv) and `notes`, else
+command.sh; without either the section says "no command recorded".
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.core import hardware
+from analysis.core.seeds import published_recipe
+from analysis.judge import published as P
+from analysis.measure import steps
+from analysis.measure import utilisation as U
+from analysis.parse.record import RunRecord
+from analysis.parse.results import matrix_experiments
+from analysis.present.report import html as H
+from analysis.present.report.context import Context
+
+COMMAND_FILE = "command.sh"
+NO_COMMAND = "no command recorded"
+
+
+# ------------------------------------------------------------------------------------------- commands
+
+
+def argv_flags(argv: list[str]) -> dict[str, str]:
+    """`swift sft --a 1 --b x y` -> {"a": "1", "b": "x y"}."""
+    out: dict[str, list[str]] = {}
+    key = None
+    for tok in argv[2:] if argv[:2] == ["swift", "sft"] else argv:
+        if tok.startswith("--"):
+            key = tok[2:]
+            out[key] = []
+        elif key is not None:
+            out[key].append(tok)
+    return {k: " ".join(v) for k, v in out.items()}
+
+
+def shell_argv(shell: str) -> list[str] | None:
+    """The `swift sft ...` argv of a command.sh (comments and `export` lines skipped), None when it has none."""
+    lines = [ln for ln in shell.replace("\\\n", " ").splitlines()
+             if ln.strip() and not ln.lstrip().startswith(("#", "export "))]
+    for ln in lines:
+        try:
+            argv = shlex.split(ln)
+        except ValueError:  # unbalanced quotes: not a command line we can read
+            continue
+        for i in range(len(argv) - 1):
+            if argv[i:i + 2] == ["swift", "sft"]:
+                return argv[i:]
+    return None
+
+
+def shell_notes(shell: str) -> list[str]:
+    """The comment lines of a command.sh after its first ("Rendered by ..."): the recipe's adaptations."""
+    comments = [ln.lstrip()[1:].strip() for ln in shell.splitlines() if ln.lstrip().startswith("#")
+                and not ln.startswith("#!")]
+    return comments[1:]
+
+
+def run_command(rec: RunRecord) -> tuple[dict | None, list[str], str | None, str]:
+    """(flags, notes, shell text, where they come from) of one run, from run.json and command.sh only."""
+    cmd_file = Path(rec.path) / COMMAND_FILE
+    shell = cmd_file.read_text(encoding="utf-8") if cmd_file.is_file() else None
+    command = rec.run_status.get("command")
+    if isinstance(command, list):
+        return argv_flags(command), list(rec.run_status.get("notes") or []), shell, "run.json / command.sh"
+    argv = shell_argv(shell) if shell else None
+    if argv is not None:
+        return argv_flags(argv), shell_notes(shell), shell, COMMAND_FILE
+    return None, [f"{rec.name}: {NO_COMMAND} (no command in run.json, no readable {COMMAND_FILE})"], shell, "none"
+
+
+def flag_str(v) -> str:
+    if isinstance(v, (list, tuple)):
+        return " ".join(str(x) for x in v)
+    if isinstance(v, bool):
+        return str(v).lower()
+    return str(v)
+
+
+def same(a: str | None, b: str | None) -> bool:
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a.lower() == b.lower()
+
+
+def short_flag(key: str, value: str | None) -> str | None:
+    """Run-specific paths shortened: the folder of a run, the file names of local datasets."""
+    if value is None:
+        return None
+    if key == "output_dir":
+        return "(the run folder)" if "/" in value else value
+    if key in ("model", "dataset"):
+        return " ".join(Path(v).name if v.startswith("/") else v for v in value.split(" "))
+    return value
+
+
+def recipe_html(ctx: Context, runs: list[RunRecord]) -> str:
+    """One table for all runs of a class: every flag where some run differs from the article's command."""
+    article = {k: flag_str(v) for k, v in published_recipe(ctx.seeds_dir).items()}
+    cols, notes, sources, shells = {}, [], set(), []
+    for r in runs:
+        flags, run_notes, shell, source = run_command(r)
+        cols[f"{r.experiment} · {r.run}"] = flags or {}
+        notes += [n for n in run_notes if n not in notes]
+        sources.add(source)
+        if shell:
+            shells.append(f"<p>{H.e(r.name)}</p><pre class=\"sb-cmd\">{H.e(shell)}</pre>")
+    keys = list(article) + [k for f in cols.values() for k in f if k not in article]
+    rows = []
+    for k in dict.fromkeys(keys):
+        values = {c: f.get(k) for c, f in cols.items() if f}
+        if all(same(article.get(k), v) for v in values.values()):
+            continue
+        rows.append({"flag": f"--{k}", "article": article.get(k),
+                     **{c: short_flag(k, f.get(k)) if f else NO_COMMAND for c, f in cols.items()}})
+    parts = [H.p("Flags where a run differs from the article's command (" + H.e("; ".join(sorted(sources)))
+                 + "); every other flag is the article's. Local paths are shortened to file names."),
+             H.html_table(pd.DataFrame(rows, columns=["flag", "article", *cols]))]
+    if notes:
+        parts.append('<ul class="sb-note">' + "".join(f"<li>{H.e(n)}</li>" for n in notes) + "</ul>")
+    if shells:
+        parts.append(f"<details><summary>full commands ({len(shells)})</summary>{''.join(shells)}</details>")
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------------------------------ the class
+
+
+def env_frame(runs: list[RunRecord]) -> pd.DataFrame:
+    fields = [("GPU", "gpu_name"), ("GPUs", "gpu_count"), ("GPU memory (MiB)", "gpu_memory_mib"),
+              ("driver", "driver"), ("CUDA (driver)", "cuda_driver"), ("CUDA (torch build)", "cuda_torch"),
+              ("CPU", "cpu_model"), ("CPU cores", "cpu_count"), ("RAM (GiB)", "ram_gib"),
+              ("Python", "python"), ("platform", "platform")]
+    cols = {}
+    for r in runs:
+        col = {label: r.env.get(key) for label, key in fields}
+        check = r.env.get("gpu_check") or {}
+        if check:
+            col["GPU check"] = f"matched {check.get('matched_hw')}" + (" (FORCED)" if check.get("forced") else "")
+        for pkg, v in (r.env.get("packages") or {}).items():
+            col[pkg] = v
+        cols[r.run] = col
+    df = pd.DataFrame(cols)
+    if df.shape[1] > 1 and all(df.iloc[:, 0].equals(df.iloc[:, i]) for i in range(1, df.shape[1])):
+        df = df.iloc[:, :1].rename(columns={df.columns[0]: f"all {len(runs)} runs"})
+    df = df.dropna(how="all")
+    return df.reset_index().rename(columns={"index": "environment (env.json)"})
+
+
+def measured_list(ctx: Context, hw: str, runs: list[RunRecord]) -> str:
+    exps = sorted({r.experiment for r in runs})
+    ok = [r for r in runs if r.ok]
+    with_nvml = [r for r in runs if (Path(r.path) / U.NVML_NAME).is_file()]
+    measured = [f"step time, tokens/s, samples/s and MFU: {len(ok)} successful run(s) of {', '.join(exps)}",
+                "peak memory reserved (ms-swift memory(GiB)) and loss curves of the same runs",
+                f"GPU utilisation, power, SM clock and energy (nvml.csv): {len(with_nvml)} of {len(runs)} runs"]
+    failed = [r for r in runs if not r.ok]
+    if failed:
+        measured.append("failed: " + "; ".join(f"{r.run} ({r.failure})" for r in failed))
+    not_measured = []
+    missing = sorted(e for e in matrix_experiments() if e not in exps)
+    if missing:
+        not_measured.append(f"experiments of the matrix not run here: {', '.join(missing)}")
+    if any(r.dummy_weights for r in runs):
+        not_measured.append("the real model's loss and accuracy (dummy weights: loss values are "
+                            "meaningless for quality)")
+    for e in exps:
+        runs_e = [r for r in ok if r.experiment == e]
+        if runs_e and all(r.is_cut_run for r in runs_e):
+            not_measured.append(f"a full epoch of {e} (only cut runs)")
+    for r in ok:
+        if not r.complete:
+            not_measured.append(f"the end of run {r.experiment} · {r.run}: its log has no end-of-training "
+                                "line (killed, or still running when copied)")
+    if any(lab.startswith("forced") for r in runs for lab in r.labels):
+        not_measured.append("this hardware class itself for the forced runs (the GPU did not match)")
+    if hw not in ctx.published_hw:
+        tested = [P.short(h) for h in P.hardware_with(ctx.pub, "ms_per_step")]
+        not_measured.append(f"nothing published for {P.short(hw)}: the article tested {', '.join(tested)} "
+                            "(see Published vs measured for the nearest class)")
+    return "<p><b>Measured here</b></p>" + H.items(measured) + "<p><b>Not measured here</b></p>" + H.items(not_measured)
+
+
+def published_html(ctx: Context, hw: str) -> str:
+    part = ctx.pub[ctx.pub["hw"] == hw].copy()
+    if part.empty:
+        return H.note("The article publishes nothing for this class.")
+    part["value or extracted text"] = [f"{v:g}" if not H.missing(v) else f"illegible: '{H.breaks(t)}'"
+                                       for v, t in zip(part["value"], part["text"])]
+    return ('<div class="sb-pub"><p><b>Published, not measured here</b> (ms-swift hardware article, '
+            f"seeds/ms_swift_hw_test.yaml; {H.LINE_BREAK} marks a line break of the extracted text where characters "
+            "were lost):</p>"
+            + H.html_table(part, columns=["id", "metric", "value or extracted text", "unit", "legible", "meaning"])
+            + "</div>")
+
+
+def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        median = steps.step_time(r)["median"]
+        rows.append({"run": r.run, "experiment": r.experiment, "status": r.status, "labels": "; ".join(r.labels),
+                     "steps": r.global_steps, "ms/step": median * 1000 if median else None,
+                     "peak GiB": r.peak_mem_gib})
+    return pd.DataFrame(rows)
+
+
+def hardware_sections(ctx: Context) -> str:
+    parts, env_rows = [], []
+    for hw in ctx.hardware:
+        runs = sorted([r for r in ctx.matrix if r.hw == hw], key=lambda r: (r.experiment, r.run))
+        spec = hardware.get(hw)
+        title = f"{P.short(hw)} ({hw})"
+        desc = hardware.describe(hw) if spec else hw
+        if not runs:
+            parts += [f"<h3>{H.e(title)}: published, not measured here</h3>",
+                      H.p(f"{H.e(desc)}. No run in the results folder; the article's numbers for this class:"),
+                      published_html(ctx, hw)]
+            continue
+        parts.append(f"<h3>{H.e(title)}: measured here ({len(runs)} run{'s' if len(runs) != 1 else ''})</h3>")
+        parts.append(H.p(f"{H.e(desc)}; bandwidth {spec['bandwidth_gbs'] if spec else '?'} GB/s "
+                         f"({H.e(spec['source']) if spec else ''})."))
+        parts.append(H.html_table(runs_frame(runs), {"ms/step": "{:.1f}", "peak GiB": "{:.2f}", "steps": "{:.0f}"}))
+        parts.append(measured_list(ctx, hw, runs))
+        parts.append("<p><b>Recipe</b> (the command each run recorded: run.json, command.sh)</p>")
+        parts.append(recipe_html(ctx, runs))
+        parts.append("<p><b>Environment</b></p>" + H.html_table(env_frame(runs)))
+        for r in runs:
+            env_rows.append({"hw": hw, "experiment": r.experiment, "run": r.run,
+                             **{k: v for k, v in r.env.items() if k not in ("topology", "gpus", "packages",
+                                                                            "gpu_check")},
+                             **{f"pkg:{k}": v for k, v in (r.env.get("packages") or {}).items()}})
+        if hw not in ctx.published_hw:
+            parts.append(H.note(f"{H.e(P.short(hw))} is not in the article; the nearest published class is "
+                                f"{H.e(P.nearest(hw, ctx.pub)[0] or 'none')} (see Published vs measured)."))
+        else:
+            parts.append(published_html(ctx, hw))
+    parts.append(H.csv(ctx, pd.DataFrame(env_rows), "environment.csv"))
+    parts.append(H.csv(ctx, ctx.pub, "published_figures.csv"))
+    return H.join(parts)

@@ -1,0 +1,108 @@
+"""HTML of the report page: tables from DataFrames, cell formatting, escaping, file links and the page's CSS.
+
+The styles live in report.css beside this module (package data, read when the page is made).
+"""
+from __future__ import annotations
+
+import html
+import math
+from importlib import resources
+
+import pandas as pd
+
+CSS_FILE = "report.css"
+LINE_BREAK = "⏎"  # marks a line break of a seed's extracted text, where characters may have been lost
+LONG_TEXT_COLUMNS = {"labels", "what", "english", "meaning", "evidence", "comparison", "quantity", "why"}
+
+
+def missing(v) -> bool:
+    """None, NaN or pandas' NA (not an empty list or string)."""
+    if v is None:
+        return True
+    if isinstance(v, float) and math.isnan(v):
+        return True
+    try:
+        return bool(pd.isna(v)) if not isinstance(v, (list, tuple, dict, str)) else False
+    except (TypeError, ValueError):
+        return False
+
+
+def fmt(v, spec) -> str:
+    """V with SPEC (a format string or a function); an en dash when missing."""
+    if missing(v):
+        return "–"
+    if callable(spec):
+        return spec(v)
+    try:
+        return spec.format(v)
+    except (ValueError, TypeError):
+        return str(v)
+
+
+def e(text) -> str:
+    """Escaped for HTML."""
+    return html.escape(str(text))
+
+
+def p(text: str) -> str:
+    return f"<p>{text}</p>"
+
+
+def note(text: str) -> str:
+    return f'<p class="sb-note">{text}</p>'
+
+
+def items(texts: list[str]) -> str:
+    """An unordered list of escaped TEXTS."""
+    return "<ul>" + "".join(f"<li>{e(t)}</li>" for t in texts) + "</ul>"
+
+
+def join(parts: list[str]) -> str:
+    return "\n".join(x for x in parts if x)
+
+
+def breaks(text) -> str | None:
+    """A seed's extracted text on one line, its line breaks shown as ⏎."""
+    return None if missing(text) else str(text).replace("\n", LINE_BREAK)
+
+
+def _cell(text: str, wide: bool) -> str:
+    return f'<div class="sb-wide">{e(text)}</div>' if wide and len(text) > 30 else e(text)
+
+
+def html_table(df: pd.DataFrame, formats: dict | None = None, rename: dict | None = None,
+               columns: list[str] | None = None) -> str:
+    """A DataFrame as an HTML table: numbers formatted per column, missing values as an en dash, long text
+    columns kept wide enough to read."""
+    d = df[columns].copy() if columns else df.copy()
+    for col in d.columns:
+        spec = (formats or {}).get(col)
+        wide = str(col) in LONG_TEXT_COLUMNS
+        d[col] = d[col].map(lambda v, s=spec, w=wide: _cell(
+            fmt(v, s) if s is not None else ("–" if missing(v) else str(v)), w))
+    d = d.rename(columns=rename or {})
+    d.columns = [e(c) for c in d.columns]
+    return ('<div class="sb-scroll">' + d.to_html(index=False, escape=False, border=0, classes="sb-table")
+            + "</div>")
+
+
+def css() -> str:
+    """The page's styles (report.css, package data)."""
+    return resources.files(__package__).joinpath(CSS_FILE).read_text(encoding="utf-8")
+
+
+def style() -> str:
+    return f"<style>{css()}</style>"
+
+
+def csv(ctx, df: pd.DataFrame, name: str) -> str:
+    """Write DF as OUT/NAME (through the context, which lists the file) and link it."""
+    ctx.write_csv(df, name)
+    return f'<p class="sb-files">Table as CSV: <a href="{e(name)}">{e(name)}</a></p>'
+
+
+def figure(ctx, fig, name: str, caption: str) -> str:
+    """Write FIG as OUT/NAME (through the context) and show it with CAPTION."""
+    ctx.write_figure(fig, name)
+    return (f'<figure class="sb-figure"><img src="{e(name)}" alt="{e(caption)}">'
+            f"<figcaption>{e(caption)} (<a href=\"{e(name)}\">{e(name)}</a>)</figcaption></figure>")

@@ -1,0 +1,52 @@
+"""Memory section: each run's peak reserved memory against the capacity of every GPU class."""
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.judge import published as P
+from analysis.present import plots
+from analysis.present.report import html as H
+from analysis.present.report.context import Context
+
+COLUMNS = ["name", "hw", "experiment", "run", "labels", "per_device_batch", "grad_accum", "max_length",
+           "gradient_checkpointing", "peak_gib"]
+
+
+def memory_frame(ctx: Context, records) -> pd.DataFrame:
+    mem = pd.DataFrame([{"name": r.name, "hw": r.hw, "experiment": r.experiment, "run": r.run,
+                         "labels": "; ".join(r.labels), "per_device_batch": r.per_device_batch,
+                         "grad_accum": r.grad_accum, "max_length": r.max_length,
+                         "gradient_checkpointing": r.gradient_checkpointing, "peak_gib": r.peak_mem_gib}
+                        for r in records], columns=COLUMNS)
+    for gb, _ in ctx.capacities():
+        mem[f"fits {gb:g} GB"] = ["yes" if p < gb else "no" for p in mem["peak_gib"]]
+    return mem
+
+
+def memory_section(ctx: Context) -> str:
+    runs = sorted([r for r in ctx.matrix if r.peak_mem_gib is not None],
+                  key=lambda r: (ctx.hw_rank(r.hw), r.experiment, r.run))
+    caps = ctx.capacities()
+    mem = memory_frame(ctx, runs)
+    labels = ctx.labels_of(runs)
+    gpu_mib = next((r.env.get("gpu_memory_mib") for r in ctx.matrix if r.env.get("gpu_memory_mib")), None)
+    enough = P.value(ctx.pub, None, "sufficient_gpu_mem_gb")
+    fig = plots.memory_bars(mem, caps, "Memory: peak reserved per run against each GPU class", labels)
+    peak_legible = P.hardware_with(ctx.pub, "peak_mem_gib")
+    return H.join([
+        H.p("Peak memory torch reserved during each run (ms-swift's <code>memory(GiB)</code>; the CUDA context "
+            "and other processes come on top) against the capacity of each GPU class of "
+            f"analysis/data/hardware.yaml. Capacities are the marketed sizes ({', '.join(f'{gb:g}' for gb, _ in caps)} "
+            "GB) drawn on the GiB axis: GPU memory is sold in binary units in practice"
+            + (f" (NVML reported {gpu_mib / 1024:.1f} GiB for the GPU of these runs)" if gpu_mib else "")
+            + ", and the usable part is a little smaller. <i>fits</i> = peak below the capacity, "
+            "without headroom for the context."),
+        H.html_table(mem.drop(columns=["name"]), {"peak_gib": "{:.2f}"}),
+        H.csv(ctx, mem, "memory.csv"),
+        H.figure(ctx, fig, "memory.png", "Peak reserved GiB per run; dashed lines: GPU class capacities. " + labels),
+        "" if peak_legible else H.note(
+            "The article's peak-memory column is illegible (seeds: legible none), so there is no published memory "
+            "number to set beside these"
+            + (f"; it states that {enough:g} GB is enough for 7B LoRA (all.lora_7b_sufficient_gpu_mem_gb)."
+               if enough else ".")),
+    ])

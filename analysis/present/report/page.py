@@ -1,0 +1,75 @@
+"""The report page as the notebook sees it: `Report`, one method per section, each returning the section's HTML.
+
+The notebook's cells stay thin (notebooks/make_report_notebook.py): `Report(...)` loads the shared context once
+(context.py) and each method renders one section module with it, writing that section's CSV and PNG files.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.present.report import (
+    checks,
+    claims,
+    convergence,
+    estimates,
+    files,
+    hardware,
+    header,
+    memory,
+    published,
+    speed,
+    spread,
+    utilisation,
+)
+from analysis.present.report.context import Context
+
+
+def _html(text: str):
+    from IPython.display import HTML
+
+    return HTML(text)
+
+
+class Report:
+    """Everything the notebook shows, one method per section; each returns an IPython HTML object and writes its
+    tables (CSV) and figures (PNG) into the output folder."""
+
+    def __init__(self, results_dir: str | Path, baseline: str = "a10", hardware_list: str | list = "",
+                 seeds_dir: str | Path | None = None, out_dir: str | Path = "report"):
+        self.ctx = Context.load(results_dir, baseline, hardware_list, seeds_dir, out_dir)
+
+    def header(self):
+        return _html(header.header(self.ctx))
+
+    def hardware_sections(self):
+        return _html(hardware.hardware_sections(self.ctx))
+
+    def speed_section(self):
+        return _html(speed.speed_section(self.ctx))
+
+    def spread_section(self):
+        return _html(spread.spread_section(self.ctx))
+
+    def memory_section(self):
+        return _html(memory.memory_section(self.ctx))
+
+    def convergence_section(self):
+        return _html(convergence.convergence_section(self.ctx))
+
+    def utilisation_section(self):
+        return _html(utilisation.utilisation_section(self.ctx))
+
+    def published_section(self):
+        return _html(published.published_section(self.ctx))
+
+    def checks_section(self):
+        return _html(checks.checks_section(self.ctx))
+
+    def claims_section(self):
+        return _html(claims.claims_section(self.ctx))
+
+    def estimates_section(self):
+        return _html(estimates.estimates_section(self.ctx))
+
+    def files_section(self):
+        return _html(files.files_section(self.ctx))

@@ -1,0 +1,89 @@
+"""Run-to-run spread section: every matrix run (picked for the tables or not), the spread between repeated runs of
+one hardware and experiment, and every logged interval's step time."""
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.measure import compare, steps, throughput
+from analysis.parse.record import RunRecord
+from analysis.present import plots
+from analysis.present.report import html as H
+from analysis.present.report.context import Context
+
+RUN_FORMATS = {"ms_per_step": "{:.1f}", "ms_ci95_low": "{:.1f}", "ms_ci95_high": "{:.1f}",
+               "ms_per_micro_step": "{:.1f}",
+               "tokens_per_s": "{:,.0f}", "peak_gib": "{:.2f}", "steps": "{:.0f}", "steady_intervals": "{:.0f}"}
+SPREAD_COLUMNS = ["hw", "experiment", "runs", "ms_per_step of each run", "min", "max", "spread_pct", "same steps"]
+INTERVAL_COLUMNS = ["name", "hw", "experiment", "run", "from_step", "to_step", "step_time_ms", "interval"]
+
+
+def _ms(seconds: float | None) -> float | None:
+    return seconds * 1000 if seconds is not None else None
+
+
+def runs_frame(ctx: Context, records: list[RunRecord]) -> pd.DataFrame:
+    rows = []
+    for r in records:
+        st = steps.step_time(r)
+        rows.append({
+            "hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status, "labels": "; ".join(r.labels),
+            "in_tables": ctx.in_tables(r), "steps": r.global_steps, "complete": r.complete,
+            "ms_per_step": _ms(st["median"]), "ms_ci95_low": _ms(st["ci95_low"]), "ms_ci95_high": _ms(st["ci95_high"]),
+            "steady_intervals": st["n_intervals"], "ms_per_micro_step": steps.micro_step_ms(r),
+            "tokens_per_s": throughput.throughput(r).tokens_per_s, "peak_gib": r.peak_mem_gib,
+        })
+    return pd.DataFrame(rows)
+
+
+def spread_frame(records: list[RunRecord]) -> pd.DataFrame:
+    """Per hardware and experiment with two runs or more: each run's median ms per step, the fastest and slowest, and
+    how much faster the fastest is than the slowest by those times (analysis.measure.compare.time_speedup(slowest ms,
+    fastest ms).pct)."""
+    groups: dict[tuple, list[tuple[RunRecord, float]]] = {}
+    for r in records:
+        median = steps.step_time(r)["median"]
+        if median:
+            groups.setdefault((r.hw, r.experiment), []).append((r, median * 1000))
+    rows = []
+    for (hw, exp), runs in groups.items():
+        if len(runs) < 2:
+            continue
+        slowest, fastest = max(runs, key=lambda x: x[1]), min(runs, key=lambda x: x[1])
+        rows.append({"hw": hw, "experiment": exp, "runs": len(runs),
+                     "ms_per_step of each run": ", ".join(f"{ms:.1f} ({r.run})" for r, ms in runs),
+                     "min": fastest[1], "max": slowest[1],
+                     "spread_pct": compare.time_speedup(slowest[1], fastest[1]).pct,
+                     "same steps": len({r.global_steps for r, _ in runs}) == 1})
+    return pd.DataFrame(rows, columns=SPREAD_COLUMNS)
+
+
+def intervals_frame(records: list[RunRecord]) -> pd.DataFrame:
+    rows = []
+    for r in records:
+        for iv in steps.intervals(r):
+            rows.append({"name": r.name, "hw": r.hw, "experiment": r.experiment, "run": r.run,
+                         "from_step": iv.from_step, "to_step": iv.to_step, "step_time_ms": iv.step_time_s * 1000,
+                         "interval": iv.excluded or "kept"})
+    return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
+
+
+def spread_section(ctx: Context) -> str:
+    records = sorted(ctx.matrix, key=lambda r: (ctx.hw_rank(r.hw), r.experiment, r.run))
+    runs_df, spread_df, iv_df = runs_frame(ctx, records), spread_frame(records), intervals_frame(ctx.matrix)
+    labels = ctx.labels_of(ctx.ok_records())
+    fig = plots.step_time_spread(iv_df, "Run-to-run spread: ms per optimizer step of every interval", labels)
+    return H.join([
+        H.p("Every run, including those the tables above do not pick (<i>in_tables</i>), so repeated runs "
+            "of one hardware and experiment show their spread."),
+        H.html_table(runs_df, RUN_FORMATS),
+        H.csv(ctx, runs_df, "runs.csv"),
+        (H.p("<b>Run-to-run spread</b> (median ms per optimizer step of each run of one hardware and experiment; "
+             "<i>spread_pct</i>: how much faster the fastest run is than the slowest by these medians; runs cut at "
+             "different steps are not strictly comparable):")
+         + H.html_table(spread_df, {"min": "{:.1f}", "max": "{:.1f}", "spread_pct": "{:.1f} %"})
+         if not spread_df.empty else H.note("No hardware/experiment has more than one run.")),
+        H.csv(ctx, spread_df, "run_spread.csv"),
+        H.figure(ctx, fig, "step_time_spread.png", "Seconds per optimizer step of every logged interval "
+                 "(box: steady-state intervals; colours: why an interval is excluded). " + labels),
+        H.csv(ctx, iv_df, "step_intervals.csv"),
+    ])

@@ -1,0 +1,90 @@
+"""Utilisation section: NVML utilisation, power, clocks and energy per run, and the GPU-bound / host-bound verdict
+(analysis.measure.utilisation)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.measure import utilisation as U
+from analysis.present import plots
+from analysis.present.report import html as H
+from analysis.present.report.context import Context
+
+FORMATS = {"train_start_s": "{:.1f}", "train_s": "{:.1f}", "util_mean_pct": "{:.1f}", "util_median_pct": "{:.0f}",
+           "power_mean_w": "{:.0f}", "power_median_w": "{:.0f}", "power_fraction": "{:.0%}",
+           "power_capped_pct": "{:.0f}", "sm_clock_mean_mhz": "{:.0f}", "sm_clock_median_mhz": "{:.0f}",
+           "energy_run_j": "{:,.0f}", "energy_train_j": "{:,.0f}", "energy_steady_j": "{:,.0f}",
+           "steady_s": "{:.1f}", "tokens_steady": "{:,.0f}", "j_per_1k_tokens": "{:.1f}", "mfu": "{:.2%}",
+           "hfu": "{:.2%}", "board_power_w": "{:.0f}"}
+MAIN_COLUMNS = ["hw", "experiment", "run", "train_s", "util_median_pct", "util_mean_pct", "power_median_w",
+                "power_mean_w", "power_fraction", "power_capped_pct", "sm_clock_median_mhz", "sm_clock_mean_mhz",
+                "mfu", "j_per_1k_tokens", "verdict"]
+ENERGY_COLUMNS = ["hw", "experiment", "run", "window_method", "train_start_s", "train_s", "energy_run_j",
+                  "energy_train_j", "steady_s", "energy_steady_j", "tokens_steady", "j_per_1k_tokens", "board_power_w",
+                  "hfu"]
+
+
+def timelines(ctx: Context) -> list[str]:
+    """One figure per hardware x experiment with NVML samples."""
+    by_run = {(u["hw"], u["experiment"], u["run"]): u for u in ctx.util.to_dict("records")}
+    groups: dict[tuple, list] = {}
+    for r in ctx.matrix:
+        if (Path(r.path) / U.NVML_NAME).is_file():
+            groups.setdefault((r.hw, r.experiment), []).append(r)
+    parts = []
+    for (hw, exp), runs in sorted(groups.items(), key=lambda kv: (ctx.hw_rank(kv[0][0]), kv[0][1])):
+        frames, windows, board = [], {}, {}
+        for r in sorted(runs, key=lambda r: r.run):
+            u = by_run.get((r.hw, r.experiment, r.run), {})
+            tl = U.timeline(r, u)
+            if tl is None:
+                continue
+            tl["name"] = r.name
+            frames.append(tl)
+            windows[r.name] = u.get("train_s")
+            board[r.name] = u.get("board_power_w")
+        if not frames:
+            continue
+        labels = ctx.labels_of(runs)
+        fig = plots.utilisation_timeline(pd.concat(frames, ignore_index=True), windows, board,
+                                         f"Utilisation over time: {hw} · {exp}", labels)
+        parts.append(H.figure(ctx, fig, f"utilisation_{hw}_{exp}.png", f"GPU utilisation, power and SM clock of "
+                              f"{hw} · {exp} runs (x = 0 at the start of training; green: the training window). "
+                              + labels))
+    if not groups:
+        parts.append(H.note("No run has an nvml.csv: utilisation, power, clocks and energy were not measured."))
+    return parts
+
+
+def utilisation_section(ctx: Context) -> str:
+    util = ctx.util
+    limits = ", ".join(f"{k} {v} W" for k, v in U.BOARD_POWER_W.items())
+    parts = [
+        H.p("From each run's <code>nvml.csv</code> (one sample a second). The training window is tied to the "
+            "log by the TensorBoard event file's time stamp (or, without one, by the last busy sample) and "
+            "lasts <code>train_runtime</code>; energy per 1,000 tokens = 1,000 x joules over the steady-state "
+            "intervals / tokens trained in them (the tokens tokens/s counts: tokens.jsonl, else optimizer steps x "
+            "samples per step x mean tokens per sample). Definitions: analysis/measure/utilisation.py."),
+        H.p("<b>Verdict rule.</b> Three indicators vote: median GPU utilisation below "
+            f"{U.UTIL_HOST_BOUND_PCT:.0f} % (the GPU idles more than it computes), median power below "
+            f"{U.POWER_HOST_BOUND_FRACTION:.0%} of the board limit ({H.e(limits)}), "
+            f"MFU below {U.MFU_HOST_BOUND:.0%} (a GPU-bound LoRA run on ~128-token samples reaches only "
+            "5-10 %). Each is a host-bound vote when below; the majority wins, a tie goes to utilisation."),
+    ]
+    if util.empty:
+        parts.append(H.note("No runs."))
+        return H.join(parts)
+    parts += [
+        H.html_table(util, FORMATS, columns=MAIN_COLUMNS),
+        H.p("<b>Energy</b> (joules from NVML's energy counter: the whole sampled run, the training window, the "
+            "steady-state intervals; tokens trained in those intervals)"),
+        H.html_table(util, FORMATS, columns=ENERGY_COLUMNS),
+        "<p><b>Verdict per run</b></p><ul>" + "".join(
+            f"<li>{H.e(r['hw'])} · {H.e(r['experiment'])} · {H.e(r['run'])}: "
+            f"<span class=\"{'sb-verdict-host' if r['verdict'] == 'host-bound' else 'sb-verdict-gpu'}\">"
+            f"{H.e(r['verdict'])}</span> — {H.e(r['evidence'])}</li>" for _, r in util.iterrows()) + "</ul>",
+        H.csv(ctx, util, "utilisation.csv"),
+        *timelines(ctx),
+    ]
+    return H.join(parts)
