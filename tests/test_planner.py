@@ -60,8 +60,9 @@ def test_calibrated_constants_are_what_the_committed_runs_give():
     assert fit["allocator_cache_factor"] == pytest.approx(c["memory.allocator_cache_factor"], rel=0.01)
     assert fit["achievable_fraction"] == pytest.approx(c["time.achievable_fraction"], rel=0.01)
     assert fit["host_overhead_s"] == pytest.approx(c["time.host_overhead_s"], rel=0.01)
-    # the seed run: ~392 ms per batch-1 micro-step, of which the GPU roofline is a small part
-    assert fit["seed_micro_step_s"] == pytest.approx(0.392, abs=0.001)
+    # the seed run: ~388 ms per batch-1 micro-step (steady steps 10-40 of its 40: 6,207 ms / 16), of which the GPU
+    # roofline is a small part
+    assert fit["seed_micro_step_s"] == pytest.approx(0.388, abs=0.001)
     assert fit["host_overhead_s"] > 0.9 * fit["seed_micro_step_s"]
 
 
@@ -166,7 +167,9 @@ def test_step_time_estimates_of_committed_runs(validation):
     """The roofline + host overhead (two constants fitted on the first four H200 runs) against every finished,
     uncapped run of a configuration the planner models (spread-s42 and tp-bs8 were made after the fit)."""
     checked = [r for r in validation.to_dict("records") if r.get("step_checked") is True]
-    assert {"seed", "bs16", "spread-s42", "tp-bs8", "tp-bs4", "tp-bs2", "seed-w4", "seed-w4-sim"} <= \
+    # tp-bs2 stopped at step 12: two steady intervals (10-12) are below validate.MIN_STEADY_INTERVALS, not checked
+    assert not any(r["experiment"] == "tp-bs2" for r in checked)
+    assert {"seed", "bs16", "spread-s42", "tp-bs8", "tp-bs4", "seed-w4", "seed-w4-sim"} <= \
         {r["experiment"] for r in checked}
     # 8 dataloader workers: the host overhead constant was fitted on 4-worker runs, so no step check
     assert not any(r["experiment"].startswith("seed-w8") for r in checked)

@@ -63,15 +63,21 @@ def test_measured_row_is_the_measure_stage(results_tree):
 def test_published_rows_beside_measured(results_tree):
     df = speedup_table(results_tree)
     pub = df[df.source == "published"].set_index("hw")
-    assert pub.loc["a10", "ms_per_step"] == 1248 and pub.loc["h100", "ms_per_step"] == 387
+    # the article's "step" is one sample: its figures sit in ms_per_sample, and no published row has an optimizer-step
+    # time, so no row puts a per-sample time beside a per-step one
+    assert pub.loc["a10", "ms_per_sample"] == 1248 and pub.loc["h100", "ms_per_sample"] == 387
+    assert pub["ms_per_step"].isna().all()
     assert pub.loc["a10", "speedup"] == pytest.approx(1.0)
     assert pub.loc["h100", "speedup"] == pytest.approx(1248 / 387)
     assert pub.loc["h100", "speedup"] == compare.time_speedup(1248, 387).factor
     assert pub["tokens_per_s"].isna().all()  # the article's tokens/s column is illegible: no number
     seed = df[(df.experiment == "seed") & (df.source == "measured")].set_index("hw")
-    # h100 measured (fixture) against the published 387 ms per (micro-)step.
-    assert seed.loc["h100", "published_ms_per_step"] == 387
-    assert seed.loc["h100", "measured_over_published"] == pytest.approx(seed.loc["h100", "ms_per_micro_step"] / 387)
+    # measured per sample = optimizer-step time / 16 samples: the h200 fixture's 0.9 s step is 56.25 ms per sample;
+    # a100 (2.0 s per step, 125 ms per sample) against its published 621 ms per sample
+    assert seed.loc["h200", "ms_per_sample"] == pytest.approx(seed.loc["h200", "ms_per_step"] / 16)
+    assert seed.loc["h200", "ms_per_sample"] == pytest.approx(900 / 16, rel=0.02)
+    assert seed.loc["a100", "published_ms_per_sample"] == 621
+    assert seed.loc["a100", "measured_over_published"] == pytest.approx(seed.loc["a100", "ms_per_sample"] / 621)
 
 
 def test_convergence(results_tree):
@@ -117,3 +123,46 @@ def test_compact_and_cli_json(results_tree, capsys):
     bs16 = next(r for r in out["speedup"] if r["experiment"] == "bs16")
     assert {"tokens_per_s_low", "tokens_per_s_high", "tokens_source", "speedup", "baseline"} <= set(bs16)
     assert bs16["speedup"] == pytest.approx(1.0) and bs16["baseline"] == "h200"
+
+
+def _host(run_dir, host_id, python_ns):
+    env = json.loads((run_dir / "env.json").read_text()) if (run_dir / "env.json").is_file() else {"hw": "h200"}
+    env["host"] = {"fingerprint": {"host_id": host_id},
+                   "probe": {"python_loop": {"value": python_ns}, "dispatch": {"value": 6.6},
+                             "lora_step": {"value": 0.38}}}
+    (run_dir / "env.json").write_text(json.dumps(env))
+
+
+def test_runs_from_two_hosts_are_two_rows_and_their_ratio_is_cross_host(results_tree):
+    """The same recipe on two hosts: one row per host with its id and probe figures; the speed-up between them says
+    cross-host. Two runs with one host id share a row (the least cut one)."""
+    import shutil
+
+    first = next((results_tree / "h200" / "seed").iterdir())
+    second = first.parent / "20991231-000000"
+    shutil.copytree(first, second)
+    _host(first, "aaaaaaaaaaaa", 58.0)
+    _host(second, "bbbbbbbbbbbb", 41.0)
+    df = speedup_table(results_tree, baseline="h200")
+    seed = df[(df.experiment == "seed") & (df.source == "measured") & (df.hw == "h200")].set_index("host")
+    assert set(seed.index) == {"aaaaaaaaaaaa", "bbbbbbbbbbbb"}
+    assert seed.loc["bbbbbbbbbbbb", "host_python_ns"] == 41.0 and seed.loc["aaaaaaaaaaaa", "host_lora_ms"] == 0.38
+    hosts = set(seed["speedup_hosts"])
+    assert hosts == {"same host", "cross-host"}  # the baseline against itself, the other host against it
+    _host(second, "aaaaaaaaaaaa", 41.0)
+    df = speedup_table(results_tree, baseline="h200")
+    assert len(df[(df.experiment == "seed") & (df.source == "measured") & (df.hw == "h200")]) == 1
+
+
+def test_gpu_share_columns_come_from_the_profiled_steps(results_tree):
+    """profile.json's two steps: GPU busy 0.60 / 0.62 s of 0.90 / 0.94 s walls -> median busy 610 ms, host
+    (wall - busy) 310 ms, busy fraction median(0.6667, 0.6596) = 0.6631: mixed."""
+    run = next((results_tree / "h200" / "bs16").iterdir())
+    (run / "profile.json").write_text(json.dumps({"steps": [
+        {"step": 11, "wall_s": 0.90, "gpu_busy_s": 0.60, "gpu_busy_frac": round(0.60 / 0.90, 4)},
+        {"step": 12, "wall_s": 0.94, "gpu_busy_s": 0.62, "gpu_busy_frac": round(0.62 / 0.94, 4)}]}))
+    row = speedup_table(results_tree).set_index(["hw", "experiment", "source"]).loc[("h200", "bs16", "measured")]
+    assert row.gpu_busy_ms_per_step == pytest.approx(610.0)
+    assert row.host_ms_per_step == pytest.approx(310.0)
+    assert row.gpu_busy_frac == pytest.approx((0.6667 + 0.6596) / 2)
+    assert row.bound == "mixed"

@@ -17,6 +17,8 @@ from analysis.estimate.planner import (
 from analysis.measure.steps import step_time
 from analysis.parse.results import collect
 
+MIN_STEADY_INTERVALS = 3  # a step time checked against the estimate rests on at least this many steady intervals
+
 
 def estimates_vs_measurements(results_dir: str | Path = "results"):
     """A pandas DataFrame, one row per run under RESULTS_DIR: measured peak vs the estimate at that run's own longest
@@ -95,9 +97,12 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
             "within_10pct": peak_ok,
             "tokens_per_sample": tps, "measured_step_s": measured_step, "estimated_step_s": est_step,
             "step_ratio": est_step / measured_step if est_step and measured_step else None,
-            # the host overhead constant was fitted on runs with the recipes' 4 dataloader workers
+            # the host overhead constant was fitted on runs with the recipes' 4 dataloader workers; a median of fewer
+            # than MIN_STEADY_INTERVALS steady intervals is no measurement to hold an estimate to
+            "steady_intervals": step_time(r)["n_intervals"],
             "step_checked": bool(check == "reserved peak" and est_step and measured_step
                                  and math.isfinite(measured_step)
+                                 and step_time(r)["n_intervals"] >= MIN_STEADY_INTERVALS
                                  and int(args.get("dataloader_num_workers") or 0) == 4),
             "note": "; ".join(note) or None,
         })

@@ -108,12 +108,12 @@ def short(hw: str) -> str:
     return spec["name"].replace("NVIDIA ", "") if spec else hw
 
 
-def micro_step_vs_published(rec: RunRecord, pub: pd.DataFrame) -> dict:
-    """The published ms per step of REC's class beside its ms per micro-step (the article's "step" is one
-    forward-backward pass of one sample: our micro-step at batch 1)."""
+def sample_vs_published(rec: RunRecord, pub: pd.DataFrame) -> dict:
+    """The published ms per "step" of REC's class (one sample's forward-backward pass) beside REC's ms per sample,
+    and their ratio (measured / published): the same unit on both sides."""
     ms = value(pub, rec.hw, "ms_per_step") if rec.hw else None
-    micro = steps.micro_step_ms(rec)
-    return {"published_ms_per_step": ms, "measured_over_published": micro / ms if ms and micro else None}
+    ours = steps.sample_ms(rec)
+    return {"published_ms_per_sample": ms, "measured_over_published": ours / ms if ms and ours else None}
 
 
 # ----------------------------------------------------------------------------------- the comparisons

@@ -80,6 +80,8 @@ def tokens_ratio(t: Throughput, b: Throughput) -> dict:
 def host_relation(a: RunRecord, b: RunRecord) -> str:
     """Whether two runs ran on one host: 'same host' (equal host ids), 'cross-host' (different ids, or machines of
     different shapes), 'host unverified' (a run without a host id, on a machine of the same shape)."""
+    if a.path == b.path:  # a run against itself (a table's baseline row)
+        return SAME_HOST
     if a.host_id and b.host_id:
         return SAME_HOST if a.host_id == b.host_id else CROSS_HOST
     if a.host and b.host and a.host != b.host:

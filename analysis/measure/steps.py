@@ -1,8 +1,9 @@
 """Step time: the log's intervals between training lines, which of them are steady, and their summary.
 
-An interval is left out of the steady state when it is the first, starts in the warm-up (the first 10 % of the
-schedule), holds an eval or a checkpoint save, or ends on a step the profiler watched (profiling slows it). Every
-step time, tokens/s and energy figure of the suite is taken over these steady intervals.
+An interval is left out of the steady state when it is the first, starts in the warm-up (the first 10 % of the full
+epoch's optimizer steps: the same absolute steps for a full run and for any run cut from it, so runs of one schedule
+are judged over the same steps), holds an eval or a checkpoint save, or holds a step the profiler watched (profiling
+slows it). Every step time, tokens/s and energy figure of the suite is taken over these steady intervals.
 """
 from __future__ import annotations
 
@@ -36,12 +37,22 @@ class Interval:
                 "step_time_s": self.step_time_s, "excluded": self.excluded}
 
 
+def epoch_steps(rec: RunRecord) -> int | None:
+    """Optimizer steps of the full epoch the run's schedule comes from: ceil(training samples x epochs / samples per
+    step) where the log's summary gives the training set's size, else the log's max_steps (a run killed before its
+    summary line; a --max_steps cut run that was killed counts from its own, shorter, schedule)."""
+    epochs = (rec.args or {}).get("num_train_epochs") or 1
+    if rec.train_samples and rec.samples_per_step and isinstance(epochs, (int, float)) and epochs > 0:
+        return math.ceil(rec.train_samples * epochs / rec.samples_per_step)
+    return rec.max_steps
+
+
 def intervals(rec: RunRecord) -> list[Interval]:
     """Every interval between successive training lines, with why it is kept out of the steady state."""
     points = rec.elapsed
     if len(points) < 2:
         return []
-    total = rec.max_steps or points[-1][0]
+    total = epoch_steps(rec) or points[-1][0]
     profiled = rec.profiled_steps
     out = []
     for i, ((a, ta), (b, tb)) in enumerate(zip(points, points[1:])):
@@ -90,3 +101,11 @@ def micro_step_ms(rec: RunRecord) -> float | None:
     """Milliseconds per micro-step (one forward-backward of one per-device batch) = median step time / grad-accum."""
     median = step_time(rec)["median"]
     return median / rec.grad_accum * 1000 if median and rec.grad_accum else None
+
+
+def sample_ms(rec: RunRecord) -> float | None:
+    """Milliseconds per training sample = median optimizer-step time / samples per optimizer step x 1000: the unit
+    the seed article's "ms per step" is in (its step is one sample's forward-backward pass), comparable across batch
+    sizes."""
+    median = step_time(rec)["median"]
+    return median / rec.samples_per_step * 1000 if median and rec.samples_per_step else None

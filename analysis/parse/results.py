@@ -131,13 +131,14 @@ def is_matrix(rec: RunRecord) -> bool:
 
 
 def latest_per_group(records: list[RunRecord]) -> list[RunRecord]:
-    """One record per (hw, experiment): the successful run with the most steps (the least cut), newest first among
-    equals; else the newest failed one. The tables show these; every run stays in the report's run list."""
+    """One record per (hw, experiment, host id): the successful run with the most steps (the least cut), newest first
+    among equals; else the newest failed one. Runs from two hosts stay two rows (a host-bound step moves with the
+    host); runs made before host fingerprints share one group. The tables show these; the report lists every run."""
     groups: dict[tuple, list[RunRecord]] = {}
     for r in records:
-        groups.setdefault((r.hw, r.experiment), []).append(r)
+        groups.setdefault((r.hw, r.experiment, r.host_id), []).append(r)
     out = []
-    for _, runs in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+    for _, runs in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
         ok = [r for r in runs if r.ok]
         out.append(sorted(ok or runs, key=lambda r: (r.global_steps or 0, r.run))[-1])
     return out

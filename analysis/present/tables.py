@@ -15,14 +15,16 @@ import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.judge import published as P
-from analysis.measure import compare, flops, loss, steps, throughput
+from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import collect, is_matrix, latest_per_group
 
 SPEED_COLUMNS = [
-    "hw", "experiment", "source", "status", "run", "labels", "ms_per_step", "ms_per_step_ci95",
-    "ms_per_micro_step", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", "tokens_source", "samples_per_s",
-    "peak_gib", "mfu", "speedup", "published_ms_per_step", "measured_over_published",
+    "hw", "experiment", "source", "status", "run", "host", "labels", "ms_per_sample", "ms_per_step",
+    "ms_per_step_ci95", "ms_per_micro_step", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", "tokens_source",
+    "samples_per_s", "gpu_busy_ms_per_step", "host_ms_per_step", "gpu_busy_frac", "bound", "peak_gib", "mfu",
+    "speedup", "speedup_basis", "speedup_hosts", "baseline", "published_ms_per_sample", "measured_over_published",
+    "host_python_ns", "host_dispatch_us", "host_lora_ms",
 ]
 CONVERGENCE_COLUMNS = [
     "hw", "experiment", "source", "status", "run", "labels", "steps", "final_train_loss", "final_eval_loss",
@@ -30,8 +32,9 @@ CONVERGENCE_COLUMNS = [
     "wall_time_to_last_eval_s",
 ]
 COMPACT = {  # --compact: the columns that fit a README page
-    "speedup": ["hw", "experiment", "source", "ms_per_step", "ms_per_step_ci95", "ms_per_micro_step", "tokens_per_s",
-                "peak_gib", "mfu", "speedup", "labels"],
+    "speedup": ["hw", "experiment", "source", "host", "ms_per_sample", "ms_per_step", "tokens_per_s",
+                "gpu_busy_ms_per_step", "host_ms_per_step", "bound", "peak_gib", "mfu", "speedup", "speedup_hosts",
+                "labels"],
     "convergence": ["hw", "experiment", "source", "steps", "final_train_loss", "final_eval_loss", "eval_token_acc",
                     "steps_to_50pct_drop", "wall_time_to_last_eval_s", "labels"],
 }
@@ -53,7 +56,7 @@ def labels_text(rec: RunRecord) -> str:
 
 def _identity(rec: RunRecord) -> dict:
     return {"hw": rec.hw, "experiment": rec.experiment, "source": "measured", "status": rec.status, "run": rec.run,
-            "labels": labels_text(rec)}
+            "host": rec.host_id, "labels": labels_text(rec)}
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -67,12 +70,17 @@ def speed_row(rec: RunRecord) -> dict:
     ci = None
     if st["ci95_low"] is not None:
         ci = f"{st['ci95_low'] * 1000:.0f}-{st['ci95_high'] * 1000:.0f}"
+    share = profile.step_share(rec)
+    probe = rec.host_probe
     return {
-        **_identity(rec), "ms_per_step": _ms(st["median"]), "ms_per_step_ci95": ci,
-        "ms_per_micro_step": steps.micro_step_ms(rec), "tokens_per_s": tp.tokens_per_s, "tokens_per_s_low": tp.low,
-        "tokens_per_s_high": tp.high, "tokens_source": tp.source if tp.tokens_per_s is not None else None,
-        "samples_per_s": throughput.samples_per_s(rec), "peak_gib": rec.peak_mem_gib,
-        "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
+        **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st["median"]),
+        "ms_per_step_ci95": ci, "ms_per_micro_step": steps.micro_step_ms(rec), "tokens_per_s": tp.tokens_per_s,
+        "tokens_per_s_low": tp.low, "tokens_per_s_high": tp.high,
+        "tokens_source": tp.source if tp.tokens_per_s is not None else None,
+        "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share["gpu_busy_ms"],
+        "host_ms_per_step": share["host_ms"], "gpu_busy_frac": share["gpu_busy_frac"], "bound": share["bound"],
+        "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
+        "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"], "host_lora_ms": probe["lora_ms"],
     }
 
 
@@ -84,8 +92,8 @@ def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
     for hw in P.hardware_with(pub, "ms_per_step"):
         rows.append({
             "hw": hw, "experiment": SEED_EXPERIMENT, "source": "published", "status": "published",
-            "run": PUBLISHED_RUN, "labels": "published (ms-swift hardware article)",
-            "ms_per_step": P.value(pub, hw, "ms_per_step"), "tokens_per_s": P.value(pub, hw, "tokens_per_s"),
+            "run": PUBLISHED_RUN, "labels": "published (ms-swift hardware article; its 'step' is one sample)",
+            "ms_per_sample": P.value(pub, hw, "ms_per_step"), "tokens_per_s": P.value(pub, hw, "tokens_per_s"),
             "peak_gib": P.value(pub, hw, "peak_mem_gib"),
         })
     return rows
@@ -95,26 +103,28 @@ def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
 
 
 def pick_baseline(rows: list[dict], baseline: str) -> dict | None:
-    """The row of one experiment and source that speed-ups are relative to: BASELINE's row when it has a time per step
-    (and, for measured rows, a tokens/s: the speed-up is a ratio of throughputs or paired step times); else the
+    """The row of one experiment and source that speed-ups are relative to: BASELINE's row when it has a time per
+    sample (and, for measured rows, a tokens/s: the speed-up is a ratio of throughputs or paired step times); else the
     slowest such row."""
-    usable = [r for r in rows if r.get("ms_per_step") is not None
+    usable = [r for r in rows if r.get("ms_per_sample") is not None
               and (r["source"] != "measured" or r.get("tokens_per_s") is not None)]
     hit = [r for r in usable if r["hw"] == baseline]
     if hit:
         return hit[0]
-    return max(usable, key=lambda r: r["ms_per_step"]) if usable else None
+    return max(usable, key=lambda r: r["ms_per_sample"]) if usable else None
 
 
 def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path | None = None,
                   records: list[RunRecord] | None = None) -> pd.DataFrame:
-    """Measured rows (one per hw x experiment) and published rows, speed-up versus the baseline.
+    """Measured rows (one per hw x experiment x host) and published rows, speed-up versus the baseline.
 
+    Units: the article's "ms per step" is one sample's forward-backward pass, so it sits in `ms_per_sample` beside our
+    ms per sample (optimizer-step time / samples per step); `ms_per_step` (an optimizer step) is ours alone.
     speedup, measured rows: analysis.measure.compare.speedup(baseline run, this run).factor (paired step times where
-    both trained the same batches, else the tokens/s ratio); published rows: time_speedup(baseline ms, this ms). The
-    baseline is BASELINE's row of the same experiment and source, else the slowest (pick_baseline).
-    measured_over_published: analysis.judge.published.micro_step_vs_published (our ms per micro-step / the published
-    ms per step on the same hardware; the article's "step" is one forward-backward pass of one sample).
+    both trained the same batches, else the tokens/s ratio), `speedup_hosts` saying whether the two runs shared a host;
+    published rows: time_speedup(baseline ms per sample, this row's). The baseline is BASELINE's row of the same
+    experiment and source, else the slowest (pick_baseline). measured_over_published:
+    analysis.judge.published.sample_vs_published (our ms per sample / the published ms per sample, same hardware).
     """
     records = records if records is not None else measured_records(results_dir)
     by_row: list[tuple[dict, RunRecord | None]] = [(speed_row(r), r) for r in records]
@@ -129,15 +139,17 @@ def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str
             continue
         base_rec = next(rec for row, rec in members if row is base)
         for row, rec in members:
-            row["baseline"] = base["hw"]
+            row["baseline"] = base["hw"] + (f" ({base['host']})" if base.get("host") else "")
             if source == "measured":
-                row["speedup"] = compare.speedup(base_rec, rec).factor
+                sp = compare.speedup(base_rec, rec)
+                row.update(speedup=sp.factor, speedup_basis=sp.how, speedup_hosts=sp.hosts)
             else:
-                row["speedup"] = compare.time_speedup(base["ms_per_step"], row["ms_per_step"]).factor
+                sp = compare.time_speedup(base["ms_per_sample"], row["ms_per_sample"])
+                row.update(speedup=sp.factor, speedup_basis="ms per sample (published)")
     for row, rec in by_row:
         if rec is not None and rec.experiment == SEED_EXPERIMENT:
-            row.update(P.micro_step_vs_published(rec, pub))
-    df = pd.DataFrame([row for row, _ in by_row], columns=SPEED_COLUMNS + ["baseline"])
+            row.update(P.sample_vs_published(rec, pub))
+    df = pd.DataFrame([row for row, _ in by_row], columns=SPEED_COLUMNS)
     return df.sort_values(["experiment", "source", "hw"], ignore_index=True)
 
 

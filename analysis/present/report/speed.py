@@ -11,26 +11,25 @@ from analysis.present.report import html as H
 from analysis.present.report.context import Context
 
 SPEED_FORMATS = {
-    "ms_per_step": "{:.1f}", "ms_per_micro_step": "{:.1f}", "tokens_per_s": "{:,.0f}", "tokens_per_s_low": "{:,.0f}",
+    "ms_per_sample": "{:.1f}", "ms_per_step": "{:.1f}", "ms_per_micro_step": "{:.1f}", "tokens_per_s": "{:,.0f}", "tokens_per_s_low": "{:,.0f}",
     "tokens_per_s_high": "{:,.0f}", "samples_per_s": "{:.2f}", "peak_gib": "{:.2f}", "mfu": "{:.2%}",
-    "speedup": "{:.2f}", "published_ms_per_step": "{:.0f}", "measured_over_published": "{:.3f}",
+    "speedup": "{:.2f}", "published_ms_per_sample": "{:.0f}", "measured_over_published": "{:.3f}",
+    "gpu_busy_ms_per_step": "{:.1f}", "host_ms_per_step": "{:.1f}", "gpu_busy_frac": "{:.0%}",
+    "host_python_ns": "{:.1f}", "host_dispatch_us": "{:.2f}", "host_lora_ms": "{:.3f}",
 }
 HIDDEN = ("status", "samples_per_s")
 
 
-def _ms(seconds: float | None) -> float | None:
-    return seconds * 1000 if seconds is not None else None
-
-
 def baselines(ctx: Context) -> dict[tuple[str, str], tuple[str, float, RunRecord | None]]:
-    """(experiment, source) -> (baseline hw, its ms per step, its run record; None for published rows), as the
-    speed table chose them."""
+    """(experiment, source) -> (baseline, its ms per sample, its run record; None for published rows), as the speed
+    table chose them."""
     by_id = {(r.hw, r.experiment, r.run): r for r in ctx.picked}
     out = {}
     for _, row in ctx.speed.iterrows():
-        if row["baseline"] is not None and row["hw"] == row["baseline"] and not H.missing(row["ms_per_step"]):
+        own = row["hw"] + (f" ({row['host']})" if not H.missing(row["host"]) else "")
+        if row["baseline"] is not None and own == row["baseline"] and not H.missing(row["ms_per_sample"]):
             rec = by_id.get((row["hw"], row["experiment"], row["run"])) if row["source"] == "measured" else None
-            out[(row["experiment"], row["source"])] = (row["hw"], float(row["ms_per_step"]), rec)
+            out[(row["experiment"], row["source"])] = (row["baseline"], float(row["ms_per_sample"]), rec)
     return out
 
 
@@ -42,18 +41,22 @@ def speed_frame(ctx: Context) -> pd.DataFrame:
     for r in sorted(ctx.ok_records(), key=lambda r: (r.experiment, ctx.hw_rank(r.hw), r.run)):
         st, tp = steps.step_time(r), throughput.throughput(r)
         b = base.get((r.experiment, "measured"))
+        per = (1000 / r.samples_per_step) if r.samples_per_step else None  # seconds per step -> ms per sample
+        sp = compare.speedup(b[2], r) if b and b[2] else None
         rows.append({
             "name": r.name, "hw": r.hw, "experiment": r.experiment, "run": r.run, "source": "measured",
             "labels": "; ".join(r.labels), "in_tables": ctx.in_tables(r),
-            "ms": _ms(st["median"]), "ms_lo": _ms(st["ci95_low"]), "ms_hi": _ms(st["ci95_high"]),
+            "ms": steps.sample_ms(r), "ms_lo": st["ci95_low"] * per if per and st["ci95_low"] else None,
+            "ms_hi": st["ci95_high"] * per if per and st["ci95_high"] else None,
             "n_intervals": st["n_intervals"], "tok": tp.tokens_per_s, "tok_lo": tp.low, "tok_hi": tp.high,
-            "baseline": b[0] if b else None, "speedup": compare.speedup(b[2], r).factor if b and b[2] else None,
+            "baseline": b[0] if b else None, "speedup": sp.factor if sp else None,
+            "speedup_hosts": sp.hosts if sp else None,
         })
     for _, p in ctx.speed[ctx.speed["source"] == "published"].sort_values(
             "hw", key=lambda s: s.map(ctx.hw_rank)).iterrows():
-        rows.append({"name": f"{p['hw']} · published 'step'", "hw": p["hw"], "experiment": p["experiment"],
+        rows.append({"name": f"{p['hw']} · published (per sample)", "hw": p["hw"], "experiment": p["experiment"],
                      "run": p["run"], "source": "published", "labels": p["labels"], "in_tables": True,
-                     "ms": p["ms_per_step"], "ms_lo": None, "ms_hi": None, "n_intervals": None,
+                     "ms": p["ms_per_sample"], "ms_lo": None, "ms_hi": None, "n_intervals": None,
                      "tok": p["tokens_per_s"], "tok_lo": None, "tok_hi": None, "baseline": p["baseline"],
                      "speedup": p["speedup"]})
     return pd.DataFrame(rows)
@@ -63,7 +66,7 @@ def baseline_note(ctx: Context) -> str:
     notes = []
     for (exp, src), (hw, ms, _) in sorted(baselines(ctx).items()):
         why = "" if hw == ctx.baseline else f" ({ctx.baseline} has no {src} row)"
-        notes.append(f"{exp}/{src}: {hw} {ms:,.1f} ms{why}")
+        notes.append(f"{exp}/{src}: {hw} {ms:,.1f} ms per sample{why}")
     return "Speedup (xN) against: " + "; ".join(notes) + "." if notes else ""
 
 
@@ -71,19 +74,23 @@ def speed_section(ctx: Context) -> str:
     sf = speed_frame(ctx)
     note = baseline_note(ctx)
     labels = ctx.labels_of(ctx.ok_records()) + (" Grey bars: published (article), not measured here; the article's "
-                                                "'step' is not an optimizer step (see Published vs measured).")
-    fig = plots.speed_bars(sf, "Speed: ms per optimizer step and tokens/s", labels, note)
+                                                "'step' is one sample (see Published vs measured), so every bar is "
+                                                "ms per sample.")
+    fig = plots.speed_bars(sf, "Speed: ms per sample and tokens/s", labels, note)
     return H.join([
         H.p("One row per hardware and experiment (the least-cut successful run; every run is in the next "
             "table), and the article's rows. <i>speedup</i> = how much faster than the baseline of the same "
             "experiment and source: for measured rows the baseline's time / this run's for the same work (paired "
-            "step times where both trained the same batches, else the tokens/s ratio), for published rows the "
-            "baseline's ms per step / this row's. <i>measured_over_published</i> = our ms per micro-step / the "
-            "published ms per step on the same hardware. <i>tokens_per_s_low/high</i>: 95 % bootstrap range; "
+            "step times where both trained the same batches, else the tokens/s ratio; <i>speedup_hosts</i>: whether "
+            "the two runs shared a host), for published rows the baseline's ms per sample / this row's. Units: the "
+            "article's 'ms per step' is one sample's forward-backward pass, so it stands in <i>ms_per_sample</i> beside "
+            "ours; <i>ms_per_step</i> (an optimizer step of 16 samples) is ours alone. <i>measured_over_published</i> = "
+            "our ms per sample / the published ms per sample on the same hardware. <i>gpu_busy_ms_per_step</i>, "
+            "<i>host_ms_per_step</i>, <i>bound</i>: from the two profiled steps (GPU activity only). <i>tokens_per_s_low/high</i>: 95 % bootstrap range; "
             "<i>tokens_source</i>: counted tokens (tokens.jsonl) or mean length x samples per step."),
         H.note(H.e(note)),
         H.html_table(ctx.speed, SPEED_FORMATS, columns=[c for c in ctx.speed.columns if c not in HIDDEN]),
         H.csv(ctx, ctx.speed, "speedup.csv"),
-        H.figure(ctx, fig, "speed.png", "ms per optimizer step and tokens/s with 95 % intervals, every "
+        H.figure(ctx, fig, "speed.png", "ms per sample and tokens/s with 95 % intervals, every "
                  "successful run and the published rows; xN = speedup against the baseline. " + labels),
     ])
