@@ -16,19 +16,9 @@ DATA=${4:-.data}
 OUT=${OUT:-/tmp/claims-out}
 HW=${HW:-h200}
 LOG=/tmp/claims-logs   # logs travel inside the archive: $OUT returns at most 8 files
-mkdir -p "$OUT" "$LOG"
-export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-if [ -d wheelhouse ]; then
-  python3 -m experiments.wheelhouse install --from wheelhouse --target /tmp/site >"$LOG/install.log" 2>&1 \
-    || { echo "wheel install failed"; tail -20 "$LOG/install.log"; exit 3; }
-  export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
-else
-  export PYTHONPATH=$PWD
-fi
-nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv >"$LOG/gpus.csv" 2>&1
-python3 -c "from experiments.runner import resolve_model; print(resolve_model('$MODEL', 'cuda'))" >"$LOG/model.log" 2>&1 \
-  || { echo "model build failed"; tail -20 "$LOG/model.log"; exit 4; }
-echo "set-up done after ${SECONDS} s"
+# shellcheck source=experiments/gpu_common.sh
+. "$(dirname "$0")/gpu_common.sh"
+gpu_setup
 
 chain() {  # GPU NAME... : one chain on one GPU
   local gpu=$1; shift
@@ -43,7 +33,6 @@ chain() {  # GPU NAME... : one chain on one GPU
   done
 }
 
-touch "$LOG/.start"
 python3 -m experiments.plan --chains "$CALL" >"$LOG/chains.txt" || { echo "no plan"; cat "$LOG/chains.txt"; exit 5; }
 # A combination runs the recipe resolved from its members' runs so far; without one it is reported blocked.
 python3 -m analysis.cli claims resolve --all --hw "$HW" results >"$LOG/resolve.log" 2>&1 || true
@@ -57,13 +46,5 @@ wait
 echo "all chains done after ${SECONDS} s"
 python3 -m analysis.cli claims results >"$OUT/claims.txt" 2>&1
 cp "$OUT/claims.txt" "$LOG/"
-# Only what this call made, without model weights (checkpoints are deleted by the runner; adapters are large and
-# not needed), in parts under the device tool's 16 MiB per file.
-# The resolved recipes of combinations (results/resolved/$HW) travel with the runs they made.
-find "results/$HW" "results/resolved/$HW" -newer "$LOG/.start" -type f ! -name '*.safetensors' ! -name '*.bin' \
-  ! -name '*.pt' ! -name '*.pth' >"$LOG/new-files.txt" 2>/dev/null
-tar czf /tmp/call.tgz -T "$LOG/new-files.txt" "$LOG" 2>/dev/null
-split -b 15M /tmp/call.tgz "$OUT/call.tgz.part-"
-ls -la "$OUT"
-du -sh /tmp/call.tgz
+gpu_pack
 tail -n 3 "$LOG"/gpu*.log

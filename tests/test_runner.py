@@ -268,30 +268,43 @@ def test_cpu_smoke_run_all_twice(tmp_path):
     data = tmp_path / "data"
     make_tiny_local_data(data, n=24)
     results = tmp_path / "results"
+    # 15 steps: the warm-up (the first 10 steps: the epoch of ~1,500 samples at 2 a step is long) and the two
+    # profiled steps 11-12 leave the intervals 12-13, 13-14, 14-15 steady
     cmd = [sys.executable, "-m", "experiments.runner", "run-all", "--hw", "cpu", "--model", "dummy:tiny",
-           "--data", str(data), "--max-steps", "6", "--results", str(results), "--experiments", "seed",
+           "--data", str(data), "--max-steps", "15", "--results", str(results), "--experiments", "seed",
            "--set", "logging_steps=1", "--set", "gradient_accumulation_steps=2", "--no-progress"]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     (run_dir,) = list((results / "cpu" / "seed").iterdir())
     status = json.loads((run_dir / "run.json").read_text())
-    assert status["status"] == "ok" and status["dummy_weights"] and status["offline_data"] and status["max_steps"] == 6
+    assert status["status"] == "ok" and status["dummy_weights"] and status["offline_data"] and status["max_steps"] == 15
     env_json = json.loads((run_dir / "env.json").read_text())
     assert env_json["hw"] == "cpu" and env_json["gpu_count"] == 0 and env_json["packages"]["ms-swift"] == "4.6.0"
     command = (run_dir / "command.sh").read_text()
     assert "--tuner_type lora" in command and "--split_dataset_ratio 0.01" in command
-    assert "--max_steps 6" in command and "export HF_HUB_OFFLINE=1" in command
+    assert "--max_steps 15" in command and "export HF_HUB_OFFLINE=1" in command
+    assert "experiments.launch --profile-steps 2 --profile-skip 10 --profile-activities cuda" in command
     assert (run_dir / "sft.ipynb").is_file() and (run_dir / "model_config.json").is_file()
     assert not list(run_dir.glob("checkpoint-*")) and not (run_dir / "val_dataset.jsonl").exists()
     parsed = _cli("parse", run_dir, "--json")
     assert parsed.returncode == 0, parsed.stderr
     (m,) = json.loads(parsed.stdout)
-    assert m["complete"] and m["global_steps"] == 6 and m["swift_version"] == "4.6.0"
+    assert m["complete"] and m["global_steps"] == 15 and m["swift_version"] == "4.6.0"
     assert m["per_device_batch"] == 1 and m["grad_accum"] == 2 and m["samples_per_step"] == 2
-    assert m["step_time_s"]["n_intervals"] >= 3 and m["step_time_s"]["median"] > 0
-    assert m["tokens_per_s"] > 0  # what tokens/s means is the measure stage's to test (tests/test_metrics.py)
-    assert len(m["train_loss"]) == 6 and m["final_eval_loss"] is not None
+    assert m["step_time_s"]["n_intervals"] == 3 and m["step_time_s"]["median"] > 0
+    # tokens/s by hand from the raw files: the launcher's counted tokens of steps 13-15 over the seconds between the
+    # log's lines 12 and 15 (elapsed = cumulative train_speed(s/it) x step)
+    tokens = {d["step"]: d["tokens"] for d in map(json.loads, (run_dir / "tokens.jsonl").read_text().splitlines())}
+    lines = [d for d in map(json.loads, (run_dir / "logging.jsonl").read_text().splitlines()) if "loss" in d]
+    step_of = {id(d): int(d["global_step/max_steps"].split("/")[0]) for d in lines}
+    elapsed = {step_of[id(d)]: d["train_speed(s/it)"] * step_of[id(d)] for d in lines}
+    assert m["tokens_source"] == "tokens.jsonl"
+    assert m["tokens_per_s"] == pytest.approx(sum(tokens[s] for s in (13, 14, 15)) / (elapsed[15] - elapsed[12]),
+                                              rel=1e-6)
+    profile = json.loads((run_dir / "profile.json").read_text())
+    assert [s["step"] for s in profile["steps"]] == [11, 12] and profile["activities"] == ["CPU"]  # no CUDA here
+    assert len(m["train_loss"]) == 15 and m["final_eval_loss"] is not None
     # the executed notebook showed the same metrics through `swiftbench parse` (a process of its own)
     outputs = "".join(o.get("text", "") if isinstance(o.get("text", ""), str) else "".join(o["text"])
                       for c in json.loads((run_dir / "sft.ipynb").read_text())["cells"] for o in c.get("outputs", []))
@@ -299,7 +312,8 @@ def test_cpu_smoke_run_all_twice(tmp_path):
     tables = _cli("tables", results, "--format", "json")
     assert tables.returncode == 0, tables.stderr
     (row,) = [r for r in json.loads(tables.stdout)["speedup"] if r["hw"] == "cpu" and r["source"] == "measured"]
-    assert "dummy weights" in row["labels"] and "cut run (6 steps)" in row["labels"]
+    assert "dummy weights" in row["labels"] and "cut run (15 steps)" in row["labels"]
+    assert row["host"] == env_json["host"]["fingerprint"]["host_id"] and row["host_python_ns"] > 0
 
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert second.returncode == 0 and "skip" in second.stderr

@@ -84,7 +84,7 @@ def host_relation(a: RunRecord, b: RunRecord) -> str:
         return SAME_HOST
     if a.host_id and b.host_id:
         return SAME_HOST if a.host_id == b.host_id else CROSS_HOST
-    if a.host and b.host and a.host != b.host:
+    if a.machine and b.machine and a.machine != b.machine:
         return CROSS_HOST
     return UNVERIFIED
 
@@ -106,7 +106,7 @@ def other_host(test: RunRecord, base: RunRecord) -> str | None:
     ht, hb = test.host, base.host
     if test.host_id and base.host_id:
         return f"{ht} ({probe_text(test)}) vs {hb} ({probe_text(base)})"
-    return f"{ht} vs {hb}"
+    return f"{test.machine} vs {base.machine}"
 
 
 def speedup(base: RunRecord, test: RunRecord, pair: bool = True) -> Speedup:

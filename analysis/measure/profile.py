@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import statistics
 
+from analysis.measure.steps import step_time
 from analysis.parse.record import RunRecord
 
 
@@ -36,14 +37,18 @@ def bound_label(busy_frac: float | None, host_below: float = HOST_BELOW, gpu_fro
 
 def step_share(rec: RunRecord) -> dict:
     """The GPU's share of a step, from the profiled steps (medians): GPU-busy ms, host ms (= profiled wall - GPU
-    busy: time the GPU waited for Python, kernel launches and data), their sum, busy fraction and the bound label."""
+    busy: time the GPU waited for Python, kernel launches and data), their sum (the profiled wall), busy fraction,
+    the bound label, and the profiled wall over the steady median step time (how well the two profiled steps stand
+    for the run: 1 when they are typical steps and the profiler costs nothing)."""
     steps = profiled_steps(rec)
     if not steps:
         return {"gpu_busy_ms": None, "host_ms": None, "profiled_ms": None, "gpu_busy_frac": None, "bound": None,
-                "profiled": 0}
+                "profiled": 0, "profiled_over_steady": None}
     busy = statistics.median(s["gpu_busy_s"] for s in steps) * 1000
     host = statistics.median(s["host_s"] for s in steps) * 1000
     wall = statistics.median(s["wall_s"] for s in steps) * 1000
     frac = busy_fraction(rec)
+    median = step_time(rec)["median"]
     return {"gpu_busy_ms": busy, "host_ms": host, "profiled_ms": wall, "gpu_busy_frac": frac,
-            "bound": bound_label(frac), "profiled": len(steps)}
+            "bound": bound_label(frac), "profiled": len(steps),
+            "profiled_over_steady": wall / (median * 1000) if median else None}

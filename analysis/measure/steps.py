@@ -1,9 +1,9 @@
 """Step time: the log's intervals between training lines, which of them are steady, and their summary.
 
 An interval is left out of the steady state when it is the first, starts in the warm-up (the first 10 % of the full
-epoch's optimizer steps: the same absolute steps for a full run and for any run cut from it, so runs of one schedule
-are judged over the same steps), holds an eval or a checkpoint save, or holds a step the profiler watched (profiling
-slows it). Every step time, tokens/s and energy figure of the suite is taken over these steady intervals.
+epoch's optimizer steps, at most 10 steps: the same absolute steps for a full run and for any run cut from it, so runs
+of one schedule are judged over the same steps; 9.4 for the recipe's 94-step epoch), holds an eval or a checkpoint
+save, or holds a step the profiler watched (profiling slows it). Every step time, tokens/s and energy figure of the suite is taken over these steady intervals.
 """
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from analysis.parse.record import RunRecord
 
-WARMUP_FRACTION = 0.10  # intervals that start before this share of the steps are warm-up
+WARMUP_FRACTION = 0.10  # intervals that start before this share of the full epoch's steps are warm-up ...
+WARMUP_MAX_STEPS = 10   # ... or before this step, whichever comes first (a long epoch's warm-up is no longer)
 CI_LEVEL = 0.95
 
 
@@ -52,7 +53,7 @@ def intervals(rec: RunRecord) -> list[Interval]:
     points = rec.elapsed
     if len(points) < 2:
         return []
-    total = epoch_steps(rec) or points[-1][0]
+    warmup = min(WARMUP_FRACTION * (epoch_steps(rec) or points[-1][0]), WARMUP_MAX_STEPS)
     profiled = rec.profiled_steps
     out = []
     for i, ((a, ta), (b, tb)) in enumerate(zip(points, points[1:])):
@@ -61,7 +62,7 @@ def intervals(rec: RunRecord) -> list[Interval]:
         reason = None
         if i == 0:
             reason = "first interval"
-        elif a < WARMUP_FRACTION * total:
+        elif a < warmup:
             reason = "warm-up"
         elif any(a <= e < b for e in rec.event_steps):
             reason = "eval/save"

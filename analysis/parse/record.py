@@ -153,14 +153,18 @@ class RunRecord:
                 (("python_ns", "python_loop"), ("dispatch_us", "dispatch"), ("lora_ms", "lora_step"))}
 
     @property
-    def host(self) -> str | None:
-        """The host the run was made on: its host id, else (runs made before host fingerprints) what env.json says
-        of the machine (CPU model and count, RAM), which tells machines of different shapes apart but not two of one."""
-        if self.host_id:
-            return f"host {self.host_id}"
+    def machine(self) -> str | None:
+        """What env.json says of the machine's shape (CPU model and count, RAM): tells machines of different shapes
+        apart, not two of one shape."""
         if not self.env.get("cpu_count"):
             return None
         return f"{self.env.get('cpu_model') or 'CPU'} x {self.env['cpu_count']}, {self.env.get('ram_gib')} GiB RAM"
+
+    @property
+    def host(self) -> str | None:
+        """The host the run was made on, in words: its host id, else (runs made before host fingerprints) its
+        machine's shape."""
+        return f"host {self.host_id}" if self.host_id else self.machine
 
     @property
     def name(self) -> str:

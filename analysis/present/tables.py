@@ -22,7 +22,8 @@ from analysis.parse.results import collect, is_matrix, latest_per_group
 SPEED_COLUMNS = [
     "hw", "experiment", "source", "status", "run", "host", "labels", "ms_per_sample", "ms_per_step",
     "ms_per_step_ci95", "ms_per_micro_step", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", "tokens_source",
-    "samples_per_s", "gpu_busy_ms_per_step", "host_ms_per_step", "gpu_busy_frac", "bound", "peak_gib", "mfu",
+    "samples_per_s", "gpu_busy_ms_per_step", "host_ms_per_step", "gpu_busy_frac", "bound", "profiled_over_steady",
+    "peak_gib", "mfu",
     "speedup", "speedup_basis", "speedup_hosts", "baseline", "published_ms_per_sample", "measured_over_published",
     "host_python_ns", "host_dispatch_us", "host_lora_ms",
 ]
@@ -79,6 +80,7 @@ def speed_row(rec: RunRecord) -> dict:
         "tokens_source": tp.source if tp.tokens_per_s is not None else None,
         "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share["gpu_busy_ms"],
         "host_ms_per_step": share["host_ms"], "gpu_busy_frac": share["gpu_busy_frac"], "bound": share["bound"],
+        "profiled_over_steady": share["profiled_over_steady"],
         "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
         "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"], "host_lora_ms": probe["lora_ms"],
     }

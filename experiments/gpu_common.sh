@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Shared by the device-call scripts (claims_gpu.sh, matrix_gpu.sh): the set-up of a bare GPU host and the packing of
+# what a call made. Source it; it defines gpu_setup and gpu_pack and expects MODEL, OUT, HW, LOG to be set.
+#
+# gpu_setup: install the carried wheels once into /tmp/site (a warm machine keeps them), build the dummy model once.
+# gpu_pack:  tar the files made since gpu_setup (no weights) with the call's logs into $OUT, in parts under the
+#            device tool's 16 MiB per file.
+
+gpu_setup() {
+  mkdir -p "$OUT" "$LOG"
+  export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+  if [ -d wheelhouse ]; then
+    if [ ! -f /tmp/site/.swiftbench-installed ]; then
+      python3 -m experiments.wheelhouse install --from wheelhouse --target /tmp/site >"$LOG/install.log" 2>&1 \
+        || { echo "wheel install failed"; tail -20 "$LOG/install.log"; exit 3; }
+      touch /tmp/site/.swiftbench-installed
+    fi
+    export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
+  else
+    export PYTHONPATH=$PWD
+  fi
+  nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,memory.total,memory.used --format=csv >"$LOG/gpus.csv" 2>&1
+  python3 -c "from experiments.runner import resolve_model; print(resolve_model('$MODEL', 'cuda'))" \
+    >"$LOG/model.log" 2>&1 || { echo "model build failed"; tail -20 "$LOG/model.log"; exit 4; }
+  echo "set-up done after ${SECONDS} s"
+  touch "$LOG/.start"
+}
+
+gpu_pack() {
+  # The resolved recipes of combinations (results/resolved/$HW) travel with the runs they made.
+  find "results/$HW" "results/resolved/$HW" -newer "$LOG/.start" -type f ! -name '*.safetensors' ! -name '*.bin' \
+    ! -name '*.pt' ! -name '*.pth' >"$LOG/new-files.txt" 2>/dev/null
+  tar czf /tmp/call.tgz -T "$LOG/new-files.txt" "$LOG" 2>/dev/null
+  split -b 15M /tmp/call.tgz "$OUT/call.tgz.part-"
+  ls -la "$OUT"
+  du -sh /tmp/call.tgz
+}
