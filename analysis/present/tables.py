@@ -188,7 +188,7 @@ def render(df: pd.DataFrame, fmt: str) -> str:
     if fmt == "csv":
         return df.to_csv(index=False)
     if fmt == "json":
-        return json.dumps(json.loads(df.to_json(orient="records")), indent=2)
+        return json.dumps(json.loads(df.to_json(orient="records", double_precision=15)), indent=2)
     shown = df.astype(object).where(df.notna(), None)  # tabulate only treats None as missing, not NaN
     return shown.to_markdown(index=False, floatfmt=".4g", missingval="–")
 
@@ -218,8 +218,8 @@ def run(args) -> int:
     t = tables(args.results_dir, args.baseline, args.seeds, args.compact)
     speed, conv = t["speedup"], t["convergence"]
     if args.format == "json":
-        print(json.dumps({"speedup": json.loads(speed.to_json(orient="records")),
-                          "convergence": json.loads(conv.to_json(orient="records"))}, indent=2))
+        print(json.dumps({"speedup": json.loads(speed.to_json(orient="records", double_precision=15)),
+                          "convergence": json.loads(conv.to_json(orient="records", double_precision=15))}, indent=2))
         return 0
     if args.format == "md":
         print(f"## Speedup (baseline {args.baseline}; slowest measured where it has no run)\n")

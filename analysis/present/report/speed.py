@@ -44,7 +44,8 @@ def speed_frame(ctx: Context) -> pd.DataFrame:
         per = (1000 / r.samples_per_step) if r.samples_per_step else None  # seconds per step -> ms per sample
         sp = compare.speedup(b[2], r) if b and b[2] else None
         rows.append({
-            "name": r.name, "hw": r.hw, "experiment": r.experiment, "run": r.run, "source": "measured",
+            "name": f"{r.name} · {'host ' + r.host_id[:6] if r.host_id else 'host ?'}", "hw": r.hw,
+            "experiment": r.experiment, "run": r.run, "source": "measured",
             "labels": "; ".join(r.labels), "in_tables": ctx.in_tables(r),
             "ms": steps.sample_ms(r), "ms_lo": st["ci95_low"] * per if per and st["ci95_low"] else None,
             "ms_hi": st["ci95_high"] * per if per and st["ci95_high"] else None,
@@ -92,5 +93,7 @@ def speed_section(ctx: Context) -> str:
         H.html_table(ctx.speed, SPEED_FORMATS, columns=[c for c in ctx.speed.columns if c not in HIDDEN]),
         H.csv(ctx, ctx.speed, "speedup.csv"),
         H.figure(ctx, fig, "speed.png", "ms per sample and tokens/s with 95 % intervals, every "
-                 "successful run and the published rows; xN = speedup against the baseline. " + labels),
+                 "successful run (with the first digits of its host id; ?: made before host fingerprints) and the "
+                 "published rows; xN = speed-up against the baseline, a cross-host ratio unless both runs show the "
+                 "same host id (the table's speedup_hosts column says which). " + labels),
     ])

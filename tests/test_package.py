@@ -1,0 +1,191 @@
+"""The built wheel works outside the checkout: it carries what the commands need (report notebook, seeds' figures,
+hardware tables, recipes and claims data, the report's CSS), and `swiftbench --version`, `swiftbench tables` and
+`swiftbench report`, run from an installed wheel in a fresh virtual environment, read the committed results/.
+
+The fresh venv gets no dependency installed from an index (that would take minutes): it sees this interpreter's
+site-packages through a plain path line in a .pth file, which adds the folder to sys.path without processing the
+.pth files inside it, so the checkout's editable install of swiftbench stays out. The wheel is built from a copy of
+the checkout, so the build writes nothing into the checkout.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "results"
+
+# Files the wheel must carry, relative to the installed packages' parent folder (analysis/core/paths.py's ROOT).
+NAMED_FILES = [
+    "seeds/ms_swift_hw_test.yaml",
+    "notebooks/report.ipynb",
+    "analysis/data/hardware.yaml",
+    "analysis/judge/claims.yaml",
+    "experiments/recipes.yaml",
+    "analysis/present/report/report.css",
+]
+# Every checkout file matching one of these must be in the wheel too (new data files included).
+PACKAGE_DATA_GLOBS = [
+    "seeds/*.yaml",
+    "notebooks/*.ipynb",
+    "analysis/data/*.yaml",
+    "analysis/judge/*.yaml",
+    "analysis/present/report/*.css",
+    "experiments/*.yaml",
+    "experiments/*.ipynb",
+    "experiments/claims/*.yaml",
+]
+PACKAGES = ["analysis", "experiments", "seeds", "notebooks"]
+
+# Not copied for the build: local, ignored and heavy folders (see .gitignore and .dockerignore).
+_SKIP_TOP = {".git", ".venv", ".cache", ".data", ".models", ".whl", ".gl", "build", "dist", "report", "scratch",
+             "wheelhouse", ".pytest_cache", ".hypothesis", ".ci"}
+_SKIP_ANY = ["__pycache__", "*.pyc", "*.egg-info", "artifacts"]
+
+# Inert unless SWIFTBENCH_PROBE names a folder: then every process of the temporary venv's interpreter writes, at
+# exit, which interpreter it was, its arguments and where `analysis` came from (a Jupyter kernel included).
+_PROBE_PTH = (
+    "import os, sys; os.environ.get('SWIFTBENCH_PROBE') and __import__('atexit').register("
+    "lambda: open(os.path.join(os.environ['SWIFTBENCH_PROBE'], '%d.json' % os.getpid()), 'w').write("
+    "__import__('json').dumps({'executable': sys.executable, 'argv': sys.argv, "
+    "'analysis': getattr(sys.modules.get('analysis'), '__file__', None)})))\n"
+)
+
+
+def _ignore(folder: str, names: list[str]) -> set[str]:
+    skipped = {n for n in names if any(fnmatch.fnmatch(n, pat) for pat in _SKIP_ANY)}
+    if Path(folder).resolve() == REPO:
+        skipped |= _SKIP_TOP & set(names)
+    return skipped
+
+
+def _run(cmd: list, cwd: Path, env: dict, timeout: int = 300) -> subprocess.CompletedProcess:
+    p = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, f"{' '.join(map(str, cmd))} -> {p.returncode}\nstdout:\n{p.stdout[-3000:]}\n" \
+                              f"stderr:\n{p.stderr[-5000:]}"
+    return p
+
+
+def _inside(path: str | Path, folder: Path) -> bool:
+    """PATH lies in FOLDER (an interpreter's path is not resolved: the venv's python links to the base one)."""
+    return Path(os.path.abspath(path)).is_relative_to(os.path.abspath(folder))
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """Build the wheel from a copy of the checkout, install it into a fresh venv; returns paths and a clean env."""
+    base = tmp_path_factory.mktemp("package")
+    src, dist, venv, work = base / "src", base / "dist", base / "venv", base / "work"
+    shutil.copytree(REPO, src, ignore=_ignore)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "JUPYTER_PATH",
+                        "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "SWIFTBENCH_PROBE") and not k.startswith("PIP_")}
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", PIP_CONFIG_FILE=os.devnull,
+               PYTHONDONTWRITEBYTECODE="1")
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+          "-w", dist, src], cwd=base, env=env)
+    (wheel,) = dist.glob("swiftbench-*.whl")
+
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=base, env=env)
+    python = venv / "bin" / "python"
+    site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                     cwd=base, env=env).stdout.strip())
+    deps = Path(sysconfig.get_paths()["purelib"])       # this interpreter's dependencies (and its editable install)
+    (site / "_swiftbench_test_deps.pth").write_text(f"{deps}\n")
+    (site / "_swiftbench_test_probe.pth").write_text(_PROBE_PTH)
+    # Dependencies' Jupyter data (nbconvert's templates) sit under their prefix, as a pip install into the venv would
+    # put them; the kernel spec is the venv's own, so the report's kernel runs the venv's interpreter.
+    shared = Path(sys.prefix) / "share" / "jupyter"
+    (venv / "share" / "jupyter").mkdir(parents=True)
+    for entry in shared.iterdir() if shared.is_dir() else ():
+        if entry.name != "kernels":
+            (venv / "share" / "jupyter" / entry.name).symlink_to(entry)
+    # --ignore-installed: never touch the swiftbench this interpreter has (pip sees it through the .pth path line)
+    _run([python, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "-q", wheel],
+         cwd=base, env=env)
+    _run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"], cwd=base, env=env)
+
+    work.mkdir()
+    env.update(PATH=os.pathsep.join([str(venv / "bin"), env.get("PATH", "")]), VIRTUAL_ENV=str(venv),
+               JUPYTER_PREFER_ENV_PATH="1", MPLBACKEND="Agg")
+    return {"wheel": wheel, "venv": venv, "python": python, "site": site, "work": work, "env": env}
+
+
+def test_wheel_carries_what_the_commands_need(installed):
+    names = set(zipfile.ZipFile(installed["wheel"]).namelist())
+    missing = [n for n in NAMED_FILES if n not in names]
+    for pattern in PACKAGE_DATA_GLOBS:
+        missing += [str(p.relative_to(REPO)) for p in sorted(REPO.glob(pattern))
+                    if str(p.relative_to(REPO)) not in names]
+    for package in PACKAGES:
+        missing += [str(p.relative_to(REPO)) for p in sorted((REPO / package).rglob("*.py"))
+                    if "__pycache__" not in p.parts and str(p.relative_to(REPO)) not in names]
+    assert not missing, f"not in the wheel: {missing}"
+    assert [n for n in names if n.startswith("experiments/claims/") and n.endswith(".yaml")]
+    leaked = sorted(n for n in names if "results/" in n or "tests/" in n)
+    assert not leaked, f"the wheel carries what it should not: {leaked[:20]}"
+    tops = {n.split("/")[0] for n in names} - set(PACKAGES)
+    assert all(t.endswith(".dist-info") for t in tops), f"unexpected top-level entries in the wheel: {tops}"
+    entry_points = zipfile.ZipFile(installed["wheel"]).read(
+        next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+    assert "swiftbench = analysis.cli:main" in entry_points
+
+
+def test_installed_package_imports_from_the_venv(installed):
+    python, work, env, venv = installed["python"], installed["work"], installed["env"], installed["venv"]
+    out = _run([python, "-c", "import json, analysis, analysis.core.paths as p, seeds, notebooks; print(json.dumps("
+                "[analysis.__file__, str(p.ROOT), str(p.SEEDS_DIR), str(p.NOTEBOOKS), str(p.DATA)]))"],
+               cwd=work, env=env).stdout
+    analysis_file, root, seeds_dir, notebooks_dir, data_dir = json.loads(out)
+    assert _inside(analysis_file, venv) and not _inside(analysis_file, REPO), analysis_file
+    assert Path(root).resolve() == installed["site"].resolve()
+    assert (Path(seeds_dir) / "ms_swift_hw_test.yaml").is_file()
+    assert (Path(notebooks_dir) / "report.ipynb").is_file()
+    assert (Path(data_dir) / "hardware.yaml").is_file()
+
+    version = _run([python, "-m", "analysis.cli", "--version"], cwd=work, env=env).stdout.split()
+    assert version[0] == "swiftbench" and version[1][0].isdigit(), version
+    assert _run([venv / "bin" / "swiftbench", "--version"], cwd=work, env=env).stdout.split() == version
+
+
+def test_installed_tables_on_the_committed_results(installed):
+    out = _run([installed["python"], "-m", "analysis.cli", "tables", RESULTS, "--format", "json"],
+               cwd=installed["work"], env=installed["env"]).stdout
+    tables = json.loads(out)
+    rows = [r for r in tables["speedup"]
+            if r["hw"] == "h200" and r["experiment"] == "seed" and r["source"] == "measured"]
+    assert rows and all((r["tokens_per_s"] or 0) > 0 for r in rows), rows
+    published = {r["hw"] for r in tables["speedup"] if r["source"] == "published"}
+    assert {"a10", "a100"} <= published, published       # the seeds' figures came from the installed seeds/
+
+
+def test_installed_report_on_the_committed_results(installed, tmp_path):
+    probe, out = tmp_path / "probe", tmp_path / "report"
+    probe.mkdir()
+    env = dict(installed["env"], SWIFTBENCH_PROBE=str(probe))
+    _run([installed["python"], "-m", "analysis.cli", "report", "--results", RESULTS, "--out", out],
+         cwd=installed["work"], env=env, timeout=400)
+    assert (out / "index.html").stat().st_size > 10_000
+    assert (out / "speedup.csv").read_text().count("\n") > 1
+    assert "h200" in (out / "speedup.csv").read_text()
+
+    meta = json.loads((out / "report.ipynb").read_text())["metadata"]["papermill"]
+    assert _inside(meta["input_path"], installed["venv"]), meta["input_path"]          # the installed notebook
+    assert _inside(meta["parameters"]["seeds_dir"], installed["venv"]), meta["parameters"]
+    # The kernel ran the venv's interpreter and imported the installed package, not the checkout.
+    runs = [json.loads(p.read_text()) for p in probe.glob("*.json")]
+    kernels = [r for r in runs if any("ipykernel" in a for a in r["argv"])]
+    assert kernels, f"no kernel ran the temporary venv's interpreter: {runs}"
+    for r in kernels:
+        assert _inside(r["executable"], installed["venv"]), r
+        assert r["analysis"] and _inside(r["analysis"], installed["venv"]), r
+        assert not _inside(r["analysis"], REPO), r
