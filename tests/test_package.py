@@ -129,7 +129,7 @@ def test_wheel_carries_what_the_commands_need(installed):
     for package in PACKAGES:
         missing += [str(p.relative_to(REPO)) for p in sorted((REPO / package).rglob("*.py"))
                     if "__pycache__" not in p.parts and str(p.relative_to(REPO)) not in names]
-    assert not missing, f"not in the wheel: {missing}"
+    assert not missing, f"not in the wheel: {list(dict.fromkeys(missing))}"
     assert [n for n in names if n.startswith("experiments/claims/") and n.endswith(".yaml")]
     leaked = sorted(n for n in names if "results/" in n or "tests/" in n)
     assert not leaked, f"the wheel carries what it should not: {leaked[:20]}"
@@ -148,9 +148,9 @@ def test_installed_package_imports_from_the_venv(installed):
     analysis_file, root, seeds_dir, notebooks_dir, data_dir = json.loads(out)
     assert _inside(analysis_file, venv) and not _inside(analysis_file, REPO), analysis_file
     assert Path(root).resolve() == installed["site"].resolve()
-    assert (Path(seeds_dir) / "ms_swift_hw_test.yaml").is_file()
-    assert (Path(notebooks_dir) / "report.ipynb").is_file()
-    assert (Path(data_dir) / "hardware.yaml").is_file()
+    for path in (Path(seeds_dir) / "ms_swift_hw_test.yaml", Path(notebooks_dir) / "report.ipynb",
+                 Path(data_dir) / "hardware.yaml"):
+        assert path.is_file(), f"not installed: {path}"
 
     version = _run([python, "-m", "analysis.cli", "--version"], cwd=work, env=env).stdout.split()
     assert version[0] == "swiftbench" and version[1][0].isdigit(), version
