@@ -169,6 +169,12 @@ def test_step_time_estimates_of_committed_runs(validation):
     checked = [r for r in validation.to_dict("records") if r.get("step_checked") is True]
     # tp-bs2 stopped at step 12: two steady intervals (10-12) are below validate.MIN_STEADY_INTERVALS, not checked
     assert not any(r["experiment"] == "tp-bs2" for r in checked)
+    # runs with a host id (2026-12-01, other hosts than the fit's) are reported, not checked: the host-blind time model
+    # is 20 % off either way there (seed recipe: 5.18 s on host a55bc8d6aca5, 7.81 s on 8c196bbf945e, 6.20 estimated)
+    rows = validation.to_dict("records")
+    other = {(r["experiment"], r["host"]): r["step_ratio"] for r in rows if isinstance(r["host"], str)}
+    assert not any(isinstance(r["host"], str) for r in checked)
+    assert other[("pair-seed", "a55bc8d6aca5")] > 1.15 and other[("seed", "8c196bbf945e")] < 0.85
     assert {"seed", "bs16", "spread-s42", "tp-bs8", "tp-bs4", "seed-w4", "seed-w4-sim"} <= \
         {r["experiment"] for r in checked}
     # 8 dataloader workers: the host overhead constant was fitted on 4-worker runs, so no step check
