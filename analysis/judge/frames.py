@@ -12,7 +12,7 @@ from analysis.judge import config
 from analysis.judge.band import loss_check
 from analysis.judge.result import rnd
 from analysis.judge.select import Runs, hw_choice, pick, profiled, records_of, runs_by_experiment, seed_baseline
-from analysis.measure.compare import speedup
+from analysis.measure.compare import CROSS_HOST, host_relation, speedup
 from analysis.measure.profile import busy_fraction, profiled_steps
 from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
@@ -36,7 +36,6 @@ def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] |
     seed = seed_baseline(fig["seed_runs"], runs)
     seed_tps = throughput(seed).tokens_per_s if seed else None
     base = pick(runs, fig["baseline"])
-    base_host = base.host if base else None
     hidden = set(fig["hide_flags"])
     table = []
     for name in fig["runs"]:
@@ -44,18 +43,19 @@ def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] |
         if rec is None:
             continue
         t = throughput(rec)
-        x_seed = speedup(seed, rec, pair=False).factor if seed_tps and t.tokens_per_s else None
+        xs = speedup(seed, rec, pair=False) if seed_tps and t.tokens_per_s else None
         lc = loss_check(rec, fig["spread"], runs)
         flags = {k: v for k, v in rec.overrides.items() if k not in hidden}
         cap = rec.cap_gib
         label = (f"{name} ({fig['baseline_label']})" if name == fig["baseline"] else name) \
             + (f" ({cap:g} GiB cap)" if cap else "")
-        if base_host and rec.host and rec.host != base_host:  # host-bound steps: another host is part of the result
+        if base is not None and host_relation(rec, base) == CROSS_HOST:  # host-bound steps: the host is in the result
             label += " (other host)"
         table.append({"recipe": name, "label": label,
                       "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or f"({fig['baseline_label']})",
                       "cap_gib": cap, "tokens_per_s": rnd(t.tokens_per_s, 1), "low": rnd(t.low, 1),
-                      "high": rnd(t.high, 1), "x_seed": rnd(x_seed, 2),
+                      "high": rnd(t.high, 1), "x_seed": rnd(xs.factor if xs else None, 2),
+                      "x_seed_hosts": xs.hosts if xs else None,
                       "steady_steps": t.steady_steps, "tokens_source": t.source,
                       "peak_gib": rec.peak_mem_gib, "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
                       "loss_counts": lc["counts"], "gpu_busy_frac": rnd(busy_fraction(rec), 3),

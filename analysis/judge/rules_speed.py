@@ -10,7 +10,7 @@ from analysis.judge.band import loss_check
 from analysis.judge.quote import host_note, paired_note, seed_multiple, speedup_numbers
 from analysis.judge.result import not_run, result, rnd
 from analysis.judge.select import Runs, pick, seed_baseline
-from analysis.measure.compare import SAME_HOST
+from analysis.measure.compare import SAME_HOST, host_relation
 from analysis.measure.memory import common_peaks
 from analysis.measure.profile import busy_fraction
 from analysis.measure.steps import step_time
@@ -236,6 +236,10 @@ def rule_class_best(claim: dict, runs: Runs, **_) -> dict:
               f"{lc['eval_step']}" + ("" if lc["counts"] is None else
                                       f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band")
               + (f"; before it: {failed}" if failed else ""))
+    if seed is not None and host_relation(rec, seed) != SAME_HOST:
+        nums["hosts"] = host_relation(rec, seed)
+        detail += (f"; a {nums['hosts']} ratio ({rec.host} vs the seed run's {seed.host}): host-bound steps move with "
+                   "the host")
     used = [r for _, r, _ in tried] + ([seed] if seed else [])
     if lc["counts"] is False:
         return result("does not hold", detail, nums, used)
