@@ -1,0 +1,1 @@
+"""Stage 1, recipes and runs: what to run (recipes.yaml, claims/), running it (runner, launcher), what it ran on."""

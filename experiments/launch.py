@@ -1,4 +1,4 @@
-"""Run ms-swift's `swift sft` in this process, with what a claims experiment needs around it.
+"""Run ms-swift's `swift sft` in this process, with what measuring a run needs around it (token counts, profiler, caps).
 
     python -m experiments.launch [--mem-cap-gib N] [--profile-steps K [--profile-skip S] [--profile-out DIR]]
                                  [--longest-first] [--pad-to N] [--no-fast-exit] -- <swift sft args...>

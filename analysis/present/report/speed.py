@@ -1,5 +1,5 @@
-"""Speed section: the speed-up table and every successful run's ms per optimizer step and tokens/s with their 95 %
-ranges (numbers from analysis.measure: steps, throughput, compare)."""
+"""Speed section: the speed-up table and every successful run's ms per sample and tokens/s with their 95 % ranges
+(numbers from analysis.measure: steps, throughput, compare)."""
 from __future__ import annotations
 
 import pandas as pd
