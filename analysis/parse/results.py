@@ -142,11 +142,3 @@ def latest_per_group(records: list[RunRecord]) -> list[RunRecord]:
         ok = [r for r in runs if r.ok]
         out.append(sorted(ok or runs, key=lambda r: (r.global_steps or 0, r.run))[-1])
     return out
-
-
-def group_sizes(records: list[RunRecord]) -> dict[tuple, int]:
-    """How many runs each (hw, experiment) has."""
-    out: dict[tuple, int] = {}
-    for r in records:
-        out[(r.hw, r.experiment)] = out.get((r.hw, r.experiment), 0) + 1
-    return out
