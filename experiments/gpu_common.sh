@@ -20,7 +20,9 @@ gpu_setup() {
     export PYTHONPATH=$PWD
   fi
   nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,memory.total,memory.used --format=csv >"$LOG/gpus.csv" 2>&1
-  python3 -c "from experiments.runner import resolve_model; print(resolve_model('$MODEL', 'cuda'))" \
+  # MODEL reaches Python as an argument, never as code
+  python3 -c "import sys; from experiments.runner import resolve_model; print(resolve_model(sys.argv[1], 'cuda'))" \
+    "$MODEL" \
     >"$LOG/model.log" 2>&1 || { echo "model build failed"; tail -20 "$LOG/model.log"; exit 4; }
   echo "set-up done after ${SECONDS} s"
   touch "$LOG/.start"

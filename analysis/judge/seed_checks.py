@@ -1,13 +1,14 @@
 """The seed articles' own arithmetic re-checked: each `internal_checks` formula of seeds/*.yaml recomputed.
 
 A check is data (`formula`, the stored `result`, what the article printed, a tolerance and a `consistent` verdict
-reviewed by hand); `safe_eval` recomputes the formula as plain arithmetic, never as code, and `checks_frame` sets the
+reviewed by hand); `safe_eval` recomputes the formula as plain arithmetic in floats, never as code, and `checks_frame` sets the
 recomputed value beside the stored one (`result_ok`: they agree to 0.1 %).
 """
 from __future__ import annotations
 
 import ast
 import math
+import operator
 from pathlib import Path
 
 import pandas as pd
@@ -38,9 +39,28 @@ def safe_eval(formula) -> float | None:
         if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
             return None
     try:
-        return float(eval(compile(tree, "<formula>", "eval"), {"__builtins__": {}}, FUNCTIONS))  # noqa: S307
+        return float(_evaluate(tree.body))
     except (ArithmeticError, TypeError, ValueError):
         return None
+
+
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+
+
+def _evaluate(node) -> float:
+    """The node's value in floats, never Python's unbounded integers: 9**9**9**9 overflows at once instead of
+    computing a number with billions of digits (OverflowError, so safe_eval says None)."""
+    if isinstance(node, ast.Constant):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp):
+        value = _evaluate(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        return float(_OPERATORS[type(node.op)](_evaluate(node.left), _evaluate(node.right)))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        return float(FUNCTIONS[node.func.id](*(_evaluate(a) for a in node.args)))
+    raise ValueError(f"not arithmetic: {ast.dump(node)[:60]}")
 
 
 def load_seeds(seeds_dir: str | Path = DEFAULT_SEEDS_DIR) -> dict[str, dict]:

@@ -308,6 +308,8 @@ def read_log(path: str | Path, args: dict | None = None) -> RunLog:
             before = prev_step.get(kind)
             if before is not None and step < before:
                 raise InputError(log_path, f"step counter goes backwards ({before} -> {step})", line_no)
+            if kind == "train" and before == step:  # identical repeats were dropped above: these values differ
+                raise InputError(log_path, f"step {step} logged twice with different values", line_no)
             prev_step[kind] = step
         line = Line(kind=kind, step=step, max_steps=max_steps, data=obj, line_no=line_no)
         if kind == "train" and line.speed is not None and line.speed[1] == 0:

@@ -241,6 +241,19 @@ def _cut(curve: Curve, bad_step: int | None) -> Curve:
     return [p for p in curve if p[0] < bad_step and math.isfinite(p[1])]
 
 
+def _samples_per_step_from_epoch(run: RunLog, train_stats: dict | None) -> int | None:
+    """Samples per optimizer step from the log alone: Hugging Face's `epoch` advances by samples per step / training
+    set size at every step, so (epoch_b - epoch_a) / (b - a) x size is it (rounded; None without both)."""
+    if not train_stats or not train_stats.get("size"):
+        return None
+    points = [(ln.step, ln.get("epoch")) for ln in run.train if ln.step is not None and is_finite(ln.get("epoch"))]
+    if len(points) < 2 or points[-1][0] <= points[0][0]:
+        return None
+    (a, ea), (b, eb) = points[0], points[-1]
+    per_step = (eb - ea) / (b - a) * train_stats["size"]
+    return round(per_step) if per_step >= 0.5 else None
+
+
 def log_facts(run: RunLog) -> dict:
     """The RunRecord fields one parsed log (+ args.json) gives."""
     args = run.args or {}
@@ -263,14 +276,15 @@ def log_facts(run: RunLog) -> dict:
     val_stats = parse_dataset_stats(summary.get("val_dataset"))
     params = parse_param_info(summary.get("model_parameter_info") or summary.get("model_info"))
 
+    warnings = list(run.warnings)
     samples_per_step = None
     if per_device_batch and grad_accum and world_size:
         samples_per_step = per_device_batch * grad_accum * world_size
-    elif train_stats and max_steps and run.summary:
-        # A full run has max_steps = epochs x ceil(size / global batch), so the global batch is the
-        # smallest integer >= size x epochs / max_steps (only a complete run has the right max_steps).
-        epochs = to_float(args.get("num_train_epochs")) or 1.0
-        samples_per_step = math.ceil(train_stats["size"] * epochs / max_steps)
+    else:
+        samples_per_step = _samples_per_step_from_epoch(run, train_stats)
+        if samples_per_step is None:
+            warnings.append("samples per step unknown (no args.json, and no epoch field with the training set's "
+                            "size): samples/s, tokens/s and MFU are left out")
 
     mem_values = [v for v in (ln.get("memory(GiB)") for ln in run.lines) if is_finite(v)]
     summary_mem = to_float(summary.get("memory"))
@@ -333,7 +347,7 @@ def log_facts(run: RunLog) -> dict:
         "elapsed": elapsed,
         "eval_elapsed": eval_elapsed,
         "event_steps": _event_steps(run.args, run, total) if elapsed else frozenset(),
-        "warnings": list(run.warnings),
+        "warnings": warnings,
         "args": run.args,
     }
 

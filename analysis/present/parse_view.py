@@ -56,9 +56,9 @@ def run(args) -> int:
 
 
 def _json_safe(obj):
-    """JSON has no NaN or infinity: such values (a diverged loss, a broken memory reading) print as strings."""
+    """JSON has no NaN or infinity: such values (a diverged loss, a broken memory reading) print as null."""
     if isinstance(obj, float) and not math.isfinite(obj):
-        return str(obj)
+        return None
     if isinstance(obj, dict):
         return {k: _json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
