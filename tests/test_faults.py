@@ -85,3 +85,42 @@ def test_formula_evaluator_refuses_huge_powers_at_once(formula):
     assert time.monotonic() - t0 < 1.0
     assert safe_eval("ceil(1500 / 16)") == 94.0 and safe_eval("2048 * 1000 / 387") == pytest.approx(5291.99, abs=0.01)
     assert safe_eval("__import__('os')") is None and safe_eval("(1).real") is None
+
+
+def _big_log(path, steps):
+    """A 4.x log of STEPS training lines (0.5 s each) with an eval every 50 steps (and args.json: saves every 50)."""
+    t, out = 0.0, []
+    for s in range(1, steps + 1):
+        t += 0.5
+        out.append(json.dumps({"loss": 2.0, "grad_norm": 1.0, "token_acc": 0.5, "epoch": s * 16 / 1489,
+                               "global_step/max_steps": f"{s}/{steps}", "elapsed_time": f"{int(t)}s",
+                               "memory(GiB)": 20.0, "train_speed(s/it)": round(t / s, 6)}))
+        if s % 50 == 0:
+            out.append(json.dumps({"eval_loss": 2.0, "global_step/max_steps": f"{s}/{steps}",
+                                   "train_speed(s/it)": round(t / s, 6)}))
+    path.mkdir(parents=True)
+    (path / "logging.jsonl").write_text("\n".join(out) + "\n")
+    (path / "args.json").write_text(json.dumps({"per_device_train_batch_size": 16, "gradient_accumulation_steps": 1,
+                                                "eval_steps": 50, "save_steps": 50}))
+    return path
+
+
+def test_parsing_time_grows_linearly_with_the_log(tmp_path):
+    """60,000 steps (about 15 MB, 1,200 evals and saves) parse and measure in a few seconds, and 4x the steps take
+    well under 16x the time (the old interval check walked every event for every interval: 38 s here)."""
+    from analysis.measure.summary import run_summary
+
+    def timed(steps):
+        run = _big_log(tmp_path / f"run{steps}", steps)
+        t0 = time.monotonic()
+        m = run_summary(read_log_record(run))
+        return time.monotonic() - t0, m
+
+    small, _ = timed(15_000)
+    big, m = timed(60_000)
+    assert m["step_time_s"]["median"] == pytest.approx(0.5, rel=1e-3)
+    # steady: 59,999 intervals - the first (1-2) - 8 in the warm-up (starting at 2..9: before step 10) - 1,199 after
+    # an eval or a save (starting at 50, 100, ..., 59,950; the one at 60,000 ends the log)
+    assert m["step_time_s"]["n_intervals"] == 59_999 - 1 - 8 - 1_199
+    assert m["tokens_per_s"] is None and m["samples_per_s"] == pytest.approx(32.0, rel=1e-3)
+    assert big < 30 and big < 8 * max(small, 0.25), (small, big)

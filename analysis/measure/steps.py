@@ -7,6 +7,7 @@ save, or holds a step the profiler watched (profiling slows it). Every step time
 """
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from dataclasses import dataclass
@@ -54,7 +55,8 @@ def intervals(rec: RunRecord) -> list[Interval]:
     if len(points) < 2:
         return []
     warmup = min(WARMUP_FRACTION * (epoch_steps(rec) or points[-1][0]), WARMUP_MAX_STEPS)
-    profiled = rec.profiled_steps
+    profiled = sorted(rec.profiled_steps)
+    events = sorted(rec.event_steps)
     out = []
     for i, ((a, ta), (b, tb)) in enumerate(zip(points, points[1:])):
         if b <= a:
@@ -64,12 +66,18 @@ def intervals(rec: RunRecord) -> list[Interval]:
             reason = "first interval"
         elif a < warmup:
             reason = "warm-up"
-        elif any(a <= e < b for e in rec.event_steps):
+        elif _any_in(events, a, b):  # an event at e with a <= e < b
             reason = "eval/save"
-        elif any(a < p <= b for p in profiled):
+        elif _any_in(profiled, a + 1, b + 1):  # a profiled step p with a < p <= b
             reason = "profiled"
         out.append(Interval(a, b, tb - ta, reason))
     return out
+
+
+def _any_in(sorted_values: list[int], low: int, high: int) -> bool:
+    """Is some value v with low <= v < high in SORTED_VALUES (a binary search: parsing stays linear in the log)."""
+    i = bisect.bisect_left(sorted_values, low)
+    return i < len(sorted_values) and sorted_values[i] < high
 
 
 def steady_intervals(rec: RunRecord) -> list[Interval]:

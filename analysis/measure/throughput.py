@@ -38,8 +38,13 @@ def ratio_of_sums(num, den, n_boot: int = 2000) -> tuple[float, float | None, fl
     point = float(a.sum() / b.sum())
     if len(a) < 2:
         return point, None, None
-    idx = np.random.default_rng(0).integers(0, len(a), size=(n_boot, len(a)))
-    low, high = (float(x) for x in np.percentile(a[idx].sum(axis=1) / b[idx].sum(axis=1), [2.5, 97.5]))
+    rng = np.random.default_rng(0)
+    chunk = max(1, min(n_boot, 2_000_000 // len(a)))  # resamples drawn a chunk at a time: memory stays bounded
+    ratios = []
+    for start in range(0, n_boot, chunk):
+        idx = rng.integers(0, len(a), size=(min(chunk, n_boot - start), len(a)))
+        ratios.append(a[idx].sum(axis=1) / b[idx].sum(axis=1))
+    low, high = (float(x) for x in np.percentile(np.concatenate(ratios), [2.5, 97.5]))
     return point, low, high
 
 
