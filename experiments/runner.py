@@ -23,6 +23,7 @@ weights.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -399,8 +400,48 @@ def run_notebook(spec: RunSpec, run_dir: Path, progress: bool = True) -> None:
                         progress_bar=progress, log_output=False, kernel_name="python3")
 
 
+LOCKS = ".locks"  # results/.locks/<hw>-<experiment>.lock: one runner per results folder and experiment at a time
+
+
+@contextlib.contextmanager
+def experiment_lock(spec: RunSpec):
+    """Hold the lock of SPEC's experiment in its results folder (yields True), or yield False when another process
+    holds it: two `run-all` on one results folder never train the same experiment at once. An OS file lock, so a
+    killed runner leaves no stale lock behind."""
+    import fcntl
+
+    folder = Path(spec.results_dir) / LOCKS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{spec.hw}-{spec.experiment}.lock"
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()} {socket.gethostname()}\n")
+        f.flush()
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _run_one(spec: RunSpec, console, progress: bool, claims_mode: bool = False) -> dict:
-    """One experiment: skip it when done (claims: an OOM counts as done), else run the notebook once."""
+    """One experiment under its lock: skip it when another runner is on it or when it is done (claims: an OOM counts
+    as done), else run the notebook once."""
+    with experiment_lock(spec) as held:
+        if not held:
+            lock = Path(spec.results_dir) / LOCKS / f"{spec.hw}-{spec.experiment}.lock"
+            console.print(f"[yellow]busy[/] {spec.hw}/{spec.experiment}: another runner holds {lock} "
+                          f"({lock.read_text().strip() or 'pid unknown'}); not started")
+            return {"experiment": spec.experiment, "run_dir": None, "status": "busy", "outcome": "busy"}
+        return _run_one_locked(spec, console, progress, claims_mode)
+
+
+def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = False) -> dict:
     name, hw = spec.experiment, spec.hw
     if claims_mode:
         finished = find_finished(spec)

@@ -318,3 +318,29 @@ def test_cpu_smoke_run_all_twice(tmp_path):
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert second.returncode == 0 and "skip" in second.stderr
     assert len(list((results / "cpu" / "seed").iterdir())) == 1
+
+
+def test_a_second_runner_does_not_train_an_experiment_another_runner_holds(tmp_path, monkeypatch):
+    """Two run-all on one results folder: the second finds the experiment's lock held and starts nothing; once the
+    first is gone (its OS lock with it, even when killed), the experiment runs."""
+    from rich.console import Console
+
+    spec = runner.RunSpec(hw="h200", experiment="seed", model="dummy", results_dir=str(tmp_path))
+    ran = []
+    monkeypatch.setattr(runner, "run_notebook", lambda spec, run_dir, progress: ran.append(run_dir))
+    lock = tmp_path / runner.LOCKS / "h200-seed.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); f.write('4242 other\\n');"
+        " f.flush(); print('held', flush=True); time.sleep(60)"), str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = runner._run_one(spec, Console(file=open(os.devnull, "w")), progress=False)
+        assert res["status"] == "busy" and res["run_dir"] is None and ran == []
+        assert not (tmp_path / "h200" / "seed").exists()  # no run folder for a run that never started
+    finally:
+        holder.kill()
+        holder.wait()
+    res = runner._run_one(spec, Console(file=open(os.devnull, "w")), progress=False)
+    assert len(ran) == 1 and res["run_dir"] == str(ran[0])
+    assert lock.read_text().split()[0] == str(os.getpid())
