@@ -120,7 +120,7 @@ def speed_bars(df: pd.DataFrame, title: str, labels: str, baseline_note: str) ->
     h = max(2.5, 0.42 * len(df) + 1.4)
     fig, axes = plt.subplots(1, 2, figsize=(13, h), layout="constrained", sharey=True)
     _hbars(axes[0], df, "ms", "ms_lo", "ms_hi", "{:,.0f} ms", annotate="speedup")
-    axes[0].set(xlabel="ms per sample (median step / samples per step; bar: 95 % CI of the mean)", ylabel="")
+    axes[0].set(xlabel="ms per sample (median step / samples; bar: 95 % CI)", ylabel="")
     _hbars(axes[1], df, "tok", "tok_lo", "tok_hi", "{:,.0f}", invert=False)  # the y axis is shared
     axes[1].set(xlabel="tokens per second (trained tokens; bar: 95 % CI)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=MEASURED_COLOR), plt.Rectangle((0, 0), 1, 1, color=PUBLISHED_COLOR)]
