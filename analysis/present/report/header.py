@@ -91,7 +91,8 @@ def header(ctx: Context) -> str:
         '<div class="sb-box"><p><b>How these numbers were obtained.</b> Every table row and figure carries '
         "the labels of the runs behind it:</p><ul>" + "".join(items) + "</ul>"
         "<p>Step time is the median over the steady-state log intervals (not the first interval, not the "
-        "first 10 % of steps, not an interval with an eval or a checkpoint save, not a profiled step), with a "
+        "warm-up: the first 10 % of the full epoch's steps, at most 10, the same steps for a full and a cut run; not "
+        "an interval with an eval or a checkpoint save, not a profiled step), with a "
         "Student-t 95 % interval of the mean (analysis/measure/steps.py); tokens/s = tokens of the steady steps / "
         "their time, a ratio of sums with a 95 % bootstrap range (counted tokens from tokens.jsonl where the run has "
         "them, else samples per optimizer step x mean tokens per sample of the training set; "
