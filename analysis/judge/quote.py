@@ -14,8 +14,7 @@ from analysis.parse.record import RunRecord
 
 def host_note(test: RunRecord, base: RunRecord, whose: str) -> str | None:
     """"TEST's host vs WHOSE BASE's host" when both are known and differ (host-bound steps depend on it), else None."""
-    text = other_host(test, base)  # 'TEST's host (probe) vs BASE's host (probe)'
-    return None if text is None else text.replace(" vs ", f" vs {whose} ", 1)
+    return other_host(test, base, whose)
 
 
 def speedup_numbers(base: RunRecord, test: RunRecord) -> dict:

@@ -98,15 +98,16 @@ def probe_text(rec: RunRecord) -> str:
             f"LoRA step {fmt(p['lora_ms'], 'ms')}")
 
 
-def other_host(test: RunRecord, base: RunRecord) -> str | None:
-    """'TEST's host vs BASE's host' (with their probe figures where measured) when the two are known to differ:
-    host-bound steps depend on the host, so such a ratio is a cross-host one. None for the same or an unverified host."""
+def other_host(test: RunRecord, base: RunRecord, whose: str = "") -> str | None:
+    """'TEST's host vs [WHOSE] BASE's host' (with their probe figures where measured) when the two are known to
+    differ: host-bound steps depend on the host, so such a ratio is a cross-host one. None for the same or an
+    unverified host."""
     if host_relation(test, base) != CROSS_HOST:
         return None
-    ht, hb = test.host, base.host
+    whose = f"{whose} " if whose else ""
     if test.host_id and base.host_id:
-        return f"{ht} ({probe_text(test)}) vs {hb} ({probe_text(base)})"
-    return f"{test.machine} vs {base.machine}"
+        return f"{test.host} ({probe_text(test)}) vs {whose}{base.host} ({probe_text(base)})"
+    return f"{test.machine} vs {whose}{base.machine}"
 
 
 def speedup(base: RunRecord, test: RunRecord, pair: bool = True) -> Speedup:

@@ -112,9 +112,14 @@ def micro_step_ms(rec: RunRecord) -> float | None:
     return median / rec.grad_accum * 1000 if median and rec.grad_accum else None
 
 
+def sample_time_ms(rec: RunRecord) -> dict:
+    """Milliseconds per training sample = optimizer-step time / samples per optimizer step x 1000 (median, and the
+    step time's 95 % interval, scaled alike): the unit the seed article's "ms per step" is in (its step is one
+    sample's forward-backward pass), comparable across batch sizes. None where a part is unknown."""
+    st, n = step_time(rec), rec.samples_per_step
+    return {k: st[k] / n * 1000 if n and st[k] else None for k in ("median", "ci95_low", "ci95_high")}
+
+
 def sample_ms(rec: RunRecord) -> float | None:
-    """Milliseconds per training sample = median optimizer-step time / samples per optimizer step x 1000: the unit
-    the seed article's "ms per step" is in (its step is one sample's forward-backward pass), comparable across batch
-    sizes."""
-    median = step_time(rec)["median"]
-    return median / rec.samples_per_step * 1000 if median and rec.samples_per_step else None
+    """Median milliseconds per training sample (sample_time_ms)."""
+    return sample_time_ms(rec)["median"]

@@ -104,6 +104,12 @@ def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
 # ------------------------------------------------------------------------------------------- tables
 
 
+def baseline_name(row: dict) -> str:
+    """How the `baseline` column names a row: its hardware, and its host id where it has one."""
+    host = row.get("host")
+    return row["hw"] + (f" ({host})" if isinstance(host, str) and host else "")
+
+
 def pick_baseline(rows: list[dict], baseline: str) -> dict | None:
     """The row of one experiment and source that speed-ups are relative to: BASELINE's row when it has a time per
     sample (and, for measured rows, a tokens/s: the speed-up is a ratio of throughputs or paired step times); else the
@@ -141,7 +147,7 @@ def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str
             continue
         base_rec = next(rec for row, rec in members if row is base)
         for row, rec in members:
-            row["baseline"] = base["hw"] + (f" ({base['host']})" if base.get("host") else "")
+            row["baseline"] = baseline_name(base)
             if source == "measured":
                 sp = compare.speedup(base_rec, rec)
                 row.update(speedup=sp.factor, speedup_basis=sp.how, speedup_hosts=sp.hosts)

@@ -9,6 +9,7 @@ from analysis.parse.record import RunRecord
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
+from analysis.present.tables import baseline_name
 
 SPEED_FORMATS = {
     "ms_per_sample": "{:.1f}", "ms_per_step": "{:.1f}", "ms_per_micro_step": "{:.1f}", "tokens_per_s": "{:,.0f}", "tokens_per_s_low": "{:,.0f}",
@@ -26,8 +27,8 @@ def baselines(ctx: Context) -> dict[tuple[str, str], tuple[str, float, RunRecord
     by_id = {(r.hw, r.experiment, r.run): r for r in ctx.picked}
     out = {}
     for _, row in ctx.speed.iterrows():
-        own = row["hw"] + (f" ({row['host']})" if not H.missing(row["host"]) else "")
-        if row["baseline"] is not None and own == row["baseline"] and not H.missing(row["ms_per_sample"]):
+        is_base = row["baseline"] is not None and baseline_name(row) == row["baseline"]
+        if is_base and not H.missing(row["ms_per_sample"]):
             rec = by_id.get((row["hw"], row["experiment"], row["run"])) if row["source"] == "measured" else None
             out[(row["experiment"], row["source"])] = (row["baseline"], float(row["ms_per_sample"]), rec)
     return out
@@ -41,14 +42,13 @@ def speed_frame(ctx: Context) -> pd.DataFrame:
     for r in sorted(ctx.ok_records(), key=lambda r: (r.experiment, ctx.hw_rank(r.hw), r.run)):
         st, tp = steps.step_time(r), throughput.throughput(r)
         b = base.get((r.experiment, "measured"))
-        per = (1000 / r.samples_per_step) if r.samples_per_step else None  # seconds per step -> ms per sample
+        per_sample = steps.sample_time_ms(r)
         sp = compare.speedup(b[2], r) if b and b[2] else None
         rows.append({
             "name": f"{r.name} · {'host ' + r.host_id[:6] if r.host_id else 'host ?'}", "hw": r.hw,
             "experiment": r.experiment, "run": r.run, "source": "measured",
             "labels": "; ".join(r.labels), "in_tables": ctx.in_tables(r),
-            "ms": steps.sample_ms(r), "ms_lo": st["ci95_low"] * per if per and st["ci95_low"] else None,
-            "ms_hi": st["ci95_high"] * per if per and st["ci95_high"] else None,
+            "ms": per_sample["median"], "ms_lo": per_sample["ci95_low"], "ms_hi": per_sample["ci95_high"],
             "n_intervals": st["n_intervals"], "tok": tp.tokens_per_s, "tok_lo": tp.low, "tok_hi": tp.high,
             "baseline": b[0] if b else None, "speedup": sp.factor if sp else None,
             "speedup_hosts": sp.hosts if sp else None,
