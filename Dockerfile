@@ -4,7 +4,14 @@
 #   docker run --rm --gpus all -e HW=h100 -v "$PWD/results:/workspace/swiftbench/results" swiftbench
 #
 # The Makefile's variables come from the environment: -e HW=... (required: a10, rtx4090, a100,
-# h100, h200, ...), and optionally -e MODEL=... -e MAX_STEPS=... -e EXPERIMENTS=a,b -e DATA=dir.
+# h100, h200, ..., or auto: the class of the GPU NVML shows), and optionally -e MODEL=...
+# -e MAX_STEPS=... -e EXPERIMENTS=a,b -e DATA=dir.
+#
+# For the cloud fleet (`make fleet IMAGE=...`, README "Fleet"), push it where SkyPilot can pull it:
+#   docker build -t ghcr.io/<you>/swiftbench:<tag> . && docker push ghcr.io/<you>/swiftbench:<tag>
+# (Docker Hub, GHCR, ECR, Artifact Registry; a private registry's login goes into the task's
+# SKYPILOT_DOCKER_USERNAME / _PASSWORD / _SERVER envs). SkyPilot runs the job inside it with the
+# checkout synced to ~/sky_workdir; the image supplies the GPU wheel set below.
 # HF_HUB_OFFLINE is deliberately NOT set: on a host with internet the model and data download as
 # usual (mount -v ~/.cache/huggingface:/root/.cache/huggingface to keep them between runs). For an
 # offline host, mount the model and add -e HF_HUB_OFFLINE=1 (GPU-HOST.md: and --check_model false,
@@ -17,7 +24,9 @@
 #   --user "$(id -u):$(id -g)" -e HOME=/tmp
 #
 # Base: PyTorch's official CUDA runtime image, pinned: torch 2.9.0, CUDA 12.8 (Hopper and older;
-# needs a driver >= 570), cuDNN 9, conda Python 3.11 (ipykernel 7 / ipython 9 need >= 3.11).
+# needs a driver >= 570, which the clouds' current GPU images ship; experiments/fleet_task.yaml's
+# pip setup installs this same torch from the cu128 index), cuDNN 9, conda Python 3.11
+# (ipykernel 7 / ipython 9 need >= 3.11).
 # The air-gapped H200 host runs torch 2.11.0+cu130 instead; torch is not pinned by the suite.
 FROM pytorch/pytorch:2.9.0-cuda12.8-cudnn9-runtime
 

@@ -16,20 +16,36 @@ MAX_STEPS   ?=
 EXPERIMENTS ?=
 FORCE       ?=
 TIMEOUT     ?=
+KILL_ORPHANS ?=
+GPUS        ?=
+PARALLEL    ?=
+QUICK       ?=
+BUDGET      ?=
 RESULTS     ?= results
 BASELINE    ?= a10
 WHEELHOUSE  ?= wheelhouse
+# fleet (SkyPilot, its own venv: skypilot pins a click that ms-swift's huggingface-hub refuses)
+FLEET_VENV  ?= .venv-fleet
+FLEET_PY    := $(FLEET_VENV)/bin/python
+FLEET_STAMP := $(FLEET_VENV)/.swiftbench-fleet-installed
+FLEET_OUT   ?= .fleet
+BUCKET      ?=
+IMAGE       ?=
+DRYRUN      ?=
 
-.PHONY: chromium help venv test test-fast tables claims parse run-all claims-gpu report wheelhouse install-offline fixtures clean
+.PHONY: chromium help venv test test-fast tables claims parse run-all claims-gpu report wheelhouse install-offline fixtures clean fleet fleet-collect
 
 help:
 	@echo "make test                         set up .venv (CPU torch, ms-swift) and run every test"
 	@echo "make report                       executed report notebook -> report/index.html"
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
+	@echo "make parse [RESULTS=results]      one row per run folder: status, complete, steps, ms/step, tokens/s, peak, MFU"
 	@echo "make claims [RESULTS=results]     the claims audit's verdicts (analysis/judge/claims.yaml) and its GPU plan"
 	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan (experiments/claims/plan.yaml), one lane per GPU"
-	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s]"
+	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s] [GPUS=1,2] [PARALLEL=ddp,zero3] [QUICK=1|BUDGET=180s]"
 	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"
+	@echo "make fleet HW=a10,rtx4090,a100,h100 BUCKET=s3://b [IMAGE=reg/img:tag] [DRYRUN=1]  SkyPilot managed jobs, one per class"
+	@echo "make fleet-collect BUCKET=s3://b  the bucket's runs into RESULTS (never overwriting; a run already there is skipped)"
 
 # --- environment --------------------------------------------------------------------------------
 # torch first and pinned: with no torch installed, a plain requirement would pull a multi-GB CUDA build.
@@ -41,7 +57,15 @@ $(STAMP): pyproject.toml experiments/requirements-swift.txt
 	$(VPY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
+# The fleet's venv: the `fleet` extra (SkyPilot), so `make test` checks the tasks with SkyPilot's own parser.
+$(FLEET_STAMP): pyproject.toml
+	test -x $(FLEET_PY) || python3 -m venv $(FLEET_VENV)
+	$(FLEET_PY) -m pip install -q --upgrade pip
+	$(FLEET_PY) -m pip install -q -e '.[fleet]'
+	touch $@
+
 venv: $(STAMP)
+	@echo "$(VENV) is set up (swiftbench: $(VENV)/bin/swiftbench)"
 
 # Headless Chromium for the report's browser test (Debian package; skipped where apt is unavailable).
 chromium:
@@ -49,15 +73,18 @@ chromium:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "chromium not installed: the browser test will skip"; }
 
-test: $(STAMP) chromium
+test: $(STAMP) $(FLEET_STAMP) chromium
 	$(VPY) -m pytest -q
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(FLEET_STAMP)
 	$(VPY) -m pytest -q -m "not slow and not browser"
 
 # --- analysis -----------------------------------------------------------------------------------
 tables: $(STAMP)
 	$(VENV)/bin/swiftbench tables $(RESULTS) --baseline $(BASELINE)
+
+parse: $(STAMP)
+	$(VENV)/bin/swiftbench parse $(RESULTS)
 
 claims: $(STAMP)
 	$(VENV)/bin/swiftbench claims $(RESULTS)
@@ -75,8 +102,20 @@ run-all:
 	$(PYTHON) -m analysis.cli run-all --hw $(HW) --model $(MODEL) --results $(RESULTS) \
 	  $(if $(DATA),--data $(DATA)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
 	  $(if $(EXPERIMENTS),--experiments $(EXPERIMENTS)) $(if $(FORCE),--force-hw) \
-	  $(if $(TIMEOUT),--timeout $(TIMEOUT))
-	$(PYTHON) -m analysis.cli tables $(RESULTS) --baseline $(BASELINE)
+	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(GPUS),--gpus $(GPUS)) $(if $(PARALLEL),--parallel $(PARALLEL)) \
+	  $(if $(QUICK),--quick) $(if $(BUDGET),--budget $(BUDGET)) $(if $(KILL_ORPHANS),--kill-orphans)
+	$(PYTHON) -m analysis.cli tables $(RESULTS) --baseline $(BASELINE) || [ $$? -eq 3 ]  # 3: a folder was left out (said on stderr)
+
+# --- other GPUs in the cloud (SkyPilot) ------------------------------------------------------------
+fleet: $(FLEET_STAMP)
+	@test -n "$(HW)" || { echo "make fleet: set HW (a10,rtx4090,a100,h100, ...)" >&2; exit 2; }
+	$(FLEET_PY) -m experiments.fleet launch --hw $(HW) --out $(FLEET_OUT) --model $(MODEL) $(if $(DRYRUN),--dry-run) \
+	  $(if $(BUCKET),--bucket $(BUCKET)) $(if $(IMAGE),--image $(IMAGE)) $(if $(EXPERIMENTS),--experiments $(EXPERIMENTS)) \
+	  $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) $(if $(TIMEOUT),--timeout $(TIMEOUT))
+
+fleet-collect:
+	@test -n "$(BUCKET)" || { echo "make fleet-collect: set BUCKET (s3://name, gs://name or a local copy)" >&2; exit 2; }
+	$(PYTHON) -m experiments.fleet collect --bucket $(BUCKET) --results $(RESULTS)
 
 claims-gpu:
 	@test -n "$(CALL)" || { echo "make claims-gpu: set CALL (a call of experiments/claims/plan.yaml)" >&2; exit 2; }

@@ -1,9 +1,11 @@
-"""`swiftbench`: one program, one subcommand per stage (run-all, claims, plan, parse, tables, report, wheelhouse).
+"""`swiftbench`: one program, one subcommand per stage (run-all, claims, plan, parse, tables, report, import,
+wheelhouse).
 
 Each stage module registers its own subcommand through `register(subparsers)`, so the CLI stays a thin
 dispatcher. Only the module of the subcommand asked for is imported (`swiftbench tables` loads no torch and no
 ms-swift); `swiftbench --help` and `--version` import none. Bad input raises `InputError`, printed here as one line
-with exit code 2.
+with exit code 2. A command that read a tree but left a run folder out (parse, tables, report) says which and why
+on stderr and exits with 3 (analysis.core.errors.SKIPPED_EXIT).
 """
 from __future__ import annotations
 
@@ -20,9 +22,11 @@ SUBCOMMAND_MODULES = {
     "run-all": "experiments.runner",
     "claims": "analysis.judge.cli",
     "plan": "analysis.estimate.cli",
+    "quick": "analysis.estimate.quick",
     "parse": "analysis.present.parse_view",
     "tables": "analysis.present.tables",
     "report": "analysis.present.report.build",
+    "import": "experiments.importer",
     "wheelhouse": "experiments.wheelhouse",
 }
 # One line each for `swiftbench --help`, which imports no subcommand module.
@@ -30,9 +34,11 @@ SUBCOMMAND_HELP = {
     "run-all": "run every experiment of the matrix (or the claims audit's, --claims) for one hardware class",
     "claims": "the claims audit: verdicts, and the resolved recipes of its combinations",
     "plan": "will a fine-tune fit on each GPU class, how long, what cost",
+    "quick": "quick runs' estimates of the full run, beside the full runs made after them",
     "parse": "parse ms-swift run folders or logging.jsonl files into metrics",
-    "tables": "speedup and convergence tables of a results tree",
+    "tables": "speedup and convergence tables of one or more results trees (merged)",
     "report": "executed report notebook -> OUT/index.html",
+    "import": "copy plain `swift sft` output folders into a results tree, labelled imported",
     "wheelhouse": "wheels for an air-gapped GPU host: download and check, or install offline",
 }
 def version() -> str:

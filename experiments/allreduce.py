@@ -44,7 +44,7 @@ _READ_RE = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+)"
 
 def nccl_read_vars(log_text: str) -> dict[str, str]:
     """The NCCL_* variables NCCL says it read ('NCCL INFO NCCL_X set by environment to V', NCCL_DEBUG=INFO)."""
-    return {m.group(1): m.group(2) for m in _READ_RE.finditer(log_text)}
+    return {m.group(1): m.group(2).rstrip(".") for m in _READ_RE.finditer(log_text)}
 
 
 def main(argv: list[str] | None = None) -> int:

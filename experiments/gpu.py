@@ -47,7 +47,7 @@ def gpus(lib=None) -> list[dict]:
     return out
 
 
-def check_hardware(hw: str, force: bool = False, lib=None) -> dict:
+def check_hardware(hw: str, force: bool = False, lib=None, count: int = 1) -> dict:
     """Compare the GPU with the label HW (through hardware.yaml's nvml_names).
 
     Returns {"gpu_name", "matched_hw", "forced"}. A mismatch raises HardwareMismatch unless forced; a forced
@@ -55,6 +55,8 @@ def check_hardware(hw: str, force: bool = False, lib=None) -> dict:
     """
     spec = hardware.require(hw)
     found = gpus(lib)
+    if count > 1 and len(found) < count and spec["nvml_names"]:  # forcing cannot make GPUs appear (cpu: processes)
+        raise HardwareMismatch(f"{count} GPUs asked for, {len(found)} visible")
     name = found[0]["name"] if found else "no GPU"
     matched = hardware.match_nvml(name) if found else ("cpu" if not spec["nvml_names"] else None)
     if matched == hw:
@@ -64,6 +66,26 @@ def check_hardware(hw: str, force: bool = False, lib=None) -> dict:
             f"the GPU is {name!r} ({matched or 'not in analysis/data/hardware.yaml'}), not {hw} "
             f"({spec['name']}); pass FORCE=1 / --force-hw to run anyway with a 'forced' label")
     return {"gpu_name": name, "matched_hw": matched, "forced": True}
+
+
+def detect_hw(lib=None) -> str:
+    """The hardware class of the GPUs NVML shows (`--hw auto`, `make run-all HW=auto`): a fleet job or a rented
+    machine need not know which card it got. No GPU, an unknown card or a mix of classes is bad input (the label
+    would be a guess)."""
+    from analysis.core.errors import InputError
+
+    found = gpus(lib)
+    if not found:
+        raise InputError(None, "--hw auto: NVML shows no GPU (pass --hw cpu for a CPU smoke run)")
+    classes = {g["name"]: hardware.match_nvml(g["name"]) for g in found}
+    unknown = sorted(n for n, k in classes.items() if k is None)
+    if unknown:
+        raise InputError(hardware.HARDWARE_FILE, f"--hw auto: no GPU class names {', '.join(map(repr, unknown))}; "
+                                                 "add one to hardware.yaml or pass --hw")
+    if len(set(classes.values())) > 1:
+        raise InputError(None, f"--hw auto: GPUs of several classes are visible ({', '.join(sorted(classes))}); "
+                               "pick them with CUDA_VISIBLE_DEVICES")
+    return next(iter(classes.values()))
 
 
 def _versions() -> dict:
@@ -103,6 +125,25 @@ def _topo() -> str | None:
         return None
 
 
+def nvlinks(lib, index: int, max_links: int = 18) -> int | None:
+    """Active NVLink links of GPU INDEX (None where NVML cannot tell: no NVLink, or no NVML)."""
+    if lib is None:
+        return None
+    try:
+        h = lib.nvmlDeviceGetHandleByIndex(index)
+    except Exception:  # noqa: BLE001
+        return None
+    active, known = 0, False
+    for link in range(max_links):
+        try:
+            state = lib.nvmlDeviceGetNvLinkState(h, link)
+        except Exception:  # noqa: BLE001 - a link index the GPU does not have, or no NVLink at all
+            continue
+        known = True
+        active += int(bool(state))
+    return active if known else None
+
+
 def environment(hw: str, lib=None) -> dict:
     """The env.json record: GPU, driver, CUDA, topology, CPU, RAM, Python and package versions."""
     lib = lib if lib is not None else nvml()
@@ -130,6 +171,7 @@ def environment(hw: str, lib=None) -> dict:
         "cuda_driver": cuda,
         "cuda_torch": torch_cuda,
         "topology": _topo(),
+        "nvlinks": [nvlinks(lib, g.get("index", i)) for i, g in enumerate(found)],
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "ram_gib": _ram_gib(),

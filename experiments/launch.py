@@ -5,7 +5,8 @@
 
 `swift sft ARGS` (swift/cli/main.py) starts `python swift/cli/sft.py ARGS`, which runs
 try_use_single_device_mode(), try_init_unsloth(), try_init_ray() and then swift.pipelines.sft_main(); this module
-does the same in-process (single process only: no torchrun), after:
+does the same in-process, after what follows. Several GPUs: `torchrun --nproc_per_node N -m experiments.launch ...`
+(what `NPROC_PER_NODE=N swift sft` does with sft.py); rank 0 writes the files below, token counts summed over ranks.
 
 --mem-cap-gib N   torch.cuda.set_per_process_memory_fraction(N GiB / the device's total memory): PyTorch's caching
                   allocator of THIS process may hold at most N GiB, as on a smaller card (the CUDA context, ~0.5 GiB,
@@ -34,7 +35,11 @@ does the same in-process (single process only: no torchrun), after:
 
 Always: the real (attention-mask) and padded token count of every micro-batch, summed per optimizer step, goes to
 <output_dir>/tokens.jsonl, so tokens/s is measured rather than inferred from the data's mean length (a
-length-grouped order makes some steps long and others short).
+length-grouped order makes some steps long and others short). And, unless --no-schedule, the same counts for
+every step of the full schedule, computed from ms-swift's dataset and sampler before training starts, go to
+<output_dir>/schedule.jsonl (experiments/schedule_core.py): what a quick run's estimate of the full run rests on.
+--quick-budget-s S / --quick-max-steps N: a quick run (experiments/quick.py): stop within S seconds of this
+process (model load included) or after step N, with two evaluations and saves at the end.
 
 Everything it did is written to <output_dir>/launch.json.
 """
@@ -73,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-after", type=int, default=None, help="end training after optimizer step N")
     p.add_argument("--sdpa-padding-free", action="store_true", help="allow --padding_free with SDPA attention")
     p.add_argument("--no-fast-exit", action="store_true", help="let the interpreter tear down normally")
+    p.add_argument("--no-schedule", action="store_true",
+                   help="write no schedule.jsonl (every step's tokens, before training: experiments/schedule_core.py)")
+    p.add_argument("--quick-budget-s", type=float, default=None,
+                   help="a quick run: stop cleanly within this many seconds of the process (experiments/quick.py)")
+    p.add_argument("--quick-max-steps", type=int, default=None, help="a quick run: stop by this step at the latest")
     return p
 
 
@@ -122,6 +132,11 @@ def option_argv(launcher: dict) -> list[str]:
         out.append("--sdpa-padding-free")
     if launcher.get("fast_exit") is False:
         out.append("--no-fast-exit")
+    if launcher.get("schedule") is False:
+        out.append("--no-schedule")
+    if launcher.get("quick"):  # experiments/quick.py
+        out += ["--quick-budget-s", f"{launcher['quick']['budget_s']:g}",
+                "--quick-max-steps", str(int(launcher["quick"]["max_steps"]))]
     return out
 
 
@@ -194,21 +209,39 @@ def union_ns(intervals: list[tuple[int, int]]) -> int:
     return total
 
 
-def _device_intervals(prof) -> tuple[list[tuple[int, int]], int]:
-    """(GPU activity intervals in ns, number of host-side events) of a stopped torch.profiler.profile."""
+def rank() -> int:
+    """This process's rank under torchrun (0 alone): only rank 0 writes the run's files."""
+    return int(os.environ.get("RANK", "0") or 0)
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1") or 1)
+
+
+def is_comm_kernel(name: str) -> bool:
+    """NCCL's kernels (all-reduce, reduce-scatter, all-gather, ...): a step's communication on the GPU."""
+    return "nccl" in name.lower()
+
+
+def _device_intervals(prof) -> tuple[list[tuple[int, int]], int, list[tuple[int, int]]]:
+    """(GPU activity intervals in ns, number of host-side events, the intervals of NCCL kernels) of a stopped
+    torch.profiler.profile."""
     from torch.autograd import DeviceType
 
     results = prof.profiler.kineto_results
-    gpu, host = [], 0
+    gpu, host, comm = [], 0, []
     for e in results.events():
         if e.device_type() == DeviceType.CUDA:
             # gpu_user_annotation ranges span kernels rather than being GPU work themselves
             if getattr(e, "is_user_annotation", lambda: False)():
                 continue
-            gpu.append((e.start_ns(), e.start_ns() + e.duration_ns()))
+            span = (e.start_ns(), e.start_ns() + e.duration_ns())
+            gpu.append(span)
+            if is_comm_kernel(e.name()):
+                comm.append(span)
         else:
             host += 1
-    return gpu, host
+    return gpu, host, comm
 
 
 def top_gpu_ops(prof, n: int = 15) -> list[dict]:
@@ -269,9 +302,11 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             try:  # a profiler problem must never cost the training run
                 self.prof.stop()
                 t_proc = time.perf_counter()
-                gpu, host = _device_intervals(self.prof)
+                gpu, host, comm = _device_intervals(self.prof)
                 busy = union_ns(gpu) / 1e9 if cuda else None
                 entry.update({"gpu_busy_s": None if busy is None else round(busy, 6),
+                              # NCCL kernels' time (overlapping compute or not): the step's communication on GPU 0
+                              "gpu_comm_s": None if busy is None else round(union_ns(comm) / 1e9, 6),
                               "gpu_busy_frac": None if busy is None or wall <= 0 else round(busy / wall, 4),
                               "gpu_events": len(gpu), "host_events": host,
                               "top_gpu_ops": top_gpu_ops(self.prof) if cuda else [],
@@ -352,11 +387,17 @@ def batch_token_counts(batches: list) -> dict:
         labels.append((lab != -100).sum() if lab is not None else torch.tensor(0, device=ids.device))
     if not padded:
         return {"micro_batches": 0, "tokens": 0, "padded_tokens": 0, "label_tokens": 0}
-    # one transfer for the whole step (logging every step already synchronises once per step)
-    vals = torch.stack([torch.as_tensor(x).to(real[0].device) for x in real + labels]).tolist()
     n = len(padded)
-    return {"micro_batches": n, "tokens": int(sum(vals[:n])), "padded_tokens": int(sum(padded)),
-            "label_tokens": int(sum(vals[n:]))}
+    device = real[0].device
+    stacked = torch.stack([torch.as_tensor(x).to(device) for x in real + labels])
+    totals = torch.stack([stacked[:n].sum(), torch.tensor(sum(padded), device=device), stacked[n:].sum(),
+                          torch.tensor(n, device=device)]).to(torch.int64)
+    if world_size() > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.all_reduce(totals)  # the whole job's step: every rank's micro-batches
+    # one transfer for the whole step (logging every step already synchronises once per step)
+    tokens, padded_total, label_tokens, micro = totals.tolist()
+    return {"micro_batches": int(micro), "tokens": int(tokens), "padded_tokens": int(padded_total),
+            "label_tokens": int(label_tokens)}
 
 
 def install_token_counter(out_file: Path, record: dict) -> None:
@@ -374,10 +415,13 @@ def install_token_counter(out_file: Path, record: dict) -> None:
         # right after an evaluation, so that is no test (runs of 2026-11-30 lack the step after each eval)
         if batches:
             try:
-                counts = batch_token_counts(batches)
+                counts = batch_token_counts(batches)  # every rank calls it: the sum over ranks is collective
                 line = {"step": int(self.state.global_step) + 1, **counts}
-                with out_file.open("a") as fh:
-                    fh.write(json.dumps(line) + "\n")
+                if world_size() > 1:
+                    line["ranks"] = world_size()
+                if rank() == 0:
+                    with out_file.open("a") as fh:
+                        fh.write(json.dumps(line) + "\n")
             except Exception as exc:  # noqa: BLE001 - counting must never cost the training run
                 record["tokens"]["error"] = f"{type(exc).__name__}: {exc}"
         return batches, num_items
@@ -505,17 +549,34 @@ def run_sft(swift_args: list[str]):
 
 
 def _write_record(record: dict, output_dir: str | None) -> None:
-    if not output_dir:
+    if not output_dir or rank() != 0:
         return
     path = Path(output_dir)
     path.mkdir(parents=True, exist_ok=True)
     (path / LAUNCH_FILE).write_text(json.dumps(record, indent=2, default=str))
 
 
+def resume_step(swift_args: list[str]) -> int | None:
+    """The checkpoint step of --resume_from_checkpoint .../checkpoint-N (None when not resuming)."""
+    import re
+
+    m = re.search(r"checkpoint-(\d+)/?$", swift_flag(swift_args, "resume_from_checkpoint") or "")
+    return int(m.group(1)) if m else None
+
+
+def _earlier_records(output_dir: str | None) -> list:
+    try:
+        old = json.loads((Path(output_dir or ".") / LAUNCH_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    return [*(old.pop("earlier", None) or []), old] if isinstance(old, dict) else []
+
+
 def main(argv: list[str] | None = None) -> int:
     opts, swift_args = parse(list(sys.argv[1:] if argv is None else argv))
-    if os.environ.get("NPROC_PER_NODE") or os.environ.get("NNODES"):
-        print("launch: NPROC_PER_NODE/NNODES set: this launcher runs one process (no torchrun)", file=sys.stderr)
+    if (os.environ.get("NPROC_PER_NODE") or os.environ.get("NNODES")) and "WORLD_SIZE" not in os.environ:
+        print("launch: NPROC_PER_NODE/NNODES set, but this launcher starts no processes: run it under "
+              "`torchrun --nproc_per_node N -m experiments.launch ...`", file=sys.stderr)
         return 2
     output_dir = swift_flag(swift_args, "output_dir")
     record: dict = {"argv": sys.argv[1:] if argv is None else argv, "swift_args": swift_args, "pid": os.getpid(),
@@ -524,15 +585,31 @@ def main(argv: list[str] | None = None) -> int:
     if opts.mem_cap_gib is not None:
         record["mem_cap"] = apply_memory_cap(opts.mem_cap_gib)
     callbacks = []
-    if opts.profile_steps:
+    record["rank"], record["world_size"] = rank(), world_size()
+    resumed = resume_step(swift_args)
+    if resumed is not None:  # the interrupted attempt's record stays in launch.json
+        record["resume_from_step"] = resumed
+        record["earlier"] = _earlier_records(output_dir)
+    if opts.profile_steps and rank() == 0 and resumed is not None and resumed >= opts.profile_skip:
+        record["profile"] = {"skipped": f"resumed after step {resumed}: the profiled steps ran before the interrupt "
+                                        "(their profile.json is kept)"}
+    elif opts.profile_steps and rank() == 0:  # GPU 0's profile stands for the job's (ranks run the same step)
         out_dir = Path(opts.profile_out or output_dir or ".")
         callbacks.append(make_profiler_callback(opts.profile_steps, opts.profile_skip, out_dir / PROFILE_FILE, record,
                                                 opts.profile_activities))
     if opts.stop_after:
         callbacks.append(make_stop_callback(opts.stop_after, record))
+    if opts.quick_budget_s:
+        from experiments import quick
+
+        callbacks.append(quick.make_callback(opts.quick_budget_s, opts.quick_max_steps or quick.MAX_STEPS, record))
     rc = 0
     try:
         install_token_counter(Path(output_dir or ".") / TOKENS_FILE, record)
+        if not opts.no_schedule and world_size() == 1:  # several ranks: each sampler holds a shard (not covered)
+            from experiments import schedule_core
+
+            schedule_core.install(Path(output_dir or ".") / schedule_core.SCHEDULE_FILE, record, batch_token_counts)
         install_patches(opts, record, callbacks)
         _write_record(record, output_dir)
         run_sft(swift_args)

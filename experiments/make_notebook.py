@@ -29,6 +29,8 @@ force_hw = False
 timeout_s = 0
 overrides_json = "{}"
 launcher_json = ""   # experiments/launch.py options as JSON (empty: the claims definition's own)
+gpus = 1             # data-parallel GPUs (global batch kept: grad-accum divided by this)
+parallel = "ddp"     # ddp | zero2 | zero3
 """, ["parameters"]),
     ("code", """import json
 from pathlib import Path
@@ -41,7 +43,8 @@ from experiments import runner
 spec = runner.RunSpec(hw=hw, experiment=experiment, model=model, data=data or None,
                       max_steps=int(max_steps) or None, results_dir=results_dir, force_hw=bool(force_hw),
                       timeout_s=float(timeout_s) or None, overrides=json.loads(overrides_json),
-                      launcher=json.loads(launcher_json) if launcher_json else None)
+                      launcher=json.loads(launcher_json) if launcher_json else None,
+                      gpus=int(gpus), parallel=parallel)
 run_path = Path(run_dir) if run_dir else runner.new_run_dir(spec)
 ctx = runner.prepare(spec, run_path)
 labels = [k for k, v in [("dummy weights", ctx["labels"]["dummy_weights"]),

@@ -149,12 +149,15 @@ class RequirementsFile:
     waived: dict[tuple[str, str], str]
     #: canonical name -> (shared-library file names to keep, reason): the wheel's other native libraries are dropped
     slim: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    #: canonical name -> (build environment as NAME=VALUE pairs, reason): PyPI has no wheel, build one from the sdist
+    build: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
 
     def waiver(self, required_by: str, name: str) -> str | None:
         return self.waived.get((required_by, name), self.waived.get(("", name)))
 
 
 _SLIM_RE = re.compile(r"^#\s*slim\s*\((?P<pkg>[^)]+)\)\s*:\s*keep\s+(?P<keep>[^#]+?)\s+--\s+(?P<reason>.+)$")
+_BUILD_RE = re.compile(r"^#\s*build-from-sdist\s*\((?P<pkg>[^)]+)\)\s*:\s*(?P<env>[^#]*?)\s*--\s+(?P<reason>.+)$")
 _WAIVE_RE = re.compile(
     r"^#\s*not-shipped(?:\s*\((?P<by>[^)]*)\))?\s*:\s*(?P<names>[^#]+?)\s+--\s+(?P<reason>.+)$")
 
@@ -164,6 +167,8 @@ def parse_requirements(text: str) -> RequirementsFile:
 
     A waiver is ``# not-shipped (PKG): NAME, NAME -- reason``: PKG declares the NAMEs and they
     are deliberately left out; without ``(PKG)`` it covers any wheel that declares them.
+    ``# build-from-sdist (PKG): VAR=VALUE ... -- reason``: PyPI ships PKG as source only; its wheel is
+    built here (``pip wheel --no-deps --no-build-isolation`` with those variables set).
 
     Every requirement must be an exact ``==`` pin without extras or markers, and each package
     may appear once: the set is installed with ``--no-deps``, so there is no resolver to pick.
@@ -171,6 +176,7 @@ def parse_requirements(text: str) -> RequirementsFile:
     pins: list[Pin] = []
     waived: dict[tuple[str, str], str] = {}
     slim: dict[str, tuple[tuple[str, ...], str]] = {}
+    build: dict[str, tuple[tuple[str, ...], str]] = {}
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -181,6 +187,13 @@ def parse_requirements(text: str) -> RequirementsFile:
             if ms:
                 keep = tuple(k.strip() for k in ms["keep"].split(",") if k.strip())
                 slim[canonicalize_name(ms["pkg"].strip())] = (keep, ms["reason"].strip())
+                continue
+            mb = _BUILD_RE.match(line)
+            if mb:
+                env = tuple(v for v in mb["env"].split() if v)
+                if any("=" not in v for v in env):
+                    raise WheelhouseError(f"line {lineno}: build-from-sdist wants VAR=VALUE pairs, got {mb['env']!r}")
+                build[canonicalize_name(mb["pkg"].strip())] = (env, mb["reason"].strip())
                 continue
             m = _WAIVE_RE.match(line)
             if m:
@@ -207,7 +220,10 @@ def parse_requirements(text: str) -> RequirementsFile:
             )
         seen[name] = lineno
         pins.append(Pin(name, specs[0].version, line))
-    return RequirementsFile(pins, waived, slim)
+    unknown = sorted(set(build) - set(seen))
+    if unknown:
+        raise WheelhouseError(f"build-from-sdist names {', '.join(unknown)}, which is not pinned")
+    return RequirementsFile(pins, waived, slim, build)
 
 
 def load_requirements(path: Path = DEFAULT_REQUIREMENTS) -> RequirementsFile:
@@ -498,8 +514,33 @@ def pip_download_cmd(specs: list[str], dest: Path, python_version: str,
     return cmd + specs
 
 
-def _pip_quiet(cmd: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True)
+def _pip_quiet(cmd: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, env=env)
+
+
+def build_from_sdist(dest: Path, pin: Pin, env_pairs: tuple[str, ...]) -> None:
+    """Build PIN's pure-Python wheel from its sdist (PyPI has no wheel of it), unless it is already in DEST.
+
+    No build isolation: the sdist's setup imports torch, which the running environment has (a CPU torch is
+    enough when the build compiles no extension, e.g. DS_BUILD_OPS=0 for deepspeed)."""
+    have = [p for p in Path(dest).glob("*.whl") if _wheel_is(p, pin)]
+    if have:
+        return
+    say(f"building {pin.spec} from its sdist ({' '.join(env_pairs) or 'no build variables'})")
+    env = {**os.environ, **dict(v.split("=", 1) for v in env_pairs)}
+    res = _pip_quiet([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                      "--no-binary", pin.name, "--disable-pip-version-check", "-w", str(dest), pin.spec], env=env)
+    if res.returncode != 0:
+        tail = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise WheelhouseError(f"could not build {pin.spec} from its sdist: {tail}")
+
+
+def _wheel_is(path: Path, pin: Pin) -> bool:
+    try:
+        w = read_wheel(path)
+    except WheelhouseError:
+        return False
+    return w.name == pin.name and Version(w.version) == Version(pin.version)
 
 
 def download(dest: Path, reqs: RequirementsFile, python_version: str,
@@ -524,7 +565,10 @@ def download(dest: Path, reqs: RequirementsFile, python_version: str,
                     p.unlink()
             else:
                 say(f"warning: {p.name} is not in the requirements (--clean removes it)")
-    specs = [p.spec for p in reqs.pins]
+    for pin in reqs.pins:
+        if pin.name in reqs.build:
+            build_from_sdist(dest, pin, reqs.build[pin.name][0])
+    specs = [p.spec for p in reqs.pins if p.name not in reqs.build]
     say(f"downloading {len(specs)} wheels for CPython {python_version} "
         f"({', '.join(platforms[:3])}, ... or py3-none-any) into {dest}/")
     # pip skips files that are already in dest and writes each new one only once it is complete.
@@ -537,7 +581,8 @@ def download(dest: Path, reqs: RequirementsFile, python_version: str,
         if len(picked) == len(specs):
             for p in sorted(dest.glob("*.whl")):
                 try:
-                    pinned = read_wheel(p).name in wanted
+                    name = read_wheel(p).name
+                    pinned = name in wanted and name not in reqs.build  # a built wheel is not pip's pick
                 except WheelhouseError:
                     pinned = False
                 if pinned and p.name not in picked:

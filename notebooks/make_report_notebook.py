@@ -12,13 +12,12 @@ from pathlib import Path
 import nbformat as nbf
 
 CELLS = [
-    ("markdown", """# swiftbench report: LoRA fine-tuning with ms-swift across GPUs
+    ("markdown", """# swiftbench: which GPU for LoRA fine-tuning with ms-swift
 
-[Hardware](#Hardware) · [Speed](#Speed) · [Run-to-run spread](#Run-to-run-spread) · [Memory](#Memory) ·
-[Convergence](#Convergence) · [Utilisation](#Utilisation) · [Published vs measured](#Published-vs-measured) ·
-[Consistency of the published figures](#Consistency-of-the-published-figures) ·
-[Claims](#Claims) · [Estimates vs measurements](#Estimates-vs-measurements) ·
-[Files](#Files)"""),
+[The answer](#The-answer) · [Claims](#Claims) · [Speed](#Speed) · [Memory](#Memory) · [Convergence](#Convergence) ·
+[Published vs measured](#Published-vs-measured) · [Consistency](#Consistency-of-the-published-figures) ·
+[Utilisation](#Utilisation) · [Run-to-run spread](#Run-to-run-spread) ·
+[Planner](#Estimates-vs-measurements) · [Hardware and environment](#Hardware-and-environment) · [Files](#Files)"""),
     ("code", """# Parameters (papermill overrides these; swiftbench report passes absolute paths)
 # hardware: comma-separated classes to give a section, empty for a10,rtx4090,a100,h100,h200 (and any with runs)
 # seeds_dir: empty for the suite's seeds/
@@ -32,38 +31,29 @@ out_dir = "report"
 
 rep = Report(results_dir, baseline=baseline, hardware_list=hardware, seeds_dir=seeds_dir or None, out_dir=out_dir)
 rep.header()"""),
-    ("markdown", """## Hardware
-
-Per GPU class: what ran (recipe and environment), what was measured and what was not. A class without runs
-shows the article's numbers only, labelled *published, not measured here*."""),
-    ("code", "rep.hardware_sections()"),
-    ("markdown", """## Speed
-
-Speedup table and milliseconds per optimizer step / tokens per second with 95 % intervals."""),
+    ("markdown", "## The answer"),
+    ("code", "rep.answer_section()"),
+    ("code", "rep.definitions()"),
+    ("markdown", "## Claims"),
+    ("code", "rep.claims_section()"),
+    ("markdown", "## Speed"),
     ("code", "rep.speed_section()"),
-    ("markdown", "## Run-to-run spread"),
-    ("code", "rep.spread_section()"),
     ("markdown", "## Memory"),
     ("code", "rep.memory_section()"),
     ("markdown", "## Convergence"),
     ("code", "rep.convergence_section()"),
-    ("markdown", """## Utilisation
-
-GPU utilisation, power and SM clock over time, MFU, energy per 1,000 trained tokens, and a GPU-bound /
-host-bound verdict per run with its evidence."""),
-    ("code", "rep.utilisation_section()"),
     ("markdown", "## Published vs measured"),
     ("code", "rep.published_section()"),
     ("markdown", "## Consistency of the published figures"),
     ("code", "rep.checks_section()"),
-    ("markdown", """## Claims
-
-Each claim of the seed documents with its verdict — holds / does not hold / inconclusive / cannot be tested here /
-not run yet — and the numbers and run folders behind it; then every claim the documents make, with pointers to the
-sections that hold relevant data."""),
-    ("code", "rep.claims_section()"),
+    ("markdown", "## Utilisation"),
+    ("code", "rep.utilisation_section()"),
+    ("markdown", "## Run-to-run spread"),
+    ("code", "rep.spread_section()"),
     ("markdown", "## Estimates vs measurements"),
     ("code", "rep.estimates_section()"),
+    ("markdown", "## Hardware and environment"),
+    ("code", "rep.hardware_sections()"),
     ("markdown", "## Files"),
     ("code", "rep.files_section()"),
 ]

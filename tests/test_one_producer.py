@@ -17,6 +17,7 @@ import pytest
 from analysis.judge.verdicts import claims_table
 from analysis.measure import compare, flops, throughput
 from analysis.parse.results import collect
+from analysis.present.report import answer as report_answer
 from analysis.present.report import claims as report_claims
 from analysis.present.report import speed as report_speed
 from analysis.present.report.context import Context
@@ -106,3 +107,12 @@ def test_report_csvs_print_the_measure_stage(tmp_path, expected):
     numbers = ast.literal_eval(verdicts.loc["best-12x", "numbers"])
     assert numbers["ratio"] == round(expected["pair"]["factor"], 2)
     assert numbers["tokens_per_s"] == round(expected["pair"]["best_tokens_per_s"], 1)
+    # the answer (the report's first screen): the measured rows' tokens/s, and the 80 GB class's best recipe with the
+    # same-host pair's speed-up
+    report_answer.answer_section(ctx)
+    answer = pd.read_csv(tmp_path / "answer.csv")
+    measured = answer[answer.source == "measured"].set_index("host")
+    for key, host in (("seed", "a55bc8d6aca5"), ("seed_b", "8c196bbf945e")):
+        assert measured.loc[host, "tokens_per_s"] == pytest.approx(expected[key]["tokens_per_s"], rel=1e-12)
+    h100 = answer[(answer.hw == "h100") & (answer.source == "predicted")].iloc[0]
+    assert h100.best_x_seed == round(expected["pair"]["factor"], 2) and h100.best_x_seed_hosts == "same host"

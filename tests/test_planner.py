@@ -361,3 +361,64 @@ def test_bad_arguments_exit_2_with_one_line(args):
 def test_argparse_errors_name_the_subcommand():
     proc = _cli("--model", MODEL, "--batch", "two")
     assert proc.stderr.startswith("swiftbench plan: error: argument --batch")
+
+
+# ------------------------------------------------------------------------------- as a user meets it (issue 13)
+
+
+def test_largest_batch_is_the_last_one_whose_needs_fit(shapes):
+    c = planner.constants()
+    for key in ("a10", "a100", "h200"):
+        cap = planner.capacity_gib(hardware.require(key))
+        b = planner.largest_batch(shapes, "lora", 593, True, 8, cap, c)
+        assert b >= 1
+        assert planner.memory(shapes, "lora", 593, b, True, 8, c)["needs_gib"] <= cap
+        assert planner.memory(shapes, "lora", 593, b + 1, True, 8, c)["needs_gib"] > cap
+    assert planner.largest_batch(shapes, "full", 2048, False, 8, 10.0, c) == 0  # not even batch 1
+    plans = {p["hw"]: p for p in planner.estimate(MODEL, seq_len=593, results=RESULTS)}
+    assert plans["a10"]["max_batch"] < plans["a100"]["max_batch"] < plans["h200"]["max_batch"]
+
+
+def test_roofline_figures_in_the_units_of_the_measurements():
+    p = planner.estimate(MODEL, seq_len=593, hw="a10", results=RESULTS)[0]
+    roof, n = p["roofline"], p["batch"] * p["grad_accum"]
+    assert roof["ms_per_sample"] == pytest.approx(roof["step_time_s"] / n * 1000)
+    assert roof["tokens_per_s"] == pytest.approx(n * p["tokens_per_sample"] / roof["step_time_s"])
+    assert roof["total_time_s"] == pytest.approx(roof["step_time_s"] * p["steps"])
+    assert 0 < roof["gpu_busy_frac"] < 1
+    assert p["tokens_per_s"] == pytest.approx(n * p["tokens_per_sample"] / p["step_time_s"])
+
+
+def test_gpu_names_are_case_insensitive_and_prices_name_their_currency(tmp_path):
+    assert [p["hw"] for p in planner.estimate(MODEL, hw="A10,H100", results=RESULTS)] == ["a10", "h100"]
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("currency: EUR\nH100: 2.5\n")
+    plan = planner.estimate(MODEL, hw="h100", prices=prices, results=RESULTS)[0]
+    assert plan["currency"] == "EUR" and plan["cost"] == pytest.approx(plan["total_hours"] * 2.5)
+    proc = _cli("--model", MODEL, "--hw", "H100,a10", "--prices", str(prices))
+    assert proc.returncode == 0, proc.stderr
+    assert "cost (EUR)" in proc.stdout and "in EUR" in proc.stdout and "largest batch" in proc.stdout
+    proc = _cli("--model", MODEL, "--hw", "a10")
+    assert "no prices given" in proc.stdout
+    assert proc.stdout.count("assumptions (the same for every GPU class)") == 1
+
+
+def test_plan_from_a_runs_args_json():
+    """--from-args: the recipe of a committed run (the seed recipe), its epoch's samples and longest sample from the
+    log beside it; a flag given as well wins."""
+    args = RESULTS / "h200" / "seed" / SEED_RUN / "args.json"
+    if not args.is_file():
+        pytest.skip("no committed seed run")
+    kw = planner.args_from_run(args)
+    rec = next(r for r in collect(RESULTS) if r.run == SEED_RUN and r.experiment == "seed")
+    assert (kw["batch"], kw["grad_accum"], kw["max_length"], kw["method"]) == (1, 16, 2048, "lora")
+    assert kw["samples"] == rec.train_samples and kw["seq_len"] == min(rec.train_tokens_max, 2048)
+    proc = _cli("--from-args", str(args), "--hw", "a10,h200", "--json")
+    assert proc.returncode == 0, proc.stderr
+    plans = {p["hw"]: p for p in json.loads(proc.stdout)}
+    assert plans["a10"]["seq_len"] == kw["seq_len"] and plans["a10"]["batch"] == 1
+    assert plans["h200"]["time_source"].startswith("measured: h200/seed/")
+    proc = _cli("--from-args", str(args), "--batch", "4", "--hw", "a10", "--json")
+    assert json.loads(proc.stdout)[0]["batch"] == 4
+    proc = _cli("--from-args", "/no/such/args.json")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no such args.json" in proc.stderr

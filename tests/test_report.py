@@ -27,12 +27,17 @@ REPO = Path(__file__).resolve().parents[1]
 REPORT_PACKAGE = REPO / "analysis" / "present" / "report"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 TIME_LIMIT_S = 60
-SECTIONS = ["Hardware", "Speed", "Run-to-run spread", "Memory", "Convergence", "Utilisation", "Published vs measured",
-            "Consistency of the published figures", "Claims", "Estimates vs measurements", "Files"]
-CSVS = ["speedup.csv", "runs.csv", "run_spread.csv", "step_intervals.csv", "memory.csv", "convergence.csv",
+# in this order: the answer first, then in order of interest (issue 13)
+SECTIONS = ["The answer", "Claims", "Speed", "Memory", "Convergence", "Published vs measured",
+            "Consistency of the published figures", "Utilisation", "Run-to-run spread", "Estimates vs measurements",
+            "Hardware and environment", "Files"]
+PAGE_HEIGHT_LIMIT = 12_000  # px at 1400 px wide, every section present
+FIRST_SCREEN = {"width": 1400, "height": 900}
+CSVS = ["answer.csv", "speedup.csv", "runs.csv",
+        "run_spread.csv", "step_intervals.csv", "memory.csv", "convergence.csv",
         "loss_curves.csv", "utilisation.csv", "published_vs_measured.csv", "internal_checks.csv",
         "claims_untested.csv", "claims_verdicts.csv", "environment.csv", "published_figures.csv"]
-FIGURES = ["speed.png", "step_time_spread.png", "memory.png", "loss.png", "published_vs_measured.png"]
+FIGURES = ["answer.png", "speed.png", "step_time_spread.png", "memory.png", "loss.png", "published_vs_measured.png"]
 
 _BUILT: dict = {}
 
@@ -103,13 +108,74 @@ def test_builds_from_the_fixture_tree_in_under_a_minute(built):
     assert str(built["results"]) in params.source  # papermill got the results dir
 
 
-def test_every_section_is_there(built):
-    headings = [h.get_text(" ", strip=True).rstrip("¶").strip() for h in built["soup"].find_all(["h1", "h2"])]
-    for section in SECTIONS:
-        assert section in headings, (section, headings)
+def _headings(soup) -> list[str]:
+    return [h.get_text(" ", strip=True).rstrip("¶").strip() for h in soup.find_all("h2")]
+
+
+def test_every_section_is_there_in_order_of_interest(built):
+    headings = _headings(built["soup"])
+    assert headings == SECTIONS, headings
     text = built["soup"].get_text(" ")
     assert "How these numbers were obtained" in text
     assert "ms-swift version(s) measured: 4.6.0" in text
+
+
+def test_header_counts_the_run_folders_and_says_why_some_are_not_used(built):
+    """4 run folders in the fixture tree: all successful, one per group, so all are used; paths relative."""
+    head = " ".join(built["soup"].find("ul", class_="sb-head").get_text(" ").split())
+    assert head.startswith("4 run folders read in ") and "4 used" in head
+    assert str(REPO) not in built["html"].split('id="The-answer"')[0].replace(str(built["results"]), "")
+
+
+def test_run_use_names_why_a_folder_is_not_used():
+    """The committed tree: every folder counted once, under used or one reason (OOM, interrupted, failed,
+    superseded)."""
+    from analysis.present.report.header import run_use
+
+    records = collect(REPO / "results")
+    if not any(r.is_oom for r in records):
+        pytest.skip("no committed OOM run")
+    use = run_use(records)
+    assert sum(len(v) for v in use.values()) == len(records)
+    assert all(r.is_oom for r in use["OOM"]) and all(r.ok for r in use["used"] + use["superseded"])
+    assert all(r.cut_short for r in use["interrupted"]) and all(not r.ok for r in use["failed"])
+    # superseded: a successful run of a group (hw, experiment, host) that the tables do not pick
+    groups = {(r.hw, r.experiment, r.host_id) for r in use["superseded"]}
+    assert groups <= {(r.hw, r.experiment, r.host_id) for r in use["used"]}
+
+
+def test_answer_table_of_the_fixture_tree(built):
+    """Per class: measured rows (one per host), the planner's prediction, the article's figure; the numbers are the
+    stages' (measure for measured rows, the planner's roofline for predicted ones)."""
+    from analysis.estimate import planner
+    from analysis.present.report import answer
+    from analysis.present.report.context import Context
+
+    table = built["soup"].find("table", id="answer-table")
+    rows = [(tr["data-hw"], tr["data-source"]) for tr in table.find("tbody").find_all("tr")]
+    for hw in ("a10", "rtx4090", "a100", "a100-80gb", "h100", "h200"):
+        assert (hw, "predicted") in rows, hw
+    for hw in ("a10", "rtx4090", "a100", "h100"):
+        assert (hw, "published") in rows, hw
+    assert ("h200", "measured") in rows and ("a100", "measured") in rows
+    df = pd.read_csv(built["out"] / "answer.csv")
+    h200 = df[(df.hw == "h200") & (df.source == "measured")].iloc[0]
+    rec = next(r for r in collect(built["results"]) if r.hw == "h200" and r.experiment == "seed")
+    assert h200.ms_per_step == pytest.approx(steps.step_time(rec)["median"] * 1000)
+    assert h200.epoch_s == pytest.approx(steps.epoch_time(rec)["seconds"])
+    assert h200.epoch_steps == steps.epoch_steps(rec)
+    a10 = df[(df.hw == "a10") & (df.source == "predicted")].iloc[0]
+    kwargs = answer.recipe_kwargs(Context.load(built["results"], out_dir=built["out"] / "ctx"))
+    assert kwargs["batch"] == 1 and kwargs["grad_accum"] == 16 and kwargs["max_length"] == 2048  # the article's
+    plan = planner.estimate(hw="a10", results=built["results"], **kwargs)[0]
+    assert a10.ms_per_step == pytest.approx(plan["roofline"]["step_time_s"] * 1000)
+    assert a10.tokens_per_s == pytest.approx(plan["roofline"]["tokens_per_s"])
+    assert a10.largest_batch == plan["max_batch"]
+    pub = df[(df.hw == "a10") & (df.source == "published")].iloc[0]
+    assert pub.ms_per_sample == 1248 and pd.isna(pub.tokens_per_s)  # the article's tokens/s are not real tokens
+    text = " ".join(built["soup"].get_text(" ").split())
+    assert "Planner error on the runs we made" in text
+
 
 
 def test_code_is_hidden_and_nothing_loads_from_the_network(built):
@@ -244,7 +310,7 @@ def test_utilisation_without_nvml_is_not_measured(built):
 # ------------------------------------------------------------------------------------------ bad input
 
 
-@pytest.mark.parametrize("case", ["missing", "empty", "bad_json", "bad_baseline", "bad_argument"])
+@pytest.mark.parametrize("case", ["missing", "empty", "bad_baseline", "bad_argument"])
 def test_bad_input_is_one_line_and_exit_2(case, results_tree, tmp_path):
     results, extra = results_tree, []
     if case == "missing":
@@ -252,8 +318,6 @@ def test_bad_input_is_one_line_and_exit_2(case, results_tree, tmp_path):
     elif case == "empty":
         results = tmp_path / "empty"
         results.mkdir()
-    elif case == "bad_json":
-        (results_tree / "h200" / "bs16" / "run-20261130-000000" / "run.json").write_text("{not json")
     elif case == "bad_baseline":
         extra = ["--baseline", "tpu"]
     else:
@@ -263,6 +327,26 @@ def test_bad_input_is_one_line_and_exit_2(case, results_tree, tmp_path):
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("report: error: "), proc.stderr
     assert not (tmp_path / "out" / "index.html").exists()
+
+
+def test_a_bad_run_folder_is_left_out_and_roots_merge(results_tree, tmp_path):
+    """A broken run.json no longer stops the report (it was bad input, exit 2, no page; issue 19 item 7): the page is
+    built without that run, stderr names the folder and why, and the exit code is 3. A second root merges in, its
+    copy of a run counted once (issue 16)."""
+    bad = results_tree / "h200" / "bs16" / "run-20261130-000000"
+    (bad / "run.json").write_text("{not json")
+    other = tmp_path / "other"
+    shutil.copytree(results_tree / "a100", other / "a100")
+    proc = subprocess.run([sys.executable, "-m", "analysis.cli", "report", "--results", str(results_tree), str(other),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines[0] == f"report: skipped {bad}: run.json:1: not valid JSON: Expecting property name enclosed in " \
+                       "double quotes", lines
+    assert len(lines) == 2 and "counted once" in lines[1] and str(other) in lines[1]
+    assert (tmp_path / "out" / "index.html").is_file()
+    runs = pd.read_csv(tmp_path / "out" / "runs.csv")
+    assert "bs16" not in set(runs["experiment"]) and (runs["hw"] == "a100").sum() == 1
 
 
 # ---------------------------------------------------------------------------------------- utilisation
@@ -411,16 +495,96 @@ def test_report_in_headless_chromium(built, tmp_path):
             page.goto(html.as_uri(), wait_until="load")
             images = page.evaluate("Array.from(document.images).map(i => ({src: i.getAttribute('src'), "
                                    "url: i.currentSrc, ok: i.complete && i.naturalWidth > 0}))")
+            page.set_viewport_size({"width": 1400, "height": 900})
+            height = page.evaluate(PAGE_HEIGHT_JS)
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
         finally:
             context.close()
+    assert height < PAGE_HEIGHT_LIMIT, height
     assert not external, f"the page requested network resources: {external}"
     assert not console_errors and not page_errors, (console_errors, page_errors)
     assert not failed, f"failed requests: {failed}"
     assert len(images) >= len(FIGURES)
     bad = [i for i in images if not i["ok"] or not i["url"].startswith("file://")]
     assert not bad, f"images that did not load from file://: {bad}"
+
+
+PAGE_HEIGHT_JS = "Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
+# The answer table as the browser lays it out: its box, and per row its class, source, bottom edge and the cells a
+# reader needs (the class and best-recipe cells span a class's rows)
+ANSWER_JS = """() => {
+  const t = document.getElementById('answer-table');
+  if (!t) return null;
+  const box = t.getBoundingClientRect();
+  const cell = (tr, c) => { const td = tr.querySelector(`td[data-col="${c}"]`); return td ? td.innerText.trim() : ''; };
+  const rows = Array.from(t.querySelectorAll('tbody tr')).map(tr => ({
+    hw: tr.dataset.hw, source: tr.dataset.source, bottom: tr.getBoundingClientRect().bottom + window.scrollY,
+    tokens: cell(tr, 'tokens/s'), peak: cell(tr, 'peak / capacity GiB'), epoch: cell(tr, 'epoch'),
+    ms: cell(tr, 'ms / sample')}));
+  const fig = document.querySelector('.sb-answer-figure img');
+  const f = fig ? fig.getBoundingClientRect() : null;
+  return {top: box.top + window.scrollY, bottom: box.bottom + window.scrollY, left: box.left, right: box.right,
+          rows: rows, figure: f ? {top: f.top + window.scrollY, bottom: f.bottom + window.scrollY, left: f.left,
+          right: f.right, loaded: fig.complete && fig.naturalWidth > 0} : null,
+          headings: Array.from(document.querySelectorAll('h2')).map(h => h.textContent.replace('¶', '').trim()),
+          width: document.documentElement.scrollWidth};
+}"""
+_COMMITTED: dict = {}
+
+
+@pytest.fixture
+def committed_report(tmp_path_factory) -> Path:
+    """The report of the committed results/ (built once): what a practitioner opens."""
+    if not (REPO / "results" / "h200" / "seed").is_dir():
+        pytest.skip("no committed H200 seed runs")
+    if not _COMMITTED:
+        out = tmp_path_factory.mktemp("committed-report")
+        _COMMITTED.update(out=out, proc=_report(REPO / "results", out))
+    assert _COMMITTED["proc"].returncode == 0, _COMMITTED["proc"].stderr[-3000:]
+    return _COMMITTED["out"] / "index.html"
+
+
+@pytest.mark.browser
+def test_first_screen_is_the_answer_and_the_page_is_short(committed_report, tmp_path):
+    """Issue 13's bars, in headless Chromium at 1400 px wide: the first 1400x900 px hold the per-GPU answer table
+    (the H200's measured row, the planner's rows for the A10, RTX 4090, A100 and H100, each with tokens/s, peak GiB
+    and the time to finish the epoch) with its figure beside it; the whole page is under 12,000 px tall with every
+    section, in order. The first screen is saved as tests/artifacts/first_screen.png."""
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no chromium found (Debian package chromium; `make chromium` installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=chromium, headless=True, viewport=FIRST_SCREEN,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        try:
+            page = context.new_page()
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+            page.goto(committed_report.as_uri(), wait_until="load")
+            answer = page.evaluate(ANSWER_JS)
+            height = page.evaluate(PAGE_HEIGHT_JS)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "first_screen.png"))  # the viewport: the first 1400x900 px
+        finally:
+            context.close()
+    assert answer is not None, "no answer table"
+    assert answer["bottom"] <= FIRST_SCREEN["height"] and answer["right"] <= FIRST_SCREEN["width"], answer
+    fig = answer["figure"]
+    assert fig and fig["loaded"] and fig["top"] < FIRST_SCREEN["height"] and fig["left"] >= answer["right"], fig
+    rows = {(r["hw"], r["source"]): r for r in answer["rows"]}
+    for key in [("h200", "measured"), ("a10", "predicted"), ("rtx4090", "predicted"), ("a100", "predicted"),
+                ("h100", "predicted")]:
+        row = rows.get(key)
+        assert row, f"no {key} row in the answer table"
+        assert row["bottom"] <= FIRST_SCREEN["height"], (key, row)
+        for col in ("tokens", "peak", "epoch", "ms"):
+            assert row[col] and not row[col].startswith("–"), (key, col, row)
+        assert row["peak"].split("/")[0].strip().replace(".", "").isdigit(), row  # 'peak / capacity' in GiB
+    assert answer["headings"] == SECTIONS, answer["headings"]
+    assert height < PAGE_HEIGHT_LIMIT, f"the page is {height} px tall at 1400 px wide"
+    assert answer["width"] <= FIRST_SCREEN["width"], "the page scrolls sideways at 1400 px"
 
 
 def test_claims_verdicts_in_report(built):
@@ -578,7 +742,7 @@ def test_article_facts_come_from_the_seeds(results_tree, tmp_path):
     assert old in text
     path.write_text(text.replace(old, "metric: dataset_samples\n    value: 3200\n"), encoding="utf-8")
     ctx = Context.load(results_tree, seeds_dir=seeds, out_dir=tmp_path / "out")
-    assert "instead of one epoch (200 steps)" in header.header(ctx)
+    assert "instead of one epoch (200 steps)" in header.definitions(ctx)
     statement = " ".join(published.plain_statement(ctx).split())
     assert "3,200 samples / global batch 16 = 200.00, so 200 optimizer steps per epoch, not the published 873" \
         in statement

@@ -3,6 +3,7 @@ combinations), and a real `swift sft` smoke run on the CPU. The runner judges an
 read back here through `swiftbench parse` / `swiftbench tables`, as a user would."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -138,6 +139,11 @@ def test_prepare_renders_the_launcher_command(tmp_path):
     status = json.loads((run_dir / "run.json").read_text())
     assert status["command"] == ctx["argv"] and status["launch_command"] == la
     assert status["key"]["launcher"] == {"mem_cap_gib": 24, "longest_first": True}
+    # ms-swift's output_dir is a cache folder outside results/ whose log and args.json link into the run folder
+    work = runner.work_dir(run_dir)
+    assert swift[swift.index("--output_dir") + 1] == str(work) == status["work_dir"]
+    assert (work / "logging.jsonl").resolve() == (run_dir / "logging.jsonl").resolve()
+    shutil.rmtree(work)
 
 
 def test_the_notebook_runs_the_spec_the_runner_resolved(tmp_path, monkeypatch):
@@ -328,6 +334,7 @@ def test_a_second_runner_does_not_train_an_experiment_another_runner_holds(tmp_p
     spec = runner.RunSpec(hw="h200", experiment="seed", model="dummy", results_dir=str(tmp_path))
     ran = []
     monkeypatch.setattr(runner, "run_notebook", lambda spec, run_dir, progress: ran.append(run_dir))
+    monkeypatch.setattr(runner, "preflight", lambda spec: None)  # no H200 here
     lock = tmp_path / runner.LOCKS / "h200-seed.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     holder = subprocess.Popen([sys.executable, "-c", (

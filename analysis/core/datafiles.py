@@ -39,6 +39,10 @@ def read_json_object(path: str | Path) -> dict | None:
         raise InputError(path, f"not valid JSON: {exc.msg}", exc.lineno) from None
     except UnicodeDecodeError as exc:
         raise InputError(path, f"not UTF-8 text ({exc.reason})") from None
+    except RecursionError:
+        raise InputError(path, "JSON nested too deeply") from None
+    except OSError as exc:  # unreadable (permissions), or a folder in its place
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise InputError(path, "not a JSON object")
     return data

@@ -3,6 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# Exit code of a command that finished but left input out (a bad run folder of a tree, a folder outside the results
+# layout): its output is complete for what it read, and stderr says what it skipped, one line each. 2 stays for bad
+# input that stops everything.
+SKIPPED_EXIT = 3
+
 
 class InputError(Exception):
     """Bad input: names the file and, where it applies, the 1-based line number."""

@@ -27,7 +27,8 @@ def table(path: str | Path = HARDWARE_FILE) -> dict[str, dict]:
     """All GPU classes by key (a10, rtx4090, a100, a100-80gb, h100, h200, ...)."""
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     for key, spec in data.items():
-        for field in ("name", "memory_gb", "bandwidth_gbs", "bf16_dense_tflops", "nvml_names", "source"):
+        for field in ("name", "memory_gb", "bandwidth_gbs", "bf16_dense_tflops", "nvml_names", "sky_accelerator",
+                      "source"):
             if field not in spec:
                 raise InputError(path, f"hardware entry {key!r} lacks {field!r}")
         spec["key"] = key
@@ -47,7 +48,8 @@ def require(key: str) -> dict:
 
 
 def match_nvml(gpu_name: str) -> str | None:
-    """The hardware key whose nvml_names pattern matches an NVML device name, else None."""
+    """The hardware key whose nvml_names pattern matches an NVML device name ("NVIDIA A10G", "NVIDIA H100 PCIe"),
+    else None. The patterns are exclusive, so the first match is the only one."""
     for key, spec in table().items():
         if any(re.search(p, gpu_name) for p in spec["nvml_names"]):
             return key

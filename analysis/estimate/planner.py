@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from analysis.core import hardware
-from analysis.core.datafiles import read_yaml
+from analysis.core.datafiles import read_json_object, read_yaml
 from analysis.core.errors import InputError
 from analysis.measure import flops as measure_flops
 from analysis.measure.steps import step_time
-from analysis.parse.record import RunRecord
+from analysis.parse.record import LOG_NAME, RunRecord, read_log_record
 from analysis.parse.results import collect
 
 CONSTANTS_FILE = hardware.DATA / "planner.yaml"
@@ -111,6 +111,54 @@ def resolve_model(model: str) -> dict:
     return shapes
 
 
+MODEL_CONFIG_NAME = "model_config.json"  # the runner's copy of the model's config.json in a run folder
+
+
+def args_from_run(path: str | Path) -> dict[str, Any]:
+    """estimate() keyword arguments from a run's args.json (ms-swift's, as `swift sft` wrote it): model, method,
+    max_length, batch, grad_accum, epochs, gradient_checkpointing, lora_rank; and, from the log beside it where there is
+    one, the epoch's training samples and the longest sample (seq_len). The model is the config.json the runner
+    copied into the folder when the args' model path is not on this machine."""
+    path = Path(path)
+    args = read_json_object(path)
+    if args is None:
+        raise InputError(path, "no such args.json")
+    if not isinstance(args, dict):
+        raise InputError(path, "args.json is not a JSON object")
+    out: dict[str, Any] = {}
+    model = args.get("model") or args.get("model_id_or_path")
+    folder = path.parent
+    if model:
+        try:
+            resolve_model(str(model))
+            out["model"] = str(model)
+        except InputError:
+            if (folder / MODEL_CONFIG_NAME).is_file():
+                out["model"] = str(folder / MODEL_CONFIG_NAME)
+            else:
+                raise
+    method = _run_method(args)
+    if method is not None:
+        out["method"] = method
+    for key, name in (("max_length", "max_length"), ("batch", "per_device_train_batch_size"),
+                      ("grad_accum", "gradient_accumulation_steps"), ("epochs", "num_train_epochs"),
+                      ("lora_rank", "lora_rank")):
+        value = args.get(name)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if value is not None:
+            out[key] = value
+    if isinstance(args.get("gradient_checkpointing"), bool):
+        out["gradient_checkpointing"] = args["gradient_checkpointing"]
+    if (folder / LOG_NAME).is_file():
+        rec = read_log_record(folder)
+        if rec.train_samples:
+            out["samples"] = int(rec.train_samples)
+        if rec.train_tokens_max and out.get("max_length"):
+            out["seq_len"] = min(int(rec.train_tokens_max), int(out["max_length"]))
+    return out
+
+
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise InputError(None, f"{name} must be a positive integer, got {value!r}")
@@ -124,6 +172,7 @@ def _hw_list(hw: str | list[str] | None) -> list[str]:
         keys = [k.strip() for k in hw.split(",") if k.strip()]
     else:
         keys = list(hw)
+    keys = [k.lower() for k in keys]  # A10, H100: the hardware table's keys are lower case
     if not keys:
         raise InputError(None, "--hw names no GPU class")
     for key in keys:
@@ -134,21 +183,42 @@ def _hw_list(hw: str | list[str] | None) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
+CURRENCY_KEY = "currency"
+
+
 def read_prices(path: str | Path) -> dict[str, float]:
-    """A price table: YAML mapping of hardware key -> price per GPU-hour (any currency, not stored here)."""
+    """A price table: YAML mapping of hardware key -> price per GPU-hour, and optionally `currency: EUR` (the unit the
+    cost is printed in; without it the cost is in the file's own, unnamed currency). Keys are case-insensitive."""
+    return _price_table(path)[0]
+
+
+def price_currency(path: str | Path | None) -> str | None:
+    """The `currency:` of a price table, None when it names none (or there is no table)."""
+    return _price_table(path)[1] if path is not None else None
+
+
+def _price_table(path: str | Path) -> tuple[dict[str, float], str | None]:
     path = Path(path)
     data = read_yaml(path, "price table")
     if not isinstance(data, dict) or not data:
         raise InputError(path, "a price table is a YAML mapping of hardware key to price per GPU-hour, "
-                               "e.g. 'h100: 2.5'")
+                               "e.g. 'h100: 2.5' (and optionally 'currency: EUR')")
+    currency = data.get(CURRENCY_KEY)
+    if currency is not None and (not isinstance(currency, str) or not currency.strip()):
+        raise InputError(path, f"currency must be a name such as EUR or USD, got {currency!r}")
     prices = {}
     for key, value in data.items():
+        if key == CURRENCY_KEY:
+            continue
+        key = str(key).lower()
         if hardware.get(str(key)) is None:
             raise InputError(path, f"unknown hardware {key!r} (known: {', '.join(hardware.table())})")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise InputError(path, f"price of {key!r} must be a non-negative number per GPU-hour, got {value!r}")
         prices[str(key)] = float(value)
-    return prices
+    if not prices:
+        raise InputError(path, "the price table names no GPU class (e.g. 'h100: 2.5')")
+    return prices, currency.strip() if currency else None
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -239,6 +309,27 @@ def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int =
         "params": p,
     }
     return out
+
+
+def largest_batch(shapes: dict, method: str, seq_len: int, gradient_checkpointing: bool, lora_rank: int,
+                  capacity: float, c: dict | None = None, limit: int = 4096) -> int:
+    """The largest per-device batch whose `needs` fits CAPACITY GiB with every sample SEQ_LEN long (0: not even
+    batch 1; at most LIMIT). The memory model grows with the batch, so a doubling then bisection finds it."""
+    c = c or constants()
+
+    def fits(b: int) -> bool:
+        return memory(shapes, method, seq_len, b, gradient_checkpointing, lora_rank, c)["needs_gib"] <= capacity
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and fits(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def capacity_gib(spec: dict) -> float:
@@ -353,7 +444,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     if not isinstance(gradient_checkpointing, bool):
         raise InputError(None, f"--gradient-checkpointing must be true or false, got {gradient_checkpointing!r}")
     keys = _hw_list(hw)
-    price_table = prices if isinstance(prices, dict) or prices is None else read_prices(prices)
+    price_table, currency = (prices, None) if isinstance(prices, dict) or prices is None else _price_table(prices)
     shapes = resolve_model(model)
     c = constants()
     mem = memory(shapes, method, seq, batch, gradient_checkpointing, lora_rank, c)
@@ -381,6 +472,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                                    mem["weights_gib"] * GIB)
         opt_s = optimizer_step_s(spec, method, mem["params"]["trainable"], c)
         roof_step = grad_accum * roof["micro_step_s"] + opt_s
+        gpu_s = grad_accum * max(roof["compute_s"], roof["weight_reads_s"]) + opt_s  # the rest is host overhead
         matches = [r for r in recipe_runs if r.hw == key]
         time_note = None
         measured = matches[0] if matches else None
@@ -402,6 +494,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
         total_s = step_s * steps
         price = (price_table or {}).get(key)
         fits = mem["needs_gib"] <= cap
+        rates = _rates(step_s, batch * grad_accum, mean, steps)
         out.append({
             "hw": key, "name": spec["name"], "method": method, "model": shapes["name"],
             "capacity_gib": cap, "peak_mem_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
@@ -414,16 +507,28 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
             "seq_len": seq, "batch": batch, "grad_accum": grad_accum, "max_length": max_length,
             "gradient_checkpointing": gradient_checkpointing, "lora_rank": lora_rank if method != "full" else None,
             "tokens_per_sample": mean, "steps": steps, "samples": samples, "epochs": epochs,
+            "max_batch": largest_batch(shapes, method, seq, gradient_checkpointing, lora_rank, cap, c),
             "step_time_s": step_s, "total_time_s": total_s, "total_hours": total_s / 3600,
+            "ms_per_sample": rates["ms_per_sample"], "tokens_per_s": rates["tokens_per_s"],
             "time_source": source, "time_note": time_note,
+            # the roofline's own figures, also where a measured time is used above (the report's predicted rows)
             "roofline": {"step_time_s": roof_step, "micro_step_s": roof["micro_step_s"], "compute_s": roof["compute_s"],
                          "weight_reads_s": roof["weight_reads_s"], "host_overhead_s": roof["host_overhead_s"],
-                         "optimizer_s": opt_s, "bound": roof["bound"], "flops_per_token": roof["flops_per_token"]},
-            "price_per_gpu_hour": price, "cost": None if price is None else total_s / 3600 * price,
+                         "optimizer_s": opt_s, "bound": roof["bound"], "flops_per_token": roof["flops_per_token"],
+                         "gpu_busy_frac": gpu_s / roof_step, **_rates(roof_step, batch * grad_accum, mean, steps)},
+            "price_per_gpu_hour": price, "currency": currency if price is not None else None,
+            "cost": None if price is None else total_s / 3600 * price,
             "estimate_only": method not in VALIDATED_METHODS,
             "assumptions": assumptions,
         })
     return out
+
+
+def _rates(step_s: float, samples_per_step: int, tokens_per_sample: float, steps: int) -> dict:
+    """A step time in the units the measurements use: ms per sample, processed tokens/s (padding included: the
+    tokens per sample the roofline assumed), and the time to run STEPS steps."""
+    return {"ms_per_sample": step_s / samples_per_step * 1000,
+            "tokens_per_s": samples_per_step * tokens_per_sample / step_s, "total_time_s": step_s * steps}
 
 
 def _run_label(rec: RunRecord) -> str:

@@ -112,6 +112,37 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
     return pd.DataFrame(rows)
 
 
+def planner_error(df) -> dict:
+    """How far the planner was off on the runs we made, from estimates_vs_measurements' table: so a reader of a
+    predicted figure knows how far to trust it.
+
+    step: estimate / measured - 1 of the step time over the finished, uncapped runs of a modelled configuration
+    (check "reserved peak"): n, low, high, median of |error|. peak_full: the same for the peak memory of full runs;
+    peak_cut: of the cut runs (whose peak is a lower bound), how many the estimate is not below by more than 10 %.
+    fits: of the runs under an allocator cap, how many the live-peak rule called right (trained or OOM)."""
+    import statistics
+
+    def spread(errors: list[float]) -> dict:
+        errors = [e for e in errors if e is not None and math.isfinite(e)]
+        if not errors:
+            return {"n": 0, "low": None, "high": None, "median_abs": None}
+        return {"n": len(errors), "low": min(errors), "high": max(errors),
+                "median_abs": statistics.median(abs(e) for e in errors)}
+
+    modelled = df[df["check"] == "reserved peak"] if "check" in df else df.iloc[0:0]
+    full = modelled[modelled["peak_rule"] == "within 10 %"]
+    cut = modelled[modelled["peak_rule"] != "within 10 %"]
+    capped = df[df["check"] == "fits under the cap"] if "check" in df else df.iloc[0:0]
+    return {
+        "step": spread([r - 1 for r in modelled["step_ratio"].dropna()]),
+        "peak_full": spread([r - 1 for r in full["ratio"].dropna()]),
+        "peak_cut": {"n": int(cut["within_10pct"].notna().sum()),
+                     "ok": int((cut["within_10pct"] == True).sum())},  # noqa: E712
+        "fits": {"n": int(capped["fits_correct"].notna().sum()),
+                 "right": int((capped["fits_correct"] == True).sum())},  # noqa: E712
+    }
+
+
 def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
     """Re-derive the calibrated constants of planner.yaml from the committed H200 runs.
 

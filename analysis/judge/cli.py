@@ -1,7 +1,8 @@
 """`swiftbench claims`: the claims table of a results tree, and `claims resolve` for `combine` experiments.
 
     swiftbench claims [RESULTS] [--hw HW] [--json]
-        one line per claim, `[verdict] id: detail` (--json: the table's rows as a JSON list)
+        one line per claim, `[verdict] id: detail`, at most 160 characters (the detail cut at a clause, marked `…`;
+        --json: the table's rows with the whole detail and the numbers, as a JSON list)
     swiftbench claims resolve (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]
         write the resolved recipe of `combine` experiment NAME (every one with --all) that the runner reads
         (RESULTS/resolved/<hw>/<name>.yaml); a different one already there is kept (exit code 1) unless --force
@@ -16,6 +17,7 @@ from analysis.core.argparsing import OneLineParser
 from analysis.core.errors import InputError
 
 DEFAULT_RESULTS = "results"
+LINE_WIDTH = 160  # one claim per line of a terminal or a review comment
 USAGE = ("%(prog)s [RESULTS] [--hw HW] [--json]\n"
          "       %(prog)s resolve (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]")
 
@@ -76,8 +78,23 @@ def _table(results: str, hw: str | None, as_json: bool) -> int:
         print(json.dumps(df.astype(object).to_dict(orient="records"), indent=1, default=str, allow_nan=False))
         return 0
     for row in df.itertuples():
-        print(f"[{row.verdict}] {row.id}: {row.detail}")
+        print(one_line(f"[{row.verdict}] {row.id}: {row.detail}"))
+    print(one_line(f"{len(df)} claims; the whole detail, numbers and run folders of each: swiftbench claims --json"))
     return 0
+
+
+def one_line(text: str, width: int = LINE_WIDTH) -> str:
+    """TEXT on one line of at most WIDTH characters: cut at the last clause ('; ', ', ') that fits, else at a space,
+    and marked with '…'."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    room = text[:width - 2]
+    for sep in ("; ", ", ", " "):
+        cut = room.rfind(sep)
+        if cut > width // 2:
+            return room[:cut].rstrip(" ;,:") + " …"
+    return room + " …"
 
 
 def _resolve(r: OneLineParser, a) -> int:

@@ -34,6 +34,8 @@ RULE_KINDS: dict[str, tuple[str, ...]] = {
     "recipe": ("run", "baseline", "spread"),
     "target_speedup": ("run", "seed_runs", "factor", "spread"),
     "class_best": ("candidates", "cap_gib", "seed_runs", "spread"),
+    "scaling": ("gpus", "min_efficiency"),
+    "nccl_env": ("min_gain_pct",),
 }
 # figures: table -> its keys, each a run name (str) or a list of them
 FIGURE_KEYS = {

@@ -4,7 +4,7 @@ Each rule turns one claim of claims.yaml (its `rule` mapping) and the runs of an
 (analysis.judge.result). The kinds and the keys each reads are analysis.judge.config.RULE_KINDS."""
 from __future__ import annotations
 
-from analysis.judge import rules_memory, rules_speed, rules_tooling
+from analysis.judge import rules_cluster, rules_memory, rules_speed, rules_tooling
 from analysis.judge.config import RULE_KINDS
 
 RULES = {
@@ -22,6 +22,8 @@ RULES = {
     "recipe": rules_speed.rule_recipe,
     "target_speedup": rules_speed.rule_target_speedup,
     "class_best": rules_speed.rule_class_best,
+    "scaling": rules_cluster.rule_scaling,
+    "nccl_env": rules_cluster.rule_nccl_env,
 }
 if set(RULES) != set(RULE_KINDS):  # pragma: no cover - a rule added to one list and not the other
     raise RuntimeError(f"RULES and config.RULE_KINDS differ: {sorted(set(RULES) ^ set(RULE_KINDS))}")

@@ -28,6 +28,7 @@ class Runs:
     cut_short: dict[str, list[RunRecord]] = field(default_factory=dict)   # stopped by a time limit
     records: list[RunRecord] = field(default_factory=list)               # every record of the tree
     hw: str | None = None
+    results_dir: Path | None = None                                       # the tree (benchmark folders beside runs)
 
     def get(self, name: str) -> list[RunRecord]:
         return self.by_name.get(name, [])
@@ -73,7 +74,7 @@ def runs_by_experiment(results_dir: str | Path | None, hw: str | None = None,
     definition, newest first; runs cut short by a time limit aside."""
     recs = records_of(results_dir, records)
     names = set(catalog.load()["experiments"])
-    out = Runs(records=recs, hw=hw)
+    out = Runs(records=recs, hw=hw, results_dir=Path(results_dir) if results_dir is not None else None)
     for rec in recs:
         if rec.experiment not in names or (hw and rec.hw != hw):
             continue

@@ -3,7 +3,8 @@
 speed-up factor = BASE's time / TEST's time for the same work. Two runs that trained the same batches (tokens.jsonl
 equal on every common steady step) are compared step by step: factor = sum of BASE's step times / sum of TEST's over
 the steps both timed, a bootstrap of steps as pairs for the range (each step is its own control). Other runs: factor
-= TEST's tokens/s / BASE's tokens/s, range from the two bootstrap ranges (low = T.low / B.high, high = T.high / B.low).
+= TEST's tokens/s / BASE's tokens/s, its range from a bootstrap that resamples each run's steady intervals on its own
+(analysis.measure.throughput.throughput_ratio).
 A published row has only a time per step: factor = BASE's ms / TEST's ms, without a range.
 Every speed-up says whether its two runs ran on one host (`hosts`): a host-bound step moves with the host (two hosts
 of one H200 kind ran the seed recipe 30 % apart), so a ratio across hosts is labelled cross-host, never silent.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from analysis.measure.steps import steady_intervals
-from analysis.measure.throughput import Throughput, ratio_of_sums, throughput
+from analysis.measure.throughput import Throughput, ratio_of_sums, throughput, throughput_ratio
 from analysis.parse.record import RunRecord
 
 
@@ -67,16 +68,6 @@ def paired_ratio(base: RunRecord, test: RunRecord, n_boot: int = 2000) -> dict |
     return {"ratio": ratio, "low": low, "high": high, "n_steps": len(common)}
 
 
-def tokens_ratio(t: Throughput, b: Throughput) -> dict:
-    """T's tokens/s over B's with the range from their bootstrap ranges; None where a side has none."""
-    out = {"ratio": None, "low": None, "high": None}
-    if t.tokens_per_s and b.tokens_per_s:
-        out["ratio"] = t.tokens_per_s / b.tokens_per_s
-        if None not in (b.low, b.high, t.low, t.high) and b.low > 0:
-            out["low"], out["high"] = t.low / b.high, t.high / b.low
-    return out
-
-
 def host_relation(a: RunRecord, b: RunRecord) -> str:
     """Whether two runs ran on one host: 'same host' (equal host ids), 'cross-host' (different ids, or machines of
     different shapes), 'host unverified' (a run without a host id, on a machine of the same shape)."""
@@ -117,7 +108,7 @@ def speedup(base: RunRecord, test: RunRecord, pair: bool = True) -> Speedup:
     q = paired_ratio(base, test) if pair else None
     if q is not None:
         return Speedup(q["ratio"], q["low"], q["high"], "paired steps", q["n_steps"], host, rel, b, t)
-    r = tokens_ratio(t, b)
+    r = throughput_ratio(test, base)
     return Speedup(r["ratio"], r["low"], r["high"], "tokens/s ratio", None, host, rel, b, t)
 
 
@@ -126,3 +117,33 @@ def time_speedup(base_ms: float | None, test_ms: float | None) -> Speedup:
     if not base_ms or not test_ms:
         return Speedup(None, how="time per step")
     return Speedup(base_ms / test_ms, how="time per step")
+
+
+def scaling(one: RunRecord, many: RunRecord, pair: bool = True) -> dict:
+    """Scaling efficiency of MANY (N GPUs) over ONE (fewer, usually 1) for the same global batch:
+    efficiency = speed-up / (N_many / N_one), where the speed-up is speedup(ONE, MANY) (paired step times when both
+    trained the same batches, else the tokens/s ratio), so 1.0 is perfect scaling. Its range is the speed-up's
+    range divided the same way; `hosts` says whether the two ran on one host (a cross-host ratio is no scaling)."""
+    sp = speedup(one, many, pair=pair)
+    n = many.gpus / one.gpus
+    div = (lambda v: None if v is None else v / n)  # noqa: E731
+    return {"gpus_from": one.gpus, "gpus_to": many.gpus, "speedup": sp.factor, "efficiency": div(sp.factor),
+            "efficiency_low": div(sp.low), "efficiency_high": div(sp.high), "basis": sp.how, "hosts": sp.hosts,
+            "other_host": sp.other_host}
+
+
+def scaling_pairs(records: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, dict]]:
+    """(1-GPU run, N-GPU run, scaling(...)) for every ok N-GPU run that has an ok 1-GPU DDP run of the same hardware
+    and experiment on the same host (the one with the most steps); a ratio across hosts measures the hosts, so none is
+    made. ZeRO runs are set against the 1-GPU DDP run: what the user would otherwise run."""
+    ok = [r for r in records if r.ok]
+    out = []
+    for many in ok:
+        if many.gpus <= 1:
+            continue
+        ones = [r for r in ok if r.gpus == 1 and r.parallel == "ddp" and (r.hw, r.experiment) == (many.hw, many.experiment)
+                and r.host_id and r.host_id == many.host_id]
+        if ones:
+            one = max(ones, key=lambda r: (r.global_steps or 0, r.run))
+            out.append((one, many, scaling(one, many)))
+    return out

@@ -38,17 +38,21 @@ def bound_label(busy_frac: float | None, host_below: float = HOST_BELOW, gpu_fro
 def step_share(rec: RunRecord) -> dict:
     """The GPU's share of a step, from the profiled steps (medians): GPU-busy ms, host ms (= profiled wall - GPU
     busy: time the GPU waited for Python, kernel launches and data), their sum (the profiled wall), busy fraction,
-    the bound label, and the profiled wall over the steady median step time (how well the two profiled steps stand
-    for the run: 1 when they are typical steps and the profiler costs nothing)."""
+    the bound label, the profiled wall over the steady median step time (how well the two profiled steps stand
+    for the run: 1 when they are typical steps and the profiler costs nothing), and the NCCL kernels' ms."""
     steps = profiled_steps(rec)
     if not steps:
         return {"gpu_busy_ms": None, "host_ms": None, "profiled_ms": None, "gpu_busy_frac": None, "bound": None,
-                "profiled": 0, "profiled_over_steady": None}
+                "profiled": 0, "profiled_over_steady": None, "comm_ms": None, "comm_frac": None}
     busy = statistics.median(s["gpu_busy_s"] for s in steps) * 1000
+    comm_s = [s["gpu_comm_s"] for s in steps if s.get("gpu_comm_s") is not None]
+    comm = statistics.median(comm_s) * 1000 if comm_s else None
     host = statistics.median(s["host_s"] for s in steps) * 1000
     wall = statistics.median(s["wall_s"] for s in steps) * 1000
     frac = busy_fraction(rec)
     median = step_time(rec)["median"]
     return {"gpu_busy_ms": busy, "host_ms": host, "profiled_ms": wall, "gpu_busy_frac": frac,
             "bound": bound_label(frac), "profiled": len(steps),
-            "profiled_over_steady": wall / (median * 1000) if median else None}
+            "profiled_over_steady": wall / (median * 1000) if median else None,
+            # NCCL kernels' time on GPU 0 (launcher runs from 2026-12-01; None before) and its share of the step
+            "comm_ms": comm, "comm_frac": comm / wall if comm is not None and wall else None}

@@ -10,8 +10,9 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from dataclasses import dataclass
+from typing import NamedTuple
 
+from analysis.parse.logs import gc_paused
 from analysis.parse.record import RunRecord
 
 WARMUP_FRACTION = 0.10  # intervals that start before this share of the full epoch's steps are warm-up ...
@@ -19,8 +20,9 @@ WARMUP_MAX_STEPS = 10   # ... or before this step, whichever comes first (a long
 CI_LEVEL = 0.95
 
 
-@dataclass(frozen=True)
-class Interval:
+class Interval(NamedTuple):
+    """One interval between successive training lines (a tuple: a 200 MB log has ~750,000 of them)."""
+
     from_step: int
     to_step: int
     seconds: float
@@ -49,8 +51,29 @@ def epoch_steps(rec: RunRecord) -> int | None:
     return rec.max_steps
 
 
+def _cache(rec: RunRecord) -> dict:
+    """Per-record memo of the intervals and their summary (the step time is asked for several times per run; a long
+    log makes each pass cost). Keyed on what they are computed from, so a changed record recomputes."""
+    elapsed = rec.elapsed
+    key = (id(elapsed), len(elapsed), elapsed[-1] if elapsed else None, id(rec.event_steps), len(rec.event_steps),
+           id(rec.profile), rec.train_samples, rec.samples_per_step, rec.max_steps, id(rec.args))
+    memo = rec.__dict__.get("_steps_memo")
+    if memo is None or memo["key"] != key:
+        memo = {"key": key}
+        rec.__dict__["_steps_memo"] = memo
+    return memo
+
+
 def intervals(rec: RunRecord) -> list[Interval]:
     """Every interval between successive training lines, with why it is kept out of the steady state."""
+    memo = _cache(rec)
+    if "intervals" not in memo:
+        with gc_paused():
+            memo["intervals"] = _intervals(rec)
+    return list(memo["intervals"])
+
+
+def _intervals(rec: RunRecord) -> list[Interval]:
     points = rec.elapsed
     if len(points) < 2:
         return []
@@ -58,19 +81,30 @@ def intervals(rec: RunRecord) -> list[Interval]:
     profiled = sorted(rec.profiled_steps)
     events = sorted(rec.event_steps)
     out = []
+    append = out.append
+    ei = pi = 0  # the steps rise from line to line: the first event >= a and profiled step > a move forward only
+    ne, npr = len(events), len(profiled)
+    last_a = None
     for i, ((a, ta), (b, tb)) in enumerate(zip(points, points[1:])):
         if b <= a:
             continue
+        if last_a is not None and a < last_a:  # steps out of order (a record built by hand): search from scratch
+            ei = pi = 0
+        last_a = a
+        while ei < ne and events[ei] < a:
+            ei += 1
+        while pi < npr and profiled[pi] <= a:
+            pi += 1
         reason = None
         if i == 0:
             reason = "first interval"
         elif a < warmup:
             reason = "warm-up"
-        elif _any_in(events, a, b):  # an event at e with a <= e < b
+        elif ei < ne and events[ei] < b:  # an event at e with a <= e < b
             reason = "eval/save"
-        elif _any_in(profiled, a + 1, b + 1):  # a profiled step p with a < p <= b
+        elif pi < npr and profiled[pi] <= b:  # a profiled step p with a < p <= b
             reason = "profiled"
-        out.append(Interval(a, b, tb - ta, reason))
+        append(Interval(a, b, tb - ta, reason))
     return out
 
 
@@ -81,7 +115,10 @@ def _any_in(sorted_values: list[int], low: int, high: int) -> bool:
 
 
 def steady_intervals(rec: RunRecord) -> list[Interval]:
-    return [iv for iv in intervals(rec) if iv.excluded is None]
+    memo = _cache(rec)
+    if "steady" not in memo:
+        memo["steady"] = [iv for iv in intervals(rec) if iv.excluded is None]
+    return list(memo["steady"])
 
 
 def summarize(values: list[float]) -> dict:
@@ -93,8 +130,13 @@ def summarize(values: list[float]) -> dict:
     if n > 1:
         from scipy import stats
 
-        half = stats.t.ppf(0.5 + CI_LEVEL / 2, n - 1) * statistics.stdev(values) / math.sqrt(n)
-        low, high = mean - half, mean + half
+        # statistics.stdev is exact (fractions) and slow; past 10,000 values a float sum gives the same digits
+        sd = statistics.stdev(values) if n <= 10_000 else math.sqrt(math.fsum((x - mean) ** 2 for x in values)
+                                                                     / (n - 1))
+        half = stats.t.ppf(0.5 + CI_LEVEL / 2, n - 1) * sd / math.sqrt(n)
+        # a time is never below zero: where the interval of the mean reaches below it, zero bounds it (the true mean
+        # is >= 0, so the cut interval covers it as often)
+        low, high = max(mean - half, 0.0), mean + half
     else:
         low = high = None
     return {"median": statistics.median(values), "mean": mean, "ci95_low": low, "ci95_high": high,
@@ -103,7 +145,10 @@ def summarize(values: list[float]) -> dict:
 
 def step_time(rec: RunRecord) -> dict:
     """Seconds per optimizer step over the steady intervals: median, mean, 95 % interval of the mean, count."""
-    return summarize([iv.step_time_s for iv in steady_intervals(rec)])
+    memo = _cache(rec)
+    if "step_time" not in memo:
+        memo["step_time"] = summarize([iv.seconds / (iv.to_step - iv.from_step) for iv in steady_intervals(rec)])
+    return dict(memo["step_time"])
 
 
 def micro_step_ms(rec: RunRecord) -> float | None:
@@ -123,3 +168,14 @@ def sample_time_ms(rec: RunRecord) -> dict:
 def sample_ms(rec: RunRecord) -> float | None:
     """Median milliseconds per training sample (sample_time_ms)."""
     return sample_time_ms(rec)["median"]
+
+
+def epoch_time(rec: RunRecord) -> dict:
+    """Time to finish the full epoch the run's schedule comes from at its steady median step: {steps (epoch_steps),
+    seconds = median step time x steps, gpu_hours = seconds / 3600 x GPUs}. A cut run's steady steps stand for the
+    epoch's (warm-up, evals and checkpoint saves left out, so a real epoch takes a little longer). None where a part
+    is unknown."""
+    median, n = step_time(rec)["median"], epoch_steps(rec)
+    seconds = median * n if median and n else None
+    return {"steps": n, "seconds": seconds,
+            "gpu_hours": seconds / 3600 * (rec.world_size or 1) if seconds is not None else None}

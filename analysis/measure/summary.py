@@ -3,6 +3,7 @@ measure functions return, nothing computed here."""
 from __future__ import annotations
 
 from analysis.measure import flops, loss, steps, throughput
+from analysis.parse.logs import gc_paused
 from analysis.parse.record import RunRecord
 
 FACTS = ("path", "hw", "experiment", "run", "status", "failure", "swift_version", "log_format", "complete",
@@ -16,6 +17,11 @@ FACTS = ("path", "hw", "experiment", "run", "status", "failure", "swift_version"
 def run_summary(rec: RunRecord, with_intervals: bool = True) -> dict:
     """The record's facts and its measurements: step time, micro-step, samples/s, tokens/s (with range and source),
     MFU/HFU, final losses, wall time to the last eval, and (WITH_INTERVALS) every log interval."""
+    with gc_paused():  # a long log's record holds millions of objects the collector would walk again and again
+        return _run_summary(rec, with_intervals)
+
+
+def _run_summary(rec: RunRecord, with_intervals: bool) -> dict:
     tp = throughput.throughput(rec)
     out = {k: getattr(rec, k) for k in FACTS}
     out["log"] = rec.log_path

@@ -119,6 +119,14 @@ def _tensorboard_stamp(run_dir: Path) -> int | None:
     return min(stamps) if stamps else None
 
 
+def _resumed(run_dir: Path) -> bool:
+    """Did the runner resume this run from a checkpoint (run.json `resumes`)?"""
+    try:
+        return bool(read_status(run_dir).get("resumes"))
+    except InputError:
+        return False
+
+
 def _sampler_start(run_dir: Path) -> float | None:
     """Unix time at which the NVML sampler started: run.json's finished - wall_s."""
     try:
@@ -134,6 +142,8 @@ def training_window(run_dir: str | Path, nv: pd.DataFrame, duration_s: float | N
     if duration_s is None or not math.isfinite(duration_s) or duration_s <= 0:
         return None
     run_dir = Path(run_dir)
+    if _resumed(run_dir):  # nvml.csv holds the last attempt's samples, the log's times span every attempt
+        return None
     t_last = float(nv["time_s"].max())
     stamp, t0 = _tensorboard_stamp(run_dir), _sampler_start(run_dir)
     if stamp is not None and t0 is not None:

@@ -9,19 +9,28 @@ ms-swift has written three shapes of log line over its life, and this module hid
 Every version ends a finished run with Hugging Face's end-of-training line (`train_runtime`, ...) and ms-swift's
 summary line (`log_history`, `model_parameter_info`, ...). A killed run lacks both and may end in a torn line.
 
-The reader never invents a number: what a line does not say stays None.
+The reader never invents a number: what a line does not say stays None. It reads a log of any size in one pass, one
+line at a time (about 12 us and 1 KB of memory a line); anything that is not a readable regular file is bad input said
+as what it is. A run the runner resumed from a checkpoint has the resume in run.json (`resumes`): ms-swift appended
+the resumed training's lines, which repeat the steps after the checkpoint; the later ones are kept.
 """
 from __future__ import annotations
 
+import bisect
+import contextlib
+import functools
+import gc
 import json
 import math
+import os
 import re
+import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonlines
-
+from analysis.parse import megatron
 from analysis.core.errors import InputError
 
 LOG_NAME = "logging.jsonl"
@@ -50,8 +59,11 @@ def parse_elapsed(text: Any) -> float | None:
     m = _ELAPSED_RE.match(text)
     if not m or not any(m.groups()):
         return None
-    d, h, mi, s = (int(g) if g else 0 for g in m.groups())
-    return float(((d * 24 + h) * 60 + mi) * 60 + s)
+    try:
+        d, h, mi, s = (int(g) if g else 0 for g in m.groups())
+        return float(((d * 24 + h) * 60 + mi) * 60 + s)
+    except (ValueError, OverflowError):  # more digits than Python converts, or beyond a float
+        return None
 
 
 def to_float(value: Any) -> float | None:
@@ -75,13 +87,12 @@ def parse_dataset_stats(text: Any) -> dict | None:
     m = _DATASET_RE.match(text)
     if not m:
         return None
-    return {
-        "mean": float(m["mean"]),
-        "std": float(m["std"]),
-        "min": float(m["min"]),
-        "max": float(m["max"]),
-        "size": int(m["size"]),
-    }
+    try:
+        out = {k: float(m[k]) for k in ("mean", "std", "min", "max")}
+        out["size"] = int(m["size"])
+    except ValueError:  # '1e' or '--' match the pattern but are no numbers
+        return None
+    return out
 
 
 def parse_param_info(text: Any) -> dict | None:
@@ -91,25 +102,61 @@ def parse_param_info(text: Any) -> dict | None:
     m = _PARAMS_RE.search(text)
     if not m:
         return None
-    return {
-        "total_params": round(float(m["total"]) * 1e6),
-        "trainable_params": round(float(m["trainable"]) * 1e6),
-        "trainable_pct": float(m["pct"]),
-    }
+    try:
+        return {
+            "total_params": round(float(m["total"]) * 1e6),
+            "trainable_params": round(float(m["trainable"]) * 1e6),
+            "trainable_pct": float(m["pct"]),
+        }
+    except (ValueError, OverflowError):  # '1.2.3' matches the pattern; 1e400 is no finite count
+        return None
 
 
-@dataclass
+class Row(Mapping):
+    """A log line's object, stored compactly: the lines of a log share a few key orders, so a row keeps its values
+    and a reference to its key order's index (as dicts, a 200 MB log's ~750,000 lines take ~1.3 KB each, their keys
+    included). Reads like a dict."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: dict[str, int], values: tuple):
+        self._index, self._values = index, values
+
+    def __getitem__(self, key):
+        return self._values[self._index[key]]
+
+    def get(self, key, default=None):
+        i = self._index.get(key)
+        return default if i is None else self._values[i]
+
+    def __contains__(self, key) -> bool:
+        return key in self._index
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Row({dict(self)!r})"
+
+
+@dataclass(slots=True)
 class Line:
-    """One log line: its kind, its optimizer step and the raw object, with its 1-based line number."""
+    """One log line: its kind, its optimizer step and the raw object, with its 1-based line number. START: the step
+    its training attempt began at, where run.json records a resume (None: the log says nothing of it)."""
 
     kind: str  # train | eval | train_end | summary | other
     step: int | None
     max_steps: int | None
     data: dict
     line_no: int
+    start: int | None = None
 
     def get(self, key: str) -> float | None:
-        return to_float(self.data.get(key))
+        value = self.data.get(key)
+        return value if value.__class__ is float else to_float(value)
 
     def elapsed(self, start: int = 0) -> float | None:
         """Seconds since training (re)started at step `start`, from this line's cumulative speed.
@@ -146,11 +193,13 @@ class RunLog:
     duplicates_dropped: int = 0
     warnings: list[str] = field(default_factory=list)
 
-    @property
+    resumes: list[tuple[int, int]] = field(default_factory=list)  # (lines before, step) of each recorded resume
+
+    @functools.cached_property
     def train(self) -> list[Line]:
         return [ln for ln in self.lines if ln.kind == "train"]
 
-    @property
+    @functools.cached_property
     def evals(self) -> list[Line]:
         return [ln for ln in self.lines if ln.kind == "eval"]
 
@@ -168,7 +217,10 @@ class RunLog:
 
     @property
     def log_format(self) -> str:
-        """'v4' when the speed is seconds per iteration (ms-swift 4.x), else 'v3' (1.x to 3.x lines)."""
+        """'megatron' (Megatron-SWIFT's `iteration` lines), 'v4' when the speed is seconds per iteration (ms-swift
+        4.x), else 'v3' (1.x to 3.x lines)."""
+        if any(megatron.is_megatron_line(ln.data) for ln in self.lines):
+            return megatron.FORMAT
         if any(SPEED_S_PER_IT in ln.data for ln in self.lines):
             return "v4"
         return "v3"
@@ -177,148 +229,381 @@ class RunLog:
 def _classify(obj: dict) -> str:
     if "train_runtime" in obj:
         return "train_end"
-    if SUMMARY_KEYS & obj.keys() and "loss" not in obj and "eval_loss" not in obj:
+    if "loss" not in obj and "eval_loss" not in obj and not SUMMARY_KEYS.isdisjoint(obj):
         return "summary"
-    if any(k.startswith("eval_") for k in obj):
-        return "eval"
+    for k in obj:
+        if k[:5] == "eval_":
+            return "eval"
     if "loss" in obj:
         return "train"
     return "other"
 
 
+def _int(value: Any) -> int | None:
+    """A step counter as int: an integer, a float that is finite, or a string of digits; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:  # not digits, or more digits than Python converts
+            return None
+    return None
+
+
 def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | None]:
     raw = obj.get("global_step/max_steps")
-    if isinstance(raw, str) and "/" in raw:
+    if raw is None and megatron.is_megatron_line(obj):  # Megatron-SWIFT: "iteration": "a/b"
+        raw = megatron.normalise(obj)["global_step/max_steps"]
+    if raw.__class__ is str and "/" in raw:
         a, _, b = raw.partition("/")
         try:
-            return int(a), int(b)
+            step, total = int(a), int(b)
         except ValueError:
-            raise InputError(path, f"'global_step/max_steps' is not 'a/b' integers: {raw!r}", line_no) from None
+            step = total = None
+        if step is None or total is None:
+            raise InputError(path, f"'global_step/max_steps' is not 'a/b' integers: {raw[:60]!r}", line_no)
+        if step < 0:
+            raise InputError(path, f"negative step {step}", line_no)
+        return step, total
     for key in ("global_step", "step"):
-        value = obj.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(value), None
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value), None
+        step = _int(obj.get(key))
+        if step is not None:
+            if step < 0:
+                raise InputError(path, f"negative step {step}", line_no)
+            return step, None
     return None, None
 
 
-def _dedupe_key(obj: dict) -> str:
-    return json.dumps({k: v for k, v in obj.items() if k not in VOLATILE_KEYS}, sort_keys=True, default=str)
+def _same_values(a: dict, b: dict) -> bool:
+    """Two lines say the same but for what differs between the copies two node masters write (their speeds)."""
+    def key(obj):
+        return json.dumps({k: v for k, v in obj.items() if k not in VOLATILE_KEYS}, sort_keys=True, default=str)
+
+    return key(a) == key(b)
+
+
+def describe_path(path: Path) -> str | None:
+    """None for a regular file or a folder; else what PATH is, in words (a symlink loop, a FIFO, a device, ...)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            return "a symlink loop"
+        if isinstance(exc, FileNotFoundError):
+            return f"a dangling symlink (to {os.readlink(path)})" if os.path.islink(path) else "no such file or folder"
+        if isinstance(exc, PermissionError):
+            return "cannot be read (permission denied)"
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        try:
+            with os.scandir(path):
+                return None
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe), not a log file"
+    if stat.S_ISCHR(mode):
+        return "a character device (like /dev/null), not a log file"
+    if stat.S_ISBLK(mode):
+        return "a block device, not a log file"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a log file"
+    return "not a regular file"
 
 
 def find_log(path: str | Path) -> Path:
-    """The `logging.jsonl` that PATH names, or that a run folder holds."""
+    """The `logging.jsonl` that PATH names, or that a run folder holds. Anything that is not a readable regular file
+    (a FIFO, which would block the reader forever; /dev/null; a symlink loop) is bad input, said as what it is."""
     path = Path(path)
+    what = describe_path(path)
+    if what is not None:
+        raise InputError(path, what)
     if path.is_dir():
         log = path / LOG_NAME
-        if not log.is_file():
+        what = describe_path(log)
+        if what == "no such file or folder":
             raise InputError(path, f"no {LOG_NAME} in this folder")
+        if what is not None:
+            raise InputError(log, what)
+        if log.is_dir():
+            raise InputError(log, "a folder, not a log file")
         return log
-    if not path.exists():
-        raise InputError(path, "no such file or folder")
     return path
 
 
 def find_runs(path: str | Path) -> list[Path]:
     """All run folders under PATH (a run folder, a parent of several, or a log file's folder)."""
     path = Path(path)
+    what = describe_path(path)
+    if what is not None:
+        raise InputError(path, what)
     if path.is_file():
         return [path]
-    if not path.exists():
-        raise InputError(path, "no such file or folder")
-    if (path / LOG_NAME).is_file():
+    if os.path.lexists(path / LOG_NAME):
         return [path]
-    runs = sorted(p.parent for p in path.rglob(LOG_NAME) if "checkpoint-" not in str(p.parent.name))
+    try:
+        runs = sorted(p.parent for p in path.rglob(LOG_NAME) if "checkpoint-" not in str(p.parent.name))
+    except OSError as exc:
+        raise InputError(path, f"cannot be searched ({exc.strerror or exc})") from None
     if not runs:
         raise InputError(path, f"no {LOG_NAME} in this folder or below it")
     return runs
+
+
+def _load_json_file(p: Path) -> Any:
+    """A JSON file's value; anything unreadable or malformed is bad input naming the file."""
+    what = describe_path(p)
+    if what is not None:
+        raise InputError(p, what)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(p, f"not valid JSON: {exc}", getattr(exc, "lineno", None)) from None
+    except RecursionError:
+        raise InputError(p, "JSON nested too deeply") from None
+    except OSError as exc:
+        raise InputError(p, f"cannot be read ({exc.strerror or exc})") from None
 
 
 def read_args(run_dir: Path) -> dict | None:
     """`args.json` beside the log (`sft_args.json` in 1.x), or None; a broken one is bad input."""
     for name in (ARGS_NAME, "sft_args.json"):
         p = run_dir / name
-        if p.is_file():
-            try:
-                data = json.loads(p.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise InputError(p, f"not valid JSON: {exc}", getattr(exc, "lineno", None)) from None
+        if os.path.lexists(p):
+            data = _load_json_file(p)
             if not isinstance(data, dict):
                 raise InputError(p, "args file is not a JSON object")
             return data
     return None
 
 
-def read_log(path: str | Path, args: dict | None = None) -> RunLog:
-    """Parse one `logging.jsonl` (PATH is the file or its run folder).
+def resume_points(run_dir: Path) -> list[tuple[int, int]]:
+    """(log lines before, checkpoint step) of every resume the runner recorded in run.json (`resumes`): the lines
+    after that count were written by a training that went on from that step. [] without run.json or resumes (a
+    broken run.json is the results reader's to report)."""
+    p = Path(run_dir) / "run.json"
+    try:
+        data = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
+    except (OSError, ValueError, RecursionError):
+        return []
+    out = []
+    for r in (data.get("resumes") if isinstance(data, dict) else None) or []:
+        if isinstance(r, dict):
+            lines, step = _int(r.get("log_lines_before")), _int(r.get("from_step"))
+            if lines is not None and step is not None and lines >= 0 and step >= 0:
+                out.append((lines, step))
+    return sorted(out)
+
+
+class _Reader:
+    """One pass over the log's lines: parse, classify, drop node-duplicates, check the step counters, apply resumes.
+
+    Kept lines of a kind are in step order, so a duplicate of an earlier line is found by binary search among the
+    lines of its step (the reader stays linear in the log and holds no per-line keys)."""
+
+    def __init__(self, path: Path, run: RunLog, resumes: list[tuple[int, int]], args_max: int | None):
+        self.path, self.run, self.resumes, self.args_max = path, run, list(resumes), args_max
+        self.start = 0 if resumes else None  # the step the current attempt began at (recorded resumes only)
+        self.by_kind: dict[str, tuple[list[int], list[Line]]] = {"train": ([], []), "eval": ([], [])}
+        self.stepless: set[str] = set()
+        self.shapes: dict[tuple, tuple] = {}  # key order -> (kind, index shared by the rows of that order)
+        self.beyond: list[tuple[int, int, int]] = []  # (line, step, max) of lines past their max_steps
+
+    def resume(self, step: int, line_no: int) -> None:
+        """The lines from LINE_NO on come from a training that resumed at STEP: what the interrupted attempt logged
+        after STEP is replaced by what the resumed one logs (the later values)."""
+        lines = self.run.lines
+        dropped = [ln for ln in lines if ln.kind in ("train", "eval") and ln.step is not None and ln.step > step]
+        if dropped:
+            gone = {id(ln) for ln in dropped}
+            lines[:] = [ln for ln in lines if id(ln) not in gone]
+            self.run.warnings.append(
+                f"line {line_no}: resumed from the checkpoint of step {step} (run.json): {len(dropped)} lines of "
+                f"steps {min(ln.step for ln in dropped)}-{max(ln.step for ln in dropped)} logged before the "
+                f"interrupt are replaced by the resumed training's")
+        for kind in self.by_kind:
+            kept = [ln for ln in lines if ln.kind == kind and ln.step is not None]
+            self.by_kind[kind] = ([ln.step for ln in kept], kept)
+        self.stepless.clear()
+        self.start = step
+
+    def add(self, obj: Any, line_no: int) -> None:
+        if obj.__class__ is not dict:
+            what = "null" if obj is None else type(obj).__name__
+            raise InputError(self.path, f"a JSON {what}, not an object", line_no)
+        while self.resumes and line_no > self.resumes[0][0]:
+            self.resume(self.resumes.pop(0)[1], line_no)
+        keys = tuple(obj)
+        shape = self.shapes.get(keys)  # a line's kind depends on its keys alone: classified once per key order
+        if shape is None:
+            kind = _classify(obj)
+            shape = (kind, {k: i for i, k in enumerate(keys)} if kind in ("train", "eval") else None)
+            if len(self.shapes) < 10_000:  # a log of ever new key orders keeps its dicts
+                self.shapes[keys] = shape
+        kind, index = shape
+        step, max_steps = _step_of(obj, self.path, line_no)
+        line = Line(kind, step, max_steps, obj if index is None else Row(index, tuple(obj.values())), line_no,
+                    self.start)
+        if index is not None or kind == "train" or kind == "eval":
+            if step is None:
+                key = json.dumps({k: v for k, v in obj.items() if k not in VOLATILE_KEYS}, sort_keys=True,
+                                 default=str)
+                if key in self.stepless:
+                    self.run.duplicates_dropped += 1
+                    return
+                self.stepless.add(key)
+            else:
+                limit = max_steps if max_steps is not None else self.args_max
+                if limit is not None and step > limit:
+                    self.beyond.append((line_no, step, limit))
+                    return
+                steps, kept = self.by_kind[kind]
+                if steps and step <= steps[-1]:
+                    i = bisect.bisect_left(steps, step)
+                    while i < len(steps) and steps[i] == step:
+                        if _same_values(kept[i].data, obj):
+                            self.run.duplicates_dropped += 1
+                            return
+                        i += 1
+                    if step < steps[-1]:
+                        raise InputError(self.path, f"step counter goes backwards ({steps[-1]} -> {step})", line_no)
+                    if kind == "train":  # identical repeats were dropped above: these values differ
+                        raise InputError(self.path, f"step {step} logged twice with different values", line_no)
+                steps.append(step)
+                kept.append(line)
+            if kind == "train":
+                speed = obj.get(SPEED_S_PER_IT)
+                key = SPEED_S_PER_IT
+                if speed is None:
+                    speed, key = obj.get(SPEED_IT_PER_S), SPEED_IT_PER_S
+                if speed.__class__ is not float:
+                    speed = to_float(speed)
+                if speed is not None and speed <= 0:
+                    raise InputError(self.path, f"{key} is {'zero' if speed == 0 else 'negative'}", line_no)
+        self.run.lines.append(line)
+
+    def finish(self) -> None:
+        if self.beyond:
+            line_no, step, limit = self.beyond[0]
+            self.run.warnings.append(
+                f"{len(self.beyond)} line(s) with a step beyond max_steps ignored (first: line {line_no}, step "
+                f"{step} > {limit})")
+
+
+def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int, int]] | None = None) -> RunLog:
+    """Parse one `logging.jsonl` (PATH is the file or its run folder), one line at a time (a log of any size is read
+    in one pass, without holding its text). RESUMES: (lines before, step) of each resume (default: run.json's).
 
     Raises InputError for bad input; a killed run (torn last line) and a diverged run are data, not errors.
     """
     log_path = find_log(path)
-    try:
-        text = log_path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(log_path, f"not UTF-8 text ({exc.reason})") from None
-    if not text.strip():
-        raise InputError(log_path, "empty log file")
-    raw_lines = text.split("\n")
-    ends_with_newline = text.endswith("\n")
-    if ends_with_newline:
-        raw_lines = raw_lines[:-1]
-    last_index = len(raw_lines) - 1
-
-    lines: list[Line] = []
-    seen: set[str] = set()
-    run = RunLog(path=log_path, lines=lines)
-    prev_step: dict[str, int] = {}
-    current = [0]  # the 1-based number of the line the reader consumed last
-
-    def numbered():
-        for number, raw in enumerate(raw_lines, 1):
-            current[0] = number
-            yield raw
-
-    reader = jsonlines.Reader(numbered(), loads=json.loads)
-    while True:
-        try:
-            obj = reader.read(skip_empty=True)
-        except EOFError:
-            break
-        except jsonlines.InvalidLineError as exc:
-            line_no = exc.lineno
-            is_last = line_no - 1 == last_index
-            if is_last and not ends_with_newline and lines:
-                run.torn_last_line = True
-                run.warnings.append(f"line {line_no}: torn last line ignored (run killed while writing)")
-                break
-            what = "a JSON null, not an object" if "null value" in str(exc) else "not valid JSON"
-            raise InputError(log_path, f"{what}: {str(exc.line)[:60]!r}", line_no) from None
-        line_no = current[0]
-        if not isinstance(obj, dict):
-            raise InputError(log_path, f"a JSON {type(obj).__name__}, not an object", line_no)
-        kind = _classify(obj)
-        step, max_steps = _step_of(obj, log_path, line_no)
-        key = _dedupe_key(obj)
-        if key in seen and kind in ("train", "eval"):
-            run.duplicates_dropped += 1
-            continue
-        seen.add(key)
-        if kind in ("train", "eval") and step is not None:
-            before = prev_step.get(kind)
-            if before is not None and step < before:
-                raise InputError(log_path, f"step counter goes backwards ({before} -> {step})", line_no)
-            if kind == "train" and before == step:  # identical repeats were dropped above: these values differ
-                raise InputError(log_path, f"step {step} logged twice with different values", line_no)
-            prev_step[kind] = step
-        line = Line(kind=kind, step=step, max_steps=max_steps, data=obj, line_no=line_no)
-        if kind == "train" and line.speed is not None and line.speed[1] == 0:
-            raise InputError(log_path, f"{line.speed[0]} is zero", line_no)
-        lines.append(line)
-    if not lines:
-        raise InputError(log_path, "no log lines")
+    run = RunLog(path=log_path, lines=[])
     run.args = args if args is not None else read_args(log_path.parent)
+    run.resumes = resume_points(log_path.parent) if resumes is None else sorted(resumes)
+    args_max = _int((run.args or {}).get("max_steps"))
+    reader = _Reader(log_path, run, run.resumes, args_max if args_max and args_max > 0 else None)
+    any_text = False
+    try:
+        f = open(log_path, "rb")
+    except OSError as exc:
+        raise InputError(log_path, f"cannot be read ({exc.strerror or exc})") from None
+    with f, gc_paused():
+        line_no = 0
+        try:
+            for raw in f:
+                line_no += 1
+                torn = not raw.endswith(b"\n")  # only a last line lacks its newline
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    if torn and run.lines:
+                        _torn(run, line_no)
+                        break
+                    raise InputError(log_path, f"not UTF-8 text ({exc.reason})", line_no) from None
+                if not text or text.isspace():
+                    continue
+                any_text = True
+                try:
+                    obj = _loads(text)
+                except ValueError:
+                    if torn and run.lines:
+                        _torn(run, line_no)
+                        break
+                    what = "a JSON null, not an object" if text.strip() == "null" else "not valid JSON"
+                    raise InputError(log_path, f"{what}: {text.strip()[:60]!r}", line_no) from None
+                except RecursionError:
+                    raise InputError(log_path, "JSON nested too deeply", line_no) from None
+                try:
+                    reader.add(obj, line_no)
+                except RecursionError:
+                    raise InputError(log_path, "JSON nested too deeply", line_no) from None
+        except OSError as exc:
+            raise InputError(log_path, f"cannot be read ({exc.strerror or exc})", line_no or None) from None
+    if not any_text:
+        raise InputError(log_path, "empty log file")
+    reader.finish()
+    if not run.lines:
+        raise InputError(log_path, "no log lines")
     return run
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """The cyclic garbage collector paused: parsing makes several containers per log line, none of them in a cycle
+    (refcounting frees them), and the collector's passes over a long log's objects cost ~40 % of its parse time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _loads(text: str) -> Any:
+    """json.loads of one line, without its wrapper's per-call work when the line is one value from its first
+    character (ms-swift's lines are); anything else goes through json.loads (its exact error)."""
+    try:
+        obj, end = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)
+    if end != len(text) and text[end:].strip():
+        return json.loads(text)
+    return obj
+
+
+def _torn(run: RunLog, line_no: int) -> None:
+    run.torn_last_line = True
+    run.warnings.append(f"line {line_no}: torn last line ignored (run killed while writing)")
+
+
+def column(lines: list[Line], key: str) -> list[float | None]:
+    """KEY's value of each line as float (None where absent or not a number): Line.get for many lines at once, reading
+    the rows that share the first line's key order by position (a long log's hot path)."""
+    if not lines:
+        return []
+    first = lines[0].data
+    if first.__class__ is Row:
+        index = first._index
+        i = index.get(key, -1)
+        if i >= 0:
+            raw = [d._values[i] if (d := ln.data).__class__ is Row and d._index is index else d.get(key)
+                   for ln in lines]
+        else:
+            raw = [None if (d := ln.data).__class__ is Row and d._index is index else d.get(key) for ln in lines]
+    else:
+        raw = [ln.data.get(key) for ln in lines]
+    return [v if v is None or v.__class__ is float else to_float(v) for v in raw]
 
 
 def is_finite(value: float | None) -> bool:

@@ -16,7 +16,11 @@ from typing import Any
 from analysis.parse import sidefiles
 from analysis.parse.logs import (
     LOG_NAME,
+    SPEED_IT_PER_S,
+    SPEED_S_PER_IT,
     RunLog,
+    column,
+    gc_paused,
     is_finite,
     parse_dataset_stats,
     parse_elapsed,
@@ -85,6 +89,8 @@ class RunRecord:
     tokens_by_step: dict[int, int] | None = None   # tokens.jsonl: real (unpadded) tokens per optimizer step
     padded_by_step: dict[int, int] | None = None   # tokens.jsonl: tokens including padding, where recorded
     profile: dict | None = None                     # profile.json (torch.profiler summary of a few steps)
+    schedule: list[dict] | None = None              # schedule.jsonl: every step's token counts, known before training
+    quick: dict | None = None                       # launch.json's quick stop (a quick run: where and why it stopped)
 
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property
@@ -100,6 +106,30 @@ class RunRecord:
     def launcher(self) -> dict:
         """experiments/launch.py options the run used ({} for a plain `swift sft`)."""
         return dict(self.key.get("launcher") or {})
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the job ran on: args.json's world size (what ms-swift saw), else run.json's, else 1."""
+        if self.world_size:
+            return int(self.world_size)
+        return int(self.key.get("gpus") or self.run_status.get("gpus") or 1)
+
+    @property
+    def parallel(self) -> str:
+        """How the GPUs shared the work: ddp, or zero2/zero3 from args.json's DeepSpeed config (or run.json's key)."""
+        ds = (self.args or {}).get("deepspeed")
+        if isinstance(ds, dict):
+            stage = (ds.get("zero_optimization") or {}).get("stage")
+            if stage in (1, 2, 3):
+                return f"zero{stage}"
+        if isinstance(ds, str) and ds.startswith("zero"):
+            return ds.split(".")[0].split("_")[0]
+        return str(self.key.get("parallel") or "ddp")
+
+    @property
+    def layout(self) -> str:
+        """'1gpu' / '2gpu' / '2gpu-zero3': the tables' grouping beside hardware, experiment and host."""
+        return f"{self.gpus}gpu" + ("" if self.parallel == "ddp" else f"-{self.parallel}")
 
     @property
     def cap_gib(self) -> float | None:
@@ -206,32 +236,44 @@ def _event_steps(args: dict | None, run: RunLog, last_step: int) -> frozenset[in
                                          ("save_steps", ("save_strategy",))):
             every = to_float(args.get(every_key))
             strategy = _arg(args, *strategy_keys)
-            if strategy in (None, "steps", "IntervalStrategy.STEPS") and every and every > 0:
+            if strategy in (None, "steps", "IntervalStrategy.STEPS") and is_finite(every) and every > 0:
                 if every < 1:  # a ratio of the total steps, as Hugging Face allows
                     every = math.ceil(every * last_step)
                 events.update(range(int(every), last_step + 1, int(every)))
     return frozenset(events)
 
 
-def _curve(lines, key_options: tuple[str, ...]) -> Curve:
+def _column(lines, key: str, memo: dict | None) -> list:
+    """column(LINES, KEY), once per log_facts call (MEMO) for the keys several facts read."""
+    if memo is None:
+        return column(lines, key)
+    if (id(lines), key) not in memo:
+        memo[(id(lines), key)] = column(lines, key)
+    return memo[(id(lines), key)]
+
+
+def _curve(lines, key_options: tuple[str, ...], memo: dict | None = None) -> Curve:
+    """[step, value] of each line with a step, the value of the first of KEY_OPTIONS the line has as a number."""
+    first = _column(lines, key_options[0], memo)
+    if len(key_options) == 1 or all(v is not None for v in first):
+        return [[ln.step, v] for ln, v in zip(lines, first) if v is not None and ln.step is not None]
+    rest = [_column(lines, key, memo) for key in key_options[1:]]
     out = []
-    for ln in lines:
+    for i, (ln, v) in enumerate(zip(lines, first)):
         if ln.step is None:
             continue
-        for key in key_options:
-            v = ln.get(key)
-            if v is not None:
-                out.append([ln.step, v])
-                break
+        if v is None:
+            v = next((col[i] for col in rest if col[i] is not None), None)
+        if v is not None:
+            out.append([ln.step, v])
     return out
 
 
-def _first_bad_step(run: RunLog) -> int | None:
-    for ln in run.train:
-        for key in ("loss", "grad_norm"):
-            v = ln.get(key)
-            if v is not None and not math.isfinite(v):
-                return ln.step
+def _first_bad_step(run: RunLog, memo: dict | None = None) -> int | None:
+    train = run.train
+    for ln, loss, grad in zip(train, _column(train, "loss", memo), _column(train, "grad_norm", memo)):
+        if (loss is not None and not math.isfinite(loss)) or (grad is not None and not math.isfinite(grad)):
+            return ln.step
     return None
 
 
@@ -246,12 +288,56 @@ def _samples_per_step_from_epoch(run: RunLog, train_stats: dict | None) -> int |
     set size at every step, so (epoch_b - epoch_a) / (b - a) x size is it (rounded; None without both)."""
     if not train_stats or not train_stats.get("size"):
         return None
-    points = [(ln.step, ln.get("epoch")) for ln in run.train if ln.step is not None and is_finite(ln.get("epoch"))]
+    train = run.train
+    points = [(ln.step, e) for ln, e in zip(train, column(train, "epoch")) if ln.step is not None and is_finite(e)]
     if len(points) < 2 or points[-1][0] <= points[0][0]:
         return None
     (a, ea), (b, eb) = points[0], points[-1]
     per_step = (eb - ea) / (b - a) * train_stats["size"]
-    return round(per_step) if per_step >= 0.5 else None
+    return round(per_step) if math.isfinite(per_step) and per_step >= 0.5 else None
+
+
+def _timeline(run: RunLog, args: dict, warnings: list[str]) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """(step, seconds of training) of the training lines, and {eval step: seconds} of the eval lines.
+
+    A line's seconds come from its own cumulative speed since its attempt began: for a resume recorded in run.json,
+    the checkpoint's step, on top of the seconds the attempts before had trained up to there (the restart itself is
+    not training time, and the interval across it holds an event, so it is not steady); otherwise args.json's
+    resume_from_checkpoint, or 0. A time that does not grow with the step is left out, with a warning: no interval
+    of the log has a negative or zero time."""
+    default_start = _start_step(args)
+    points: list[tuple[int, float]] = []
+    evals: dict[int, float] = {}
+    attempt, offset, backwards = None, 0.0, []
+    timed = [ln for ln in run.lines if (ln.kind == "train" or ln.kind == "eval") and ln.step is not None]
+    for ln, s_per_it, it_per_s in zip(timed, column(timed, SPEED_S_PER_IT), column(timed, SPEED_IT_PER_S)):
+        start = default_start if ln.start is None else ln.start
+        if ln.start is not None and ln.start != attempt:  # a new attempt: its clock goes on from the checkpoint's
+            attempt = ln.start
+            offset = points[-1][1] if points else 0.0
+        n = ln.step - start  # as Line.elapsed: s/it x steps (4.x), steps / (iter/s) (1.x-3.x)
+        if n <= 0:
+            e = None
+        elif s_per_it is not None:
+            e = s_per_it * n if 0 < s_per_it < math.inf else None
+        else:
+            e = n / it_per_s if it_per_s is not None and 0 < it_per_s < math.inf else None
+        if ln.kind == "eval":
+            if e is None:
+                e = parse_elapsed(ln.data.get("elapsed_time"))
+            if e is not None:
+                evals[ln.step] = e + offset
+            continue
+        if e is None:
+            continue
+        if points and e + offset <= points[-1][1]:
+            backwards.append(ln.step)
+            continue
+        points.append((ln.step, e + offset))
+    if backwards:
+        warnings.append(f"{len(backwards)} training line(s) whose time since the start does not grow with the step "
+                        f"left out of the step times (first: step {backwards[0]})")
+    return points, evals
 
 
 def log_facts(run: RunLog) -> dict:
@@ -260,7 +346,7 @@ def log_facts(run: RunLog) -> dict:
     summary = run.summary.data if run.summary else {}
     last_step = max((ln.step for ln in run.lines if ln.step is not None), default=None)
     if _int_or_none(summary.get("global_step")) is not None:
-        last_step = max(last_step or 0, int(summary["global_step"]))
+        last_step = max(last_step or 0, _int_or_none(summary["global_step"]))
     max_steps = next((ln.max_steps for ln in reversed(run.lines) if ln.max_steps), None)
     if max_steps is None:
         ms = _int_or_none(args.get("max_steps"))
@@ -286,30 +372,28 @@ def log_facts(run: RunLog) -> dict:
             warnings.append("samples per step unknown (no args.json, and no epoch field with the training set's "
                             "size): samples/s, tokens/s and MFU are left out")
 
-    mem_values = [v for v in (ln.get("memory(GiB)") for ln in run.lines) if is_finite(v)]
+    memory = column(run.lines, "memory(GiB)")
+    mem_values = [v for v in memory if v is not None and 0 <= v < math.inf]
+    negative = [ln.line_no for ln, v in zip(run.lines, memory) if v is not None and v < 0]
+    if negative:
+        warnings.append(f"{len(negative)} negative memory(GiB) value(s) ignored (first: line {negative[0]})")
     summary_mem = to_float(summary.get("memory"))
-    if is_finite(summary_mem):
+    if is_finite(summary_mem) and summary_mem >= 0:
         mem_values.append(summary_mem)
 
-    bad_step = _first_bad_step(run)
+    memo: dict = {}
+    bad_step = _first_bad_step(run, memo)
     eval_loss = _curve(run.evals, ("eval_loss",))
     eval_acc = _curve(run.evals, ("eval_token_acc", "eval_acc"))
     if bad_step is not None:
         eval_loss, eval_acc = _cut(eval_loss, bad_step), _cut(eval_acc, bad_step)
 
-    start = _start_step(args)
-    elapsed = [(ln.step, e) for ln in run.train if (e := ln.elapsed(start)) is not None]
-    eval_elapsed = {}
-    for ln in run.evals:
-        if ln.step is not None:
-            e = ln.elapsed(start)
-            if e is None:
-                e = parse_elapsed(ln.data.get("elapsed_time"))
-            if e is not None:
-                eval_elapsed[ln.step] = e
+    elapsed, eval_elapsed = _timeline(run, args, warnings)
     total = max_steps or (elapsed[-1][0] if elapsed else last_step or 0)
     gc = args.get("gradient_checkpointing")
     flos = run.train_end.get("total_flos") if run.train_end else None
+    runtime = run.train_end.get("train_runtime") if run.train_end else None
+    events = _event_steps(run.args, run, total) | {step for _, step in run.resumes} if elapsed else frozenset()
     return {
         "has_log": True,
         "log": str(run.path),
@@ -330,10 +414,10 @@ def log_facts(run: RunLog) -> dict:
         "model": _arg(args, "model", "model_id_or_path", "model_type"),
         "samples_per_step": samples_per_step,
         "peak_mem_gib": round(max(mem_values), 2) if mem_values else None,
-        "train_loss": _cut(_curve(run.train, ("loss",)), bad_step),
-        "memory_curve": _curve(run.train, ("memory(GiB)",)),
+        "train_loss": _cut(_curve(run.train, ("loss",), memo), bad_step),
+        "memory_curve": [p for p in _curve(run.train, ("memory(GiB)",), memo) if not p[1] < 0],
         "eval_loss": eval_loss,
-        "token_acc": _cut(_curve(run.train, ("token_acc", "acc")), bad_step),
+        "token_acc": _cut(_curve(run.train, ("token_acc", "acc"), memo), bad_step),
         "eval_token_acc": eval_acc,
         "train_tokens_mean": train_stats["mean"] if train_stats else None,
         "train_tokens_max": train_stats["max"] if train_stats else None,
@@ -342,11 +426,11 @@ def log_facts(run: RunLog) -> dict:
         "trainable_params": params["trainable_params"] if params else None,
         "total_params": params["total_params"] if params else None,
         "trainable_pct": params["trainable_pct"] if params else None,
-        "train_runtime_s": run.train_end.get("train_runtime") if run.train_end else None,
+        "train_runtime_s": runtime if is_finite(runtime) and runtime >= 0 else None,
         "total_flos": float(flos) if flos is not None and flos > 0 else None,
         "elapsed": elapsed,
         "eval_elapsed": eval_elapsed,
-        "event_steps": _event_steps(run.args, run, total) if elapsed else frozenset(),
+        "event_steps": frozenset(events),
         "warnings": warnings,
         "args": run.args,
     }
@@ -356,7 +440,8 @@ def record_from_log(log: RunLog, **identity) -> RunRecord:
     """A record of a parsed log, with what the caller knows of its identity (path, hw, experiment, ...)."""
     run_dir = log.run_dir
     ident = {"path": str(run_dir), "hw": None, "experiment": None, "run": run_dir.name, **identity}
-    facts = log_facts(log)
+    with gc_paused():
+        facts = log_facts(log)
     facts["log_path"] = facts.pop("log")
     return RunRecord(**ident, **facts, **sidefiles.read(run_dir))
 

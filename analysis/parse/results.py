@@ -6,17 +6,24 @@ and why, cut or full, dummy weights or real, forced hardware label). This module
 from __future__ import annotations
 
 import functools
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.core import hardware
 from analysis.core.datafiles import read_json_object
 from analysis.core.errors import InputError
+from analysis.core.runfiles import digest
 from analysis.parse import sidefiles
 from analysis.parse.logs import LOG_NAME, find_runs, read_log
 from analysis.parse.record import RunRecord, record_from_log
 
 ENV_NAME = "env.json"
 STATUS_NAME = "run.json"
+UNLABELLED = "unlabelled (no run.json or env.json: not made by the runner)"
+SWIFT_RUN = re.compile(r"^v\d+-\d{8}-\d{6}$")  # the folder `swift sft` makes under output/<model>/
 
 
 def read_env(run_dir: str | Path) -> dict:
@@ -42,13 +49,35 @@ def identity(run_dir: str | Path) -> dict:
     return {"hw": hw, "experiment": parts[-2] if hw else None, "run": run_dir.name}
 
 
-def run_folders(results_dir: str | Path) -> list[Path]:
-    """Every run folder under RESULTS_DIR: a folder with run.json or logging.jsonl (failed runs too)."""
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise InputError(root, "no such results folder")
-    found = {p.parent for name in (STATUS_NAME, LOG_NAME) for p in root.rglob(name)}
-    return sorted(p for p in found if not p.name.startswith("checkpoint-"))
+class Roots(tuple):
+    """Several result roots read as one tree (the report's results_dir): collect() and scan() read them all, str()
+    names them all, and Path() / os.fspath() give the first, the primary tree, where one folder is meant (resolved
+    recipes, benchmark folders beside the runs)."""
+
+    def __str__(self) -> str:
+        return " + ".join(str(p) for p in self)
+
+    def __fspath__(self) -> str:
+        return str(self[0])
+
+
+def roots_of(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
+    """One results root or several (`swiftbench tables results other_results`) as a list of paths."""
+    if isinstance(results_dir, (str, Path)):
+        return [Path(results_dir)]
+    return [Path(p) for p in results_dir]
+
+
+def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
+    """Every run folder under the root(s): a folder with run.json or logging.jsonl (failed runs too), each root's in
+    order. A root that does not exist is bad input."""
+    out: list[Path] = []
+    for root in roots_of(results_dir):
+        if not root.is_dir():
+            raise InputError(root, "no such results folder")
+        found = {p.parent for name in (STATUS_NAME, LOG_NAME) for p in root.rglob(name)}
+        out += sorted(p for p in found if not p.name.startswith("checkpoint-"))
+    return out
 
 
 def read_run(run_dir: str | Path) -> RunRecord:
@@ -68,6 +97,8 @@ def read_run(run_dir: str | Path) -> RunRecord:
         "env": env,
         "run_status": status,
     }
+    if not (run_dir / STATUS_NAME).is_file() and not (run_dir / ENV_NAME).is_file():
+        info["labels"].append(UNLABELLED)
     if (run_dir / LOG_NAME).is_file():
         return record_from_log(read_log(run_dir), **info)
     if info["status"] == "ok":
@@ -75,23 +106,120 @@ def read_run(run_dir: str | Path) -> RunRecord:
     return RunRecord(path=str(run_dir), **info, **sidefiles.read(run_dir))
 
 
-def collect(results_dir: str | Path) -> list[RunRecord]:
-    """Records of every run folder under RESULTS_DIR (failed runs too, with their reason)."""
-    return [read_run(run_dir) for run_dir in run_folders(results_dir)]
+def collect(results_dir: str | Path | Sequence[str | Path]) -> list[RunRecord]:
+    """Records of every run folder under the root(s) (failed runs too, with their reason), a run found twice counted
+    once; folders that cannot be read or used are left out (scan() says which and why)."""
+    return scan(results_dir).records
 
 
-def records_under(path: str | Path) -> list[RunRecord]:
-    """Records of PATH as `swiftbench parse` takes it: a run folder, a parent of several, or a logging.jsonl.
-    Folders the runner made get their env.json and run.json; plain ms-swift output folders are read as they are."""
+@dataclass
+class Scan:
+    """The runs of one or more result roots, and what the merge did: SKIPPED folders (unreadable, or outside the
+    <hw>/<experiment>/<run> layout; the commands exit 3 on these) and NOTES (copies counted once, unlabelled runs)."""
+
+    records: list[RunRecord] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """One line per skipped folder and per note, for stderr."""
+        return [f"skipped {d}: {why}" for d, why in self.skipped] + [f"note: {n}" for n in self.notes]
+
+
+def _why_unused(run_dir: Path) -> str | None:
+    """Why a run folder is outside what the tables and the report read, else None."""
+    ident = identity(run_dir)
+    if ident["hw"] is None:
+        plain = not (run_dir / STATUS_NAME).is_file() and not (run_dir / ENV_NAME).is_file()
+        if plain or SWIFT_RUN.match(run_dir.name):
+            return ("a plain ms-swift output folder, not a results/<hw>/<experiment>/<run> folder: bring it in with "
+                    "`swiftbench import <its output folder> --hw HW --experiment NAME`")
+        return (f"not in the <hw>/<experiment>/<run> layout ({run_dir.parent.parent.name!r} is not a class of "
+                "analysis/data/hardware.yaml)")
+    experiment = ident["experiment"]
+    if experiment not in known_experiments():
+        return (f"experiment {experiment!r} is neither in experiments/recipes.yaml nor a claims experiment "
+                "(experiments/claims/)")
+    return None
+
+
+def skip_reason(run_dir: Path, exc: Exception) -> str:
+    """The reading error, its file named relative to the run folder."""
+    if isinstance(exc, InputError):
+        where = exc.path or ""
+        try:
+            where = str(Path(where).relative_to(run_dir))
+        except ValueError:
+            pass
+        return f"{where}{f':{exc.line}' if exc.line is not None else ''}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def read_runs(run_dirs: Sequence[Path], skipped: list[tuple[Path, str]] | None = None) -> list[RunRecord]:
+    """read_run of each folder; with SKIPPED (a list), a folder that is bad input is appended there with its reason
+    and left out, else its InputError stops everything."""
     out = []
+    for run_dir in run_dirs:
+        try:
+            out.append(read_run(run_dir))
+        except (InputError, OSError, UnicodeDecodeError) as exc:
+            if skipped is None:
+                raise
+            skipped.append((Path(run_dir), skip_reason(Path(run_dir), exc)))
+    return out
+
+
+def scan(results_dir: str | Path | Sequence[str | Path]) -> Scan:
+    """Read every run folder of the root(s) as the tables and the report use them, and say what was not used.
+
+    A folder that cannot be read (broken run.json or env.json, a log that is bad input, not UTF-8, unreadable) or
+    that lies outside the layout (a plain ms-swift output folder, an unknown hardware class or experiment) is
+    skipped with its reason; a folder with the same run.json/env.json/logging.jsonl bytes as one already read (the
+    same run copied into two roots) is counted once; a folder with only ms-swift's files is an unlabelled run."""
+    out = Scan()
+    seen: dict[str, Path] = {}
+    for run_dir in run_folders(results_dir):
+        why = _why_unused(run_dir)
+        if why is not None:
+            out.skipped.append((run_dir, why))
+            continue
+        try:
+            key = digest(run_dir)
+            if key in seen:
+                out.notes.append(f"{run_dir} is the same run as {seen[key]} (identical run.json, env.json and "
+                                 "logging.jsonl): counted once")
+                continue
+            rec = read_run(run_dir)
+        except (InputError, OSError, UnicodeDecodeError) as exc:
+            out.skipped.append((run_dir, skip_reason(run_dir, exc)))
+            continue
+        seen[key] = run_dir
+        if UNLABELLED in rec.labels:
+            out.notes.append(f"{run_dir}: {UNLABELLED}; read as an unlabelled run")
+        out.records.append(rec)
+    return out
+
+
+def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = None) -> list[RunRecord]:
+    """Records of PATH as `swiftbench parse` takes it: a run folder, a parent of several, or a logging.jsonl.
+    Folders the runner made get their env.json and run.json; plain ms-swift output folders are read as they are.
+    With SKIPPED (a list) and PATH a parent of runs, a run that is bad input is appended there with its reason and
+    the others are read; PATH that is itself one run stays bad input."""
+    out = []
+    one_run = os.path.isfile(path) or os.path.lexists(Path(path) / LOG_NAME)  # no stat error: find_runs says it
     for run_path in find_runs(path):
         run_dir = run_path.parent if run_path.is_file() else run_path
-        if (run_dir / STATUS_NAME).is_file() or (run_dir / ENV_NAME).is_file():
-            out.append(read_run(run_dir))
-        else:
-            rec = record_from_log(read_log(run_path))
-            rec.env = read_env(run_dir)
-            out.append(rec)
+        try:
+            if (run_dir / STATUS_NAME).is_file() or (run_dir / ENV_NAME).is_file():
+                out.append(read_run(run_dir))
+            else:
+                rec = record_from_log(read_log(run_path))
+                rec.env = read_env(run_dir)
+                out.append(rec)
+        except (InputError, OSError, UnicodeDecodeError) as exc:
+            if skipped is None or one_run:
+                raise
+            skipped.append((run_dir, skip_reason(run_dir, exc)))
     return out
 
 
@@ -114,6 +242,8 @@ def labels(env: dict, status: dict) -> list[str]:
     version = (env.get("packages") or {}).get("ms-swift")
     if version:
         out.append(f"ms-swift {version}")
+    if status.get("imported"):  # swiftbench import: a plain `swift sft` output folder; GPU, host and env unknown
+        out.append("imported")
     return out
 
 
@@ -123,20 +253,28 @@ def matrix_experiments() -> frozenset[str]:
     tables compare across GPUs. Claims experiments have their own tables."""
     from experiments import recipes
 
-    return frozenset(recipes.experiments())
+    return frozenset(recipes.experiments(matrix_only=False))
 
 
 def is_matrix(rec: RunRecord) -> bool:
     return rec.experiment in matrix_experiments()
 
 
+@functools.lru_cache(maxsize=1)
+def known_experiments() -> frozenset[str]:
+    """Every experiment a run may belong to: the recipes' and the claims audit's (experiments/claims/)."""
+    from experiments import catalog
+
+    return matrix_experiments() | frozenset(catalog.load()["experiments"])
+
+
 def latest_per_group(records: list[RunRecord]) -> list[RunRecord]:
-    """One record per (hw, experiment, host id): the successful run with the most steps (the least cut), newest first
+    """One record per (hw, experiment, host id, GPU layout): the successful run with the most steps (the least cut), newest first
     among equals; else the newest failed one. Runs from two hosts stay two rows (a host-bound step moves with the
     host); runs made before host fingerprints share one group. The tables show these; the report lists every run."""
     groups: dict[tuple, list[RunRecord]] = {}
     for r in records:
-        groups.setdefault((r.hw, r.experiment, r.host_id), []).append(r)
+        groups.setdefault((r.hw, r.experiment, r.host_id, r.layout), []).append(r)
     out = []
     for _, runs in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
         ok = [r for r in runs if r.ok]

@@ -1,4 +1,5 @@
-"""The launcher's side files of a run folder: `tokens.jsonl` (tokens per optimizer step) and `profile.json`.
+"""The launcher's side files of a run folder: `tokens.jsonl` (tokens per optimizer step), `profile.json`,
+`schedule.jsonl` (every step's tokens, known before training) and launch.json's quick-stop record.
 
 experiments/launch.py writes them beside ms-swift's log. A missing file is None (a run made without the launcher);
 an unreadable line is skipped, as a torn last line of a killed run would be.
@@ -10,23 +11,27 @@ from pathlib import Path
 
 TOKENS_FILE = "tokens.jsonl"
 PROFILE_FILE = "profile.json"
+SCHEDULE_FILE = "schedule.jsonl"
+LAUNCH_FILE = "launch.json"
 
 
 def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, int] | None]:
     """({step: real tokens}, {step: tokens with padding}) from tokens.jsonl; (None, None) without it."""
     try:
-        text = (Path(run_dir) / TOKENS_FILE).read_text(encoding="utf-8")
+        text = (Path(run_dir) / TOKENS_FILE).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None, None
     real, padded = {}, {}
     for raw in text.splitlines():
         try:
             d = json.loads(raw)
-            step = int(d["step"])
-            real[step] = int(d["tokens"])
+            step, tokens = int(d["step"]), int(d["tokens"])
+            if tokens < 0:  # no count of tokens is negative: a broken line, skipped like a torn one
+                continue
+            real[step] = tokens
             if d.get("padded_tokens") is not None:
                 padded[step] = int(d["padded_tokens"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError, RecursionError):
             continue
     return (real or None), (padded or None)
 
@@ -34,12 +39,43 @@ def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, i
 def read_profile(run_dir: str | Path) -> dict | None:
     try:
         data = json.loads((Path(run_dir) / PROFILE_FILE).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8, not JSON, nested too deeply
         return None
     return data if isinstance(data, dict) else None
+
+
+def read_schedule(run_dir: str | Path) -> list[dict] | None:
+    """schedule.jsonl's steps in order ({"step", "micro_batches", "tokens", "padded_tokens", ...}); None without it,
+    or when a step is missing or repeated (a schedule with a hole predicts nothing)."""
+    try:
+        text = (Path(run_dir) / SCHEDULE_FILE).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    steps = []
+    for raw in text.splitlines():
+        try:
+            d = json.loads(raw)
+            steps.append({**d, "step": int(d["step"]), "tokens": int(d["tokens"]),
+                          "padded_tokens": int(d["padded_tokens"]), "micro_batches": int(d["micro_batches"])})
+        except (KeyError, TypeError, ValueError, OverflowError, RecursionError):
+            return None
+    if not steps or [s["step"] for s in steps] != list(range(1, len(steps) + 1)):
+        return None
+    return steps
+
+
+def read_quick(run_dir: str | Path) -> dict | None:
+    """launch.json's record of a quick run's stop (experiments/quick.py); None for other runs."""
+    try:
+        data = json.loads((Path(run_dir) / LAUNCH_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    quick = data.get("quick") if isinstance(data, dict) else None
+    return quick if isinstance(quick, dict) else None
 
 
 def read(run_dir: str | Path) -> dict:
     """The RunRecord fields of the side files."""
     real, padded = read_tokens(run_dir)
-    return {"tokens_by_step": real, "padded_by_step": padded, "profile": read_profile(run_dir)}
+    return {"tokens_by_step": real, "padded_by_step": padded, "profile": read_profile(run_dir),
+            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir)}

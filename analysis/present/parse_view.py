@@ -1,11 +1,23 @@
-"""`swiftbench parse PATH [--json]`: one run's (or every run's under a folder) facts and measurements, printed."""
+"""`swiftbench parse PATH... [--json]`: one run's facts and measurements, or one row per run for several.
+
+One run prints its facts one per line; several runs (a folder of runs, or several paths) print a table, one row per
+run, and `--json` gives the full records. A run the runner marked failed (OOM, crash, interrupted, timeout) says
+`complete: false` and its status whatever its log holds: ms-swift may write its closing summary line even when a step
+ran out of memory, so the log alone would call such a run complete. MFU prints as a percentage, as in the report.
+"""
 from __future__ import annotations
 
 import json
 import math
+import sys
+from pathlib import Path
 
+from analysis.core.errors import SKIPPED_EXIT
+from analysis.core.paths import relative
 from analysis.measure.summary import run_summary
-from analysis.parse.results import records_under
+from analysis.parse.logs import LOG_NAME
+from analysis.parse.record import RunRecord
+from analysis.parse.results import STATUS_NAME, read_runs, records_under, run_folders
 
 SHOWN = [
     ("log_format", "log format"), ("swift_version", "ms-swift"), ("complete", "complete"),
@@ -15,12 +27,15 @@ SHOWN = [
     ("final_train_loss", "final train loss"), ("final_eval_loss", "final eval loss"),
     ("final_eval_token_acc", "eval token acc"), ("mfu", "MFU"),
 ]
+ROW = [("status", "status"), ("complete", "complete"), ("global_steps", "steps"), ("ms_per_step", "ms/step"),
+       ("tokens_per_s", "tokens/s"), ("peak_mem_gib", "peak GiB"), ("mfu", "MFU"),
+       ("final_eval_loss", "eval loss")]
 
 
 def register(sub) -> None:
     p = sub.add_parser("parse", help="parse ms-swift run folders or logging.jsonl files into metrics")
-    p.add_argument("path", help="a run folder (vN-...), a parent of several, or a logging.jsonl file")
-    p.add_argument("--json", action="store_true", help="print one JSON object per run (a list)")
+    p.add_argument("path", nargs="+", help="run folders (vN-...), parents of several, or logging.jsonl files")
+    p.add_argument("--json", action="store_true", help="print one JSON object per run (a list): the full records")
     p.add_argument("--intervals", action="store_true", help="keep the per-interval step times in --json")
     p.set_defaults(func=run)
 
@@ -28,31 +43,92 @@ def register(sub) -> None:
 def _fmt(value) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
 
 
+def _fmt_key(key: str, value) -> str:
+    if key == "mfu" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.2%}"
+    if key == "status" and value is not None:
+        return str(value)
+    return _fmt(value)
+
+
+def summary(rec: RunRecord, with_intervals: bool) -> dict:
+    """run_summary with the runner's verdict on top: a run marked failed is not complete, whatever its log holds."""
+    out = run_summary(rec, with_intervals=with_intervals)
+    out["log_complete"] = out["complete"]  # the log's own end-of-training line
+    out["complete"] = bool(out["complete"] and rec.ok)
+    out["path"] = relative(out["path"]) if out.get("path") else out.get("path")
+    return out
+
+
+def _status(r: dict, width: int | None = None) -> str:
+    """'failed (OOM: CUDA out of memory)'; cut to WIDTH characters of the reason in a table row."""
+    why = str(r.get("failure") or "")
+    if width and len(why) > width:
+        why = why[:width - 1] + "…"
+    return r["status"] + (f" ({why})" if why else "")
+
+
+def records(path: str | Path, skipped: list[tuple[Path, str]] | None = None) -> list[RunRecord]:
+    """The runs under PATH (records_under), and the runner's folders that failed before ms-swift wrote a log. With
+    SKIPPED, a bad run folder of a tree is noted there and left out (records_under)."""
+    path = Path(path)
+    no_log = []
+    if path.is_dir():
+        no_log = [d for d in run_folders(path) if (d / STATUS_NAME).is_file() and not (d / LOG_NAME).is_file()]
+    if no_log and not any(path.rglob(LOG_NAME)):
+        return read_runs(no_log, skipped)
+    recs = records_under(path, skipped) + read_runs(no_log, skipped)
+    return sorted(recs, key=lambda r: str(r.path))
+
+
 def run(args) -> int:
-    results = [run_summary(rec, with_intervals=args.intervals) for rec in records_under(args.path)]
+    skipped: list[tuple[Path, str]] = []
+    recs = [rec for path in args.path for rec in records(path, skipped)]
+    for folder, why in skipped:  # a bad run folder of a tree: said, left out, and the exit code says so
+        print(f"swiftbench: skipped {relative(folder)}: {why}", file=sys.stderr)
+    done = SKIPPED_EXIT if skipped else 0
+    results = [summary(rec, args.intervals) for rec in recs]
     if args.json:
         print(json.dumps(_json_safe(results), indent=2, allow_nan=False))
-        return 0
+        return done
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:  # a pipe or a file: wide enough that a row stays one line
+        console = Console(width=max(160, 110 + max((len(str(r["path"])) for r in results), default=0)))
+    if len(results) > 1:
+        t = Table(title=f"{len(results)} runs (--json: the full records)")
+        t.add_column("run")
+        for _, label in ROW:
+            t.add_column(label, justify="left" if label in ("status", "complete") else "right")
+        for r in results:
+            med = r["step_time_s"]["median"]
+            values = {**r, "status": _status(r, 32), "ms_per_step": med * 1000 if med else None}
+            t.add_row(r["path"], *(_fmt_key(k, values.get(k)) for k, _ in ROW))
+        console.print(t)
+        return done
     for r in results:
         t = Table(title=r["path"], show_header=False)
+        t.add_row("status", _status(r))
         st = r["step_time_s"]
         t.add_row("step time (s, steady)", f"median {_fmt(st['median'])}, mean {_fmt(st['mean'])}, "
                   f"95% CI [{_fmt(st['ci95_low'])}, {_fmt(st['ci95_high'])}], n={st['n_intervals']}")
         for key, label in SHOWN:
-            t.add_row(label, _fmt(r.get(key)))
+            t.add_row(label, _fmt_key(key, r.get(key)))
+        if r["log_complete"] and not r["complete"]:
+            t.add_row("note", "the log has its end-of-training line, but the runner marked the run failed")
         for w in r["warnings"]:
             t.add_row("warning", w)
         console.print(t)
-    return 0
+    return done
 
 
 def _json_safe(obj):

@@ -109,6 +109,39 @@ def _hbars(ax, df: pd.DataFrame, value: str, low: str, high: str, fmt: str, anno
     ax.set_xlim(0, top * 1.45)
 
 
+PREDICTED_COLOR = "#f4a259"
+SOURCE_COLORS = {"measured": MEASURED_COLOR, "predicted": PREDICTED_COLOR, "published": PUBLISHED_COLOR}
+
+
+def answer_figure(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
+    """ms per sample of one recipe per GPU class, a dot per measured, predicted and published row (log scale): the
+    one unit all three sources share.
+
+    df columns: gpu, source (measured | predicted | published), host, ms_per_sample."""
+    d = df[df["ms_per_sample"].notna()].copy()
+    if d.empty:
+        return _empty(title, labels, "no time per sample")
+    gpus = list(dict.fromkeys(d["gpu"]))
+    fig, ax = plt.subplots(figsize=(5.4, max(2.6, 0.42 * len(gpus) + 1.3)), layout="constrained")
+    offsets = {"measured": -0.2, "predicted": 0.0, "published": 0.2}
+    for source, color in SOURCE_COLORS.items():
+        part = d[d["source"] == source]
+        y = [gpus.index(g) + offsets[source] for g in part["gpu"]]
+        ax.scatter(part["ms_per_sample"].astype(float), y, s=46, color=color, label=source, zorder=3,
+                   marker={"measured": "o", "predicted": "D", "published": "s"}[source], edgecolor="#333", lw=0.5)
+    ax.set_yticks(range(len(gpus)), gpus)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    lo, hi = float(d["ms_per_sample"].min()), float(d["ms_per_sample"].max())
+    ax.set_xlim(lo / 1.5, hi * 1.5)
+    _plain_log_ticks(ax.xaxis)
+    ax.set_xlabel("ms per sample (log; lower is faster)")
+    ax.legend(fontsize=8, loc="lower right", framealpha=0.95)
+    fig.suptitle(title, fontsize=10, fontweight="bold")
+    fig.text(0.01, -0.01, textwrap.fill(labels, 80), ha="left", va="top", fontsize=7.5, color="#333333")
+    return fig
+
+
 def speed_bars(df: pd.DataFrame, title: str, labels: str, baseline_note: str) -> plt.Figure:
     """ms per sample and tokens/s per row (measured and published), with 95 % intervals: one unit on each axis (the
     article's "step" is one sample, so published and measured bars are both per sample).
@@ -207,21 +240,58 @@ def memory_bars(df: pd.DataFrame, capacities: list[tuple[float, str]], title: st
 # ------------------------------------------------------------------------------------- convergence
 
 
-def loss_curves(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
-    """Train and eval loss per optimizer step, one panel per experiment, one colour per run.
+LINE_STYLES = ["-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (3, 1, 1, 1, 1, 1))]
+EVAL_MARKERS = ["o", "s", "^", "D", "v", "P"]
 
-    df columns: experiment, name, split (train | eval), step, loss.
-    """
+
+def loss_curves(df: pd.DataFrame, title: str, labels: str, same_as: dict[str, str] | None = None,
+                cut: set[str] | None = None) -> plt.Figure:
+    """Train loss as a line and eval loss as markers only, one panel per experiment, one colour per run. Runs of one
+    recipe that logged the same losses would hide each other: each later one is drawn thinner and dashed over the
+    earlier, its eval markers smaller, and the legend says which it coincides with. A cut run ends in a bar at its
+    last step.
+
+    df columns: experiment, name, split (train | eval), step, loss; same_as: name -> the run whose losses it repeats;
+    cut: names of cut runs."""
     if df.empty:
         return _empty(title, labels, "no loss logged")
+    same_as, cut = same_as or {}, cut or set()
     exps = list(dict.fromkeys(df["experiment"]))
-    fig, axes = plt.subplots(1, len(exps), figsize=(6.2 * len(exps), 4.2), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(1, len(exps), figsize=(6.2 * len(exps), 4.4), layout="constrained", squeeze=False)
     for ax, exp in zip(axes[0], exps):
         part = df[df["experiment"] == exp]
-        sns.lineplot(data=part, x="step", y="loss", hue="name", style="split", markers=True, dashes=False,
-                     style_order=["train", "eval"], ax=ax, markersize=5)
-        ax.set(title=f"experiment {exp}", xlabel="optimizer step", ylabel="loss")
-        ax.legend(fontsize=7, title_fontsize=7)
+        names = list(dict.fromkeys(part["name"]))
+        colors = sns.color_palette("tab10", max(len(names), 3))
+        one_hw = part["hw"].nunique() == 1 if "hw" in part else False
+        short = {n: (part.loc[part["name"] == n, "run"].iloc[0] if one_hw and "run" in part else n) for n in names}
+        for i, name in enumerate(names):
+            run = part[part["name"] == name]
+            tr = run[run["split"] == "train"].sort_values("step")
+            ev = run[run["split"] == "eval"].sort_values("step")
+            color, width = colors[i % len(colors)], max(1.0, 3.0 - 0.7 * i)
+            label = short[name] + (f" (coincides with {short.get(same_as[name], same_as[name])})"
+                                   if name in same_as else "") + (" (cut)" if name in cut else "")
+            if not tr.empty:
+                ax.plot(tr["step"], tr["loss"], ls=LINE_STYLES[i % len(LINE_STYLES)], lw=width, color=color,
+                        label=label, alpha=0.9)
+            if not ev.empty:
+                ax.scatter(ev["step"], ev["loss"], marker=EVAL_MARKERS[i % len(EVAL_MARKERS)], s=max(14, 60 - 14 * i),
+                           facecolor="none", edgecolor=color, linewidths=1.4, zorder=3,
+                           label=None if not tr.empty else label)
+            if name in cut and not tr.empty:
+                last = tr.iloc[-1]
+                ax.plot([last["step"]], [last["loss"]], marker="|", ms=16, mew=2.2, color=color, zorder=4)
+                ax.annotate(f"cut: {int(last['step'])}", (last["step"], last["loss"]), textcoords="offset points",
+                            xytext=(3, 6 + 9 * (i % 3)), fontsize=7, color=color)
+        handles, texts = ax.get_legend_handles_labels()
+        handles += [plt.Line2D([], [], ls="none", marker="o", mfc="none", color="#333"),
+                    plt.Line2D([], [], ls="none", marker="|", ms=12, mew=2, color="#333")]
+        texts += ["eval loss (markers only)", "a cut run stops here"]
+        ax.legend(handles, texts, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
+                  framealpha=0.95)
+        hws = ", ".join(sorted(part["hw"].dropna().unique())) if "hw" in part else ""
+        ax.set(title=f"experiment {exp}" + (f" ({hws})" if hws else ""), xlabel="optimizer step",
+               ylabel="loss (line: train)")
     return _finish(fig, title, labels)
 
 

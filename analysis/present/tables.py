@@ -9,23 +9,31 @@ statistic.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
 
+from analysis.core import hardware
+from analysis.core.errors import SKIPPED_EXIT
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
+from analysis.estimate import quick as quick_estimate
 from analysis.judge import published as P
 from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
-from analysis.parse.results import collect, is_matrix, latest_per_group
+from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
 
 SPEED_COLUMNS = [
-    "hw", "experiment", "source", "status", "run", "host", "labels", "ms_per_sample", "ms_per_step",
-    "ms_per_step_ci95", "ms_per_micro_step", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", "tokens_source",
-    "samples_per_s", "gpu_busy_ms_per_step", "host_ms_per_step", "gpu_busy_frac", "bound", "profiled_over_steady",
+    "hw", "experiment", "source", "gpus", "parallel", "status", "run", "host", "labels", "ms_per_sample",
+    "ms_per_step", "ms_per_step_ci95", "ms_per_micro_step", "tokens_per_s", "tokens_per_s_per_gpu",
+    "tokens_per_s_low", "tokens_per_s_high", "tokens_source",
+    "samples_per_s", "gpu_busy_ms_per_step", "host_ms_per_step", "comm_ms_per_step", "gpu_busy_frac", "bound",
+    "profiled_over_steady",
     "peak_gib", "mfu",
     "speedup", "speedup_basis", "speedup_hosts", "baseline", "published_ms_per_sample", "measured_over_published",
     "host_python_ns", "host_dispatch_us", "host_lora_ms",
+    "est_full_train_s", "est_full_train_s_low", "est_full_train_s_high", "est_full_tokens_per_s",
+    "est_full_tokens_per_s_low", "est_full_tokens_per_s_high", "est_steps", "est_basis",
 ]
 CONVERGENCE_COLUMNS = [
     "hw", "experiment", "source", "status", "run", "labels", "steps", "final_train_loss", "final_eval_loss",
@@ -33,7 +41,7 @@ CONVERGENCE_COLUMNS = [
     "wall_time_to_last_eval_s",
 ]
 COMPACT = {  # --compact: the columns that fit a README page
-    "speedup": ["hw", "experiment", "source", "host", "ms_per_sample", "ms_per_step", "tokens_per_s",
+    "speedup": ["hw", "experiment", "source", "gpus", "host", "ms_per_sample", "ms_per_step", "tokens_per_s",
                 "gpu_busy_ms_per_step", "host_ms_per_step", "bound", "peak_gib", "mfu", "speedup", "speedup_hosts",
                 "labels"],
     "convergence": ["hw", "experiment", "source", "steps", "final_train_loss", "final_eval_loss", "eval_token_acc",
@@ -46,18 +54,44 @@ PUBLISHED_RUN = "seeds/ms_swift_hw_test.yaml"
 # ------------------------------------------------------------------------------------------ measured
 
 
-def measured_records(results_dir: str | Path) -> list[RunRecord]:
-    """The picked run per (hw, matrix experiment); claims runs are left to analysis.judge."""
-    return latest_per_group([r for r in collect(results_dir) if is_matrix(r)])
+def measured_records(results_dir: str | Path | list | Scan) -> list[RunRecord]:
+    """The picked run per (hw, matrix experiment); claims runs are left to analysis.judge. RESULTS_DIR: one root,
+    several (merged: analysis.parse.results.scan), or a scan already made."""
+    records = results_dir.records if isinstance(results_dir, Scan) else collect(results_dir)
+    return latest_per_group([r for r in records if is_matrix(r)])
 
 
 def labels_text(rec: RunRecord) -> str:
-    return "; ".join(rec.labels) + (f"; failed: {rec.failure}" if rec.failure else "")
+    labels = list(rec.labels)
+    if rec.quick and rec.quick.get("at_step"):  # experiments/quick.py's stop, from launch.json
+        q = rec.quick
+        labels.append(f"quick run (stopped after step {q['at_step']} of {q.get('max_steps_of_schedule')})")
+    return "; ".join(labels) + (f"; failed: {rec.failure}" if rec.failure else "")
+
+
+def estimate_cells(rec: RunRecord) -> dict:
+    """The full run as a cut run with a schedule predicts it (analysis.estimate.quick): training time and steady
+    tokens/s with their 95 % ranges, the steps behind them and what the estimate is. Empty for other runs."""
+    if not rec.ok or not rec.schedule or (rec.global_steps or 0) >= len(rec.schedule):
+        return {}
+    est = quick_estimate.estimate(rec)
+    return {"est_full_train_s": est.train_s, "est_full_train_s_low": est.train_s_low,
+            "est_full_train_s_high": est.train_s_high, "est_full_tokens_per_s": est.tokens_per_s,
+            "est_full_tokens_per_s_low": est.tokens_per_s_low, "est_full_tokens_per_s_high": est.tokens_per_s_high,
+            "est_steps": est.fit_steps, "est_basis": est.label}
 
 
 def _identity(rec: RunRecord) -> dict:
-    return {"hw": rec.hw, "experiment": rec.experiment, "source": "measured", "status": rec.status, "run": rec.run,
-            "host": rec.host_id, "labels": labels_text(rec)}
+    return {"hw": rec.hw, "experiment": rec.experiment, "source": "measured", "gpus": rec.gpus,
+            "parallel": rec.parallel, "status": rec.status, "run": rec.run, "host": rec.host_id,
+            "labels": labels_text(rec)}
+
+
+def range_text(low: float, high: float, spec: str = ".0f") -> str:
+    """A range as text: '874-880', and with a bound below zero '-1126 .. 5143' (a hyphen between a negative and a
+    positive number reads as one number)."""
+    sep = "-" if low >= 0 and high >= 0 else " .. "
+    return f"{low:{spec}}{sep}{high:{spec}}"
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -70,19 +104,20 @@ def speed_row(rec: RunRecord) -> dict:
     tp = throughput.throughput(rec)
     ci = None
     if st["ci95_low"] is not None:
-        ci = f"{st['ci95_low'] * 1000:.0f}-{st['ci95_high'] * 1000:.0f}"
+        ci = range_text(st["ci95_low"] * 1000, st["ci95_high"] * 1000)
     share = profile.step_share(rec)
     probe = rec.host_probe
     return {
         **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st["median"]),
         "ms_per_step_ci95": ci, "ms_per_micro_step": steps.micro_step_ms(rec), "tokens_per_s": tp.tokens_per_s,
-        "tokens_per_s_low": tp.low, "tokens_per_s_high": tp.high,
+        "tokens_per_s_per_gpu": tp.tokens_per_s / rec.gpus if tp.tokens_per_s else None, "tokens_per_s_low": tp.low, "tokens_per_s_high": tp.high,
         "tokens_source": tp.source if tp.tokens_per_s is not None else None,
         "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share["gpu_busy_ms"],
-        "host_ms_per_step": share["host_ms"], "gpu_busy_frac": share["gpu_busy_frac"], "bound": share["bound"],
+        "host_ms_per_step": share["host_ms"], "comm_ms_per_step": share["comm_ms"], "gpu_busy_frac": share["gpu_busy_frac"], "bound": share["bound"],
         "profiled_over_steady": share["profiled_over_steady"],
         "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
         "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"], "host_lora_ms": probe["lora_ms"],
+        **estimate_cells(rec),
     }
 
 
@@ -161,6 +196,27 @@ def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str
     return df.sort_values(["experiment", "source", "hw"], ignore_index=True)
 
 
+SCALING_COLUMNS = ["hw", "experiment", "parallel", "host", "gpus_from", "gpus_to", "speedup", "efficiency",
+                   "efficiency_low", "efficiency_high", "basis", "hosts", "tokens_per_s_from", "tokens_per_s_to",
+                   "comm_ms_per_step", "gpu_busy_frac", "run_from", "run_to", "labels"]
+
+
+def scaling_table(records: list[RunRecord]) -> pd.DataFrame:
+    """Scaling efficiency of every N-GPU run over the 1-GPU run of the same hardware, experiment and host
+    (analysis.measure.compare.scaling_pairs: a ratio across hosts measures the hosts, so none is made)."""
+    rows = []
+    for one, many, sc in compare.scaling_pairs(records):
+        share = profile.step_share(many)
+        rows.append({"hw": many.hw, "experiment": many.experiment, "parallel": many.parallel, "host": many.host_id,
+                     **{k: sc[k] for k in ("gpus_from", "gpus_to", "speedup", "efficiency", "efficiency_low",
+                                            "efficiency_high", "basis", "hosts")},
+                     "tokens_per_s_from": throughput.throughput(one).tokens_per_s,
+                     "tokens_per_s_to": throughput.throughput(many).tokens_per_s,
+                     "comm_ms_per_step": share["comm_ms"], "gpu_busy_frac": share["gpu_busy_frac"],
+                     "run_from": one.run, "run_to": many.run, "labels": labels_text(many)})
+    return pd.DataFrame(rows, columns=SCALING_COLUMNS)
+
+
 def convergence_table(results_dir: str | Path, seeds_dir: str | Path | None = None,
                       records: list[RunRecord] | None = None) -> pd.DataFrame:
     """Per picked run: steps, final train / eval loss, eval token accuracy, the training loss's drop
@@ -201,7 +257,8 @@ def render(df: pd.DataFrame, fmt: str) -> str:
 
 def register(sub) -> None:
     p = sub.add_parser("tables", help="speedup and convergence tables of a results tree")
-    p.add_argument("results_dir", help="results/ (results/<hw>/<experiment>/<run>/)")
+    p.add_argument("results_dir", nargs="+", help="results/ (results/<hw>/<experiment>/<run>/); several roots (other "
+                   "machines' trees) are merged, a run found twice counted once")
     p.add_argument("--baseline", default="a10", help="hardware the speedup is relative to (default a10)")
     p.add_argument("--format", choices=["md", "csv", "json"], default="md")
     p.add_argument("--seeds", default=None, help="folder of published figures (default: the suite's seeds/)")
@@ -215,18 +272,24 @@ def tables(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path
     records = measured_records(results_dir)
     speed = speedup_table(results_dir, baseline, seeds_dir, records=records)
     conv = convergence_table(results_dir, seeds_dir, records=records)
+    scale = scaling_table(records)
     if compact:
         speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
-    return {"speedup": speed, "convergence": conv}
+    return {"speedup": speed, "convergence": conv, "scaling": scale}
 
 
 def run(args) -> int:
-    t = tables(args.results_dir, args.baseline, args.seeds, args.compact)
+    hardware.require(args.baseline)  # an unknown baseline is bad input (exit 2, the known names), as in report
+    found = scan(args.results_dir)
+    for line in found.lines():  # folders left out and copies counted once, one line each; exit 3 if any was left out
+        print(f"swiftbench: {line}", file=sys.stderr)
+    done = SKIPPED_EXIT if found.skipped else 0
+    t = tables(found, args.baseline, args.seeds, args.compact)
     speed, conv = t["speedup"], t["convergence"]
     if args.format == "json":
-        print(json.dumps({"speedup": json.loads(speed.to_json(orient="records", double_precision=15)),
-                          "convergence": json.loads(conv.to_json(orient="records", double_precision=15))}, indent=2))
-        return 0
+        print(json.dumps({name: json.loads(df.to_json(orient="records", double_precision=15))
+                          for name, df in t.items()}, indent=2))
+        return done
     if args.format == "md":
         print(f"## Speedup (baseline {args.baseline}; slowest measured where it has no run)\n")
     print(render(speed, args.format))
@@ -235,4 +298,7 @@ def run(args) -> int:
     else:
         print()
     print(render(conv, args.format))
-    return 0
+    if not t["scaling"].empty:
+        print("\n## Scaling (same host; efficiency = speed-up / GPU ratio)\n" if args.format == "md" else "")
+        print(render(t["scaling"], args.format))
+    return done

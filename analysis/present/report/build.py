@@ -7,9 +7,10 @@ executes notebooks/report.ipynb with papermill (parameters: results dir, baselin
 seeds dir, output dir) into OUT/report.ipynb and renders it with nbconvert into OUT/index.html, code hidden,
 no script and no network resource. The notebook writes its figures as PNG files and its tables as CSV
 files into OUT; the HTML loads the figures by relative path. Bad input (no such results folder, no run in
-it, a broken run.json, an unknown hardware key, a broken seed file) is one line on stderr and exit code 2. A section
-that fails while the notebook runs fails the report: `report: failed: <cell, exception>` on stderr, exit code 1,
-and no page.
+it, an unknown hardware key, a broken seed file) is one line on stderr and exit code 2. A run folder that cannot be
+read (a broken run.json, a bad log) or lies outside the results layout is left out of the page with one line on
+stderr, and the exit code is 3. A section that fails while the notebook runs fails the report: `report: failed:
+<cell, exception>` on stderr, exit code 1, and no page.
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ import time
 from pathlib import Path
 
 from analysis.core import hardware, paths
-from analysis.core.errors import InputError
+from analysis.core.errors import SKIPPED_EXIT, InputError
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
-from analysis.parse.results import collect, run_folders
+from analysis.parse.results import Scan, roots_of, run_folders, scan
 from analysis.present.report.context import DEFAULT_HARDWARE, hardware_list
 
 NOTEBOOK = paths.NOTEBOOKS / "report.ipynb"
@@ -42,9 +43,10 @@ class ReportFailed(RuntimeError):
     """The notebook failed while executing (not bad input)."""
 
 
-def check_inputs(results: Path, baseline: str, hardware_wanted: list[str], seeds: Path, out: Path,
-                 notebook: Path = NOTEBOOK) -> None:
-    """Raise InputError for anything that would make the report meaningless (checked before the kernel)."""
+def check_inputs(results: Path | list[Path], baseline: str, hardware_wanted: list[str], seeds: Path, out: Path,
+                 notebook: Path = NOTEBOOK) -> Scan:
+    """Raise InputError for anything that would make the report meaningless (checked before the kernel); the scan of
+    the result root(s) says which run folders the report leaves out (analysis.parse.results.scan)."""
     hardware.require(baseline)
     for h in hardware_wanted:
         hardware.require(h)
@@ -56,8 +58,9 @@ def check_inputs(results: Path, baseline: str, hardware_wanted: list[str], seeds
         raise InputError(seeds, "no such seeds folder")
     if not run_folders(results):
         raise InputError(results, "no run folders (run.json or logging.jsonl) below this folder")
-    collect(results)
+    found = scan(results)
     published_figures(seeds)
+    return found
 
 
 def render_html(nb_path: Path, html_path: Path) -> Path:
@@ -84,10 +87,12 @@ def build(results: str | Path = "results", out: str | Path = "report", baseline:
     """Execute the report notebook and render it; returns the paths and seconds taken. InputError for bad input,
     ReportFailed when a cell fails (nothing is rendered then)."""
     t0 = time.monotonic()
-    results, out, notebook = Path(results).resolve(), Path(out).resolve(), Path(notebook).resolve()
+    roots = [Path(r).resolve() for r in roots_of(results)]  # several roots: one merged tree
+    results = roots[0] if len(roots) == 1 else roots
+    out, notebook = Path(out).resolve(), Path(notebook).resolve()
     seeds = Path(seeds).resolve() if seeds else DEFAULT_SEEDS_DIR
     hw = hardware_list(hardware_wanted)
-    check_inputs(results, baseline, hw, seeds, out, notebook)
+    found = check_inputs(results, baseline, hw, seeds, out, notebook)
     import papermill as pm
 
     out.mkdir(parents=True, exist_ok=True)
@@ -100,19 +105,21 @@ def build(results: str | Path = "results", out: str | Path = "report", baseline:
     try:
         pm.execute_notebook(str(notebook), str(nb_out), cwd=root, progress_bar=False, log_output=False,
                             execution_timeout=timeout_s, extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                            parameters={"results_dir": str(results), "baseline": baseline,
+                            parameters={"results_dir": [str(r) for r in roots] if len(roots) > 1 else str(results),
+                                        "baseline": baseline,
                                         "hardware": ",".join(hw), "seeds_dir": str(seeds), "out_dir": str(out)})
     except pm.PapermillExecutionError as exc:
         raise ReportFailed(f"notebook cell {exc.exec_count} failed: {exc.ename}: {exc.evalue} (see {nb_out})") from None
     html_path = render_html(nb_out, out / HTML_NAME)
-    return {"html": html_path, "notebook": nb_out, "seconds": time.monotonic() - t0}
+    return {"html": html_path, "notebook": nb_out, "seconds": time.monotonic() - t0, "scan": found}
 
 
 # ----------------------------------------------------------------------------------------------- CLI
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--results", default="results", help="results/<hw>/<experiment>/<run>/ (default results)")
+    parser.add_argument("--results", nargs="+", default=["results"],
+                        help="results/<hw>/<experiment>/<run>/ (default results); several roots are merged")
     parser.add_argument("--baseline", default="a10", help="hardware the speedup is relative to (default a10)")
     parser.add_argument("--hardware", default="", help="comma-separated hardware classes to give a section "
                         f"(default {','.join(DEFAULT_HARDWARE)}; classes with runs are always added)")
@@ -135,8 +142,10 @@ def run(args) -> int:
     except ReportFailed as exc:
         print(f"report: failed: {exc}", file=sys.stderr)
         return 1
+    for line in info["scan"].lines():  # folders left out and copies counted once; exit 3 if any was left out
+        print(f"report: {line}", file=sys.stderr)
     print(f"{info['html']} ({info['seconds']:.1f} s)")
-    return 0
+    return SKIPPED_EXIT if info["scan"].skipped else 0
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -5,14 +5,10 @@ A failure of the audit is not caught here: it fails the notebook, and with it `s
 """
 from __future__ import annotations
 
-import contextlib
-import io
-
 import pandas as pd
 
 from analysis.core.paths import relative
 from analysis.judge import config, frames
-from analysis.judge.verdicts import claims_table
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
@@ -30,15 +26,13 @@ CLAIM_EVIDENCE = {
     "speed.rtx4090_vs_a10_and_a100": "Consistency of the published figures",
     "speed.table_speedups": "Consistency of the published figures",
 }
+CLIP = 150  # characters of a verdict's detail on its one line
 SEED_COLUMNS = ["seed", "claim", "kind", "english", "testable here", "data in this report", "status"]
 
 
 def verdicts(ctx: Context) -> pd.DataFrame:
-    """The audit's claims table over every run of the results tree."""
-    # ms-swift, imported to read its argument list, logs to stderr and tqdm warns on import: the report page would
-    # show both as error boxes
-    with contextlib.redirect_stderr(io.StringIO()):
-        return claims_table(ctx.results_dir, seeds_dir=ctx.seeds_dir, records=ctx.records)
+    """The audit's claims table over every run of the results tree (made once, by the context)."""
+    return ctx.verdicts()
 
 
 def target_factor() -> float | None:
@@ -53,7 +47,8 @@ def _common_labels(records) -> str:
     return "; ".join(common)
 
 
-def recipes_figure(ctx: Context, rec: pd.DataFrame) -> list[str]:
+def recipes_figure(ctx: Context, rec: pd.DataFrame) -> tuple[str, list[str]]:
+    """The recipes figure, and what goes under it (the baseline, the table: folded)."""
     by_path = {relative(r.path): r for r in ctx.records}
     runs = [by_path[p] for p in rec["run"] if p in by_path]
     labels = plots.labels_text([(f"{r.experiment} · {r.run}", r.labels) for r in runs])
@@ -69,32 +64,36 @@ def recipes_figure(ctx: Context, rec: pd.DataFrame) -> list[str]:
     cut = (f"Cut runs stop after step {steps_text} of the full "
            f"{'/'.join(map(str, full)) or '?'}-step schedule, so every eval compares with the seed band at the same "
            "step (no band where the seed runs have no eval at that step). " if stops else "")
-    return [
-        H.figure(ctx, plots.recipe_bars(rec, seed_tps, factor or 0, title, labels), "claims_recipes.png",
-                 "Measured tokens/s per recipe against the seed recipe"
-                 + (f" and the {factor:g}x bar" if factor else "")
-                 + "; colour: eval loss inside or outside the seed band at the recipe's last eval step"),
-        H.p(f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({H.e(rec.attrs.get('seed_run'))}, host "
-            f"{H.e(rec.attrs.get('seed_host') or 'unknown')}). " + cut
-            + "<i>other host</i>: made on another machine than the baseline (the host column), which matters for "
-            "host-bound steps.") if seed_tps else "",
-        H.html_table(rec.drop(columns=["run", "labels"]).assign(run=[p.rsplit("/", 1)[-1] for p in rec["run"]])),
+    fig = H.figure(ctx, plots.recipe_bars(rec, seed_tps, factor or 0, title, labels), "claims_recipes.png",
+                   "Measured tokens/s per recipe against the seed recipe"
+                   + (f" and the {factor:g}x bar" if factor else "")
+                   + "; colour: eval loss inside or outside the seed band at the recipe's last eval step")
+    return fig, [
+        H.note(f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({H.e(rec.attrs.get('seed_run'))}, host "
+               f"{H.e(rec.attrs.get('seed_host') or 'unknown')}). " + cut
+               + "<i>other host</i>: made on another machine than the baseline (the host column), which matters for "
+               "host-bound steps.") if seed_tps else "",
+        H.fold(f"throughput recipes: the table ({len(rec)} rows)", H.html_table(
+            rec.drop(columns=["run", "labels"]).assign(run=[p.rsplit("/", 1)[-1] for p in rec["run"]]))),
         H.csv(ctx, rec, "claims_recipes.csv"),
     ]
 
 
 def claims_figures(ctx: Context) -> list[str]:
-    """Throughput recipes, where a step's time goes, and the capacity probes of the claims audit."""
-    out = []
+    """Throughput recipes and the capacity probes of the claims audit side by side, then where a step's time goes;
+    their tables folded."""
+    figs, out = [], []
     rec = frames.recipes_frame(ctx.results_dir, records=ctx.records)
     if not rec.empty:
-        out += recipes_figure(ctx, rec)
+        fig, under = recipes_figure(ctx, rec)
+        figs.append(fig)
+        out += under
     tb = frames.time_breakdown(ctx.results_dir, records=ctx.records)
     if not tb.empty:
-        out += [H.p("<b>Where a step's time goes</b> (torch.profiler over the profiled steps; GPU busy = union of "
-                    "kernel and copy intervals; the profiler itself slows the host side, so wall time here is above "
-                    "the unprofiled median)."),
-                H.html_table(tb.drop(columns=["path"])), H.csv(ctx, tb, "claims_time_breakdown.csv")]
+        out += [H.fold("<b>Where a step's time goes</b> (torch.profiler over the profiled steps; GPU busy = union of "
+                       "kernel and copy intervals; the profiler itself slows the host side, so wall time here is "
+                       "above the unprofiled median)", H.html_table(tb.drop(columns=["path"]))),
+                H.csv(ctx, tb, "claims_time_breakdown.csv")]
     cap = frames.capacity_frame(ctx.results_dir, records=ctx.records)
     if not cap.empty:
         by_path = {relative(r.path): r for r in ctx.records}
@@ -103,10 +102,10 @@ def claims_figures(ctx: Context) -> list[str]:
         title = ("Largest per-device batch under an allocator cap"
                  + (f" ({', '.join(h.upper() for h in hws)}, seed recipe shape)" if hws else ""))
         labels = "; ".join(x for x in (_common_labels(runs), "allocator capped per process (the cap of each row)") if x)
-        out += [H.figure(ctx, plots.capacity_points(cap, title, labels), "claims_capacity.png",
-                         "Capacity probes per cap: trained or out of memory"),
-                H.csv(ctx, cap, "claims_capacity.csv")]
-    return out
+        figs.append(H.figure(ctx, plots.capacity_points(cap, title, labels), "claims_capacity.png",
+                             "Capacity probes per cap: trained or out of memory"))
+        out.append(H.csv(ctx, cap, "claims_capacity.csv"))
+    return [H.side_by_side(*figs)] + out
 
 
 def audited(table: pd.DataFrame) -> dict[tuple[str, str], str]:
@@ -139,17 +138,22 @@ def claims_section(ctx: Context) -> str:
     if "runs" in shown:  # run folders one per line, not a Python list
         shown["runs"] = [" ".join(r) if isinstance(r, (list, tuple)) else r for r in shown["runs"]]
     df = seed_claims_frame(ctx, audited(table))
+    brief = shown[[c for c in ("id", "verdict", "detail") if c in shown.columns]].copy()
+    if "detail" in brief:
+        brief["detail"] = brief["detail"].map(lambda t: H.clip(t, CLIP))
+    counts = table["verdict"].value_counts() if "verdict" in table else pd.Series(dtype=int)
     return H.join([
-        H.p("<b>Verdicts</b> (analysis/judge over the committed results; the claims in analysis/judge/claims.yaml, "
-            "their experiments in experiments/claims/). <i>not run yet</i> means the experiment is defined but its "
-            "GPU runs are not committed (a run cut short by a device call's deadline is named, not judged); "
-            "<i>cannot be tested here</i> says why."),
-        H.html_table(shown),
+        H.p(f"<b>{len(table)} claims</b>: " + ", ".join(f"{n} {H.e(v)}" for v, n in counts.items())
+            + ". Verdicts of analysis/judge over the committed results (the claims in analysis/judge/claims.yaml, "
+            "their experiments in experiments/claims/); <i>not run yet</i>: defined, GPU runs not committed; "
+            "<i>cannot be tested here</i> says why. One line each; the whole detail and the run folders are in the "
+            "folded table below it."),
+        H.html_table(brief, rename={"detail": "detail (first words)"}),
+        H.fold("every verdict with its claim, whole detail and run folders", H.html_table(shown)),
         H.csv(ctx, table, "claims_verdicts.csv"),
         *claims_figures(ctx),
-        H.p(f"The seed articles make {len(df)} claims ({int(df['testable here'].sum()) if len(df) else 0} marked "
-            "testable on the hardware here). The <i>data in this report</i> column points to the sections that "
-            "hold relevant measurements; <i>status</i> gives the audit's verdict where the audit covers the claim."),
-        H.html_table(df),
+        H.fold(f"the seed articles' {len(df)} claims ({int(df['testable here'].sum()) if len(df) else 0} marked "
+               "testable on the hardware here), where this report has data on each and the audit's verdict",
+               H.html_table(df)),
         H.csv(ctx, df, "claims_untested.csv"),
     ])

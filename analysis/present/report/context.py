@@ -3,6 +3,8 @@ the output folder and the files written into it.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from analysis.judge.seed_checks import load_seeds
 from analysis.measure import steps
 from analysis.measure import utilisation as U
 from analysis.parse.record import RunRecord
-from analysis.parse.results import collect, is_matrix, latest_per_group
+from analysis.parse.results import Roots, collect, is_matrix, latest_per_group
 from analysis.present import plots
 from analysis.present.tables import convergence_table, speedup_table
 
@@ -46,6 +48,7 @@ class Context:
     seeds: dict[str, dict]              # every seed file by name
     util: pd.DataFrame                  # analysis.measure.utilisation.summary of the matrix runs
     files: list[str] = field(default_factory=list)  # written into OUT, in order
+    _cache: dict = field(default_factory=dict, repr=False)  # stage outputs two sections share, made once
 
     @classmethod
     def load(cls, results_dir: str | Path, baseline: str = "a10", hardware_wanted: str | list[str] = "",
@@ -54,7 +57,7 @@ class Context:
         wanted = hardware_list(hardware_wanted) or list(DEFAULT_HARDWARE)
         for h in wanted:
             hardware.require(h)
-        results_dir = Path(results_dir)
+        results_dir = Path(results_dir) if isinstance(results_dir, (str, Path)) else Roots(map(Path, results_dir))
         seeds_dir = Path(seeds_dir) if seeds_dir else DEFAULT_SEEDS_DIR
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -100,6 +103,26 @@ class Context:
             if spec.get("memory_gb"):
                 groups.setdefault(float(spec["memory_gb"]), []).append(short(key))
         return [(gb, f"{' / '.join(names)}: {gb:g} GB") for gb, names in sorted(groups.items())]
+
+    def verdicts(self) -> pd.DataFrame:
+        """The claims audit's table over every run of the results tree (the answer and the Claims section)."""
+        if "verdicts" not in self._cache:
+            from analysis.judge.verdicts import claims_table
+
+            # ms-swift, imported to read its argument list, logs to stderr and tqdm warns on import: the report page
+            # would show both as error boxes
+            with contextlib.redirect_stderr(io.StringIO()):
+                self._cache["verdicts"] = claims_table(self.results_dir, seeds_dir=self.seeds_dir,
+                                                       records=self.records)
+        return self._cache["verdicts"]
+
+    def estimates(self) -> pd.DataFrame:
+        """The planner's estimates beside the measurements (the answer's planner error, the planner section)."""
+        if "estimates" not in self._cache:
+            from analysis.estimate.validate import estimates_vs_measurements
+
+            self._cache["estimates"] = estimates_vs_measurements(self.results_dir)
+        return self._cache["estimates"]
 
     # ---------------------------------------------------------------------------------- the files
 

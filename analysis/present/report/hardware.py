@@ -1,5 +1,5 @@
-"""Hardware sections: per GPU class, its runs, what was and was not measured, the recipe and the environment, and the
-article's figures for it.
+"""Hardware and environment sections: per GPU class, what was and was not measured, its runs, the recipe and the
+environment, and the article's figures for it (the long tables folded).
 
 A run's command comes from what the runner recorded in its folder: run.json's `command` (argv) and `notes`, else
 command.sh; without either the section says "no command recorded".
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.core import hardware
+from analysis.core import hardware, paths
 from analysis.core.seeds import published_recipe
 from analysis.judge import published as P
 from analysis.measure import steps
@@ -116,7 +116,9 @@ def recipe_html(ctx: Context, runs: list[RunRecord]) -> str:
         notes += [n for n in run_notes if n not in notes]
         sources.add(source)
         if shell:
-            shells.append(f"<p>{H.e(r.name)}</p><pre class=\"sb-cmd\">{H.e(shell)}</pre>")
+            # paths inside the checkout shown relative to it, as everywhere on the page
+            shells.append(f"<p>{H.e(r.name)}</p><pre class=\"sb-cmd\">"
+                          f"{H.e(shell.replace(str(paths.ROOT) + '/', ''))}</pre>")
     keys = list(article) + [k for f in cols.values() for k in f if k not in article]
     rows = []
     for k in dict.fromkeys(keys):
@@ -221,7 +223,26 @@ def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def env_summary(runs: list[RunRecord]) -> str:
+    """'GPU NVIDIA H200, driver 580, CUDA 13.0, torch 2.11, ms-swift 4.6.0 (2 hosts)': what the environment table
+    holds, in one line."""
+    def values(get) -> str:
+        found = sorted({str(v) for v in (get(r) for r in runs) if v not in (None, "")})
+        return " / ".join(found) if found else "?"
+
+    def package(name: str):
+        return lambda r: (r.env.get("packages") or {}).get(name)
+
+    hosts = {r.host_id for r in runs if r.host_id}
+    return (f"GPU {values(lambda r: r.env.get('gpu_name'))}, driver {values(lambda r: r.env.get('driver'))}, CUDA "
+            f"{values(lambda r: r.env.get('cuda_torch'))}, torch {values(package('torch'))}, "
+            f"ms-swift {values(package('ms-swift'))}"
+            + (f", {len(hosts)} fingerprinted host{'s' if len(hosts) != 1 else ''}" if hosts else ""))
+
+
 def hardware_sections(ctx: Context) -> str:
+    """Per class: measured ones open with what was and was not measured, their runs, recipe and environment folded;
+    classes without runs folded with the article's figures."""
     parts, env_rows = [], []
     for hw in ctx.hardware:
         runs = sorted([r for r in ctx.matrix if r.hw == hw], key=lambda r: (r.experiment, r.run))
@@ -229,18 +250,21 @@ def hardware_sections(ctx: Context) -> str:
         title = f"{P.short(hw)} ({hw})"
         desc = hardware.describe(hw) if spec else hw
         if not runs:
-            parts += [f"<h3>{H.e(title)}: published, not measured here</h3>",
-                      H.p(f"{H.e(desc)}. No run in the results folder; the article's numbers for this class:"),
-                      published_html(ctx, hw)]
+            parts.append(H.fold(f"<h3>{H.e(title)}: published, not measured here</h3>",
+                                H.p(f"{H.e(desc)}. No run in the results folder; the article's numbers for this "
+                                    "class:") + published_html(ctx, hw)))
             continue
         parts.append(f"<h3>{H.e(title)}: measured here ({len(runs)} run{'s' if len(runs) != 1 else ''})</h3>")
         parts.append(H.p(f"{H.e(desc)}; bandwidth {spec['bandwidth_gbs'] if spec else '?'} GB/s "
-                         f"({H.e(spec['source']) if spec else ''})."))
-        parts.append(H.html_table(runs_frame(runs), {"ms/step": "{:.1f}", "peak GiB": "{:.2f}", "steps": "{:.0f}"}))
+                         f"({H.e(spec['source']) if spec else ''}). Environment: {H.e(env_summary(runs))}."))
         parts.append(measured_list(ctx, hw, runs))
-        parts.append("<p><b>Recipe</b> (the command each run recorded: run.json, command.sh)</p>")
-        parts.append(recipe_html(ctx, runs))
-        parts.append("<p><b>Environment</b></p>" + H.html_table(env_frame(runs)))
+        parts.append(H.fold(f"its {len(runs)} runs: status, steps, ms/step, peak",
+                            H.html_table(runs_frame(runs), {"ms/step": "{:.1f}", "peak GiB": "{:.2f}",
+                                                            "steps": "{:.0f}"})))
+        parts.append(H.fold("<b>Recipe</b>: the flags where a run differs from the article's command (as each run "
+                            "recorded it: run.json, command.sh)", recipe_html(ctx, runs)))
+        parts.append(H.fold("<b>Environment</b> of each run (env.json): GPU, driver, CUDA, CPU, host probe, packages",
+                            H.html_table(env_frame(runs))))
         for r in runs:
             env_rows.append({"hw": hw, "experiment": r.experiment, "run": r.run,
                              **{k: v for k, v in r.env.items() if k not in ("topology", "gpus", "packages",
@@ -251,7 +275,7 @@ def hardware_sections(ctx: Context) -> str:
             parts.append(H.note(f"{H.e(P.short(hw))} is not in the article; the nearest published class is "
                                 f"{H.e(P.nearest(hw, ctx.pub)[0] or 'none')} (see Published vs measured)."))
         else:
-            parts.append(published_html(ctx, hw))
+            parts.append(H.fold(f"the article's figures for {H.e(P.short(hw))}", published_html(ctx, hw)))
     parts.append(H.csv(ctx, pd.DataFrame(env_rows), "environment.csv"))
     parts.append(H.csv(ctx, ctx.pub, "published_figures.csv"))
     return H.join(parts)

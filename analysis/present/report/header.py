@@ -1,13 +1,25 @@
-"""Header section: what the report is, where its runs come from, and what each label on its numbers means."""
+"""Header section: what the report is, which run folders it read and used (and why not the others), and, folded
+under the answer, what each label on its numbers means."""
 from __future__ import annotations
 
 import datetime as dt
 import subprocess
 
-from analysis.core import hardware, paths
+from analysis.core import paths
 from analysis.judge import published as P
+from analysis.parse.record import RunRecord
+from analysis.parse.results import latest_per_group
 from analysis.present.report.context import Context
 from analysis.present.report.html import e, join, style
+
+# why a run folder is not behind the report's numbers, in the order the header lists them
+NOT_USED = {
+    "OOM": "ran out of GPU memory (only the capacity probes use them: what does not fit)",
+    "interrupted": "killed or timed out before the end",
+    "failed": "crashed before training",
+    "superseded": "a shorter or older run of the same experiment, GPU and host (only in Run-to-run spread and the "
+                  "loss figure)",
+}
 
 
 def label_meanings(ctx: Context) -> list[tuple[str, str]]:
@@ -51,11 +63,59 @@ def in_words(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def run_use(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
+    """Every run folder under one key: used, or why not (NOT_USED). A successful run is used unless another successful
+    run of its experiment, GPU and host has more steps (or as many and is newer): the run the tables pick."""
+    picked = {id(r) for r in latest_per_group([r for r in records if r.ok])}
+    out: dict[str, list[RunRecord]] = {"used": [], **{k: [] for k in NOT_USED}}
+    for r in records:
+        if r.ok:
+            out["used" if id(r) in picked else "superseded"].append(r)
+        elif r.is_oom:
+            out["OOM"].append(r)
+        elif r.cut_short:
+            out["interrupted"].append(r)
+        else:
+            out["failed"].append(r)
+    return out
+
+
+def runs_line(ctx: Context) -> str:
+    """'50 run folders read in results/, 36 used; not used: 7 OOM (...), ...'."""
+    use = run_use(ctx.records)
+    why = [f"<b>{len(v)} {e(k)}</b> ({e(NOT_USED[k])})" for k, v in use.items() if k != "used" and v]
+    roots = ctx.results_dir if isinstance(ctx.results_dir, (tuple, list)) else [ctx.results_dir]
+    where = ", ".join(f"<code>{e(paths.relative(r))}</code>" for r in roots)
+    return (f"<b>{len(ctx.records)} run folders</b> read in {where}, "
+            f"<b>{len(use['used'])} used</b>" + ("; not used: " + "; ".join(why) if why else "") + ".")
+
+
 def header(ctx: Context) -> str:
     rows = ctx.matrix
-    versions = sorted({(r.env.get("packages") or {}).get("ms-swift") or r.swift_version for r in rows} - {None})
-    started = sorted(r.run_status.get("started") for r in rows if r.run_status.get("started"))
-    measured_hw = sorted({r.hw for r in rows}, key=ctx.hw_rank)
+    versions = sorted({(r.env.get("packages") or {}).get("ms-swift") or r.swift_version for r in ctx.records}
+                      - {None})
+    started = sorted(r.run_status.get("started") for r in ctx.records if r.run_status.get("started"))
+    measured_hw = sorted({r.hw for r in ctx.records if r.hw}, key=ctx.hw_rank)
+    commit = git_commit()
+    article_hw = in_words([P.short(h) for h in P.hardware_with(ctx.pub, "ms_per_step")])
+    return join([
+        style(),
+        '<ul class="sb-head">'
+        f"<li>{runs_line(ctx)}</li>"
+        f"<li>Measured on {e(', '.join(measured_hw) or 'no hardware')}"
+        + (f" from {e(started[0][:10])} to {e(started[-1][:10])}" if started else "")
+        + f"; ms-swift version(s) measured: {e(', '.join(versions) or 'unknown')} (the article's is illegible); "
+        f"beside the figures the ms-swift hardware article publishes for {e(article_hw)}. Generated "
+        f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
+        + (f" from commit {e(commit)}" if commit else "") + " by <code>report.ipynb</code> (next to this page) from "
+        "the committed raw files (results/, seeds/).</li></ul>",
+    ])
+
+
+def definitions(ctx: Context) -> str:
+    """The labels every row and figure carries, with their meaning and counts, and how each number is defined;
+    folded."""
+    rows = ctx.matrix
     meanings = label_meanings(ctx)
     counts: dict[str, int] = {}
     for r in rows:
@@ -68,28 +128,10 @@ def header(ctx: Context) -> str:
         where = ("rows of the published article" if key == "published"
                  else f"{n} of {len(rows)} runs" if n else "no run here")
         items.append(f"<li><b>{e(key)}</b> ({where}): {e(meaning)}</li>")
-    commit = git_commit()
-    article_hw = in_words([P.short(h) for h in P.hardware_with(ctx.pub, "ms_per_step")])
     return join([
-        style(),
-        "<p><b>What this is.</b> swiftbench's comparison of GPUs for LoRA fine-tuning of Qwen2.5-7B-Instruct "
-        "with ms-swift: step time, throughput, memory, convergence and GPU utilisation of every run in the "
-        f"results folder, beside the numbers the ms-swift hardware article publishes for {e(article_hw)}. Every "
-        "number is parsed from committed raw files (results/, seeds/); the notebook that made this page is "
-        "<code>report.ipynb</code> next to it.</p>",
-        "<ul>"
-        f"<li>Report generated: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
-        + (f" from commit {e(commit)}" if commit else "") + "</li>"
-        f"<li>Runs: {len(rows)} in <code>{e(ctx.results_dir)}</code> on {e(', '.join(measured_hw) or 'no hardware')}"
-        + (f", started {e(started[0][:10])} to {e(started[-1][:10])}" if started else "") + "</li>"
-        f"<li>ms-swift version(s) measured: {e(', '.join(versions) or 'unknown')}; the article's version "
-        "is illegible in its extracted text (seeds/ms_swift_hw_test.yaml, environment.ms_swift).</li>"
-        f"<li>Speedup baseline: {e(ctx.baseline)} ({e(hardware.describe(ctx.baseline))}); where it has "
-        "no run (or no tokens/s to compare with), the slowest measured run of each experiment that has one is the "
-        "baseline.</li>"
-        "</ul>",
-        '<div class="sb-box"><p><b>How these numbers were obtained.</b> Every table row and figure carries '
-        "the labels of the runs behind it:</p><ul>" + "".join(items) + "</ul>"
+        '<details class="sb-box"><summary><b>How these numbers were obtained</b>: the labels on every row and figure '
+        f"({e(', '.join(k for k, _ in meanings))}) and the definitions of step time, tokens/s, speed-up, memory "
+        "and MFU</summary><ul>" + "".join(items) + "</ul>"
         "<p>Step time is the median over the steady-state log intervals (not the first interval, not the "
         "warm-up: the first 10 % of the full epoch's steps, at most 10, the same steps for a full and a cut run; not "
         "an interval with an eval or a checkpoint save, not a profiled step), with a "
@@ -100,5 +142,5 @@ def header(ctx: Context) -> str:
         "step times where both trained the same batches, else the tokens/s ratio; analysis/measure/compare.py); "
         "memory is ms-swift's <code>memory(GiB)</code>, the peak memory torch reserved; MFU = tokens/s x model "
         "FLOPs per token (4 x matmul weights + 6 x trainable) / dense BF16 peak (analysis/measure/flops.py).</p>"
-        "</div>",
+        "</details>",
     ])

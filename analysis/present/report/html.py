@@ -106,3 +106,20 @@ def figure(ctx, fig, name: str, caption: str) -> str:
     ctx.write_figure(fig, name)
     return (f'<figure class="sb-figure"><img src="{e(name)}" alt="{e(caption)}">'
             f"<figcaption>{e(caption)} (<a href=\"{e(name)}\">{e(name)}</a>)</figcaption></figure>")
+
+
+def fold(summary: str, body: str, open_: bool = False) -> str:
+    """BODY folded under a one-line SUMMARY (HTML): long tables stay one click away, the page stays short."""
+    return f"<details{' open' if open_ else ''}><summary>{summary}</summary>{body}</details>" if body else ""
+
+
+def side_by_side(*parts: str) -> str:
+    """PARTS (figures, usually) in one row, each an equal share of the page's width."""
+    parts = [x for x in parts if x]
+    return '<div class="sb-row">' + "".join(f"<div>{x}</div>" for x in parts) + "</div>" if parts else ""
+
+
+def clip(text, width: int) -> str:
+    """TEXT on one line, cut at WIDTH characters with '…' (the whole text stays in the CSV and the folded table)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"

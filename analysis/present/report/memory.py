@@ -41,9 +41,10 @@ def memory_section(ctx: Context) -> str:
             + (f" (NVML reported {gpu_mib / 1024:.1f} GiB for the GPU of these runs)" if gpu_mib else "")
             + ", and the usable part is a little smaller. <i>fits</i> = peak below the capacity, "
             "without headroom for the context."),
-        H.html_table(mem.drop(columns=["name"]), {"peak_gib": "{:.2f}"}),
-        H.csv(ctx, mem, "memory.csv"),
         H.figure(ctx, fig, "memory.png", "Peak reserved GiB per run; dashed lines: GPU class capacities. " + labels),
+        H.fold(f"peak and fits per run ({len(mem)} runs)", H.html_table(mem.drop(columns=["name"]),
+                                                                          {"peak_gib": "{:.2f}"})),
+        H.csv(ctx, mem, "memory.csv"),
         "" if peak_legible else H.note(
             "The article's peak-memory column is illegible (seeds: legible none), so there is no published memory "
             "number to set beside these"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.present.report import (
+    answer,
     checks,
     claims,
     convergence,
@@ -40,6 +41,12 @@ class Report:
 
     def header(self):
         return _html(header.header(self.ctx))
+
+    def answer_section(self):
+        return _html(answer.answer_section(self.ctx))
+
+    def definitions(self):
+        return _html(header.definitions(self.ctx))
 
     def hardware_sections(self):
         return _html(hardware.hardware_sections(self.ctx))

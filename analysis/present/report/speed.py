@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.core import hardware
 from analysis.measure import compare, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.present import plots
@@ -79,21 +80,27 @@ def speed_section(ctx: Context) -> str:
                                                 "ms per sample.")
     fig = plots.speed_bars(sf, "Speed: ms per sample and tokens/s", labels, note)
     return H.join([
-        H.p("One row per hardware and experiment (the least-cut successful run; every run is in the next "
-            "table), and the article's rows. <i>speedup</i> = how much faster than the baseline of the same "
-            "experiment and source: for measured rows the baseline's time / this run's for the same work (paired "
-            "step times where both trained the same batches, else the tokens/s ratio; <i>speedup_hosts</i>: whether "
-            "the two runs shared a host), for published rows the baseline's ms per sample / this row's. Units: the "
-            "article's 'ms per step' is one sample's forward-backward pass, so it stands in <i>ms_per_sample</i> beside "
-            "ours; <i>ms_per_step</i> (an optimizer step of 16 samples) is ours alone. <i>measured_over_published</i> = "
-            "our ms per sample / the published ms per sample on the same hardware. <i>gpu_busy_ms_per_step</i>, "
-            "<i>host_ms_per_step</i>, <i>bound</i>: from the two profiled steps (GPU activity only). <i>tokens_per_s_low/high</i>: 95 % bootstrap range; "
-            "<i>tokens_source</i>: counted tokens (tokens.jsonl) or mean length x samples per step."),
-        H.note(H.e(note)),
-        H.html_table(ctx.speed, SPEED_FORMATS, columns=[c for c in ctx.speed.columns if c not in HIDDEN]),
-        H.csv(ctx, ctx.speed, "speedup.csv"),
+        H.p("Every successful run's ms per sample and tokens/s with 95 % intervals, and the article's rows. "
+            f"Speed-up baseline: {H.e(ctx.baseline)} ({H.e(hardware.describe(ctx.baseline))}); where it has no run "
+            "(or no tokens/s to compare with), the slowest measured run of each experiment that has one. "
+            + H.e(note)),
         H.figure(ctx, fig, "speed.png", "ms per sample and tokens/s with 95 % intervals, every "
                  "successful run (with the first digits of its host id; ?: made before host fingerprints) and the "
                  "published rows; xN = speed-up against the baseline, a cross-host ratio unless both runs show the "
                  "same host id (the table's speedup_hosts column says which). " + labels),
+        H.fold(f"the speed table: one row per hardware, experiment and host ({len(ctx.speed)} rows, every column)",
+               H.p("The least-cut successful run per hardware, experiment and host (every run is in Run-to-run "
+                   "spread), and the article's rows. <i>speedup</i> = how much faster than the baseline of the same "
+                   "experiment and source: for measured rows the baseline's time / this run's for the same work "
+                   "(paired step times where both trained the same batches, else the tokens/s ratio; "
+                   "<i>speedup_hosts</i>: whether the two runs shared a host), for published rows the baseline's ms "
+                   "per sample / this row's. Units: the article's 'ms per step' is one sample's forward-backward "
+                   "pass, so it stands in <i>ms_per_sample</i> beside ours; <i>ms_per_step</i> (an optimizer step of "
+                   "16 samples) is ours alone. <i>measured_over_published</i> = our ms per sample / the published ms "
+                   "per sample on the same hardware. <i>gpu_busy_ms_per_step</i>, <i>host_ms_per_step</i>, "
+                   "<i>bound</i>: from the two profiled steps (GPU activity only). <i>tokens_per_s_low/high</i>: 95 % "
+                   "bootstrap range; <i>tokens_source</i>: counted tokens (tokens.jsonl) or mean length x samples "
+                   "per step.")
+               + H.html_table(ctx.speed, SPEED_FORMATS, columns=[c for c in ctx.speed.columns if c not in HIDDEN])),
+        H.csv(ctx, ctx.speed, "speedup.csv"),
     ])

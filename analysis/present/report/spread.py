@@ -73,16 +73,15 @@ def spread_section(ctx: Context) -> str:
     labels = ctx.labels_of(ctx.ok_records())
     fig = plots.step_time_spread(iv_df, "Run-to-run spread: ms per optimizer step of every interval", labels)
     return H.join([
-        H.p("Every run, including those the tables above do not pick (<i>in_tables</i>), so repeated runs "
-            "of one hardware and experiment show their spread."),
-        H.html_table(runs_df, RUN_FORMATS),
-        H.csv(ctx, runs_df, "runs.csv"),
         (H.p("<b>Run-to-run spread</b> (median ms per optimizer step of each run of one hardware and experiment; "
              "<i>spread_pct</i>: how much faster the fastest run is than the slowest by these medians; runs cut at "
              "different steps are not strictly comparable):")
          + H.html_table(spread_df, {"min": "{:.1f}", "max": "{:.1f}", "spread_pct": "{:.1f} %"})
          if not spread_df.empty else H.note("No hardware/experiment has more than one run.")),
         H.csv(ctx, spread_df, "run_spread.csv"),
+        H.fold(f"every matrix run ({len(runs_df)}), including those the tables do not pick (<i>in_tables</i>)",
+               H.html_table(runs_df, RUN_FORMATS)),
+        H.csv(ctx, runs_df, "runs.csv"),
         H.figure(ctx, fig, "step_time_spread.png", "Seconds per optimizer step of every logged interval "
                  "(box: steady-state intervals; colours: why an interval is excluded). " + labels),
         H.csv(ctx, iv_df, "step_intervals.csv"),

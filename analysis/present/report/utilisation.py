@@ -20,13 +20,16 @@ FORMATS = {"train_start_s": "{:.1f}", "train_s": "{:.1f}", "util_mean_pct": "{:.
 MAIN_COLUMNS = ["hw", "experiment", "run", "train_s", "util_median_pct", "util_mean_pct", "power_median_w",
                 "power_mean_w", "power_fraction", "power_capped_pct", "sm_clock_median_mhz", "sm_clock_mean_mhz",
                 "mfu", "j_per_1k_tokens", "verdict"]
+# the columns on the page (the verdict and its three votes first); every column is in the folded table and the CSV
+SHOWN_COLUMNS = ["experiment", "run", "verdict", "util_median_pct", "power_fraction", "mfu", "power_median_w",
+                 "j_per_1k_tokens", "sm_clock_median_mhz", "train_s"]
 ENERGY_COLUMNS = ["hw", "experiment", "run", "window_method", "train_start_s", "train_s", "energy_run_j",
                   "energy_train_j", "steady_s", "energy_steady_j", "tokens_steady", "j_per_1k_tokens", "board_power_w",
                   "hfu"]
 
 
 def timelines(ctx: Context) -> list[str]:
-    """One figure per hardware x experiment with NVML samples."""
+    """One figure per hardware x experiment with NVML samples, side by side."""
     by_run = {(u["hw"], u["experiment"], u["run"]): u for u in ctx.util.to_dict("records")}
     groups: dict[tuple, list] = {}
     for r in ctx.matrix:
@@ -53,37 +56,35 @@ def timelines(ctx: Context) -> list[str]:
                               f"{hw} · {exp} runs (x = 0 at the start of training; green: the training window). "
                               + labels))
     if not groups:
-        parts.append(H.note("No run has an nvml.csv: utilisation, power, clocks and energy were not measured."))
-    return parts
+        return [H.note("No run has an nvml.csv: utilisation, power, clocks and energy were not measured.")]
+    return [H.side_by_side(*parts[i:i + 2]) for i in range(0, len(parts), 2)]
 
 
 def utilisation_section(ctx: Context) -> str:
     util = ctx.util
     limits = ", ".join(f"{k} {v} W" for k, v in U.BOARD_POWER_W.items())
     parts = [
-        H.p("From each run's <code>nvml.csv</code> (one sample a second). The training window is tied to the "
-            "log by the TensorBoard event file's time stamp (or, without one, by the last busy sample) and "
-            "lasts <code>train_runtime</code>; energy per 1,000 tokens = 1,000 x joules over the steady-state "
-            "intervals / tokens trained in them (the tokens tokens/s counts: tokens.jsonl, else optimizer steps x "
-            "samples per step x mean tokens per sample). Definitions: analysis/measure/utilisation.py."),
-        H.p("<b>Verdict rule.</b> Three indicators vote: median GPU utilisation below "
-            f"{U.UTIL_HOST_BOUND_PCT:.0f} % (the GPU idles more than it computes), median power below "
-            f"{U.POWER_HOST_BOUND_FRACTION:.0%} of the board limit ({H.e(limits)}), "
-            f"MFU below {U.MFU_HOST_BOUND:.0%} (a GPU-bound LoRA run on ~128-token samples reaches only "
-            "5-10 %). Each is a host-bound vote when below; the majority wins, a tie goes to utilisation."),
+        H.p("From each run's <code>nvml.csv</code> (one sample a second), tied to the log by the TensorBoard event "
+            "file's time stamp (or the last busy sample); energy per 1,000 tokens = 1,000 x joules over the "
+            "steady-state intervals / the tokens trained in them (analysis/measure/utilisation.py). <b>Verdict</b>: "
+            f"three votes, each host-bound when below: median GPU utilisation {U.UTIL_HOST_BOUND_PCT:.0f} %, median "
+            f"power {U.POWER_HOST_BOUND_FRACTION:.0%} of the board limit ({H.e(limits)}), MFU {U.MFU_HOST_BOUND:.0%} "
+            "(a GPU-bound LoRA run on ~128-token samples reaches only 5-10 %); the majority wins, a tie goes to "
+            "utilisation."),
     ]
     if util.empty:
         parts.append(H.note("No runs."))
         return H.join(parts)
     parts += [
-        H.html_table(util, FORMATS, columns=MAIN_COLUMNS),
-        H.p("<b>Energy</b> (joules from NVML's energy counter: the whole sampled run, the training window, the "
-            "steady-state intervals; tokens trained in those intervals)"),
-        H.html_table(util, FORMATS, columns=ENERGY_COLUMNS),
-        "<p><b>Verdict per run</b></p><ul>" + "".join(
+        H.html_table(util, FORMATS, columns=SHOWN_COLUMNS),
+        H.fold("every column of the utilisation table", H.html_table(util, FORMATS, columns=MAIN_COLUMNS)),
+        H.fold("<b>Energy</b> per run (joules from NVML's energy counter: the whole sampled run, the training window, "
+               "the steady-state intervals; tokens trained in those intervals)",
+               H.html_table(util, FORMATS, columns=ENERGY_COLUMNS)),
+        H.fold("<b>Verdict per run</b>, with its evidence", "<ul>" + "".join(
             f"<li>{H.e(r['hw'])} · {H.e(r['experiment'])} · {H.e(r['run'])}: "
             f"<span class=\"{'sb-verdict-host' if r['verdict'] == 'host-bound' else 'sb-verdict-gpu'}\">"
-            f"{H.e(r['verdict'])}</span> — {H.e(r['evidence'])}</li>" for _, r in util.iterrows()) + "</ul>",
+            f"{H.e(r['verdict'])}</span> — {H.e(r['evidence'])}</li>" for _, r in util.iterrows()) + "</ul>"),
         H.csv(ctx, util, "utilisation.csv"),
         *timelines(ctx),
     ]

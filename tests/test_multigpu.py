@@ -1,0 +1,207 @@
+"""Several GPUs (issue 14): a run's GPU count and layout, the global batch kept, scaling efficiency, interconnect."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.core.errors import InputError
+from analysis.measure import compare, interconnect, throughput
+from analysis.parse import bench
+from analysis.parse.results import read_run
+from experiments import allreduce, recipes, runner
+from experiments.runner import RunSpec
+from tests.fake_nvml import FakeNVML
+
+REPO = Path(__file__).resolve().parents[1]
+H200 = REPO / "results" / "h200"
+HOST = "a2a43152259f"  # the nvidia-h200-x2 host of calls 12-14 (results/README.md)
+SEED1, SEED2 = H200 / "seed" / f"20261201-022030-{HOST}", H200 / "seed" / f"20261201-022616-2gpu-{HOST}"
+BEST1, BEST2 = H200 / "best" / f"20261201-021700-{HOST}", H200 / "best" / f"20261201-021832-2gpu-{HOST}"
+BEST2_Z2 = H200 / "best" / f"20261201-022954-2gpu-zero2-{HOST}"
+SWEEPS = H200 / "allreduce"
+
+
+# ------------------------------------------------------------------------------------------ identity and batch
+
+
+def test_gpu_count_and_layout_are_part_of_a_runs_identity():
+    one, two, z3 = (RunSpec(hw="h200", experiment="seed", gpus=g, parallel=p)
+                    for g, p in ((1, "ddp"), (2, "ddp"), (2, "zero3")))
+    assert "gpus" not in one.key()  # runs made before multi-GPU support keep their keys (and stay 'complete')
+    assert two.key()["gpus"] == 2 and two.key() != one.key() and z3.key() != two.key()
+    assert (one.layout, two.layout, z3.layout) == ("", "2gpu", "2gpu-zero3")
+    with pytest.raises(InputError):
+        RunSpec(hw="h200", experiment="seed", gpus=0)
+    with pytest.raises(InputError):
+        RunSpec(hw="h200", experiment="seed", parallel="zero9")
+
+
+def test_the_global_batch_is_kept():
+    seed2 = RunSpec(hw="h200", experiment="seed", gpus=2)
+    assert runner.parallel_overrides(seed2, recipes.flags("seed")) == {"gradient_accumulation_steps": 8}
+    best2 = RunSpec(hw="h200", experiment="best", gpus=2, parallel="zero2")  # grad-accum 1: the batch is split
+    assert runner.parallel_overrides(best2, recipes.flags("best")) == {"per_device_train_batch_size": 8,
+                                                                        "deepspeed": "zero2"}
+    with pytest.raises(InputError, match="global batch"):
+        runner.parallel_overrides(RunSpec(hw="h200", experiment="seed", gpus=3), recipes.flags("seed"))
+    assert runner.parallel_overrides(RunSpec(hw="h200", experiment="seed"), recipes.flags("seed")) == {}
+
+
+def test_a_one_gpu_run_sees_one_gpu(monkeypatch):
+    """ms-swift spreads a single process over every visible GPU (device_map auto): call 11's 1-GPU run on a 2-GPU
+    host failed with Liger for that reason. The runner shows it the first N GPUs only."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    lib = FakeNVML(count=2)
+    assert runner.gpu_visibility(1, lib=lib) == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert runner.gpu_visibility(2, lib=lib) == {}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert runner.gpu_visibility(1, lib=lib) == {}
+
+
+def test_committed_runs_record_their_gpus():
+    s1, s2, z2 = read_run(SEED1), read_run(SEED2), read_run(BEST2_Z2)
+    assert (s1.gpus, s1.parallel, s1.layout) == (1, "ddp", "1gpu")
+    assert (s2.gpus, s2.parallel, s2.grad_accum, s2.samples_per_step) == (2, "ddp", 8, 16)
+    assert (z2.gpus, z2.parallel, z2.per_device_batch, z2.samples_per_step) == (2, "zero2", 8, 16)
+    assert (SEED2 / "command.sh").read_text().count("torch.distributed.run --standalone --nproc_per_node 2") == 1
+    # tokens.jsonl of a 2-GPU run counts both ranks' micro-batches: 8 + 8 per optimizer step
+    first = json.loads((SEED2 / "tokens.jsonl").read_text().splitlines()[0])
+    assert first["micro_batches"] == 16 and first["ranks"] == 2
+
+
+# ------------------------------------------------------------------------------------------ scaling
+
+
+def test_scaling_efficiency_by_hand():
+    one, two = read_run(SEED1), read_run(SEED2)
+    sc = compare.scaling(one, two)
+    # by hand: each run's steady tokens over its steady seconds, their ratio over the GPU ratio
+    kt, _ = throughput.steady_tokens(two)
+    kb, _ = throughput.steady_tokens(one)
+    hand = (sum(t for _, t in kt) / sum(iv.seconds for iv, _ in kt)) / (
+        sum(t for _, t in kb) / sum(iv.seconds for iv, _ in kb)) / 2
+    assert sc["efficiency"] == pytest.approx(hand, rel=1e-12)
+    assert sc["efficiency_low"] < sc["efficiency"] < sc["efficiency_high"]
+    assert sc["hosts"] == compare.SAME_HOST and (sc["gpus_from"], sc["gpus_to"]) == (1, 2)
+    # MFU is per GPU: the 2-GPU run's MFU over the 1-GPU run's is the efficiency (same model, same flops per token)
+    from analysis.measure import flops
+
+    m1 = flops.mfu(one, throughput.throughput(one).tokens_per_s)["mfu"]
+    m2 = flops.mfu(two, throughput.throughput(two).tokens_per_s)["mfu"]
+    assert m2 / m1 == pytest.approx(sc["efficiency"], rel=1e-9)
+
+
+def test_one_and_two_gpu_runs_are_two_rows_and_a_scaling_row():
+    from analysis.present.tables import tables
+
+    t = tables(REPO / "results")
+    seed = t["speedup"][(t["speedup"].experiment == "seed") & (t["speedup"].host == HOST)]
+    assert sorted(seed.gpus) == [1, 2]
+    sc = t["scaling"]
+    row = sc[(sc.experiment == "seed") & (sc.parallel == "ddp")].iloc[0]
+    assert row.hosts == "same host" and row.gpus_to == 2 and 0 < row.efficiency_low < row.efficiency
+    assert set(sc.parallel) >= {"ddp", "zero2"}
+
+
+def test_no_scaling_across_hosts(tmp_path):
+    import shutil
+
+    for src in (SEED1, SEED2):
+        shutil.copytree(src, tmp_path / "h200" / "seed" / src.name)
+    env = json.loads((tmp_path / "h200" / "seed" / SEED2.name / "env.json").read_text())
+    env["host"]["fingerprint"]["host_id"] = "0000another0"
+    (tmp_path / "h200" / "seed" / SEED2.name / "env.json").write_text(json.dumps(env))
+    recs = [read_run(p) for p in (tmp_path / "h200" / "seed").iterdir()]
+    assert compare.scaling_pairs(recs) == []
+
+
+# ------------------------------------------------------------------------------------------ interconnect
+
+
+def test_busbw_formula_and_nccl_log():
+    assert allreduce.busbw(100.0, 2) == 100.0 and allreduce.busbw(100.0, 8) == pytest.approx(175.0)
+    log = ("vm:827:827 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+           "vm:827:827 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS\n")
+    assert allreduce.nccl_read_vars(log) == {"NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS"}
+    assert allreduce.sizes_mib(1, 1024) == [2.0**i for i in range(11)]
+
+
+def test_committed_sweeps_and_the_nccl_verdict_numbers():
+    sweeps = bench.allreduce_runs(REPO / "results", "h200")
+    ((plain, env),) = interconnect.pairs(sweeps)
+    raw = json.loads((plain["path"] / "allreduce.json").read_text())
+    big = raw["sizes"][-1]
+    assert big["mib"] == 1024 and interconnect.busbw_at(plain)["busbw_gbs"] == big["busbw_gbs"]
+    assert big["busbw_gbs"] == pytest.approx(big["bytes"] / (big["time_us"] / 1e6) / 1e9, rel=1e-3)  # 2 ranks: = algbw
+    eff = interconnect.env_effect(plain, env)
+    raw_env = json.loads((env["path"] / "allreduce.json").read_text())
+    assert eff["gain_pct_small"] == pytest.approx((raw["sizes"][0]["time_us"] / raw_env["sizes"][0]["time_us"] - 1) * 100)
+    assert eff["ignored"] == ["NCCL_FASTRAK_ENABLE", "NCCL_NVSWITCH_USE"]
+    assert eff["read"] == {"NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS"}
+
+
+def test_claims_verdicts_for_seed_000():
+    from analysis.judge.verdicts import claims_table
+
+    t = claims_table(REPO / "results").set_index("id")
+    assert t.loc["nccl-env", "verdict"] == "does not hold"
+    assert t.loc["scaling-95", "verdict"] == "cannot be tested here"
+    assert "seed at 2 GPUs" in t.loc["scaling-95", "detail"]
+
+
+def test_launcher_under_torchrun_is_allowed_and_plain_nproc_refused():
+    env = {"NPROC_PER_NODE": "2", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-m", "experiments.launch", "--", "swift", "sft", "--model", "x"],
+                         capture_output=True, text=True, env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=120)
+    assert out.returncode == 2 and "torchrun --nproc_per_node N -m experiments.launch" in out.stderr
+    from experiments import launch
+
+    assert launch.is_comm_kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL") and not launch.is_comm_kernel("gemm")
+
+
+def test_deepspeed_is_built_from_its_sdist_for_the_wheelhouse():
+    from experiments import wheelhouse as wh
+
+    reqs = wh.load_requirements()
+    env, why = reqs.build["deepspeed"]
+    assert "DS_BUILD_OPS=0" in env and why
+    with pytest.raises(wh.WheelhouseError, match="not pinned"):
+        wh.parse_requirements("# build-from-sdist (nothere): A=1 -- reason\nfoo==1.0\n")
+    with pytest.raises(wh.WheelhouseError, match="VAR=VALUE"):
+        wh.parse_requirements("foo==1.0\n# build-from-sdist (foo): A -- reason\n")
+
+
+def test_run_all_checks_the_gpu_before_papermill_and_leaves_no_folder(tmp_path):
+    """HW=h200 on this CPU machine: one line, exit 2, no run folder (the notebook never starts)."""
+    out = subprocess.run([sys.executable, "-m", "analysis.cli", "run-all", "--hw", "h200", "--model", "dummy",
+                          "--results", str(tmp_path), "--experiments", "seed", "--no-progress"],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "h200" in lines[0] and "Traceback" not in out.stderr
+    assert not (tmp_path / "h200").exists()
+
+
+def test_progress_comes_from_the_log(tmp_path):
+    log = tmp_path / "logging.jsonl"
+    log.write_text('{"loss": 1.0, "global_step/max_steps": "5/94", "elapsed_time": "10s"}\n'
+                   '{"loss": 0.9, "global_step/max_steps": "10/94"}\n{"loss": 0.8, "global_st')
+    assert runner._progress_from_log(log, 0) == (10, 94, 3)
+
+
+def test_megatron_swift_log_is_read():
+    """Megatron-SWIFT writes "iteration": "a/b" (swift/megatron/callbacks/print.py); the fixture has its keys."""
+    from analysis.parse.logs import read_log
+    from analysis.parse.megatron import normalise
+
+    log = read_log(REPO / "tests" / "megatron" / "logging.jsonl")
+    assert log.log_format == "megatron"
+    assert normalise({"iteration": "5/20"})["global_step/max_steps"] == "5/20"
+    assert normalise({"global_step/max_steps": "1/2", "iteration": "9/9"})["global_step/max_steps"] == "1/2"
+    rec = read_run(REPO / "tests" / "megatron")
+    assert (rec.global_steps, rec.max_steps, rec.peak_mem_gib) == (20, 20, 21.47)
+    assert [s for s, _ in rec.eval_loss] == [10, 20]

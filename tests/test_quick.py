@@ -1,0 +1,381 @@
+"""Issue 17: predict a full run from a short one.
+
+- the token schedule (experiments/schedule.py) equals, step by step, what the launcher's token counter records during
+  a real CPU run of a tiny model (the in-process schedule.jsonl and the standalone command alike);
+- the step-time model (analysis/estimate/quick.py) against hand computations: weighted least squares, held-out
+  error, the choice of form, slow outliers;
+- a synthetic run with known costs: the full run's training time (steps, evals and saves) is recovered;
+- the wiring of quick runs: run-all --quick / --budget, RunSpec, the launcher's options, the quick stop's callback.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from analysis.estimate import quick as Q
+from analysis.parse.record import RunRecord
+from experiments import launch, quick, runner
+
+# ------------------------------------------------------------------------------------------------ the fit by hand
+
+
+def test_weighted_fit_of_one_cost_by_hand():
+    """Intervals of 1, 2 and 5 steps of one micro-batch each: weights 1/n, so the cost per micro-batch is
+    sum(x y / n) / sum(x^2 / n) = (1 + 2.2 + 4.9) / (1 + 2 + 5) = 1.0125 s."""
+    x = np.array([[1.0], [2.0], [5.0]])
+    y = np.array([1.0, 2.2, 4.9])
+    n = np.array([1.0, 2.0, 5.0])
+    assert Q.fit(x, y, n) == pytest.approx([8.1 / 8])
+
+
+def test_two_costs_are_recovered_exactly_from_exact_data():
+    rows = [(16, 1000), (16, 2000), (16, 1500), (16, 2500)]
+    x = np.array(rows, float)
+    y = x @ np.array([0.3, 1e-4])
+    assert Q.fit(x, y, np.ones(4)) == pytest.approx([0.3, 1e-4], rel=1e-9)
+
+
+def test_costs_are_not_negative():
+    """Noise that would make a token cost negative gives zero instead (a cost is not a gain)."""
+    x = np.array([[1, 100], [1, 200], [1, 300]], float)
+    y = np.array([1.02, 1.0, 0.98])
+    coef = Q.fit(x, y, np.ones(3))
+    assert coef[1] == 0 and coef[0] == pytest.approx(1.0)
+
+
+def test_held_out_error_by_hand():
+    """One cost, three one-step intervals of 1, 2, 3 s: leaving each out predicts the mean of the others (2.5, 2, 1.5),
+    squared errors 2.25 + 0 + 2.25 over 3 steps = 1.5 s^2 per step."""
+    x = np.ones((3, 1))
+    assert Q.held_out_error(x, np.array([1.0, 2.0, 3.0]), np.ones(3)) == pytest.approx(1.5)
+
+
+def _schedule(n_steps: int, seed: int = 0, micro: int = 1, padded: bool = True) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for s in range(1, n_steps + 1):
+        real = rng.randint(1000, 3000)
+        out.append({"step": s, "micro_batches": micro, "tokens": real,
+                    "padded_tokens": real + (rng.randint(500, 4000) if padded else 0), "label_tokens": real // 2,
+                    "samples": 16})
+    return out
+
+
+def test_the_form_with_the_smallest_held_out_error_is_chosen():
+    sched = _schedule(40)
+    rng = np.random.default_rng(0)
+    ivs_tok = [(s - 1, s, 0.2 + 2e-4 * sched[s - 1]["tokens"] + rng.normal(0, 0.002)) for s in range(11, 41)]
+    model, _ = Q.fit_intervals(ivs_tok, sched)
+    assert model.form == "real" and model.named()["s_per_real_token"] == pytest.approx(2e-4, rel=0.05)
+    assert set(model.held_out) == {"fixed", "real", "real+pad", "padded"}
+    assert model.held_out["real"] < model.held_out["fixed"]
+    ivs_pad = [(s - 1, s, 0.2 + 1e-4 * sched[s - 1]["padded_tokens"] + rng.normal(0, 0.002)) for s in range(11, 41)]
+    assert Q.fit_intervals(ivs_pad, sched)[0].form == "padded"
+    ivs_flat = [(s - 1, s, 0.5 + rng.normal(0, 0.002)) for s in range(11, 41)]
+    flat, _ = Q.fit_intervals(ivs_flat, _schedule(40, padded=False))
+    assert flat.form in ("fixed", "real") and set(flat.held_out) == {"fixed", "real"}  # no padding, no padding forms
+    assert flat.step_s(sched[0]) == pytest.approx(0.5, rel=0.02)
+
+
+def test_a_slow_outlier_is_left_out_of_the_fit():
+    sched = _schedule(40, padded=False)
+    ivs = [(s - 1, s, 0.3 + (2.0 if s == 21 else 0.0) + 0.001 * (s % 3)) for s in range(11, 41)]
+    model, arrays = Q.fit_intervals(ivs, sched)
+    assert [(a, b) for a, b, _ in arrays["slow"]] == [(20, 21)] and arrays["slow"][0][2] == pytest.approx(2.0, abs=0.01)
+    assert model.step_s(sched[0]) == pytest.approx(0.301, abs=0.002)
+
+
+def test_too_few_intervals_is_said():
+    with pytest.raises(ValueError, match="too few"):
+        Q.fit_intervals([(10, 11, 1.0), (11, 12, 1.0)], _schedule(12))
+
+
+# ------------------------------------------------------------------------------------------------ synthetic run
+
+
+COSTS = {"m": 0.05, "r": 2e-4, "p": 5e-5}  # s per micro-batch, per real token, per padding token
+EVAL_FIRST, EVAL_NEXT, SAVE, END = 2.0, 1.0, 1.5, 0.3
+
+
+def _true_step(step: dict) -> float:
+    return (COSTS["m"] * step["micro_batches"] + COSTS["r"] * step["tokens"]
+            + COSTS["p"] * (step["padded_tokens"] - step["tokens"]))
+
+
+def _synthetic_quick_run(sched: list[dict], decided: int, noise: float, seed: int = 0) -> RunRecord:
+    """A quick run as the launcher and ms-swift would log it: one line per step (warm-up steps slower), eval and save
+    at DECIDED and DECIDED + 1 (the quick stop), the first evaluation dearer than the second."""
+    rng = np.random.default_rng(seed)
+    t, elapsed, eval_elapsed = 0.0, [], {}
+    for s in range(1, decided + 2):
+        t += _true_step(sched[s - 1]) * (1.8 if s < 10 else 1.0) + rng.normal(0, noise)
+        elapsed.append((s, t))
+        if s == decided:
+            t += EVAL_FIRST
+            eval_elapsed[s] = t
+            t += SAVE
+        elif s == decided + 1:
+            t += EVAL_NEXT
+            eval_elapsed[s] = t
+    runtime = t + SAVE + END
+    args = {"logging_steps": 1, "eval_steps": 50, "save_steps": 50, "eval_strategy": "steps", "save_strategy": "steps",
+            "num_train_epochs": 1, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 1}
+    return RunRecord(path="synthetic", hw="h200", experiment="seed", run="20990101-000000", args=args,
+                     elapsed=elapsed, eval_elapsed=eval_elapsed, event_steps=frozenset({decided, decided + 1}),
+                     max_steps=len(sched), global_steps=decided + 1, train_samples=1489, samples_per_step=16,
+                     val_samples=11, train_runtime_s=runtime, schedule=sched,
+                     tokens_by_step={s["step"]: s["tokens"] for s in sched[:decided + 1]},
+                     padded_by_step={s["step"]: s["padded_tokens"] for s in sched[:decided + 1]},
+                     quick={"decided_at": decided, "event_steps": [decided, decided + 1]})
+
+
+def _true_full_runtime(quick_rec: RunRecord, sched: list[dict], decided: int) -> float:
+    """The full run's train_runtime, by hand: the same first DECIDED steps, the rest at the true costs, eval and save
+    at 50 (the run's first: the dearer eval) and at 94 (the second eval; the last save and the end of training)."""
+    prefix = dict(quick_rec.elapsed)[decided]
+    rest = sum(_true_step(s) for s in sched[decided:])
+    return prefix + rest + EVAL_FIRST + SAVE + EVAL_NEXT + SAVE + END
+
+
+def test_a_synthetic_schedule_with_known_costs_is_recovered():
+    sched = _schedule(94)
+    rec = _synthetic_quick_run(sched, decided=39, noise=0.0)
+    est = Q.estimate(rec, n_boot=200)
+    truth = _true_full_runtime(rec, sched, 39)
+    assert est.model.form == "real+pad"
+    assert est.model.named() == pytest.approx({"s_per_micro_batch": 0.05, "s_per_real_token": 2e-4,
+                                               "s_per_padding_token": 5e-5}, rel=1e-6)
+    assert est.train_s == pytest.approx(truth, rel=1e-9)
+    assert est.parts["eval_costs_measured"] == [(39, pytest.approx(EVAL_FIRST)), (40, pytest.approx(EVAL_NEXT))]
+    assert est.parts["save_costs_measured"] == [(39, pytest.approx(SAVE))]
+    assert est.parts["end_cost_measured"] == pytest.approx(SAVE + END)
+    assert est.anchor_step == 39 and est.steps_run == 40 and est.steps_full == 94 and est.schedule_checked == (40, 40)
+    # steady tokens/s of the full run: its steady steps (after the warm-up, without the intervals after 50's events)
+    steady = [s for s in range(11, 95) if s != 51]
+    expected = sum(sched[s - 1]["tokens"] for s in steady) / sum(_true_step(sched[s - 1]) for s in steady)
+    assert est.tokens_per_s == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_range_holds_the_truth_with_noisy_steps():
+    sched = _schedule(94, seed=3)
+    inside, errors = 0, []
+    for seed in range(10):
+        rec = _synthetic_quick_run(sched, decided=39, noise=0.02, seed=seed)
+        est = Q.estimate(rec, n_boot=400)
+        # the full run's own steps are noisy too: the truth is drawn like the quick run's steps
+        rng = np.random.default_rng(100 + seed)
+        truth = _true_full_runtime(rec, sched, 39) + rng.normal(0, 0.02, size=94 - 39).sum()
+        inside += est.train_s_low <= truth <= est.train_s_high
+        errors.append(abs(est.train_s - truth) / truth)
+        assert est.train_s_low < est.train_s < est.train_s_high
+    assert inside >= 8 and max(errors) < 0.03
+
+
+def test_a_quick_run_is_set_beside_the_full_run_made_after_it():
+    sched = _schedule(94)
+    host = {"host": {"fingerprint": {"host_id": "abc123"}}}
+    q = _synthetic_quick_run(sched, decided=39, noise=0.0)
+    q.env = host
+    truth = _true_full_runtime(q, sched, 39)
+    full = RunRecord(path="f", hw="h200", experiment="seed", run="20990101-010000", env=host, global_steps=94,
+                     train_runtime_s=truth, tokens_by_step={s["step"]: s["tokens"] for s in sched},
+                     padded_by_step={s["step"]: s["padded_tokens"] for s in sched})
+    elsewhere = RunRecord(path="g", hw="h200", experiment="seed", run="20990101-020000", global_steps=94,
+                          env={"host": {"fingerprint": {"host_id": "other"}}})
+    assert Q.pairs([elsewhere, full, q]) == [(q, full)]
+    row = Q.compare(q, full)
+    assert row["same_host"] and row["error_pct"] == pytest.approx(0, abs=1e-9) and row["inside"]
+    assert (row["tokens_compared"], row["tokens_differ"], row["quick_steps"], row["full_steps"]) == (94, 0, 40, 94)
+
+
+def test_no_schedule_no_estimate():
+    rec = RunRecord(path="x", hw="h200", experiment="seed", run="r", elapsed=[(1, 1.0)])
+    est = Q.estimate(rec)
+    assert est.train_s is None and "no schedule.jsonl" in est.notes[0] and est.label.startswith("quick estimate: none")
+
+
+def test_schedule_against_a_full_runs_tokens():
+    sched = _schedule(10)
+    full = RunRecord(path="x", hw="h200", experiment="seed", run="r",
+                     tokens_by_step={s["step"]: s["tokens"] for s in sched},
+                     padded_by_step={s["step"]: s["padded_tokens"] + (1 if s["step"] == 7 else 0) for s in sched})
+    assert Q.schedule_vs_tokens(sched, full) == {"compared": 10, "differ": [7], "recorded": 10, "scheduled": 10}
+
+
+# ------------------------------------------------------------------------------------------------ quick-run wiring
+
+
+def test_budget_arguments():
+    assert quick.budget_of(False, None) is None and quick.budget_of(True, None) == quick.BUDGET_S == 180
+    assert quick.budget_of(False, "180s") == 180 and quick.budget_of(True, "3m") == 180 and quick.budget_of(0, 90) == 90
+    from analysis.core.errors import InputError
+
+    for bad in ("soon", "-5", "0"):
+        with pytest.raises(InputError):
+            quick.budget_of(True, bad)
+
+
+def test_a_quick_runspec_is_its_own_run():
+    full = runner.RunSpec(hw="h200", experiment="seed", model="dummy", data=".data")
+    fast = runner.RunSpec(hw="h200", experiment="seed", model="dummy", data=".data", budget_s=180)
+    assert fast.launcher == {**full.launcher, "quick": {"budget_s": 180.0, "max_steps": quick.MAX_STEPS}}
+    assert fast.overrides == {"logging_steps": 1} and full.overrides == {}
+    assert fast.key() != full.key()
+    again = runner.RunSpec(**{**fast.__dict__})  # resolving twice changes nothing (the notebook re-creates the spec)
+    assert again.key() == fast.key()
+    claims = runner.RunSpec(hw="h200", experiment="tp-best", budget_s=120)
+    assert "stop_after" not in claims.launcher and claims.launcher["quick"]["budget_s"] == 120
+    argv = launch.option_argv(fast.launcher)
+    assert argv[-4:] == ["--quick-budget-s", "180", "--quick-max-steps", str(quick.MAX_STEPS)]
+    opts, _ = launch.parse([*argv, "--", "swift", "sft", "--model", "m"])
+    assert opts.quick_budget_s == 180 and opts.quick_max_steps == quick.MAX_STEPS and not opts.no_schedule
+    assert launch.parse(["--no-schedule", "--", "--model", "m"])[0].no_schedule
+    assert launch.option_argv({"schedule": False}) == ["--no-schedule"]
+
+
+def _drive(cb, steps: int, max_steps: int, clock: dict) -> list[tuple]:
+    """Call the quick stop's on_step_end for steps 1.. (one second each) until it stops training: (step, evaluate,
+    save, stop) where it asked for something."""
+    from transformers.trainer_utils import IntervalStrategy
+
+    args = SimpleNamespace(eval_strategy=IntervalStrategy.STEPS)
+    seen = []
+    for step in range(1, steps + 1):
+        clock["now"] = float(step)
+        control = SimpleNamespace(should_training_stop=False, should_log=False, should_evaluate=False,
+                                  should_save=False)
+        cb.on_step_end(args, SimpleNamespace(global_step=step, max_steps=max_steps), control)
+        if control.should_evaluate or control.should_training_stop:
+            seen.append((step, control.should_evaluate, control.should_save, control.should_training_stop))
+        if control.should_training_stop:
+            break
+    return seen
+
+
+def test_the_quick_stop_evaluates_and_saves_twice(monkeypatch):
+    pytest.importorskip("transformers")
+    clock = {"now": 0.0}
+    monkeypatch.setattr(quick.time, "time", lambda: clock["now"])
+    record: dict = {}
+    cb = quick.make_callback(budget_s=100.0, max_steps=8, record=record, reserve_s=10.0, started=0.0)
+    assert _drive(cb, 20, 94, clock) == [(7, True, True, False), (8, True, True, True)]  # step 7 + 1 reaches 8
+    assert record["quick"]["decided_at"] == 7 and record["quick"]["why"] == "max steps" and record["quick"]["stopped"]
+    # the budget: 100 s, 10 s kept back, one more step of 1 s: decided at step 89 (89 + 1 + 10 >= 100)
+    record = {}
+    cb = quick.make_callback(budget_s=100.0, max_steps=1000, record=record, reserve_s=10.0, started=0.0)
+    assert _drive(cb, 200, 500, clock)[-1] == (90, True, True, True)
+    assert record["quick"]["decided_at"] == 89 and record["quick"]["at_step"] == 90
+    assert record["quick"]["why"] == "budget"
+    # a schedule that ends before the budget runs out ends by itself
+    record = {}
+    cb = quick.make_callback(budget_s=100.0, max_steps=1000, record=record, reserve_s=10.0, started=0.0)
+    assert _drive(cb, 30, 30, clock) == [] and not record["quick"]["stopped"]
+
+
+def test_random_states_are_put_back():
+    torch = pytest.importorskip("torch")
+    from experiments.schedule_core import random_states_kept
+
+    random.seed(1)
+    np.random.seed(1)
+    torch.manual_seed(1)
+    expected = (random.random(), float(np.random.rand()), float(torch.rand(1)))
+    random.seed(1)
+    np.random.seed(1)
+    torch.manual_seed(1)
+    with random_states_kept():
+        random.random(), np.random.rand(5), torch.rand(7)
+    assert (random.random(), float(np.random.rand()), float(torch.rand(1))) == expected
+
+
+def test_standalone_arguments_keep_what_decides_batches():
+    from experiments.schedule import cpu_args
+
+    args = ["--model", "m", "--torch_dtype", "bfloat16", "--output_dir=/r", "--use_liger_kernel", "true",
+            "--per_device_train_batch_size", "16", "--padding_free", "true"]
+    assert cpu_args(args, "/tmp/x") == ["--model", "m", "--per_device_train_batch_size", "16", "--padding_free",
+                                        "true", "--output_dir", "/tmp/x", "--torch_dtype", "float32",
+                                        "--use_liger_kernel", "false"]
+
+
+# ------------------------------------------------------------------------------------------------ real CPU run
+
+
+@pytest.mark.slow
+def test_the_schedule_equals_what_training_counted(tmp_path):
+    """A real tiny `swift sft` through the launcher, 2 epochs of 30 samples (33, one of each file held out) at batch
+    2 x grad-accum 2: 15 micro-batches, so 8 steps an epoch, the last of one micro-batch. The quick stop ends it after
+    step 11, in the second epoch (its own order: set_epoch). schedule.jsonl (written in the training process before the
+    first step) and the standalone command (no model, no GPU) give, step by step, the token counts the launcher's
+    counter recorded while training."""
+    from experiments import localdata
+
+    model, _, _ = runner.resolve_model(runner.DUMMY_TINY, "cpu")
+    data = tmp_path / "data"
+    localdata.make_tiny_local_data(data, n=40)
+    local = localdata.prepare_local_data(str(data), tmp_path / "prep", "swift-robot", "swift")
+    datasets = [f"{p}#11" for p in local.values()]
+    out = tmp_path / "run"
+    swift = ["--model", model, "--tuner_type", "lora", "--dataset", *datasets, "--torch_dtype", "float32",
+             "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "2", "--logging_steps", "1",
+             "--eval_steps", "50", "--save_steps", "50", "--output_dir", str(out), "--add_version", "false",
+             "--check_model", "false", "--split_dataset_ratio", "0.05", "--dataloader_num_workers", "0",
+             "--max_length", "2048", "--num_train_epochs", "2"]
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(runner.ROOT)}
+    p = subprocess.run([sys.executable, "-m", "experiments.launch", "--quick-budget-s", "600",
+                        "--quick-max-steps", "11", "--", "swift", "sft", *swift],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    sched = [json.loads(x) for x in (out / "schedule.jsonl").read_text().splitlines()]
+    counted = [json.loads(x) for x in (out / "tokens.jsonl").read_text().splitlines()]
+    keys = ("micro_batches", "tokens", "padded_tokens", "label_tokens")
+    assert len(sched) == 2 * math.ceil(math.ceil(30 / 2) / 2) == 16
+    # epoch 1's last step (one micro-batch), epoch 2's first
+    assert [(s["micro_batches"], s["samples"]) for s in sched[7:9]] == [(1, 2), (2, 4)]
+    assert [t["step"] for t in counted] == list(range(1, 12))
+    assert [{k: t[k] for k in keys} for t in counted] == [{k: s[k] for k in keys} for s in sched[:11]]
+    assert any(s["padded_tokens"] > s["tokens"] for s in sched)  # padded batches: both counts are checked
+    info = json.loads((out / "launch.json").read_text())
+    assert info["schedule"]["steps"] == 16 and "error" not in info["schedule"]
+    assert info["quick"]["decided_at"] == 10 and info["quick"]["stopped"] and info["quick"]["at_step"] == 11
+    lines = [json.loads(x) for x in (out / "logging.jsonl").read_text().splitlines()]
+    assert [x["global_step/max_steps"] for x in lines if "eval_loss" in x] == ["10/16", "11/16"]
+    # the same schedule without a model: the standalone command
+    alone = tmp_path / "alone.jsonl"
+    p = subprocess.run([sys.executable, "-m", "experiments.schedule", "--out", str(alone), "--", *swift],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert [json.loads(x) for x in alone.read_text().splitlines()] == sched
+    # and the estimate reads it back from the run folder
+    from analysis.parse.record import read_log_record
+
+    rec = read_log_record(out)
+    assert rec.schedule == sched and rec.quick["decided_at"] == 10
+    est = Q.estimate(rec, n_boot=100)
+    assert est.schedule_checked == (11, 11) and est.steps_full == 16
+
+
+def test_the_speed_table_shows_a_quick_estimate_as_such():
+    from analysis.present import tables
+
+    sched = _schedule(94)
+    rec = _synthetic_quick_run(sched, decided=39, noise=0.0)
+    rec.quick.update(at_step=40, max_steps_of_schedule=94)
+    row = tables.speed_row(rec)
+    assert row["labels"] == "quick run (stopped after step 40 of 94)"
+    assert row["est_full_train_s"] == pytest.approx(_true_full_runtime(rec, sched, 39), rel=1e-9)
+    assert row["est_full_train_s_low"] <= row["est_full_train_s"] <= row["est_full_train_s_high"]
+    assert row["est_steps"] == 29 and row["est_basis"].startswith("quick estimate from 40 of 94 steps (29 steady")
+    assert set(row) - {"speedup", "speedup_basis", "speedup_hosts", "baseline"} <= set(tables.SPEED_COLUMNS)
+    full = _synthetic_quick_run(sched, decided=39, noise=0.0)
+    full.global_steps, full.quick, full.schedule = 94, None, sched  # a complete run: nothing to estimate
+    assert "est_full_train_s" not in tables.speed_row(full)
