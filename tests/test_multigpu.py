@@ -205,3 +205,35 @@ def test_megatron_swift_log_is_read():
     rec = read_run(REPO / "tests" / "megatron")
     assert (rec.global_steps, rec.max_steps, rec.peak_mem_gib) == (20, 20, 21.47)
     assert [s for s, _ in rec.eval_loss] == [10, 20]
+
+
+def test_planner_memory_per_gpu_by_hand():
+    """ZeRO-2 partitions gradients, optimizer states and an fp32 master copy and adds two 2e8-element bf16 buckets;
+    ZeRO-3 also the weights; DDP adds one copy of the gradients (its buckets)."""
+    from analysis.estimate import planner
+    from analysis.estimate.planner import GIB
+
+    shapes = planner.resolve_model("Qwen2.5-7B-Instruct")
+    mem = planner.memory(shapes, "lora", 593, 1, True, 8)
+    one = planner.per_gpu_memory(mem, 1, "ddp")
+    assert one["peak_mem_gib"] == pytest.approx(mem["peak_mem_gib"])
+    ddp = planner.per_gpu_memory(mem, 2, "ddp")
+    assert ddp["sharding_extra_gib"] == pytest.approx(mem["gradients_gib"])
+    z2 = planner.per_gpu_memory(mem, 2, "zero2")
+    lora = mem["params"]["lora"]
+    assert z2["optimizer_gib"] == pytest.approx(mem["optimizer_gib"] / 2)
+    assert z2["sharding_extra_gib"] == pytest.approx((lora * 4 / 2 + 2 * 2e8 * 2) / GIB)
+    z3 = planner.per_gpu_memory(mem, 2, "zero3")
+    per_layer = mem["weights_gib"] / shapes["num_hidden_layers"]
+    assert z3["weights_gib"] == pytest.approx(mem["weights_gib"] / 2 + 2 * per_layer)
+    with pytest.raises(InputError):
+        planner.per_gpu_memory(mem, 2, "fsdp9")
+
+
+def test_planner_per_gpu_peak_against_the_2_gpu_seed_run():
+    from analysis.estimate.validate import estimates_vs_measurements
+
+    df = estimates_vs_measurements(REPO / "results")
+    row = df[df.run == SEED2.name].iloc[0]
+    assert row.gpus == 2 and row.check == "reserved peak" and bool(row.within_10pct)
+    assert row.measured_peak_gib == read_run(SEED2).peak_mem_gib == 16.61

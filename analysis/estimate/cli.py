@@ -59,6 +59,9 @@ def register(sub) -> None:
     p.add_argument("--gradient-checkpointing", type=_bool, metavar="true|false",
                    help="ms-swift's default is true")
     p.add_argument("--lora-rank", type=int, help="default 8")
+    p.add_argument("--gpus", type=int, help="data-parallel GPUs (default 1); --batch and --grad-accum are per GPU")
+    p.add_argument("--parallel", choices=planner.PARALLEL_LAYOUTS,
+                   help="ddp (default), zero2 or zero3: how memory is shared over --gpus (per-GPU memory)")
     p.add_argument("--results", help="results folder with measured runs (default: ./results if present)")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per GPU class")
     p.set_defaults(func=run)
@@ -72,7 +75,7 @@ def recipe(args) -> dict:
     given = {"model": args.model, "method": args.method, "max_length": args.max_length, "seq_len": args.seq_len,
              "mean_len": args.mean_len, "batch": args.batch, "grad_accum": args.grad_accum, "samples": args.samples,
              "epochs": args.epochs, "gradient_checkpointing": args.gradient_checkpointing,
-             "lora_rank": args.lora_rank}
+             "lora_rank": args.lora_rank, "gpus": args.gpus, "parallel": args.parallel}
     out.update({k: v for k, v in given.items() if v is not None})
     if not out.get("model"):
         raise InputError(None, "--model or --from-args is required")
@@ -107,7 +110,9 @@ def _print(plans: list[dict], prices: str | None = None) -> None:
         console = Console(width=160)
     first = plans[0]
     title = (f"{first['model']} {first['method']}: seq-len {first['seq_len']} x batch {first['batch']} x "
-             f"grad-accum {first['grad_accum']}, {first['steps']} steps")
+             f"grad-accum {first['grad_accum']}, {first['steps']} steps"
+             + (f", {first['gpus']} GPUs ({first['parallel']}; memory per GPU, time at perfect scaling)"
+                if first["gpus"] > 1 or first["parallel"] != "ddp" else ""))
     currency = planner.price_currency(prices) if prices else None
     cost_col = f"cost ({currency})" if currency else "cost"
     t = Table(title=title)
@@ -117,7 +122,7 @@ def _print(plans: list[dict], prices: str | None = None) -> None:
     for p in plans:
         t.add_row(p["hw"], f"{p['capacity_gib']:.1f}", f"{p['needs_gib']:.1f}",
                   "yes" if p["fits"] else "NO", str(p["max_batch"]), _logged(p), f"{p['step_time_s']:.3g}",
-                  _hours(p["total_time_s"]), f"{p['total_hours']:.3g}",
+                  _hours(p["total_time_s"]), f"{p['total_hours'] * p['gpus']:.3g}",
                   "-" if p["cost"] is None else f"{p['cost']:.2f}", p["time_source"])
     console.print(t)
     if not prices:

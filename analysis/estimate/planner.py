@@ -235,7 +235,7 @@ def param_counts(shapes: dict, method: str, lora_rank: int) -> dict[str, int]:
     decoder_linears = matmul - shapes["hidden_size"] * shapes["vocab_size"]
     lora = hardware.lora_params(shapes, {"lora_rank": lora_rank, "target_modules": "all-linear"})
     return {"total": total, "matmul": matmul, "decoder_linears": decoder_linears, "lora": lora,
-            "trainable": total if method == "full" else lora}
+            "trainable": total if method == "full" else lora, "layers": int(shapes["num_hidden_layers"])}
 
 
 def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing: bool, batch: int,
@@ -428,8 +428,9 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
              batch: int = 1, grad_accum: int = 16, samples: int = 1500, epochs: int = 1,
              hw: str | list[str] | None = None, prices: str | Path | dict | None = None,
              gradient_checkpointing: bool = True, lora_rank: int = 8, results: str | Path | None = None,
-             mean_len: int | None = None) -> list[dict]:
-    """One estimate per GPU class: memory (breakdown, peak, fits), step and total time, cost."""
+             mean_len: int | None = None, gpus: int = 1, parallel: str = "ddp") -> list[dict]:
+    """One estimate per GPU class: memory (breakdown, peak, fits), step and total time, cost. GPUS > 1 or a ZeRO
+    PARALLEL: memory per GPU (per_gpu_memory), BATCH and GRAD_ACCUM per GPU, the time assuming perfect scaling."""
     if method not in METHODS:
         raise InputError(None, f"unknown method {method!r} (known: {', '.join(METHODS)})")
     for name, value in (("--max-length", max_length), ("--batch", batch), ("--grad-accum", grad_accum),
@@ -447,7 +448,11 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     price_table, currency = (prices, None) if isinstance(prices, dict) or prices is None else _price_table(prices)
     shapes = resolve_model(model)
     c = constants()
+    _positive_int("--gpus", gpus)
     mem = memory(shapes, method, seq, batch, gradient_checkpointing, lora_rank, c)
+    sharded = per_gpu_memory(mem, gpus, parallel, c)
+    if gpus > 1 or parallel != "ddp":  # what one GPU holds decides the fit
+        mem = {**mem, "peak_mem_gib": sharded["peak_mem_gib"], "needs_gib": sharded["needs_gib"]}
     rows, results_dir = _collect(results)
     recipe_runs = _matching_runs(rows, None, shapes["name"], method, batch, grad_accum, max_length,
                                  gradient_checkpointing, lora_rank)
@@ -459,7 +464,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     else:
         mean, mean_source = float(seq), "= --seq-len, every sample as long as the longest; pass --mean-len " \
                                          "with your data's mean (padding included)"
-    steps_per_epoch = math.ceil(samples / (batch * grad_accum))
+    steps_per_epoch = math.ceil(samples / (batch * grad_accum * gpus))
     steps = steps_per_epoch * epochs
     assumptions = _assumptions(shapes, method, seq, mean, batch, gradient_checkpointing, lora_rank, mem, c,
                                mean_source, results_dir)
@@ -516,8 +521,9 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                          "weight_reads_s": roof["weight_reads_s"], "host_overhead_s": roof["host_overhead_s"],
                          "optimizer_s": opt_s, "bound": roof["bound"], "flops_per_token": roof["flops_per_token"],
                          "gpu_busy_frac": gpu_s / roof_step, **_rates(roof_step, batch * grad_accum, mean, steps)},
+            "gpus": gpus, "parallel": parallel, "per_gpu": sharded,
             "price_per_gpu_hour": price, "currency": currency if price is not None else None,
-            "cost": None if price is None else total_s / 3600 * price,
+            "cost": None if price is None else total_s / 3600 * price * gpus,
             "estimate_only": method not in VALIDATED_METHODS,
             "assumptions": assumptions,
         })
@@ -573,3 +579,38 @@ def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source
 # ---------------------------------------------------------------------------------- validation / calibration
 
 
+
+
+PARALLEL_LAYOUTS = ("ddp", "zero2", "zero3")
+
+
+def per_gpu_memory(mem: dict[str, Any], gpus: int = 1, parallel: str = "ddp", c: dict | None = None) -> dict[str, Any]:
+    """MEM (memory(), one GPU's work at its per-device batch) spread over GPUS the way PARALLEL shares it, in GiB:
+    DDP keeps everything on every GPU plus its gradient buckets; ZeRO-2 partitions gradients, optimizer states and an
+    fp32 master copy of the trainables, plus its two buckets; ZeRO-3 also partitions the weights and adapters and
+    gathers one layer at a time. Activations are per GPU at the per-device batch in every layout."""
+    c = c or constants()
+    if parallel not in PARALLEL_LAYOUTS:
+        raise InputError(None, f"parallel layout {parallel!r}: use one of {', '.join(PARALLEL_LAYOUTS)}")
+    d = "memory.data_parallel."
+    n = max(int(gpus), 1)
+    trainable = mem["params"]["lora"] if mem["adapters_gib"] else mem["params"]["trainable"]
+    weights, adapters, grads, optim = (mem[k] for k in ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib"))
+    extra = 0.0
+    if parallel == "ddp":
+        if n > 1:
+            extra = c[d + "ddp_grad_buckets"] * grads
+    else:
+        grads, optim = grads / n, optim / n
+        extra = (trainable * c[d + "zero_master_bytes"] / n + 2 * c[d + "zero_bucket_elements"] * 2) / GIB
+        if parallel == "zero3":
+            per_layer = weights / mem["params"]["layers"]
+            live = min(c[d + "zero3_live_params"] * 2 / GIB, 2 * per_layer)
+            weights, adapters = weights / n + live, adapters / n
+    static = weights + adapters + grads + optim + extra
+    act = mem["activations_gib"]
+    k = c["memory.allocator_cache_factor"]
+    return {"gpus": n, "parallel": parallel, "weights_gib": weights, "adapters_gib": adapters, "gradients_gib": grads,
+            "optimizer_gib": optim, "sharding_extra_gib": extra, "activations_gib": act,
+            "peak_mem_gib": static + k * act,
+            "needs_gib": static + (1 + c["memory.tight_fragmentation"]) * act + mem["cuda_context_gib"]}

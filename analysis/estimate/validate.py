@@ -12,7 +12,7 @@ from analysis.core import hardware
 from analysis.core.errors import InputError
 from analysis.estimate.planner import (
     GIB, METHODS, _run_method, constants, flops_per_token, memory, optimizer_step_s, roofline_micro_step,
-    run_tokens_per_sample,
+    per_gpu_memory, run_tokens_per_sample,
 )
 from analysis.measure.steps import step_time
 from analysis.parse.results import collect
@@ -34,7 +34,8 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
         method = _run_method(args)
         rank = args.get("lora_rank") if isinstance(args.get("lora_rank"), int) else 8
         base = {"hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status,
-                "method": method, "per_device_batch": r.per_device_batch, "grad_accum": r.grad_accum,
+                "method": method, "gpus": r.gpus, "parallel": r.parallel, "per_device_batch": r.per_device_batch,
+                "grad_accum": r.grad_accum,
                 "steps": r.global_steps, "measured_peak_gib": r.peak_mem_gib}
         if shapes is None or method not in METHODS or not r.per_device_batch or not r.max_length:
             rows.append({**base, "note": "cannot estimate: model shapes, method, batch or max_length unknown"})
@@ -44,6 +45,11 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
         seq = min(int(launcher.get("pad_to") or r.train_tokens_max or r.max_length), int(r.max_length))
         gc = r.gradient_checkpointing is not False
         mem = memory(shapes, method, seq, r.per_device_batch, gc, rank, c)
+        if r.gpus > 1 or r.parallel != "ddp":  # what one GPU held: the planner's per-GPU share of the layout
+            shard = per_gpu_memory(mem, r.gpus, r.parallel, c)
+            mem = {**mem, "peak_mem_gib": shard["peak_mem_gib"], "needs_gib": shard["needs_gib"],
+                   "live_peak_gib": shard["peak_mem_gib"] - (c["memory.allocator_cache_factor"] - 1)
+                   * shard["activations_gib"]}
         note = []
         seen = (r.global_steps or 0) * (r.samples_per_step or 0)
         cut = bool(r.train_samples and seen < r.train_samples)
