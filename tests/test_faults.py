@@ -1,5 +1,8 @@
-"""Bad input the parser must not turn into a wrong number (issue 19, first part): NaN in JSON, a step logged twice
-with other values, samples per step without args.json, and the seed checks' formula evaluator on a huge power."""
+"""Faults and bad input (issue 19): NaN in JSON, a step logged twice with other values, samples per step without
+args.json, the formula evaluator on a huge power; random mutations of a real log (hypothesis); what is not a log file
+(symlink loop, FIFO, /dev/null, unreadable), deep JSON nesting, implausible values; a resumed run's log; the runner's
+children (the supervisor, a training left behind, a read-only results folder); real CPU runs killed with SIGKILL,
+SIGTERM and SIGINT and run again (slow); a 200 MB log (slow)."""
 import json
 import os
 import shutil

@@ -587,6 +587,22 @@ def _torn(run: RunLog, line_no: int) -> None:
     run.warnings.append(f"line {line_no}: torn last line ignored (run killed while writing)")
 
 
+def transpose(lines: list[Line]) -> tuple[dict[str, int], list[tuple]] | None:
+    """(key -> position, one tuple of values per key) when every line is a row of one key order (ms-swift writes its
+    training lines alike), else None: all of a long log's columns in one pass (zip in C)."""
+    if not lines or lines[0].data.__class__ is not Row:
+        return None
+    index = lines[0].data._index
+    if not all((d := ln.data).__class__ is Row and d._index is index for ln in lines):
+        return None
+    return index, list(zip(*[ln.data._values for ln in lines]))
+
+
+def as_floats(values) -> list[float | None]:
+    """Values as floats (None where not a number), floats kept as they are."""
+    return [v if v is None or v.__class__ is float else to_float(v) for v in values]
+
+
 def column(lines: list[Line], key: str) -> list[float | None]:
     """KEY's value of each line as float (None where absent or not a number): Line.get for many lines at once, reading
     the rows that share the first line's key order by position (a long log's hot path)."""

@@ -7,6 +7,7 @@ launcher's `tokens.jsonl` and `profile.json`. `read_run(folder)` turns them into
 """
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from analysis.parse.logs import (
     SPEED_IT_PER_S,
     SPEED_S_PER_IT,
     RunLog,
+    as_floats,
     column,
     gc_paused,
     is_finite,
@@ -27,6 +29,7 @@ from analysis.parse.logs import (
     parse_param_info,
     read_log,
     to_float,
+    transpose,
 )
 
 Curve = list  # [[step, value], ...] as logged (JSON-friendly)
@@ -248,7 +251,14 @@ def _column(lines, key: str, memo: dict | None) -> list:
     if memo is None:
         return column(lines, key)
     if (id(lines), key) not in memo:
-        memo[(id(lines), key)] = column(lines, key)
+        if (id(lines), None) not in memo:  # every column of LINES at once, where they are rows of one key order
+            memo[(id(lines), None)] = transpose(lines)
+        table = memo[(id(lines), None)]
+        if table is None:
+            memo[(id(lines), key)] = column(lines, key)
+        else:
+            i = table[0].get(key)
+            memo[(id(lines), key)] = [None] * len(lines) if i is None else as_floats(table[1][i])
     return memo[(id(lines), key)]
 
 
@@ -283,13 +293,14 @@ def _cut(curve: Curve, bad_step: int | None) -> Curve:
     return [p for p in curve if p[0] < bad_step and math.isfinite(p[1])]
 
 
-def _samples_per_step_from_epoch(run: RunLog, train_stats: dict | None) -> int | None:
+def _samples_per_step_from_epoch(run: RunLog, train_stats: dict | None, memo: dict | None = None) -> int | None:
     """Samples per optimizer step from the log alone: Hugging Face's `epoch` advances by samples per step / training
     set size at every step, so (epoch_b - epoch_a) / (b - a) x size is it (rounded; None without both)."""
     if not train_stats or not train_stats.get("size"):
         return None
     train = run.train
-    points = [(ln.step, e) for ln, e in zip(train, column(train, "epoch")) if ln.step is not None and is_finite(e)]
+    points = [(ln.step, e) for ln, e in zip(train, _column(train, "epoch", memo)) if ln.step is not None
+              and is_finite(e)]
     if len(points) < 2 or points[-1][0] <= points[0][0]:
         return None
     (a, ea), (b, eb) = points[0], points[-1]
@@ -297,7 +308,8 @@ def _samples_per_step_from_epoch(run: RunLog, train_stats: dict | None) -> int |
     return round(per_step) if math.isfinite(per_step) and per_step >= 0.5 else None
 
 
-def _timeline(run: RunLog, args: dict, warnings: list[str]) -> tuple[list[tuple[int, float]], dict[int, float]]:
+def _timeline(run: RunLog, args: dict, warnings: list[str],
+              memo: dict | None = None) -> tuple[list[tuple[int, float]], dict[int, float]]:
     """(step, seconds of training) of the training lines, and {eval step: seconds} of the eval lines.
 
     A line's seconds come from its own cumulative speed since its attempt began: for a resume recorded in run.json,
@@ -307,33 +319,44 @@ def _timeline(run: RunLog, args: dict, warnings: list[str]) -> tuple[list[tuple[
     of the log has a negative or zero time."""
     default_start = _start_step(args)
     points: list[tuple[int, float]] = []
+    steps: list[int] = []
     evals: dict[int, float] = {}
-    attempt, offset, backwards = None, 0.0, []
-    timed = [ln for ln in run.lines if (ln.kind == "train" or ln.kind == "eval") and ln.step is not None]
-    for ln, s_per_it, it_per_s in zip(timed, column(timed, SPEED_S_PER_IT), column(timed, SPEED_IT_PER_S)):
-        start = default_start if ln.start is None else ln.start
-        if ln.start is not None and ln.start != attempt:  # a new attempt: its clock goes on from the checkpoint's
-            attempt = ln.start
-            offset = points[-1][1] if points else 0.0
-        n = ln.step - start  # as Line.elapsed: s/it x steps (4.x), steps / (iter/s) (1.x-3.x)
+    backwards = []
+
+    def offset(ln) -> float:  # a resumed attempt's clock goes on from the time trained up to its checkpoint
+        if ln.start is None or not steps:
+            return 0.0
+        i = bisect.bisect_right(steps, ln.start)
+        return points[i - 1][1] if i else 0.0
+
+    def seconds(ln, s_per_it, it_per_s) -> float | None:  # as Line.elapsed: s/it x steps (4.x), steps / (iter/s)
+        n = ln.step - (default_start if ln.start is None else ln.start)
         if n <= 0:
-            e = None
-        elif s_per_it is not None:
-            e = s_per_it * n if 0 < s_per_it < math.inf else None
-        else:
-            e = n / it_per_s if it_per_s is not None and 0 < it_per_s < math.inf else None
-        if ln.kind == "eval":
-            if e is None:
-                e = parse_elapsed(ln.data.get("elapsed_time"))
-            if e is not None:
-                evals[ln.step] = e + offset
+            return None
+        if s_per_it is not None:
+            return s_per_it * n if 0 < s_per_it < math.inf else None
+        return n / it_per_s if it_per_s is not None and 0 < it_per_s < math.inf else None
+
+    train = run.train
+    for ln, s_per_it, it_per_s in zip(train, _column(train, SPEED_S_PER_IT, memo),
+                                      _column(train, SPEED_IT_PER_S, memo)):
+        if ln.step is None or (e := seconds(ln, s_per_it, it_per_s)) is None:
             continue
-        if e is None:
-            continue
-        if points and e + offset <= points[-1][1]:
+        t = e + offset(ln)
+        if points and t <= points[-1][1]:
             backwards.append(ln.step)
             continue
-        points.append((ln.step, e + offset))
+        points.append((ln.step, t))
+        steps.append(ln.step)
+    ev = run.evals
+    for ln, s_per_it, it_per_s in zip(ev, _column(ev, SPEED_S_PER_IT, memo), _column(ev, SPEED_IT_PER_S, memo)):
+        if ln.step is None:
+            continue
+        e = seconds(ln, s_per_it, it_per_s)
+        if e is None:
+            e = parse_elapsed(ln.data.get("elapsed_time"))
+        if e is not None:
+            evals[ln.step] = e + offset(ln)
     if backwards:
         warnings.append(f"{len(backwards)} training line(s) whose time since the start does not grow with the step "
                         f"left out of the step times (first: step {backwards[0]})")
@@ -343,6 +366,7 @@ def _timeline(run: RunLog, args: dict, warnings: list[str]) -> tuple[list[tuple[
 def log_facts(run: RunLog) -> dict:
     """The RunRecord fields one parsed log (+ args.json) gives."""
     args = run.args or {}
+    memo: dict = {}  # the columns several facts read, once
     summary = run.summary.data if run.summary else {}
     last_step = max((ln.step for ln in run.lines if ln.step is not None), default=None)
     if _int_or_none(summary.get("global_step")) is not None:
@@ -367,28 +391,28 @@ def log_facts(run: RunLog) -> dict:
     if per_device_batch and grad_accum and world_size:
         samples_per_step = per_device_batch * grad_accum * world_size
     else:
-        samples_per_step = _samples_per_step_from_epoch(run, train_stats)
+        samples_per_step = _samples_per_step_from_epoch(run, train_stats, memo)
         if samples_per_step is None:
             warnings.append("samples per step unknown (no args.json, and no epoch field with the training set's "
                             "size): samples/s, tokens/s and MFU are left out")
 
-    memory = column(run.lines, "memory(GiB)")
-    mem_values = [v for v in memory if v is not None and 0 <= v < math.inf]
-    negative = [ln.line_no for ln, v in zip(run.lines, memory) if v is not None and v < 0]
+    rest = [ln for ln in run.lines if ln.kind != "train"]
+    memory = list(zip(run.train, _column(run.train, "memory(GiB)", memo))) + list(zip(rest, column(rest, "memory(GiB)")))
+    mem_values = [v for _, v in memory if v is not None and 0 <= v < math.inf]
+    negative = sorted(ln.line_no for ln, v in memory if v is not None and v < 0)
     if negative:
         warnings.append(f"{len(negative)} negative memory(GiB) value(s) ignored (first: line {negative[0]})")
     summary_mem = to_float(summary.get("memory"))
     if is_finite(summary_mem) and summary_mem >= 0:
         mem_values.append(summary_mem)
 
-    memo: dict = {}
     bad_step = _first_bad_step(run, memo)
     eval_loss = _curve(run.evals, ("eval_loss",))
     eval_acc = _curve(run.evals, ("eval_token_acc", "eval_acc"))
     if bad_step is not None:
         eval_loss, eval_acc = _cut(eval_loss, bad_step), _cut(eval_acc, bad_step)
 
-    elapsed, eval_elapsed = _timeline(run, args, warnings)
+    elapsed, eval_elapsed = _timeline(run, args, warnings, memo)
     total = max_steps or (elapsed[-1][0] if elapsed else last_step or 0)
     gc = args.get("gradient_checkpointing")
     flos = run.train_end.get("total_flos") if run.train_end else None

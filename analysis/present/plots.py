@@ -162,6 +162,27 @@ def speed_bars(df: pd.DataFrame, title: str, labels: str, baseline_note: str) ->
     return _finish(fig, title, labels + " " + baseline_note)
 
 
+def scaling_bars(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
+    """Scaling efficiency per N-GPU run with its 95 % range, and seed 000's thresholds (85 %: an interconnect
+    bottleneck; 95 %: its 8-GPU claim) as lines.
+
+    df columns: name, efficiency, efficiency_low, efficiency_high (fractions)."""
+    if df.empty:
+        return _empty(title, labels, "no N-GPU run with a 1-GPU run on the same host")
+    d = df.copy()
+    d["source"] = "measured"
+    fig, ax = plt.subplots(figsize=(9, max(2.2, 0.5 * len(d) + 1.3)), layout="constrained")
+    _hbars(ax, d, "efficiency", "efficiency_low", "efficiency_high", "{:.0%}")
+    for x, text, ls in ((0.85, "85 %: below it seed 000 calls the interconnect a bottleneck", "--"),
+                        (0.95, "95 %: seed 000's claim for its 8-GPU clusters", ":")):
+        ax.axvline(x, color="#b23a48", lw=1.2, ls=ls, label=text)
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
+    ax.set_xlim(0, max(1.6, float(pd.to_numeric(d["efficiency_high"], errors="coerce").max() or 1) * 1.15))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax.set_xlabel("scaling efficiency = tokens/s at N GPUs / (N x tokens/s at 1 GPU), same host (bar: 95 % range)")
+    return _finish(fig, title, labels)
+
+
 def step_time_spread(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     """Every logged interval's seconds per optimizer step, per run: the run-to-run and within-run spread.
 

@@ -103,4 +103,31 @@ def speed_section(ctx: Context) -> str:
                    "per step.")
                + H.html_table(ctx.speed, SPEED_FORMATS, columns=[c for c in ctx.speed.columns if c not in HIDDEN])),
         H.csv(ctx, ctx.speed, "speedup.csv"),
+        scaling_block(ctx),
+    ])
+
+
+def scaling_block(ctx: Context) -> str:
+    """Several GPUs: every N-GPU run against the 1-GPU run of the same recipe on the same host
+    (analysis.present.tables.scaling_table, numbers from analysis.measure.compare.scaling)."""
+    from analysis.present.tables import scaling_table
+
+    sc = scaling_table(ctx.picked)
+    if sc.empty:
+        return ""
+    sc = sc.assign(name=[f"{r.experiment} · {r.parallel} · {r.gpus_from}->{r.gpus_to} GPUs · host {str(r.host)[:6]}"
+                         for r in sc.itertuples()])
+    recs = [r for r in ctx.picked if r.run in set(sc["run_to"]) | set(sc["run_from"])]
+    labels = ctx.labels_of(recs)
+    fig = plots.scaling_bars(sc, "Several GPUs: scaling efficiency", labels)
+    return H.join([
+        H.figure(ctx, fig, "scaling.png", "Scaling efficiency of every N-GPU run over the 1-GPU run of the same "
+                 "recipe on the same host, made one right after the other (global batch kept: grad-accum or the "
+                 "per-device batch divided by N); 95 % range from bootstrapping both runs' steady intervals. " + labels),
+        H.fold(f"the scaling table ({len(sc)} rows)",
+               H.html_table(sc.drop(columns=["name"]), {"speedup": "{:.2f}", "efficiency": "{:.0%}",
+                                                        "efficiency_low": "{:.0%}", "efficiency_high": "{:.0%}",
+                                                        "tokens_per_s_from": "{:,.0f}", "tokens_per_s_to": "{:,.0f}",
+                                                        "comm_ms_per_step": "{:.1f}", "gpu_busy_frac": "{:.0%}"})),
+        H.csv(ctx, sc.drop(columns=["name"]), "scaling.csv"),
     ])
