@@ -531,7 +531,9 @@ def _drop_weights_and_data(run_dir: Path) -> None:
 # ms-swift writes everything into --output_dir: its log, args.json and TensorBoard events, and also checkpoints
 # (adapters, optimizer states) and its copy of the eval split, which must never sit in results/ (a SIGKILLed runner
 # cleans nothing up). So output_dir is a cache folder outside results/ (work_dir), and the names below are links there
-# into the run folder: the measurements land in results/ as they are written, weights and data never do.
+# into the run folder: the measurements land in results/ as they are written, weights and data never do. An allow
+# list on purpose: a file written there that is not named here stays in the cache (a new measurement file of the
+# launcher must be added), so nothing unknown, such as a copy of the data, ever reaches results/.
 
 CHECKPOINTS = CACHE / "checkpoints"
 LINKED_FILES = ("logging.jsonl", "args.json", "tokens.jsonl", "profile.json", "launch.json", "schedule.jsonl")
