@@ -57,11 +57,13 @@ $(STAMP): pyproject.toml experiments/requirements-swift.txt
 	$(VPY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
-# The fleet's venv: the `fleet` extra (SkyPilot), so `make test` checks the tasks with SkyPilot's own parser.
+# The fleet's venv: the `fleet` extra (SkyPilot), so `make test` checks the tasks with SkyPilot's own parser. The
+# extra's requirements only (the fleet runs from the checkout, as the tests and `make fleet` do): no second editable
+# install of this package racing the main venv's while `make test` builds both side by side.
 $(FLEET_STAMP): pyproject.toml
 	test -x $(FLEET_PY) || python3 -m venv $(FLEET_VENV)
 	$(FLEET_PY) -m pip install -q --upgrade pip
-	$(FLEET_PY) -m pip install -q -e '.[fleet]'
+	$(FLEET_PY) -m pip install -q pyyaml $$(python3 -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['fleet']))")
 	touch $@
 
 venv: $(STAMP)
@@ -73,8 +75,17 @@ chromium:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "chromium not installed: the browser test will skip"; }
 
-test: $(STAMP) $(FLEET_STAMP) chromium
-	$(VPY) -m pytest -q
+# The two venvs are independent: built side by side. The slow tests (real CPU trainings through run-all, each in its
+# own tmp folders) run beside the others, the tiny stand-in model built once before (both would build it); the
+# exit code is the worse of the two, the slow tests' report printed after the others'.
+test: chromium
+	$(MAKE) -j2 $(STAMP) $(FLEET_STAMP)
+	$(VPY) -c "from experiments.runner import resolve_model; resolve_model('dummy:tiny', 'cpu')"
+	@rm -f .pytest-slow.log; \
+	$(VPY) -m pytest -q -p no:cacheprovider -m slow --durations=10 >.pytest-slow.log 2>&1 & slow=$$!; \
+	$(VPY) -m pytest -q -p no:cacheprovider -m "not slow" --durations=15; fast=$$?; \
+	wait $$slow; rc=$$?; echo "--- slow tests (run beside the others) ---"; cat .pytest-slow.log; \
+	exit $$(( fast != 0 ? fast : rc ))
 
 test-fast: $(STAMP) $(FLEET_STAMP)
 	$(VPY) -m pytest -q -m "not slow and not browser"

@@ -33,7 +33,7 @@ VALIDATED = re.compile(r"^# validated by SkyPilot (\S+): name=(\S+) accelerators
 @pytest.fixture(scope="module")
 def fleet_python() -> Path:
     if not FLEET_PY.is_file():
-        msg = f"no fleet venv ({FLEET_PY}): `make test` makes it (pip install -e '.[fleet]' into .venv-fleet)"
+        msg = f"no fleet venv ({FLEET_PY}): `make test` makes it (the fleet extra's requirements in .venv-fleet)"
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
