@@ -767,7 +767,7 @@ def run_notebook(spec: RunSpec, run_dir: Path, progress: bool = True) -> None:
     with watch_progress(run_dir, spec, enabled=progress):
         pm.execute_notebook(str(NOTEBOOK), str(run_dir / "sft.ipynb"), parameters=params, cwd=str(ROOT),
                             progress_bar=False, log_output=False, kernel_name="python3",
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"])
+                            extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
 
 
 @contextlib.contextmanager

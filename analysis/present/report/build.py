@@ -104,7 +104,7 @@ def build(results: str | Path = "results", out: str | Path = "report", baseline:
     os.environ.setdefault("MPLBACKEND", "Agg")
     try:
         pm.execute_notebook(str(notebook), str(nb_out), cwd=root, progress_bar=False, log_output=False,
-                            execution_timeout=timeout_s, extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                            execution_timeout=timeout_s, extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
                             parameters={"results_dir": [str(r) for r in roots] if len(roots) > 1 else str(results),
                                         "baseline": baseline,
                                         "hardware": ",".join(hw), "seeds_dir": str(seeds), "out_dir": str(out)})
