@@ -630,7 +630,7 @@ def find_resumable(spec: RunSpec) -> dict | None:
     for run_dir in reversed(experiment_runs(spec)):
         status = _read_status(run_dir)
         if status.get("key") != spec.key() or status.get("status") != "failed" \
-                or not str(status.get("reason") or "").startswith(INTERRUPTED):
+                or not str(status.get("reason") or "").startswith((INTERRUPTED, "killed by signal")):
             continue
         work = Path(status.get("work_dir") or work_dir(run_dir))
         found = last_checkpoint(work) if work.is_dir() else None

@@ -654,7 +654,8 @@ def test_a_sigkilled_run_all_leaves_no_training_and_the_next_one_resumes(tmp_pat
         first.kill()
     (run_dir,) = list((results / "cpu" / "seed").iterdir())
     assert _weights(results) == []
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "running"  # nobody was left to say otherwise
+    # the runner died without a word; its kernel may still have recorded the training's end before it went
+    assert json.loads((run_dir / "run.json").read_text())["status"] in ("running", "failed")
 
     second = _run_all(results, tmp_path / "data", save_steps=4)
     _, err = second.communicate(timeout=900)
@@ -663,7 +664,7 @@ def test_a_sigkilled_run_all_leaves_no_training_and_the_next_one_resumes(tmp_pat
     status = json.loads((run_dir / "run.json").read_text())
     (resume,) = status["resumes"]
     assert status["status"] == "ok" and resume["from_step"] in (4, 8, 12) and resume["first_step"] > resume[
-        "from_step"] and resume["first_step_s"] > 0 and resume["after"].startswith("interrupted")
+        "from_step"] and resume["first_step_s"] > 0 and resume["after"].startswith(("interrupted", "killed by signal"))
     lines = _lines(run_dir / "logging.jsonl")
     before, after = _steps_of(lines[:resume["log_lines_before"]]), _steps_of(lines[resume["log_lines_before"]:])
     repeated = sorted(set(before) & set(after))
@@ -677,7 +678,8 @@ def test_a_sigkilled_run_all_leaves_no_training_and_the_next_one_resumes(tmp_pat
     p = _parse(run_dir, "--json")
     (m,) = json.loads(p.stdout)
     assert m["complete"] and [s for s, _ in m["train_loss"]] == list(range(1, 15))
-    assert any("resumed from the checkpoint" in w for w in m["warnings"])
+    if repeated:  # the parser says why a step appears twice
+        assert any("resumed from the checkpoint" in w for w in m["warnings"])
     check_parse_output(run_dir)
 
 
