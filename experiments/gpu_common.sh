@@ -4,7 +4,9 @@
 #
 # gpu_setup: install the carried wheels once into /tmp/site (a warm machine keeps them), build the dummy model once.
 # gpu_pack:  tar the files made since gpu_setup (no weights) with the call's logs into $OUT, in parts under the
-#            device tool's 16 MiB per file.
+#            device tool's 16 MiB per file. RESULTS (default results): the results folder the runs wrote; one outside
+#            the working tree (/tmp/...) survives the next call's copy of the tree on a warm machine, for runs left
+#            going (detached) across calls. Its files are packed as results/... either way.
 
 gpu_setup() {
   mkdir -p "$OUT" "$LOG"
@@ -25,14 +27,20 @@ gpu_setup() {
     "$MODEL" \
     >"$LOG/model.log" 2>&1 || { echo "model build failed"; tail -20 "$LOG/model.log"; exit 4; }
   echo "set-up done after ${SECONDS} s"
-  touch "$LOG/.start"
+  [ -n "${KEEP_START:-}" ] && [ -f "$LOG/.start" ] || touch "$LOG/.start"
 }
 
 gpu_pack() {
   # The resolved recipes of combinations (results/resolved/$HW) travel with the runs they made.
-  find "results/$HW" "results/resolved/$HW" -newer "$LOG/.start" -type f ! -name '*.safetensors' ! -name '*.bin' \
-    ! -name '*.pt' ! -name '*.pth' >"$LOG/new-files.txt" 2>/dev/null
-  tar czf /tmp/call.tgz -T "$LOG/new-files.txt" "$LOG" 2>/dev/null
+  local results=${RESULTS:-results}
+  local base
+  base=$(cd "$(dirname "$results")" && pwd)
+  (cd "$base" && find "$(basename "$results")/$HW" "$(basename "$results")/resolved/$HW" -newer "$LOG/.start" -type f \
+    ! -name '*.safetensors' ! -name '*.bin' ! -name '*.pt' ! -name '*.pth') >"$LOG/new-files.txt" 2>/dev/null
+  tar czf /tmp/call.tgz -C "$base" -T "$LOG/new-files.txt" 2>/dev/null
+  tar czf /tmp/call-logs.tgz "$LOG" 2>/dev/null
+  rm -f "$OUT"/call.tgz.part-* "$OUT"/call-logs.tgz
+  cp /tmp/call-logs.tgz "$OUT/"
   split -b 15M /tmp/call.tgz "$OUT/call.tgz.part-"
   ls -la "$OUT"
   du -sh /tmp/call.tgz

@@ -1,40 +1,100 @@
 #!/usr/bin/env bash
 # Issue 17's bar on one GPU: per experiment, a quick run (run-all --budget: at most BUDGET seconds of the launcher
 # process, model load included) and right after it, on the same host, the full run of the same recipe (one log line per
-# step, as the quick run logs); then `swiftbench quick results`: each quick estimate beside the full run's measured
-# training time, and the schedule against the full run's tokens.jsonl.
+# step, as the quick run logs); then `swiftbench quick`: each quick estimate beside the full run's measured training
+# time, and the schedule against the full run's tokens.jsonl.
 #
 #   bash experiments/quick_gpu.sh DEADLINE_S EXPERIMENTS [MODEL] [DATA]          (EXPERIMENTS: seed,bs16,best)
+#   bash experiments/quick_gpu.sh wait DEADLINE_S      (a later call: wait for a detached full run, then pack)
 #
-# The seed recipe's full epoch takes ~10 minutes on an H200: where one command may run 10 minutes at most, start it
-# detached (setsid) and collect $OUT later (experiments/README of the device tool: a new session survives the call).
+# RESUME=EXPERIMENT (either form): after the runs, issue 19's resume check on that experiment
+# (experiments/resume_check.py: a 40-step cut run killed at step 25 and resumed from its step-20 checkpoint).
+#
+# The seed recipe's full epoch takes 6-10 minutes on an H200, longer than one device command with its quick run:
+# DETACH=seed starts that experiment's full run in its own process session (setsid), which the device tool leaves
+# running after the call returns, as long as the next call comes while the machine is warm. The call then waits for it
+# until DEADLINE_S and packs what exists; `wait` in the next call waits for the rest and packs again. The runs write to
+# RESULTS (default /tmp/swiftbench-results/results): the next call's copy of the working tree would not keep a folder
+# it did not send.
 # Needs: ./wheelhouse (make wheelhouse) and the data folder (default .data) carried to the GPU host.
 set -u
-DEADLINE=${1:?usage: quick_gpu.sh DEADLINE_S EXPERIMENTS [MODEL] [DATA]}
-EXPERIMENTS=${2:?experiments}
-MODEL=${3:-dummy}
-DATA=${4:-.data}
 OUT=${OUT:-/tmp/quick-out}
 HW=${HW:-h200}
 BUDGET=${BUDGET:-180}
 LOG=/tmp/quick-logs
+RESULTS=${RESULTS:-/tmp/swiftbench-results/results}
+DETACH=${DETACH:-}
+MODEL=dummy
 # shellcheck source=experiments/gpu_common.sh
 . "$(dirname "$0")/gpu_common.sh"
+
+detached_wait() {  # wait for a detached run until second $1 of this call; 0 when it ended
+  while [ ! -f "$LOG/detached.rc" ]; do
+    [ "$SECONDS" -ge "$1" ] && return 1
+    sleep 5
+  done
+  echo "== detached run exit $(cat "$LOG/detached.rc") at ${SECONDS} s =="
+}
+
+resume_check() {
+  [ -n "${RESUME:-}" ] || return 0
+  echo "== resume check on $RESUME at ${SECONDS} s =="
+  CUDA_VISIBLE_DEVICES=${GPU:-0} timeout --signal=INT --kill-after=20 400 python3 -m experiments.resume_check \
+    --hw "$HW" --model "$MODEL" --data "${DATA:-$PWD/.data}" --experiment "$RESUME" --max-steps 40 --save-steps 10 \
+    --kill-at 25 --set logging_steps=1 --results "$RESULTS" >"$LOG/resume.log" 2>&1
+  echo "== resume check exit $? at ${SECONDS} s =="
+  tail -n 30 "$LOG/resume.log"
+}
+
+summary() {
+  python3 -m analysis.cli quick "$RESULTS" >"$LOG/quick.md" 2>&1
+  python3 -m analysis.cli quick "$RESULTS" --json >"$LOG/quick.json" 2>&1
+  cat "$LOG/quick.md"
+}
+
+if [ "${1:-}" = wait ]; then
+  DEADLINE=${2:?usage: quick_gpu.sh wait DEADLINE_S}
+  KEEP_START=1 gpu_setup
+  if [ -f "$LOG/detached.pid" ] && ! detached_wait "$DEADLINE"; then
+    echo "detached run still going at ${SECONDS} s"
+  else
+    resume_check
+  fi
+  summary
+  gpu_pack
+  tail -n 20 "$LOG/runs.log"
+  exit 0
+fi
+
+DEADLINE=${1:?usage: quick_gpu.sh DEADLINE_S EXPERIMENTS [MODEL] [DATA]}
+EXPERIMENTS=${2:?experiments}
+MODEL=${3:-dummy}
+DATA=${4:-.data}
+mkdir -p "$RESULTS"
+DATA=$(cd "$DATA" && pwd)
 gpu_setup
 for name in ${EXPERIMENTS//,/ }; do
   for mode in quick full; do
     left=$((DEADLINE - SECONDS))
-    if [ "$left" -le 90 ]; then echo "deadline: not starting $name ($mode)"; continue; fi
     if [ "$mode" = quick ]; then extra=(--budget "$BUDGET"); else extra=(--set logging_steps=1); fi
+    cmd=(python3 -m experiments.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$name"
+         --results "$RESULTS" "${extra[@]}" --no-progress)
+    if [ "$mode" = full ] && [ "$name" = "$DETACH" ]; then
+      echo "== $name $mode detached (${left} s left in this call) =="
+      rm -f "$LOG/detached.rc"
+      CUDA_VISIBLE_DEVICES=${GPU:-0} setsid bash -c '"$@" >>'"$LOG/runs.log"' 2>&1; echo $? >'"$LOG/detached.rc" \
+        _ timeout --signal=INT --kill-after=20 1500 "${cmd[@]}" </dev/null &
+      echo $! >"$LOG/detached.pid"
+      detached_wait "$DEADLINE" || echo "detached run still going at ${SECONDS} s: collect it with 'wait'"
+      continue
+    fi
+    if [ "$left" -le 90 ]; then echo "deadline: not starting $name ($mode)"; continue; fi
     echo "== $name $mode (${left} s left) =="
-    CUDA_VISIBLE_DEVICES=${GPU:-0} timeout --signal=INT --kill-after=20 "$left" \
-      python3 -m experiments.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$name" \
-      "${extra[@]}" --no-progress >>"$LOG/runs.log" 2>&1
+    CUDA_VISIBLE_DEVICES=${GPU:-0} timeout --signal=INT --kill-after=20 "$left" "${cmd[@]}" >>"$LOG/runs.log" 2>&1
     echo "== $name $mode exit $? at ${SECONDS} s =="
   done
 done
-python3 -m analysis.cli quick results >"$LOG/quick.md" 2>&1
-python3 -m analysis.cli quick results --json >"$LOG/quick.json" 2>&1
-cat "$LOG/quick.md"
+[ -f "$LOG/detached.pid" ] && [ ! -f "$LOG/detached.rc" ] || resume_check
+summary
 gpu_pack
 tail -n 20 "$LOG/runs.log"
