@@ -7,7 +7,7 @@
 #   bash experiments/quick_gpu.sh DEADLINE_S EXPERIMENTS [MODEL] [DATA]          (EXPERIMENTS: seed,bs16,best)
 #   bash experiments/quick_gpu.sh wait DEADLINE_S      (a later call: wait for a detached full run, then pack)
 #
-# RESUME=EXPERIMENT (either form): after the runs, issue 19's resume check on that experiment
+# RESUME=EXPERIMENT (either form): before the runs (after the wait), issue 19's resume check on that experiment
 # (experiments/resume_check.py: a 40-step cut run killed at step 25 and resumed from its step-20 checkpoint).
 #
 # The seed recipe's full epoch takes 6-10 minutes on an H200, longer than one device command with its quick run:
@@ -73,6 +73,7 @@ DATA=${4:-.data}
 mkdir -p "$RESULTS"
 DATA=$(cd "$DATA" && pwd)
 gpu_setup
+resume_check
 for name in ${EXPERIMENTS//,/ }; do
   for mode in quick full; do
     left=$((DEADLINE - SECONDS))
@@ -94,7 +95,6 @@ for name in ${EXPERIMENTS//,/ }; do
     echo "== $name $mode exit $? at ${SECONDS} s =="
   done
 done
-[ -f "$LOG/detached.pid" ] && [ ! -f "$LOG/detached.rc" ] || resume_check
 summary
 gpu_pack
 tail -n 20 "$LOG/runs.log"

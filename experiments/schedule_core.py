@@ -117,8 +117,10 @@ def _samples(batch) -> int:
 
 
 def write(steps: list[dict], path: str | Path) -> Path:
-    """STEPS as JSON lines at PATH, written atomically (a reader never sees half a schedule)."""
-    path = Path(path)
+    """STEPS as JSON lines at PATH, written atomically (a reader never sees half a schedule). A PATH that is a link
+    (the runner links a run's cache folder's schedule.jsonl into its results folder) is written where it points:
+    replacing the link itself would leave the schedule in the cache, out of the results."""
+    path = Path(path).resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(json.dumps(s) + "\n" for s in steps))

@@ -379,3 +379,18 @@ def test_the_speed_table_shows_a_quick_estimate_as_such():
     full = _synthetic_quick_run(sched, decided=39, noise=0.0)
     full.global_steps, full.quick, full.schedule = 94, None, sched  # a complete run: nothing to estimate
     assert "est_full_train_s" not in tables.speed_row(full)
+
+
+def test_the_schedule_is_written_through_the_runners_link(tmp_path):
+    """The runner links <cache>/schedule.jsonl to the run folder; an atomic write must land in the run folder, not
+    replace the link (call 17 on the H200: three runs lost their schedule to the cache that way)."""
+    from experiments import schedule_core
+
+    run_dir, work = tmp_path / "results" / "h200" / "bs16" / "r1", tmp_path / "cache"
+    run_dir.mkdir(parents=True)
+    runner.link_outputs(work, run_dir)
+    steps = [{"step": 1, "tokens": 10, "padded_tokens": 12, "micro_batches": 1}]
+    schedule_core.write(steps, work / schedule_core.SCHEDULE_FILE)
+    assert (work / "schedule.jsonl").is_symlink()
+    assert [json.loads(x) for x in (run_dir / "schedule.jsonl").read_text().splitlines()] == steps
+    assert not list(run_dir.glob("*.tmp")) and not list(work.glob("*.tmp"))
