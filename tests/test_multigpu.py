@@ -237,3 +237,55 @@ def test_planner_per_gpu_peak_against_the_2_gpu_seed_run():
     row = df[df.run == SEED2.name].iloc[0]
     assert row.gpus == 2 and row.check == "reserved peak" and bool(row.within_10pct)
     assert row.measured_peak_gib == read_run(SEED2).peak_mem_gib == 16.61
+
+
+def _resume_check(folder: Path, restart_s: float, repeated: list[tuple[int, float, float]], **extra) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "resume_check.json").write_text(json.dumps({
+        "signal": "SIGKILL", "killed_after_step": 25, "left_behind": [], "weights_in_results": [], "second_exit": 0,
+        "status": "ok", "resume": {"from_step": 20, "first_step_s": restart_s},
+        "repeated_steps": [{"step": s, "loss_before_kill": a, "loss_after_resume": b} for s, a, b in repeated],
+        "first_step_since_train_begin_s": 1.5, **extra}))
+    return folder
+
+
+def test_the_resume_claim_by_hand(tmp_path):
+    from analysis.judge.rules_cluster import rule_resume_time
+    from analysis.judge.select import Runs
+
+    claim = {"rule": {"kind": "resume_time", "max_s": 10}}
+    runs = Runs(records=[], results_dir=tmp_path, hw="h200")
+    assert rule_resume_time(claim, runs)["verdict"] == "not run yet"
+    _resume_check(tmp_path / "h200" / "best" / "r1", 8.0, [(21, 12.0, 12.006), (22, 11.0, 11.0)])
+    out = rule_resume_time(claim, runs)
+    assert out["verdict"] == "holds"
+    assert out["numbers"]["checks"][0]["max_loss_drift"] == pytest.approx(0.006 / 12.0)  # |12.006 - 12| / 12
+    assert "within 0.05% of the first attempt's" in out["detail"]
+    _resume_check(tmp_path / "h200" / "best" / "r2", 12.0, [])
+    assert rule_resume_time(claim, runs)["verdict"] == "inconclusive"  # one within 10 s, one not
+    (tmp_path / "h200" / "best" / "r1" / "resume_check.json").write_text("{not json")
+    with pytest.warns(UserWarning, match="skipped, not a resume check"):
+        assert rule_resume_time(claim, runs)["verdict"] == "does not hold"
+    # a check that left weights in results/ never holds, however fast
+    _resume_check(tmp_path / "h200" / "best" / "r3", 5.0, [], weights_in_results=["checkpoint-20"])
+    (tmp_path / "h200" / "best" / "r2" / "resume_check.json").unlink()
+    assert rule_resume_time(claim, runs)["verdict"] == "inconclusive"
+
+
+def test_the_committed_h200_resume_check():
+    from analysis.judge.verdicts import claims_table
+    from analysis.parse import resume
+
+    (check,) = resume.resume_checks(REPO / "results", "h200")
+    raw = json.loads((check["path"] / "resume_check.json").read_text())
+    status = json.loads((check["path"] / "run.json").read_text())
+    assert check["restart_to_first_step_s"] == raw["resume"]["first_step_s"] == status["resumes"][-1]["first_step_s"]
+    assert check["finished"] and check["left_behind"] == 0 and check["weights_in_results"] == 0
+    # the resumed training's first step from the trainer's start: ms-swift's train_speed x steps since the resume
+    lines = [json.loads(x) for x in (check["path"] / "logging.jsonl").read_text().splitlines() if x.strip()]
+    first = next(d for d in lines[status["resumes"][-1]["log_lines_before"]:] if "train_speed(s/it)" in d and "loss" in d)
+    step = int(first["global_step/max_steps"].split("/")[0])
+    assert check["trainer_to_first_step_s"] == round(first["train_speed(s/it)"] * (step - check["from_step"]), 2)
+    t = claims_table(REPO / "results").set_index("id")
+    assert t.loc["resume-10s", "verdict"] == ("holds" if check["restart_to_first_step_s"] <= 10 else "does not hold")
+    assert f"{check['restart_to_first_step_s']:.1f} s from the restart" in t.loc["resume-10s", "detail"]

@@ -36,6 +36,7 @@ RULE_KINDS: dict[str, tuple[str, ...]] = {
     "class_best": ("candidates", "cap_gib", "seed_runs", "spread"),
     "scaling": ("gpus", "min_efficiency"),
     "nccl_env": ("min_gain_pct",),
+    "resume_time": ("max_s",),
 }
 # figures: table -> its keys, each a run name (str) or a list of them
 FIGURE_KEYS = {

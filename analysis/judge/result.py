@@ -26,10 +26,12 @@ def dummy(*recs: RunRecord | None) -> bool:
 
 
 def result(verdict: str, detail: str, numbers: dict | None = None, runs: list | None = None) -> dict:
-    """{'verdict', 'detail', 'numbers', 'runs': [run folder relative to the checkout]}."""
+    """{'verdict', 'detail', 'numbers', 'runs': [run folder relative to the checkout]}. RUNS: records (their
+    .path) or folders."""
     assert verdict in VERDICTS, verdict
+    paths = [getattr(r, "path", r) for r in (runs or []) if r is not None]
     return {"verdict": verdict, "detail": detail, "numbers": numbers or {},
-            "runs": [relative(r.path) for r in (runs or []) if r and r.path]}
+            "runs": [relative(p) for p in paths if p]}
 
 
 def not_run(claim: dict, runs: Runs) -> dict:

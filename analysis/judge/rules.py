@@ -24,6 +24,7 @@ RULES = {
     "class_best": rules_speed.rule_class_best,
     "scaling": rules_cluster.rule_scaling,
     "nccl_env": rules_cluster.rule_nccl_env,
+    "resume_time": rules_cluster.rule_resume_time,
 }
 if set(RULES) != set(RULE_KINDS):  # pragma: no cover - a rule added to one list and not the other
     raise RuntimeError(f"RULES and config.RULE_KINDS differ: {sorted(set(RULES) ^ set(RULE_KINDS))}")

@@ -1,4 +1,5 @@
-"""Verdict rules about several GPUs (seed 000): scaling efficiency, and the effect of NCCL environment variables.
+"""Verdict rules about the platform rather than one run: scaling efficiency and NCCL environment variables (seed
+000), and the time a resume from a checkpoint takes (seed 001).
 
 Both judge what this suite measured on the GPUs it had (one host, its GPU count), and say which system that was: a
 provider's 8-GPU cluster claim is only decided by runs at that GPU count; fewer GPUs give the context, not a verdict.
@@ -8,7 +9,7 @@ from __future__ import annotations
 from analysis.judge.result import result, rnd
 from analysis.judge.select import Runs
 from analysis.measure import compare, interconnect
-from analysis.parse import bench
+from analysis.parse import bench, resume
 
 
 def _system(sweep_or_rec) -> str:
@@ -74,9 +75,51 @@ def rule_nccl_env(claim: dict, runs: Runs, **_) -> dict:
               f"at {eff['sizes'][-1]['mib']:g} MiB with the variables (busbw {nums['busbw_gbs_largest_without']} -> "
               f"{nums['busbw_gbs_largest_with']} GB/s); NCCL read {', '.join(f'{k}={v}' for k, v in eff['read'].items()) or 'none'}"
               f", ignored {', '.join(eff['ignored']) or 'none'}")
-    paths = [type("R", (), {"path": s["path"]})() for s in (without, with_)]
+    paths = [without["path"], with_["path"]]
     if eff["max_gain_pct"] is not None and eff["max_gain_pct"] >= need:
         return result("holds", detail, nums, paths)
     if eff["max_gain_pct"] is not None and eff["max_gain_pct"] < need / 2:
+        return result("does not hold", detail, nums, paths)
+    return result("inconclusive", detail, nums, paths)
+
+
+def rule_resume_time(claim: dict, runs: Runs, **_) -> dict:
+    """A kill during training and the next run-all's resume from the checkpoint (analysis.parse.resume): the time from
+    the restarted process to its first resumed step against `max_s`, beside the part after the trainer's start
+    (checkpoint load and that step). Holds when every check's restart is within `max_s`, does not hold when none is;
+    the check must also have left nothing running and no weights in results/, and have finished."""
+    limit = float(claim["rule"]["max_s"])
+    checks = [c for c in resume.resume_checks(runs.results_dir, runs.hw) if c["restart_to_first_step_s"] is not None] \
+        if runs.results_dir else []
+    if not checks:
+        return result("not run yet", "no resume check (python -m experiments.resume_check, or RESUME=best with "
+                                     "experiments/quick_gpu.sh)", {}, [])
+
+    def drift(c):
+        diffs = [abs(a - b) / abs(a) for _, a, b in c["repeated"] if a and b is not None]
+        return max(diffs) if diffs else None
+
+    parts = []
+    for c in checks:
+        d = drift(c)
+        parts.append(
+            f"{c['hw']} {c['experiment']} (host {c['host_id'] or '?'}), {c['signal']} after step {c['killed_after_step']}, "
+            f"resumed from step {c['from_step']}: {c['restart_to_first_step_s']:.1f} s from the restart to the first "
+            f"resumed step, {c['trainer_to_first_step_s'] if c['trainer_to_first_step_s'] is not None else '?'} s of "
+            f"it after the trainer started (checkpoint load and the step); "
+            f"{len(c['repeated'])} repeated steps' losses within {d:.2%} of the first attempt's" if d is not None else
+            f"{len(c['repeated'])} repeated steps")
+    nums = {"checks": [{"run": c["run"], "host": c["host_id"], "restart_s": rnd(c["restart_to_first_step_s"], 2),
+                        "after_trainer_start_s": c["trainer_to_first_step_s"], "from_step": c["from_step"],
+                        "max_loss_drift": rnd(drift(c), 5), "left_behind": c["left_behind"],
+                        "weights_in_results": c["weights_in_results"], "finished": c["finished"]} for c in checks],
+            "max_s": limit}
+    detail = "; ".join(parts) + (". LoRA on Qwen2.5-7B (dummy weights) on one GPU: the restart is mostly the base "
+                                 "model's load; the provider's platform and larger checkpoints are not measured")
+    clean = all(c["finished"] and not c["left_behind"] and not c["weights_in_results"] for c in checks)
+    paths = [c["path"] for c in checks]
+    if clean and all(c["restart_to_first_step_s"] <= limit for c in checks):
+        return result("holds", detail, nums, paths)
+    if all(c["restart_to_first_step_s"] > limit for c in checks):
         return result("does not hold", detail, nums, paths)
     return result("inconclusive", detail, nums, paths)

@@ -1,0 +1,55 @@
+"""Resume checks beside the runs: results/<hw>/<experiment>/<run>/resume_check.json (experiments/resume_check.py).
+
+A run that was killed during training and resumed from its checkpoint by the next run-all holds, besides its own
+files, what the check recorded: the signal, what was left running or in results/, the runner's resume record (its
+`first_step_s`: seconds from the restarted process's start to its first resumed step's log line), ms-swift's own
+clock for that step (`first_step_since_train_begin_s`: from the trainer's start, after the model and the checkpoint
+are loaded) and the losses of the steps both attempts logged. An unreadable file is skipped with a warning.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+FILE = "resume_check.json"
+
+
+def _num(x):
+    try:
+        return None if x is None else float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[dict]:
+    """Every resume check under RESULTS_DIR (of HW only, when given), oldest first: {path, hw, experiment, run,
+    host_id, signal, killed_after_step, from_step, restart_to_first_step_s, trainer_to_first_step_s, left_behind,
+    weights_in_results, finished, repeated: [(step, loss before the kill, loss after the resume)]}."""
+    out = []
+    for f in sorted(Path(results_dir).glob(f"{hw or '*'}/*/*/{FILE}"), key=lambda p: p.parent.name):
+        folder = f.parent
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+            resume = data.get("resume") or {}
+            repeated = [(int(r["step"]), _num(r["loss_before_kill"]), _num(r["loss_after_resume"]))
+                        for r in data.get("repeated_steps") or []]
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            warnings.warn(f"{f}: skipped, not a resume check ({type(exc).__name__}: {exc})", stacklevel=2)
+            continue
+        try:
+            env = json.loads((folder / "env.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            env = {}
+        out.append({"path": folder, "hw": folder.parent.parent.name, "experiment": folder.parent.name,
+                    "run": folder.name,
+                    "host_id": (((env.get("host") or {}).get("fingerprint") or {}).get("host_id")),
+                    "signal": data.get("signal"), "killed_after_step": data.get("killed_after_step"),
+                    "from_step": resume.get("from_step"),
+                    "restart_to_first_step_s": _num(resume.get("first_step_s")),
+                    "trainer_to_first_step_s": _num(data.get("first_step_since_train_begin_s")),
+                    "left_behind": len(data.get("left_behind") or []),
+                    "weights_in_results": len(data.get("weights_in_results") or []),
+                    "finished": data.get("status") == "ok" and data.get("second_exit") == 0,
+                    "repeated": repeated})
+    return out
