@@ -24,6 +24,8 @@ from analysis.estimate import quick as Q
 from analysis.parse.record import RunRecord
 from experiments import launch, quick, runner
 
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
 # ------------------------------------------------------------------------------------------------ the fit by hand
 
 
@@ -138,11 +140,13 @@ def _synthetic_quick_run(sched: list[dict], decided: int, noise: float, seed: in
 
 
 def _true_full_runtime(quick_rec: RunRecord, sched: list[dict], decided: int) -> float:
-    """The full run's train_runtime, by hand: the same first DECIDED steps, the rest at the true costs, eval and save
-    at 50 (the run's first: the dearer eval) and at 94 (the second eval; the last save and the end of training)."""
-    prefix = dict(quick_rec.elapsed)[decided]
-    rest = sum(_true_step(s) for s in sched[decided:])
-    return prefix + rest + EVAL_FIRST + SAVE + EVAL_NEXT + SAVE + END
+    """The full run's train_runtime, by hand: a full run after the quick run on the same machine, whose warm-up steps
+    cost what later steps do (the quick run paid the one-time costs), every step at the true costs, its noise the
+    quick run's over the first DECIDED steps; eval and save at 50 (the run's first: the dearer eval) and at 94 (the
+    second eval; the last save and the end of training)."""
+    noise = dict(quick_rec.elapsed)[decided] - sum(_true_step(s) * (1.8 if s["step"] < 10 else 1.0)
+                                                   for s in sched[:decided])
+    return sum(_true_step(s) for s in sched) + noise + EVAL_FIRST + SAVE + EVAL_NEXT + SAVE + END
 
 
 def test_a_synthetic_schedule_with_known_costs_is_recovered():
@@ -158,6 +162,9 @@ def test_a_synthetic_schedule_with_known_costs_is_recovered():
     assert est.parts["save_costs_measured"] == [(39, pytest.approx(SAVE))]
     assert est.parts["end_cost_measured"] == pytest.approx(SAVE + END)
     assert est.anchor_step == 39 and est.steps_run == 40 and est.steps_full == 94 and est.schedule_checked == (40, 40)
+    # the warm-up excess, by hand: steps 1-9 ran 1.8x their cost; not paid again, but inside the range's high end
+    assert est.parts["warmup_excess_s"] == pytest.approx(sum(0.8 * _true_step(s) for s in sched[:9]), rel=1e-9)
+    assert est.train_s_high >= truth + est.parts["warmup_excess_s"] - 1e-9
     # steady tokens/s of the full run: its steady steps (after the warm-up, without the intervals after 50's events)
     steady = [s for s in range(11, 95) if s != 51]
     expected = sum(sched[s - 1]["tokens"] for s in steady) / sum(_true_step(sched[s - 1]) for s in steady)
@@ -394,3 +401,20 @@ def test_the_schedule_is_written_through_the_runners_link(tmp_path):
     assert (work / "schedule.jsonl").is_symlink()
     assert [json.loads(x) for x in (run_dir / "schedule.jsonl").read_text().splitlines()] == steps
     assert not list(run_dir.glob("*.tmp")) and not list(work.glob("*.tmp"))
+
+
+def test_a_quick_run_too_short_to_fit_says_what_budget_would_do():
+    """The committed seed quick run on a slow H200 host (call 18): 12 steps in 180 s, two of them profiled."""
+    from analysis.parse.results import read_run
+
+    rec = read_run(REPO / "results/h200/seed/20261201-053437-dff67541ff89")
+    est = Q.estimate(rec, n_boot=0)
+    assert est.train_s is None
+    line = dict(rec.elapsed)
+    steps = sorted(line)
+    per_step = sorted(line[b] - line[a] for a, b in zip(steps, steps[1:]) if b not in (11, 12))
+    profiled = (line[11] - line[10]) + (line[12] - line[11])
+    median = per_step[len(per_step) // 2]
+    budget = math.ceil((180 + (12 + Q.FIT_STEPS - 12) * median) / 10) * 10
+    assert (f"{median:.1f} s per step, {profiled:.0f} s in the profiled steps; steady steps start after step 12, so "
+            f"--budget {budget}") in est.notes[-1]

@@ -16,12 +16,19 @@ its steps' features; the form with the smallest held-out error (leave one interv
 is used.
 
 **The full run's training time** (ms-swift's train_runtime: training start to the end of the final eval and save) =
-the quick run's measured time up to step a (its train line at the step where it decided to stop, so warm-up,
-profiled steps and earlier evals are measured, not modelled) + the model over the schedule's steps a+1 .. M + the
-full run's evaluations and saves from step a on (every eval_steps / save_steps and at M), each charged what the run
-measured: the k-th evaluation of the full run costs the quick run's k-th (the first one of a run costs more: kernel
-compilation and allocations for the eval shapes), the last save the quick run's last with the end of training. A
-quick run (experiments/quick.py) evaluates and saves twice at its end so that both are measured.
+the quick run's measured time up to step a (its train line at the step where it decided to stop, so profiled steps
+and earlier evals are measured, not modelled) - its warm-up excess (below) + the model over the schedule's steps
+a+1 .. M + the full run's evaluations and saves from step a on (every eval_steps / save_steps and at M), each charged
+what the run measured: the k-th evaluation of the full run costs the quick run's k-th (the first one of a run costs
+more: kernel compilation and allocations for the eval shapes), the last save the quick run's last with the end of
+training. A quick run (experiments/quick.py) evaluates and saves twice at its end so that both are measured.
+
+**The warm-up excess** = the quick run's time to the end of its warm-up (the first line and the intervals that
+analysis.measure.steps calls "first interval" or "warm-up") - the model over those steps, when positive. The estimate
+is of a full run made after the quick run on the same machine, and that run does not pay it again: on three H200 pairs
+(calls 16 and 17) the quick run's first 10 steps took 4.6-11.7 s more than the model, the full run's right after it
+0.4-2.1 s (one-time costs of the first run of a recipe; the cause is not isolated). A full run on a fresh machine may
+pay it again: the range's high end keeps it.
 
 **The steady tokens/s** of the full run = its steady steps' tokens (the schedule) / their modelled seconds, the steady
 steps those analysis.measure.steps would pick in the full run's log.
@@ -280,6 +287,46 @@ def _cost(costs: list[tuple[int, float]], k: int) -> float:
     return max(costs[min(k, len(costs) - 1)][1], 0.0)
 
 
+FIT_STEPS = 10  # steady steps a budget should leave to fit on (budget_advice)
+
+
+def budget_advice(rec: RunRecord) -> str:
+    """Why quick run REC gave too few steady steps, and the budget that would give FIT_STEPS: its steps after the
+    warm-up and the profiled steps, at the median time of its unprofiled steps so far (a host-bound recipe on a slow
+    host: the seed recipe on H200 host dff67541ff89 took ~7 s per step and 40-45 s per profiled step)."""
+    quick = rec.quick or {}
+    ivs = measure_steps.intervals(rec)
+    marked = set(rec.profiled_steps or ())
+    with_profile = [any(iv.from_step < p <= iv.to_step for p in marked) for iv in ivs]
+    plain = sorted(iv.seconds / (iv.to_step - iv.from_step) for iv, p in zip(ivs, with_profile) if not p)
+    profiled = sum(iv.seconds for iv, p in zip(ivs, with_profile) if p)
+    at = max(_line_elapsed(rec) or {0: 0.0})
+    budget = quick.get("budget_s")
+    if not plain or not budget:
+        return f"stopped at step {at}"
+    step_s = plain[len(plain) // 2]
+    first_steady = max(measure_steps.WARMUP_MAX_STEPS, max(rec.profiled_steps or {0})) + 1
+    more = max(first_steady + FIT_STEPS - at, 0)
+    return (f"stopped at step {at} ({quick.get('why') or 'budget'}) of a {budget:g} s budget: {step_s:.1f} s per step, "
+            f"{profiled:.0f} s in the profiled steps; steady steps start after step {first_steady - 1}, so "
+            f"--budget {math.ceil((budget + more * step_s) / 10) * 10:.0f} would give about {FIT_STEPS} to fit on")
+
+
+def warmup_excess(rec: RunRecord, model: StepModel, schedule: list[dict]) -> float:
+    """Seconds the quick run REC spent in its warm-up beyond MODEL (module docstring), 0 when none: its first line's
+    time and its "first interval" / "warm-up" intervals (analysis.measure.steps), each less the model over its steps."""
+    by_step = {s["step"]: s for s in schedule}
+    points = sorted(_line_elapsed(rec).items())
+    if not points:
+        return 0.0
+    first, t_first = points[0]
+    spans = [(0, first, t_first)] + [(iv.from_step, iv.to_step, iv.seconds) for iv in measure_steps.intervals(rec)
+                                     if iv.excluded in ("first interval", "warm-up")]
+    excess = sum(sec - sum(model.step_s(by_step[s]) for s in range(a + 1, b + 1) if s in by_step)
+                 for a, b, sec in spans)
+    return max(float(excess), 0.0)
+
+
 def _steady_steps(rec: RunRecord, schedule: list[dict], evals: list[int], saves: list[int]) -> list[int]:
     """Steps in the steady intervals of the full run (analysis.measure.steps on the full run's log lines: the cut
     run's logging_steps, the full schedule's events)."""
@@ -321,6 +368,8 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None =
         model, arrays = fit_intervals(intervals, schedule)
     except ValueError as exc:
         out.notes.append(str(exc))
+        if rec.quick:
+            out.notes.append(budget_advice(rec))
         return out
     out.model, out.fit_steps = model, model.n_steps
 
@@ -350,9 +399,11 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None =
     if launcher.get("profile_steps") and profiled_to > anchor:
         out.notes.append("the full run's profiled steps come after the measured part: modelled as ordinary steps")
     prefix = line[anchor]
+    warm = warmup_excess(rec, model, schedule)
     steps_s = float(x_future.sum(axis=0) @ np.array(model.coef))
-    out.train_s = prefix + steps_s + eval_s + save_s + end_s
-    out.parts = {"measured_to_anchor_s": prefix, "modelled_steps_s": steps_s, "modelled_steps": len(future),
+    out.train_s = prefix - warm + steps_s + eval_s + save_s + end_s
+    out.parts = {"measured_to_anchor_s": prefix, "warmup_excess_s": warm,
+                 "modelled_steps_s": steps_s, "modelled_steps": len(future),
                  "evals_s": eval_s, "evals": sum(1 for e in full_evals if e >= anchor),
                  "saves_s": save_s + end_s, "saves": len(mid_saves) + (1 if full_saves else 0),
                  "eval_costs_measured": costs["evals"], "save_costs_measured": costs["saves"],
@@ -372,7 +423,8 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None =
         resid = step_residuals(model, arrays["x"], arrays["y"], arrays["n"])
         noise = future_noise(resid, len(future), n_boot)
         totals = prefix + boots @ x_future.sum(axis=0) + noise + eval_s + save_s + end_s
-        out.train_s_low, out.train_s_high = (float(v) for v in np.percentile(totals, [2.5, 97.5]))
+        out.train_s_low = float(np.percentile(totals - warm, 2.5))   # the warm-up not paid again ...
+        out.train_s_high = float(np.percentile(totals, 97.5))        # ... or paid again (a fresh machine)
         if out.tokens_per_s is not None:
             secs = boots @ x_steady.sum(axis=0)
             tps = tok_steady / secs[secs > 0]
