@@ -241,14 +241,12 @@ def _made_here(run_dir: Path) -> bool:
     """Whether RUN_DIR was made on this host (env.json's host id), so that it can stand for a run made now: a
     host-bound step moves with the host, and a ratio (a scaling efficiency, a speed-up) wants both runs from one
     host. Unknown on either side (runs from before host ids, no fingerprint here): it counts."""
+    from analysis.core import runfiles
+
     here = _this_host_id()
     if here is None:
         return True
-    try:
-        env = json.loads((run_dir / "env.json").read_text())
-    except (OSError, ValueError):
-        return True
-    theirs = ((env.get("host") or {}).get("fingerprint") or {}).get("host_id")
+    theirs = runfiles.host_id(runfiles.read_env(run_dir))
     return theirs is None or theirs == here
 
 

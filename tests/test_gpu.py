@@ -83,3 +83,29 @@ def test_visible_devices_pick_the_nvml_indices(monkeypatch):
     assert gpu.visible_indices(lib, {"CUDA_VISIBLE_DEVICES": ""}) == [0, 1]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     assert [g["index"] for g in gpu.gpus(lib)] == [1]
+
+
+def test_gpu_time_by_kernel_in_one_pass_over_the_profile():
+    """launch._device_intervals: busy intervals, NCCL intervals and GPU time per kernel name from the profiler's
+    events, by hand (no key_averages: it took 20-28 s per profiled seed step on the H200 hosts)."""
+    pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    from experiments import launch
+
+    def ev(name, start, dur, dev=DeviceType.CUDA):
+        return SimpleNamespace(device_type=lambda: dev, name=lambda: name, start_ns=lambda: start,
+                               duration_ns=lambda: dur, is_user_annotation=lambda: False)
+
+    events = [ev("gemm", 0, 100), ev("gemm", 150, 50), ev("ncclDevKernel_AllReduce", 120, 60), ev("cudaLaunch", 0, 5,
+              DeviceType.CPU), ev("memcpy", 300, 0)]
+    prof = SimpleNamespace(profiler=SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: events)))
+    gpu, host, comm, by_name = launch._device_intervals(prof)
+    assert host == 1 and comm == [(120, 180)]
+    assert launch.union_ns(gpu) == 100 + 80  # [0,100) and [120,200): gemm 150-200 overlaps the all-reduce
+    assert by_name == {"gemm": [150, 2], "ncclDevKernel_AllReduce": [60, 1], "memcpy": [0, 1]}
+    assert launch.top_gpu_ops(by_name, n=2) == [{"op": "gemm", "gpu_ms": 0.0, "calls": 2},
+                                                {"op": "ncclDevKernel_AllReduce", "gpu_ms": 0.0, "calls": 1}]
+    assert launch.top_gpu_ops({"k": [2_500_000, 4]}) == [{"op": "k", "gpu_ms": 2.5, "calls": 4}]

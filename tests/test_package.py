@@ -163,7 +163,9 @@ def test_installed_tables_on_the_committed_results(installed):
     tables = json.loads(out)
     rows = [r for r in tables["speedup"]
             if r["hw"] == "h200" and r["experiment"] == "seed" and r["source"] == "measured"]
-    assert rows and all((r["tokens_per_s"] or 0) > 0 for r in rows), rows
+    # every run with a steady step time has tokens/s (a quick run stopped before its steady steps has neither)
+    timed = [r for r in rows if r["ms_per_step"] is not None]
+    assert timed and all((r["tokens_per_s"] or 0) > 0 for r in timed), rows
     published = {r["hw"] for r in tables["speedup"] if r["source"] == "published"}
     assert {"a10", "a100"} <= published, published       # the seeds' figures came from the installed seeds/
 

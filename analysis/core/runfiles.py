@@ -23,3 +23,22 @@ def digest(run_dir: str | Path) -> str | None:
             found = True
             h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest() if found else None
+
+
+def read_env(run_dir: str | Path) -> dict:
+    """A run folder's env.json as a dict ({} when missing or unreadable: runs from before it, a damaged file)."""
+    import json
+
+    try:
+        data = json.loads((Path(run_dir) / "env.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def host_id(env: dict) -> str | None:
+    """The stable host id in env.json's host fingerprint (experiments/host.py); None for runs made before it. The one
+    reader of that field: the parser, the benchmark readers and the runner's "made on this host" test use it."""
+    host = env.get("host") if isinstance(env, dict) else None
+    fingerprint = host.get("fingerprint") if isinstance(host, dict) else None
+    return fingerprint.get("host_id") if isinstance(fingerprint, dict) else None

@@ -10,6 +10,7 @@ import json
 import warnings
 from pathlib import Path
 
+from analysis.core import runfiles
 from experiments.allreduce import nccl_read_vars
 
 BENCH = "allreduce"
@@ -36,11 +37,8 @@ def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[dict]
             log = (folder / "nccl.log").read_text(encoding="utf-8", errors="replace")
         except OSError:
             log = ""
-        try:
-            env = json.loads((folder / "env.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            env = {}
-        host = ((env.get("host") or {}).get("fingerprint") or {}).get("host_id")
+        env = runfiles.read_env(folder)
+        host = runfiles.host_id(env)
         out.append({"path": folder, "hw": folder.parent.parent.name, "run": folder.name,
                     "label": data.get("label") or "", "ranks": int(data.get("ranks") or 0),
                     "nccl_version": data.get("nccl_version"), "nccl_env": data.get("nccl_env") or {},

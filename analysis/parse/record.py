@@ -175,7 +175,9 @@ class RunRecord:
     @property
     def host_id(self) -> str | None:
         """The stable host id of env.json's host fingerprint (experiments/host.py); None for runs made before it."""
-        return ((self.env.get("host") or {}).get("fingerprint") or {}).get("host_id")
+        from analysis.core.runfiles import host_id
+
+        return host_id(self.env)
 
     @property
     def host_probe(self) -> dict:

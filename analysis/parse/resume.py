@@ -12,6 +12,8 @@ import json
 import warnings
 from pathlib import Path
 
+from analysis.core import runfiles
+
 FILE = "resume_check.json"
 
 
@@ -37,13 +39,9 @@ def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[dict]:
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             warnings.warn(f"{f}: skipped, not a resume check ({type(exc).__name__}: {exc})", stacklevel=2)
             continue
-        try:
-            env = json.loads((folder / "env.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            env = {}
         out.append({"path": folder, "hw": folder.parent.parent.name, "experiment": folder.parent.name,
                     "run": folder.name,
-                    "host_id": (((env.get("host") or {}).get("fingerprint") or {}).get("host_id")),
+                    "host_id": runfiles.host_id(runfiles.read_env(folder)),
                     "signal": data.get("signal"), "killed_after_step": data.get("killed_after_step"),
                     "from_step": resume.get("from_step"),
                     "restart_to_first_step_s": _num(resume.get("first_step_s")),
