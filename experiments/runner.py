@@ -421,11 +421,20 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
 # ------------------------------------------------------------------------------------------- execute
 
 
+# what the supervisor prints when it stops a training whose runner (or notebook kernel) is gone (experiments/reaper.py)
+REAPER_STOP = re.compile(r"^reaper: (.+): stopping the training", re.M)
+
+
 def _failure_reason(rc: int | None, log_tail: str, timed_out: bool) -> str:
+    """Why a training ended badly. A training its supervisor stopped because the runner died is interrupted, whatever
+    exit code ms-swift then gave (a SIGKILLed runner whose kernel outlived it: the run is resumed, not failed)."""
     if timed_out:
         return "timeout"
     if any(p in log_tail for p in OOM_PATTERNS):
         return "OOM: CUDA out of memory"
+    stopped = REAPER_STOP.search(log_tail)
+    if stopped:
+        return f"{INTERRUPTED} (the supervisor stopped the training: {stopped[1]})"
     if rc is not None and rc < 0:
         return f"killed by signal {-rc}"
     last = [ln for ln in log_tail.splitlines() if ln.strip()]
@@ -505,8 +514,9 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     tail = (run_dir / "stdout.log").read_text(errors="replace")[-20000:]
     ok = rc == 0 and not timed_out and log.is_file() and '"log_history"' in log.read_text(encoding="utf-8")[-2_000_000:]
     _drop_weights_and_data(run_dir)
-    shutil.rmtree(work_dir(run_dir), ignore_errors=True)  # finished or failed for good: nothing to resume from
     reason = None if ok else _failure_reason(rc, tail, timed_out)
+    if not str(reason or "").startswith(INTERRUPTED):  # finished or failed for good: nothing to resume from
+        shutil.rmtree(work_dir(run_dir), ignore_errors=True)
     return write_status(run_dir, status="ok" if ok else "failed", reason=reason, returncode=rc,
                         wall_s=round(wall, 1), nvml_rows=sampler.rows,
                         finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))

@@ -47,6 +47,10 @@ def test_stale_running_run_is_marked_interrupted(tmp_path):
     (-9, "", False, "killed by signal 9"),
     (None, "", True, "timeout"),
     (1, "Traceback\nValueError: bad flag --disable_cuda_graph\n", False, "crash (exit code 1): ValueError: bad flag"),
+    # the supervisor stopped it because the runner died (a SIGKILLed run-all whose kernel lived on): interrupted,
+    # whatever exit code ms-swift gave then, so that the next run-all resumes it
+    (1, "{'loss': 1.0}\nreaper: the runner 4242 is gone: stopping the training (process group 7)\nTraceback\n"
+        "KeyboardInterrupt\n", False, "interrupted (the supervisor stopped the training: the runner 4242 is gone)"),
 ])
 def test_failure_reasons(rc, tail, timed_out, expect):
     assert runner._failure_reason(rc, tail, timed_out).startswith(expect)
