@@ -17,6 +17,10 @@ does the same in-process, after what follows. Several GPUs: `torchrun --nproc_pe
                   copy intervals) into DIR/profile.json (DIR: --profile-out, default the run's --output_dir).
                   --profile-activities cuda records GPU activity alone: the host-side operator recording of the
                   default (all) slowed the seed recipe's profiled steps by about 40 % (8.5-9.0 s against a 6.3 s median).
+                  `cuda` still traces every CUDA runtime call (cudaLaunchKernel): on slow H200 hosts the seed recipe's
+                  ~177,000 launches made its profiled steps 16-18 % longer than its steady ones. `kernels` records the
+                  GPU's kernels, copies and memsets alone (torch's per-type activity filter, where the installed torch
+                  has it; else as `cuda`, said in profile.json). Not yet measured on the GPU.
 --longest-first   The first training batch is made of the longest samples of the epoch (the rest keeps ms-swift's
                   order), so the memory peak comes at step 1. ms-swift 4.6.0 has no sort-by-length flag;
                   --group_by_length only puts the single longest sample into the first batch.
@@ -70,9 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-steps", type=int, default=0, help="profile K optimizer steps")
     p.add_argument("--profile-skip", type=int, default=1, help="steps before the first profiled one (default 1)")
     p.add_argument("--profile-out", default=None, help="folder for profile.json (default: --output_dir)")
-    p.add_argument("--profile-activities", choices=["all", "cuda"], default="all",
+    p.add_argument("--profile-activities", choices=["all", "cuda", "kernels"], default="all",
                    help="all: host operators and GPU activity (names the top operators; slows a host-bound step); "
-                        "cuda: GPU activity only (CUPTI; little overhead, so the profiled step keeps its length)")
+                        "cuda: GPU activity and CUDA runtime calls (CUPTI); kernels: GPU kernels, copies and memsets "
+                        "alone (no runtime-call tracing; torch's per-type filter, else as cuda)")
     p.add_argument("--longest-first", action="store_true", help="first batch = the longest samples")
     p.add_argument("--pad-to", type=int, default=None, help="pad every batch to N tokens")
     p.add_argument("--stop-after", type=int, default=None, help="end training after optimizer step N")
@@ -261,6 +266,26 @@ def top_gpu_ops(by_name: dict[str, list], n: int = 15) -> list[dict]:
     return rows[:n]
 
 
+GPU_ONLY_KINDS = ("CONCURRENT_KERNEL", "GPU_MEMCPY", "GPU_MEMSET")  # CUPTI activity kinds of `--profile-activities kernels`
+
+
+def profiler_activities(torch, which: str, cuda: bool) -> tuple[list, list[str], str | None]:
+    """(activities for torch.profiler.profile, their names for profile.json, a note or None) for WHICH ('all', 'cuda',
+    'kernels'). 'kernels' is CUDA with torch's per-type filter (GPU_ONLY_KINDS: no runtime-API tracing), where the
+    installed torch has that filter (torch.profiler.profiler._parse_activities); else plain CUDA, with a note."""
+    act = torch.profiler.ProfilerActivity
+    if not cuda:
+        return [act.CPU], ["CPU"], None
+    if which == "all":
+        return [act.CPU, act.CUDA], ["CPU", "CUDA"], None
+    if which == "kernels":
+        if hasattr(torch.profiler.profiler, "_parse_activities"):
+            return [{act.CUDA: list(GPU_ONLY_KINDS)}], [f"CUDA:{k}" for k in GPU_ONLY_KINDS], None
+        return [act.CUDA], ["CUDA"], (f"torch {torch.__version__} has no per-type activity filter: "
+                                      "CUDA activity with runtime calls (as --profile-activities cuda)")
+    return [act.CUDA], ["CUDA"], None
+
+
 def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, which: str = "all"):
     """A transformers TrainerCallback that profiles optimizer steps skip+1 .. skip+steps. WHICH: 'all' records host
     operators and GPU activity, 'cuda' GPU activity alone (on a machine without CUDA, host operators anyway)."""
@@ -268,8 +293,7 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
     from transformers import TrainerCallback
 
     cuda = torch.cuda.is_available()
-    cpu = [torch.profiler.ProfilerActivity.CPU]
-    activities = (cpu if which == "all" or not cuda else []) + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    activities, names, note = profiler_activities(torch, which, cuda)
 
     class StepProfiler(TrainerCallback):
         def __init__(self):
@@ -277,7 +301,7 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             self.t0 = None
             self.step = None
             self.data = {"device": "cuda" if cuda else "cpu", "profile_steps": steps, "profile_skip": skip,
-                         "activities": [a.name for a in activities],
+                         "activities": names, **({"activities_note": note} if note else {}),
                          "window": "end of the previous optimizer step -> end of this one (includes fetching its "
                                    "batches)", "steps": []}
             record["profile"] = {"file": str(out_file), "steps": steps, "skip": skip, "device": self.data["device"]}

@@ -109,3 +109,38 @@ def test_gpu_time_by_kernel_in_one_pass_over_the_profile():
     assert launch.top_gpu_ops(by_name, n=2) == [{"op": "gemm", "gpu_ms": 0.0, "calls": 2},
                                                 {"op": "ncclDevKernel_AllReduce", "gpu_ms": 0.0, "calls": 1}]
     assert launch.top_gpu_ops({"k": [2_500_000, 4]}) == [{"op": "k", "gpu_ms": 2.5, "calls": 4}]
+
+
+def test_profiler_activities_kernels_only_where_torch_can_filter():
+    """--profile-activities kernels: CUDA with torch's per-type filter (no CUDA runtime-call tracing), where the
+    installed torch has it; else plain CUDA with a note in profile.json."""
+    from types import SimpleNamespace
+
+    from experiments import launch
+
+    act = SimpleNamespace(CPU="CPU", CUDA="CUDA")
+    with_filter = SimpleNamespace(__version__="2.13.0", profiler=SimpleNamespace(
+        ProfilerActivity=act, profiler=SimpleNamespace(_parse_activities=lambda a: a)))
+    without = SimpleNamespace(__version__="2.11.0", profiler=SimpleNamespace(ProfilerActivity=act,
+                                                                             profiler=SimpleNamespace()))
+    kinds = ["CONCURRENT_KERNEL", "GPU_MEMCPY", "GPU_MEMSET"]
+    assert launch.profiler_activities(with_filter, "kernels", True) == (
+        [{"CUDA": kinds}], [f"CUDA:{k}" for k in kinds], None)
+    acts, names, note = launch.profiler_activities(without, "kernels", True)
+    assert (acts, names) == (["CUDA"], ["CUDA"]) and "torch 2.11.0 has no per-type activity filter" in note
+    assert launch.profiler_activities(without, "cuda", True) == (["CUDA"], ["CUDA"], None)
+    assert launch.profiler_activities(without, "all", True) == (["CPU", "CUDA"], ["CPU", "CUDA"], None)
+    assert launch.profiler_activities(with_filter, "kernels", False) == (["CPU"], ["CPU"], None)  # no GPU here
+
+
+def test_the_installed_torch_accepts_the_kernels_filter():
+    """The filter form is what torch.profiler.profile takes (parsed, not started: no GPU here)."""
+    torch = pytest.importorskip("torch")
+    from experiments import launch
+
+    if not hasattr(torch.profiler.profiler, "_parse_activities"):
+        pytest.skip(f"torch {torch.__version__} has no per-type activity filter")
+    acts, _, _ = launch.profiler_activities(torch, "kernels", True)
+    parsed, filters = torch.profiler.profiler._parse_activities(acts)
+    assert parsed == {torch.profiler.ProfilerActivity.CUDA}
+    assert filters == {torch.profiler.ProfilerActivity.CUDA: set(launch.GPU_ONLY_KINDS)}
