@@ -418,3 +418,17 @@ def test_a_quick_run_too_short_to_fit_says_what_budget_would_do():
     budget = math.ceil((180 + (12 + Q.FIT_STEPS - 12) * median) / 10) * 10
     assert (f"{median:.1f} s per step, {profiled:.0f} s in the profiled steps; steady steps start after step 12, so "
             f"--budget {budget}") in est.notes[-1]
+
+
+def test_a_profile_inside_the_warm_up_is_not_warm_up_excess():
+    """Steps profiled during the warm-up (workers4 profiles steps 9-10) cost the full run as much: only the other
+    warm-up steps' excess is left out."""
+    import dataclasses
+
+    sched = _schedule(94)
+    rec = _synthetic_quick_run(sched, decided=39, noise=0.0)
+    plain = Q.estimate(rec, n_boot=0).parts["warmup_excess_s"]
+    marked = dataclasses.replace(rec, profile={"steps": [{"step": 5, "wall_s": 1.0}]})
+    est = Q.estimate(marked, n_boot=0)
+    # step 5's interval (4 -> 5) is a profiled one now: its 0.8 x true cost stays in the estimate
+    assert est.parts["warmup_excess_s"] == pytest.approx(plain - 0.8 * _true_step(sched[4]), rel=1e-9)

@@ -293,7 +293,8 @@ FIT_STEPS = 10  # steady steps a budget should leave to fit on (budget_advice)
 def budget_advice(rec: RunRecord) -> str:
     """Why quick run REC gave too few steady steps, and the budget that would give FIT_STEPS: its steps after the
     warm-up and the profiled steps, at the median time of its unprofiled steps so far (a host-bound recipe on a slow
-    host: the seed recipe on H200 host dff67541ff89 took ~7 s per step and 40-45 s per profiled step)."""
+    host: the seed recipe on H200 host dff67541ff89 took ~7 s per step and 40-45 s per profiled step, 23-28 s of it
+    the launcher's profile summary then, since removed)."""
     quick = rec.quick or {}
     ivs = measure_steps.intervals(rec)
     marked = set(rec.profiled_steps or ())
@@ -314,14 +315,17 @@ def budget_advice(rec: RunRecord) -> str:
 
 def warmup_excess(rec: RunRecord, model: StepModel, schedule: list[dict]) -> float:
     """Seconds the quick run REC spent in its warm-up beyond MODEL (module docstring), 0 when none: its first line's
-    time and its "first interval" / "warm-up" intervals (analysis.measure.steps), each less the model over its steps."""
+    time and its "first interval" / "warm-up" intervals (analysis.measure.steps) without a profiled step, each less the
+    model over its steps."""
     by_step = {s["step"]: s for s in schedule}
     points = sorted(_line_elapsed(rec).items())
     if not points:
         return 0.0
     first, t_first = points[0]
+    profiled = set(rec.profiled_steps or ())  # a profile inside the warm-up is paid by the full run too: kept
     spans = [(0, first, t_first)] + [(iv.from_step, iv.to_step, iv.seconds) for iv in measure_steps.intervals(rec)
-                                     if iv.excluded in ("first interval", "warm-up")]
+                                     if iv.excluded in ("first interval", "warm-up")
+                                     and not any(iv.from_step < p <= iv.to_step for p in profiled)]
     excess = sum(sec - sum(model.step_s(by_step[s]) for s in range(a + 1, b + 1) if s in by_step)
                  for a, b, sec in spans)
     return max(float(excess), 0.0)
