@@ -515,6 +515,10 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     ok = rc == 0 and not timed_out and log.is_file() and '"log_history"' in log.read_text(encoding="utf-8")[-2_000_000:]
     _drop_weights_and_data(run_dir)
     reason = None if ok else _failure_reason(rc, tail, timed_out)
+    runner = _runner_info().get("runner")
+    if not ok and not timed_out and runner and not reaper.alive(runner["pid"], runner["started"]):
+        # this kernel outlived its runner (a SIGKILLed run-all): the training was stopped for that, not failed
+        reason = f"{INTERRUPTED} (the runner {runner['pid']} is gone)"
     if not str(reason or "").startswith(INTERRUPTED):  # finished or failed for good: nothing to resume from
         shutil.rmtree(work_dir(run_dir), ignore_errors=True)
     return write_status(run_dir, status="ok" if ok else "failed", reason=reason, returncode=rc,
@@ -644,6 +648,9 @@ def find_resumable(spec: RunSpec) -> dict | None:
         found = last_checkpoint(work) if work.is_dir() else None
         if found is not None:
             return {"run_dir": run_dir, "checkpoint": str(found[0]), "step": found[1]}
+        what = sorted(p.name for p in work.glob("checkpoint-*")) if work.is_dir() else "no cache folder"
+        print(f"interrupted run {run_dir} left no complete checkpoint ({what or 'none'}): a new run starts",
+              file=sys.stderr, flush=True)
         shutil.rmtree(work, ignore_errors=True)
     return None
 
