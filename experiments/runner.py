@@ -45,6 +45,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from analysis.core import runfiles
 from analysis.core.errors import InputError
 from experiments import catalog, gpu, quick, reaper, recipes
 
@@ -241,8 +242,6 @@ def _made_here(run_dir: Path) -> bool:
     """Whether RUN_DIR was made on this host (env.json's host id), so that it can stand for a run made now: a
     host-bound step moves with the host, and a ratio (a scaling efficiency, a speed-up) wants both runs from one
     host. Unknown on either side (runs from before host ids, no fingerprint here): it counts."""
-    from analysis.core import runfiles
-
     here = _this_host_id()
     if here is None:
         return True
@@ -425,11 +424,14 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
 REAPER_STOP = re.compile(r"^reaper: (.+): stopping the training", re.M)
 
 
-def _failure_reason(rc: int | None, log_tail: str, timed_out: bool) -> str:
-    """Why a training ended badly. A training its supervisor stopped because the runner died is interrupted, whatever
-    exit code ms-swift then gave (a SIGKILLed runner whose kernel outlived it: the run is resumed, not failed)."""
+def _failure_reason(rc: int | None, log_tail: str, timed_out: bool, runner_gone: int | None = None) -> str:
+    """Why a training ended badly. A training its supervisor stopped because the runner died (RUNNER_GONE: the dead
+    runner's pid, as this kernel sees it; else the supervisor's line in the log) is interrupted, whatever exit code
+    ms-swift then gave (a SIGKILLed runner whose kernel outlived it: the run is resumed, not failed)."""
     if timed_out:
         return "timeout"
+    if runner_gone is not None:
+        return f"{INTERRUPTED} (the runner {runner_gone} is gone)"
     if any(p in log_tail for p in OOM_PATTERNS):
         return "OOM: CUDA out of memory"
     stopped = REAPER_STOP.search(log_tail)
@@ -514,11 +516,9 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     tail = (run_dir / "stdout.log").read_text(errors="replace")[-20000:]
     ok = rc == 0 and not timed_out and log.is_file() and '"log_history"' in log.read_text(encoding="utf-8")[-2_000_000:]
     _drop_weights_and_data(run_dir)
-    reason = None if ok else _failure_reason(rc, tail, timed_out)
     runner = _runner_info().get("runner")
-    if not ok and not timed_out and runner and not reaper.alive(runner["pid"], runner["started"]):
-        # this kernel outlived its runner (a SIGKILLed run-all): the training was stopped for that, not failed
-        reason = f"{INTERRUPTED} (the runner {runner['pid']} is gone)"
+    gone = runner["pid"] if runner and not reaper.alive(runner["pid"], runner["started"]) else None
+    reason = None if ok else _failure_reason(rc, tail, timed_out, runner_gone=gone)
     if not str(reason or "").startswith(INTERRUPTED):  # finished or failed for good: nothing to resume from
         shutil.rmtree(work_dir(run_dir), ignore_errors=True)
     return write_status(run_dir, status="ok" if ok else "failed", reason=reason, returncode=rc,

@@ -355,3 +355,11 @@ def test_a_second_runner_does_not_train_an_experiment_another_runner_holds(tmp_p
     res = runner._run_one(spec, Console(file=open(os.devnull, "w")), progress=False)
     assert len(ran) == 1 and res["run_dir"] == str(ran[0])
     assert lock.read_text().split()[0] == str(os.getpid())
+
+
+def test_a_training_whose_runner_is_gone_is_interrupted_whatever_it_printed():
+    """The kernel outlived its SIGKILLed runner: the stopped training is interrupted (resumed next time), even with
+    an OOM line or a crash in its log; a time limit stays a timeout."""
+    reason = runner._failure_reason(1, "RuntimeError: CUDA out of memory", False, runner_gone=4242)
+    assert reason == "interrupted (the runner 4242 is gone)"
+    assert runner._failure_reason(-15, "", True, runner_gone=4242) == "timeout"

@@ -290,6 +290,12 @@ def _cost(costs: list[tuple[int, float]], k: int) -> float:
 FIT_STEPS = 10  # steady steps a budget should leave to fit on (budget_advice)
 
 
+def _profiled(iv, rec: RunRecord) -> bool:
+    """Whether interval IV (steps from_step+1 .. to_step) holds one of REC's profiled steps, whatever
+    analysis.measure.steps calls it (a profile inside the warm-up is labelled warm-up there)."""
+    return any(iv.from_step < p <= iv.to_step for p in rec.profiled_steps)
+
+
 def budget_advice(rec: RunRecord) -> str:
     """Why quick run REC gave too few steady steps, and the budget that would give FIT_STEPS: its steps after the
     warm-up and the profiled steps, at the median time of its unprofiled steps so far (a host-bound recipe on a slow
@@ -297,8 +303,7 @@ def budget_advice(rec: RunRecord) -> str:
     the launcher's profile summary then, since removed)."""
     quick = rec.quick or {}
     ivs = measure_steps.intervals(rec)
-    marked = set(rec.profiled_steps or ())
-    with_profile = [any(iv.from_step < p <= iv.to_step for p in marked) for iv in ivs]
+    with_profile = [_profiled(iv, rec) for iv in ivs]
     plain = sorted(iv.seconds / (iv.to_step - iv.from_step) for iv, p in zip(ivs, with_profile) if not p)
     profiled = sum(iv.seconds for iv, p in zip(ivs, with_profile) if p)
     at = max(_line_elapsed(rec) or {0: 0.0})
@@ -322,10 +327,9 @@ def warmup_excess(rec: RunRecord, model: StepModel, schedule: list[dict]) -> flo
     if not points:
         return 0.0
     first, t_first = points[0]
-    profiled = set(rec.profiled_steps or ())  # a profile inside the warm-up is paid by the full run too: kept
+    # a profile inside the warm-up is paid by the full run too: kept
     spans = [(0, first, t_first)] + [(iv.from_step, iv.to_step, iv.seconds) for iv in measure_steps.intervals(rec)
-                                     if iv.excluded in ("first interval", "warm-up")
-                                     and not any(iv.from_step < p <= iv.to_step for p in profiled)]
+                                     if iv.excluded in ("first interval", "warm-up") and not _profiled(iv, rec)]
     excess = sum(sec - sum(model.step_s(by_step[s]) for s in range(a + 1, b + 1) if s in by_step)
                  for a, b, sec in spans)
     return max(float(excess), 0.0)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.core import runfiles
 from analysis.parse import sidefiles
 from analysis.parse.logs import (
     LOG_NAME,
@@ -175,9 +176,7 @@ class RunRecord:
     @property
     def host_id(self) -> str | None:
         """The stable host id of env.json's host fingerprint (experiments/host.py); None for runs made before it."""
-        from analysis.core.runfiles import host_id
-
-        return host_id(self.env)
+        return runfiles.host_id(self.env)
 
     @property
     def host_probe(self) -> dict:

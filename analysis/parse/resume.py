@@ -13,15 +13,9 @@ import warnings
 from pathlib import Path
 
 from analysis.core import runfiles
+from analysis.parse.logs import to_float
 
 FILE = "resume_check.json"
-
-
-def _num(x):
-    try:
-        return None if x is None else float(x)
-    except (TypeError, ValueError):
-        return None
 
 
 def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[dict]:
@@ -34,7 +28,7 @@ def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[dict]:
         try:
             data = json.loads(f.read_text(encoding="utf-8"))
             resume = data.get("resume") or {}
-            repeated = [(int(r["step"]), _num(r["loss_before_kill"]), _num(r["loss_after_resume"]))
+            repeated = [(int(r["step"]), to_float(r["loss_before_kill"]), to_float(r["loss_after_resume"]))
                         for r in data.get("repeated_steps") or []]
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             warnings.warn(f"{f}: skipped, not a resume check ({type(exc).__name__}: {exc})", stacklevel=2)
@@ -44,8 +38,8 @@ def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[dict]:
                     "host_id": runfiles.host_id(runfiles.read_env(folder)),
                     "signal": data.get("signal"), "killed_after_step": data.get("killed_after_step"),
                     "from_step": resume.get("from_step"),
-                    "restart_to_first_step_s": _num(resume.get("first_step_s")),
-                    "trainer_to_first_step_s": _num(data.get("first_step_since_train_begin_s")),
+                    "restart_to_first_step_s": to_float(resume.get("first_step_s")),
+                    "trainer_to_first_step_s": to_float(data.get("first_step_since_train_begin_s")),
                     "left_behind": len(data.get("left_behind") or []),
                     "weights_in_results": len(data.get("weights_in_results") or []),
                     "finished": data.get("status") == "ok" and data.get("second_exit") == 0,
