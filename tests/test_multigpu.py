@@ -262,7 +262,11 @@ def test_the_resume_claim_by_hand(tmp_path):
     assert out["numbers"]["checks"][0]["max_loss_drift"] == pytest.approx(0.006 / 12.0)  # |12.006 - 12| / 12
     assert "within 0.05% of the first attempt's" in out["detail"]
     _resume_check(tmp_path / "h200" / "best" / "r2", 12.0, [])
-    assert rule_resume_time(claim, runs)["verdict"] == "inconclusive"  # one within 10 s, one not
+    out = rule_resume_time(claim, runs)
+    assert out["verdict"] == "inconclusive"  # one within 10 s, one not
+    # a check without repeated steps is still described in full
+    assert "12.0 s from the restart to the first resumed step, 1.5 s of it after the trainer started" in out["detail"]
+    assert out["detail"].count("SIGKILL after step 25") == 2
     (tmp_path / "h200" / "best" / "r1" / "resume_check.json").write_text("{not json")
     with pytest.warns(UserWarning, match="skipped, not a resume check"):
         assert rule_resume_time(claim, runs)["verdict"] == "does not hold"

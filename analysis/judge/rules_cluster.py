@@ -99,21 +99,21 @@ def rule_resume_time(claim: dict, runs: Runs, **_) -> dict:
         diffs = [abs(a - b) / abs(a) for _, a, b in c["repeated"] if a and b is not None]
         return max(diffs) if diffs else None
 
-    parts = []
+    parts, rows = [], []
     for c in checks:
         d = drift(c)
+        losses = (f"{len(c['repeated'])} repeated steps' losses within {d:.2%} of the first attempt's" if d is not None
+                  else f"{len(c['repeated'])} repeated steps")
         parts.append(
             f"{c['hw']} {c['experiment']} (host {c['host_id'] or '?'}), {c['signal']} after step {c['killed_after_step']}, "
             f"resumed from step {c['from_step']}: {c['restart_to_first_step_s']:.1f} s from the restart to the first "
             f"resumed step, {c['trainer_to_first_step_s'] if c['trainer_to_first_step_s'] is not None else '?'} s of "
-            f"it after the trainer started (checkpoint load and the step); "
-            f"{len(c['repeated'])} repeated steps' losses within {d:.2%} of the first attempt's" if d is not None else
-            f"{len(c['repeated'])} repeated steps")
-    nums = {"checks": [{"run": c["run"], "host": c["host_id"], "restart_s": rnd(c["restart_to_first_step_s"], 2),
-                        "after_trainer_start_s": c["trainer_to_first_step_s"], "from_step": c["from_step"],
-                        "max_loss_drift": rnd(drift(c), 5), "left_behind": c["left_behind"],
-                        "weights_in_results": c["weights_in_results"], "finished": c["finished"]} for c in checks],
-            "max_s": limit}
+            f"it after the trainer started (checkpoint load and the step); {losses}")
+        rows.append({"run": c["run"], "host": c["host_id"], "restart_s": rnd(c["restart_to_first_step_s"], 2),
+                     "after_trainer_start_s": c["trainer_to_first_step_s"], "from_step": c["from_step"],
+                     "max_loss_drift": rnd(d, 5), "left_behind": c["left_behind"],
+                     "weights_in_results": c["weights_in_results"], "finished": c["finished"]})
+    nums = {"checks": rows, "max_s": limit}
     detail = "; ".join(parts) + (". LoRA on Qwen2.5-7B (dummy weights) on one GPU: the restart is mostly the base "
                                  "model's load; the provider's platform and larger checkpoints are not measured")
     clean = all(c["finished"] and not c["left_behind"] and not c["weights_in_results"] for c in checks)
