@@ -20,7 +20,9 @@ does the same in-process, after what follows. Several GPUs: `torchrun --nproc_pe
                   `cuda` still traces every CUDA runtime call (cudaLaunchKernel): on slow H200 hosts the seed recipe's
                   ~177,000 launches made its profiled steps 16-18 % longer than its steady ones. `kernels` records the
                   GPU's kernels, copies and memsets alone (torch's per-type activity filter, where the installed torch
-                  has it; else as `cuda`, said in profile.json). Not yet measured on the GPU.
+                  has it; else as `cuda`, said in profile.json): the GPU hosts' torch 2.11 has no such filter, so
+                  their runs are `cuda` runs. experiments.cupti_kernels (CUPTI's kernel records alone, through
+                  ctypes) was measured as the way around it and added as much per launch (profiler_overhead).
 --longest-first   The first training batch is made of the longest samples of the epoch (the rest keeps ms-swift's
                   order), so the memory peak comes at step 1. ms-swift 4.6.0 has no sort-by-length flag;
                   --group_by_length only puts the single longest sample into the first batch.

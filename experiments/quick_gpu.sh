@@ -5,7 +5,8 @@
 # time, and the schedule against the full run's tokens.jsonl.
 #
 #   bash experiments/quick_gpu.sh DEADLINE_S EXPERIMENTS [MODEL] [DATA]          (EXPERIMENTS: seed,bs16,best)
-#   bash experiments/quick_gpu.sh wait DEADLINE_S      (a later call: wait for a detached full run, then pack)
+#   bash experiments/quick_gpu.sh wait DEADLINE_S [EXPERIMENTS [MODEL] [DATA]]
+#       (a later call: wait for a detached full run; then the pairs of EXPERIMENTS, if given and time is left; pack)
 #
 # RESUME=EXPERIMENT (either form): before the runs (after the wait), issue 19's resume check on that experiment
 # (experiments/resume_check.py: a 40-step cut run killed at step 25 and resumed from its step-20 checkpoint).
@@ -52,13 +53,45 @@ summary() {
   cat "$LOG/quick.md"
 }
 
+run_pairs() {  # per experiment of $1: its quick run, then its full run (detached for $DETACH)
+  local name mode left need extra cmd
+  for name in ${1//,/ }; do
+    for mode in quick full; do
+      left=$((DEADLINE - SECONDS))
+      if [ "$mode" = quick ]; then extra=(--budget "$BUDGET"); else extra=(--set logging_steps=1); fi
+      cmd=(python3 -m experiments.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$name"
+           --results "$RESULTS" "${extra[@]}" --no-progress)
+      # a run the deadline would cut is no use: a quick run needs its budget, a full one (not detached) MIN_FULL_S
+      need=$((BUDGET + 30)); [ "$mode" = full ] && need=${MIN_FULL_S:-170}
+      [ "$mode" = full ] && [ "$name" = "$DETACH" ] && need=90
+      if [ "$left" -lt "$need" ]; then echo "deadline: not starting $name ($mode): ${left} s left, needs ${need}"; continue; fi
+      if [ "$mode" = full ] && [ "$name" = "$DETACH" ]; then
+        echo "== $name $mode detached (${left} s left in this call) =="
+        rm -f "$LOG/detached.rc"
+        CUDA_VISIBLE_DEVICES=${GPU:-0} setsid bash -c '"$@" >>'"$LOG/runs.log"' 2>&1; echo $? >'"$LOG/detached.rc" \
+          _ timeout --signal=INT --kill-after=20 1500 "${cmd[@]}" </dev/null &
+        echo $! >"$LOG/detached.pid"
+        detached_wait "$DEADLINE" || echo "detached run still going at ${SECONDS} s: collect it with 'wait'"
+        continue
+      fi
+      echo "== $name $mode (${left} s left) =="
+      CUDA_VISIBLE_DEVICES=${GPU:-0} timeout --signal=INT --kill-after=20 "$left" "${cmd[@]}" >>"$LOG/runs.log" 2>&1
+      echo "== $name $mode exit $? at ${SECONDS} s =="
+    done
+  done
+}
+
 if [ "${1:-}" = wait ]; then
-  DEADLINE=${2:?usage: quick_gpu.sh wait DEADLINE_S}
+  DEADLINE=${2:?usage: quick_gpu.sh wait DEADLINE_S [EXPERIMENTS [MODEL] [DATA]]}
+  EXPERIMENTS=${3:-}
+  MODEL=${4:-dummy}
+  DATA=$(cd "${5:-.data}" && pwd)
   KEEP_START=1 gpu_setup
   if [ -f "$LOG/detached.pid" ] && ! detached_wait "$DEADLINE"; then
     echo "detached run still going at ${SECONDS} s"
   else
     resume_check
+    [ -n "$EXPERIMENTS" ] && run_pairs "$EXPERIMENTS"
   fi
   summary
   gpu_pack
@@ -74,27 +107,7 @@ mkdir -p "$RESULTS"
 DATA=$(cd "$DATA" && pwd)
 gpu_setup
 resume_check
-for name in ${EXPERIMENTS//,/ }; do
-  for mode in quick full; do
-    left=$((DEADLINE - SECONDS))
-    if [ "$mode" = quick ]; then extra=(--budget "$BUDGET"); else extra=(--set logging_steps=1); fi
-    cmd=(python3 -m experiments.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$name"
-         --results "$RESULTS" "${extra[@]}" --no-progress)
-    if [ "$mode" = full ] && [ "$name" = "$DETACH" ]; then
-      echo "== $name $mode detached (${left} s left in this call) =="
-      rm -f "$LOG/detached.rc"
-      CUDA_VISIBLE_DEVICES=${GPU:-0} setsid bash -c '"$@" >>'"$LOG/runs.log"' 2>&1; echo $? >'"$LOG/detached.rc" \
-        _ timeout --signal=INT --kill-after=20 1500 "${cmd[@]}" </dev/null &
-      echo $! >"$LOG/detached.pid"
-      detached_wait "$DEADLINE" || echo "detached run still going at ${SECONDS} s: collect it with 'wait'"
-      continue
-    fi
-    if [ "$left" -le 90 ]; then echo "deadline: not starting $name ($mode)"; continue; fi
-    echo "== $name $mode (${left} s left) =="
-    CUDA_VISIBLE_DEVICES=${GPU:-0} timeout --signal=INT --kill-after=20 "$left" "${cmd[@]}" >>"$LOG/runs.log" 2>&1
-    echo "== $name $mode exit $? at ${SECONDS} s =="
-  done
-done
+run_pairs "$EXPERIMENTS"
 summary
 gpu_pack
 tail -n 20 "$LOG/runs.log"

@@ -23,6 +23,8 @@ MODEL = "Qwen2.5-7B-Instruct"
 GIB = 2 ** 30
 H, I, KV, V, LAYERS = 3584, 18944, 512, 152064, 28
 SEED_RUN = "20261130-074229"
+# the planner's measured seed-recipe step: the least cut committed run (the full 94-step epoch of call 21)
+SEED_TIME_RUN = "20261201-105624-5f4daf78e2ab"
 
 
 @pytest.fixture(scope="module")
@@ -151,8 +153,10 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
         else:  # a cut run's peak is a lower bound of the full run's
             assert r["ratio"] >= 0.90 and "cut run" in r["note"]
     full = [r for r in rows if r.get("peak_rule") == "within 10 %"]
-    # the full bs16 epochs: two of 2026-11-30 and the full partner of the quick run of call 16 (logging every step)
-    assert {r["run"] for r in full} == {"20261130-074942", "20261130-075319", "20261201-030843-6066e2c9a3f7"}
+    # the full bs16 epochs: two of 2026-11-30 and the full partners of the quick runs of calls 16 and 20 (logging every
+    # step); the seed recipe's full epoch of call 21
+    assert {r["run"] for r in full} == {"20261130-074942", "20261130-075319", "20261201-030843-6066e2c9a3f7",
+                                        "20261201-104625-5f4daf78e2ab", "20261201-105624-5f4daf78e2ab"}
     by_run = {r["run"]: r for r in rows}
     assert by_run[SEED_RUN]["measured_peak_gib"] == 17.68
     assert by_run[SEED_RUN]["seq_len"] == 593 and by_run[SEED_RUN]["per_device_batch"] == 1
@@ -209,9 +213,9 @@ def test_fits_flips_where_it_must():
 def test_seed_recipe_on_h200_uses_the_measured_median_and_roofline_elsewhere():
     plans = {p["hw"]: p for p in planner.estimate(MODEL, method="lora", max_length=2048, batch=1, grad_accum=16,
                                                   samples=1500, epochs=1, results=RESULTS)}
-    median = step_time(next(r for r in collect(RESULTS) if r.run == SEED_RUN))["median"]
+    median = step_time(next(r for r in collect(RESULTS) if r.run == SEED_TIME_RUN))["median"]
     h200 = plans["h200"]
-    assert h200["time_source"] == f"measured: h200/seed/{SEED_RUN}"
+    assert h200["time_source"] == f"measured: h200/seed/{SEED_TIME_RUN}"
     assert h200["step_time_s"] == median
     assert h200["steps"] == math.ceil(1500 / 16) == 94
     assert h200["total_time_s"] == pytest.approx(median * 94)
@@ -319,7 +323,7 @@ def test_json_output_shape():
         assert set(p["breakdown"]) == {"weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib",
                                        "activations_gib", "allocator_cache_gib", "cuda_context_gib"}
         assert p["time_source"] == "roofline" or p["time_source"].startswith("measured: ")
-    assert plans[-1]["time_source"] == f"measured: h200/seed/{SEED_RUN}"
+    assert plans[-1]["time_source"] == f"measured: h200/seed/{SEED_TIME_RUN}"
 
 
 def test_human_output_has_the_table_and_assumptions():

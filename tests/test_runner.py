@@ -110,7 +110,7 @@ def test_runspec_resolves_claims_experiments_and_keeps_matrix_keys():
     # profiled after the warm-up), which are part of their key: runs made before (plain swift sft) do not match.
     key = runner.RunSpec(hw="h200", experiment="seed").key()
     assert set(key) == {"experiment", "recipe", "model", "data", "max_steps", "overrides", "launcher"}
-    assert key["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "cuda"}
+    assert key["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "kernels"}
     assert runner.RunSpec(hw="h200", experiment="seed", launcher={}).key()["launcher"] == {}
 
 
@@ -294,7 +294,7 @@ def test_cpu_smoke_run_all_twice(tmp_path):
     command = (run_dir / "command.sh").read_text()
     assert "--tuner_type lora" in command and "--split_dataset_ratio 0.01" in command
     assert "--max_steps 15" in command and "export HF_HUB_OFFLINE=1" in command
-    assert "experiments.launch --profile-steps 2 --profile-skip 10 --profile-activities cuda" in command
+    assert "experiments.launch --profile-steps 2 --profile-skip 10 --profile-activities kernels" in command
     assert (run_dir / "sft.ipynb").is_file() and (run_dir / "model_config.json").is_file()
     assert not list(run_dir.glob("checkpoint-*")) and not (run_dir / "val_dataset.jsonl").exists()
     parsed = _cli("parse", run_dir, "--json")
