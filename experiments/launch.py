@@ -83,7 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--longest-first", action="store_true", help="first batch = the longest samples")
     p.add_argument("--pad-to", type=int, default=None, help="pad every batch to N tokens")
     p.add_argument("--stop-after", type=int, default=None, help="end training after optimizer step N")
-    p.add_argument("--sdpa-padding-free", action="store_true", help="allow --padding_free with SDPA attention")
+    p.add_argument("--sdpa-padding-free", action="store_true",
+                   help="allow --padding_free with SDPA, eager or flex attention")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="set an environment variable in this process before anything is imported (repeatable)")
+    p.add_argument("--liger-config", default=None, metavar="JSON",
+                   help="which Liger kernels --use_liger_kernel applies (transformers' liger_kernel_config)")
     p.add_argument("--no-fast-exit", action="store_true", help="let the interpreter tear down normally")
     p.add_argument("--no-schedule", action="store_true",
                    help="write no schedule.jsonl (every step's tokens, before training: experiments/schedule_core.py)")
@@ -115,6 +120,19 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("--pad-to must be > 0")
     if opts.stop_after is not None and opts.stop_after <= 0:
         parser.error("--stop-after must be > 0")
+    for item in opts.env:
+        name, eq, _ = item.partition("=")
+        if not eq or not name or not name.replace("_", "").isalnum():
+            parser.error(f"--env wants NAME=VALUE, got {item!r}")
+    if opts.liger_config is not None:
+        try:
+            cfg = json.loads(opts.liger_config)
+        except ValueError as exc:
+            parser.error(f"--liger-config is not JSON: {exc}")
+        if not isinstance(cfg, dict) or not all(isinstance(v, bool) for v in cfg.values()):
+            parser.error("--liger-config wants a JSON object of booleans, e.g. "
+                         '{"fused_linear_cross_entropy": false, "cross_entropy": true}')
+        opts.liger_config = cfg
     return opts, swift_args
 
 
@@ -137,6 +155,10 @@ def option_argv(launcher: dict) -> list[str]:
         out += ["--stop-after", str(int(launcher["stop_after"]))]
     if launcher.get("sdpa_padding_free"):
         out.append("--sdpa-padding-free")
+    for name, value in sorted((launcher.get("env") or {}).items()):
+        out += ["--env", f"{name}={value}"]
+    if launcher.get("liger_config"):
+        out += ["--liger-config", json.dumps(launcher["liger_config"], sort_keys=True)]
     if launcher.get("fast_exit") is False:
         out.append("--no-fast-exit")
     if launcher.get("schedule") is False:
@@ -531,6 +553,9 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
     if getattr(opts, "sdpa_padding_free", False):
         record["sdpa_padding_free"] = allow_sdpa_padding_free()
 
+    if getattr(opts, "liger_config", None):
+        record["liger_config"] = set_liger_config(opts.liger_config)
+
     if opts.pad_to:
         def _get_data_collator(self, args, template):
             return partial(template.data_collator, padding_to=opts.pad_to)
@@ -549,7 +574,7 @@ def allow_sdpa_padding_free() -> dict:
     orig = SftArguments._check_padding_free
 
     def _check_padding_free(self):
-        if (self.padding_free or self.packing) and self.attn_impl in (None, "sdpa", "eager"):
+        if (self.padding_free or self.packing) and self.attn_impl in (None, "sdpa", "eager", "flex_attention"):
             if self.packing:
                 self.padding_free = True
             return
@@ -560,6 +585,29 @@ def allow_sdpa_padding_free() -> dict:
 
     return {"applied": True, "transformers": transformers.__version__,
             "why": "masking_utils.find_packed_sequence_indices: block-diagonal causal mask from position_ids"}
+
+
+def set_liger_config(config: dict) -> dict:
+    """Make transformers' Trainer apply Liger with CONFIG (its `liger_kernel_config`, e.g. the fused linear cross
+    entropy off), which ms-swift's command line cannot pass (a dict). Only where --use_liger_kernel is on."""
+    from transformers import trainer
+
+    orig = trainer.apply_liger_kernel
+
+    def apply_liger_kernel(model, kernel_config=None):
+        return orig(model, {**(kernel_config or {}), **config})
+
+    trainer.apply_liger_kernel = apply_liger_kernel
+    return {"applied": True, "config": config}
+
+
+def apply_env(items: list[str], record: dict) -> None:
+    """--env NAME=VALUE: set before ms-swift, transformers and accelerate are imported (they read some at import)."""
+    if not items:
+        return
+    env = dict(item.split("=", 1) for item in items)
+    os.environ.update(env)
+    record["env"] = env
 
 
 def run_sft(swift_args: list[str]):
@@ -612,6 +660,7 @@ def main(argv: list[str] | None = None) -> int:
     record: dict = {"argv": sys.argv[1:] if argv is None else argv, "swift_args": swift_args, "pid": os.getpid(),
                     "started": time.time(), "options": vars(opts)}
     t0 = time.monotonic()
+    apply_env(opts.env, record)
     if opts.mem_cap_gib is not None:
         record["mem_cap"] = apply_memory_cap(opts.mem_cap_gib)
     callbacks = []

@@ -152,7 +152,8 @@ def test_plan_fits_the_device_budget():
     calls = plan.call_estimates()
     assert all(c["est_s"] <= 590 for c in calls.values()), calls
     assert sum(c["est_s"] for c in calls.values() if min(c["tiers"]) <= 2 and not c["made"]) <= plan.load()["budget_s"]
-    assert {n for n, c in calls.items() if not c["made"]} == {8, 9}  # calls 1-7 ran on 2026-11-30
+    # calls 1-7 ran on 2026-11-30, call 8 on 2026-12-01; 9 waits for a torch with the activity filter; 10-13: issue 18
+    assert {n for n, c in calls.items() if not c["made"]} == {9, 10, 11, 12, 13}
     # a hand check of call 1: set-up 60 + its longest lane (GPU 1 lane a: 95 + 95 + 2 probes x 60 + 65 = 375)
     assert calls[1]["lanes"] == {(0, "a"): 100 + 65 + 65 + 66 + 70, (1, "a"): 375, (1, "b"): 2 * 55 + 2 * 55}
     assert calls[1]["est_s"] == 60 + 375

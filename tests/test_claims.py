@@ -74,6 +74,36 @@ def test_launcher_arguments():
     assert launch.option_argv({}) == []
 
 
+def test_launcher_env_and_liger_config(monkeypatch):
+    d = {"env": {"ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION": "1", "ACCELERATE_DYNAMO_USE_DYNAMIC": "1"},
+         "liger_config": {"fused_linear_cross_entropy": False, "cross_entropy": True}}
+    argv = launch.option_argv(d)
+    assert argv == ["--env", "ACCELERATE_DYNAMO_USE_DYNAMIC=1", "--env", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1",
+                    "--liger-config", '{"cross_entropy": true, "fused_linear_cross_entropy": false}']
+    opts, _ = launch.parse(argv + ["--", "--x", "1"])
+    assert opts.liger_config == {"cross_entropy": True, "fused_linear_cross_entropy": False}
+    for bad in (["--env", "NOEQUALS"], ["--env", "=1"], ["--liger-config", "{oops"],
+                ["--liger-config", '{"rope": "yes"}'], ["--liger-config", "[true]"]):
+        with pytest.raises(SystemExit):
+            launch.parse(bad + ["--", "--x", "1"])
+    monkeypatch.delenv("SWIFTBENCH_TEST_ENV", raising=False)
+    record = {}
+    launch.apply_env(["SWIFTBENCH_TEST_ENV=a=b"], record)  # the value keeps its own '='
+    import os
+    assert os.environ["SWIFTBENCH_TEST_ENV"] == "a=b" and record["env"] == {"SWIFTBENCH_TEST_ENV": "a=b"}
+    monkeypatch.delenv("SWIFTBENCH_TEST_ENV")
+
+
+def test_liger_config_reaches_the_trainers_liger_call(monkeypatch):
+    from transformers import trainer
+
+    seen = []
+    monkeypatch.setattr(trainer, "apply_liger_kernel", lambda model, cfg=None: seen.append((model, cfg)))
+    info = launch.set_liger_config({"fused_linear_cross_entropy": False})
+    trainer.apply_liger_kernel("model", {"rope": True, "fused_linear_cross_entropy": True})
+    assert info["applied"] and seen == [("model", {"rope": True, "fused_linear_cross_entropy": False})]
+
+
 def test_gpu_busy_union_and_longest_first_order():
     assert launch.union_ns([(0, 10), (5, 15), (20, 30), (25, 26), (40, 40)]) == 25
     lengths = [5, 50, 7, 40, 9, 60, 1]
@@ -213,7 +243,7 @@ def test_sdpa_padding_free_trains_the_same_batches_as_padding(tmp_path):
     losses, toks = {}, {}
     for name, extra, launch_opts in (("padded", [], []),
                                       ("free", ["--padding_free", "true", "--attn_impl", "sdpa"],
-                                       ["--sdpa-padding-free"])):
+                                       ["--sdpa-padding-free", "--env", "SWIFTBENCH_PROBE=1"])):
         out = tmp_path / name
         cmd = [sys.executable, "-m", "experiments.launch", *launch_opts, "--", "swift", "sft", "--model", model,
                "--tuner_type", "lora", "--dataset", *datasets, "--torch_dtype", "float32", "--max_steps", "3",
@@ -227,6 +257,7 @@ def test_sdpa_padding_free_trains_the_same_batches_as_padding(tmp_path):
         toks[name] = [json.loads(x) for x in (out / "tokens.jsonl").read_text().splitlines()]
     info = json.loads((tmp_path / "free" / "launch.json").read_text())
     assert info["sdpa_padding_free"]["applied"]
+    assert info["env"] == {"SWIFTBENCH_PROBE": "1"}
     assert len(losses["free"]) == len(losses["padded"]) == 3
     assert losses["free"] == pytest.approx(losses["padded"], abs=2e-4)
     # the same real tokens per step; packed rows carry no padding at all
@@ -235,9 +266,9 @@ def test_sdpa_padding_free_trains_the_same_batches_as_padding(tmp_path):
     assert all(t["padded_tokens"] > t["tokens"] for t in toks["padded"])
 
 
-def test_sdpa_padding_free_patch_accepts_sdpa_only(monkeypatch):
-    """ms-swift refuses padding_free without flash attention; the launcher's patch lets SDPA/eager through (the
-    packed-sequence masks of transformers exist) and leaves every other case to ms-swift's own check."""
+def test_sdpa_padding_free_patch_accepts_sdpa_eager_and_flex_only(monkeypatch):
+    """ms-swift refuses padding_free without flash attention; the launcher's patch lets SDPA, eager and flex attention
+    through (transformers builds their packed-sequence masks alike) and leaves every other case to ms-swift's check."""
     from swift.arguments import SftArguments
 
     monkeypatch.setattr(SftArguments, "_check_padding_free", SftArguments._check_padding_free)
@@ -250,5 +281,64 @@ def test_sdpa_padding_free_patch_accepts_sdpa_only(monkeypatch):
     packing = SimpleNamespace(padding_free=False, packing=True, attn_impl=None)
     SftArguments._check_padding_free(packing)
     assert packing.padding_free is True  # packing implies padding_free, as in ms-swift
+    SftArguments._check_padding_free(SimpleNamespace(padding_free=True, packing=False, attn_impl="flex_attention"))
     with pytest.raises(ValueError, match="flash attention"):
-        SftArguments._check_padding_free(SimpleNamespace(padding_free=True, packing=False, attn_impl="flex_attention"))
+        SftArguments._check_padding_free(SimpleNamespace(padding_free=True, packing=False, attn_impl="xformers"))
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "flex_attention"])
+def test_packed_rows_attend_only_to_their_own_sample(attn):
+    """What padding-free training (tp-best, issue 18's fast-flex) rests on: three samples packed into one row, with
+    position_ids restarting at each, give every sample the logits it has alone, under SDPA's block-diagonal mask and
+    FlexAttention's document mask alike (transformers' find_packed_sequence_indices; forward only: FlexAttention has
+    no CPU backward)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    path, _, _ = runner.resolve_model(runner.DUMMY_TINY, "cpu")
+    alone = AutoModelForCausalLM.from_pretrained(path, attn_implementation="sdpa", dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(path, attn_implementation=attn, dtype=torch.float32).eval()
+    gen = torch.Generator().manual_seed(0)
+    seqs = [torch.randint(0, 1000, (n,), generator=gen) for n in (7, 12, 5)]
+    packed = torch.cat(seqs)[None]
+    with torch.no_grad():
+        ref = torch.cat([alone(input_ids=s[None], use_cache=False).logits[0] for s in seqs])
+        pos = torch.cat([torch.arange(len(s)) for s in seqs])[None]
+        got = model(input_ids=packed, position_ids=pos, use_cache=False).logits[0]
+        # an explicit 2-D mask turns the packed-row detection off: one causal row over the three samples
+        leaky = model(input_ids=packed, position_ids=pos, attention_mask=torch.ones_like(packed),
+                      use_cache=False).logits[0]
+    assert torch.allclose(got, ref, atol=1e-5)
+    assert torch.allclose(leaky[:7], ref[:7], atol=1e-5)     # the first sample has nothing before it
+    assert not torch.allclose(leaky[7:], ref[7:], atol=1e-2)  # the later ones see it
+
+
+@pytest.mark.slow
+def test_regional_compile_with_dynamic_shapes_trains_the_same_losses(tmp_path):
+    """Issue 18's fast-compile on the CPU (no Liger there): padding-free SDPA with gradient checkpointing off, compiled by
+    accelerate region by region with dynamic shapes (the launcher's --env), trains the same losses as uncompiled, and
+    the packed row's new length at every step does not recompile: steps 2-4 together take less than step 1."""
+    model, _, datasets = _tiny_inputs(tmp_path)
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(runner.ROOT)}
+    lines = {}
+    for name, extra in (("eager", []), ("compiled", ["--torch_compile", "true"])):
+        out = tmp_path / name
+        cmd = [sys.executable, "-m", "experiments.launch", "--sdpa-padding-free",
+               "--env", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1", "--env", "ACCELERATE_DYNAMO_USE_DYNAMIC=1",
+               "--", "swift", "sft", "--model", model, "--tuner_type", "lora", "--dataset", *datasets,
+               "--torch_dtype", "float32", "--max_steps", "4", "--per_device_train_batch_size", "4",
+               "--gradient_accumulation_steps", "1", "--logging_steps", "1", "--output_dir", str(out),
+               "--add_version", "false", "--check_model", "false", "--lora_dropout", "0", "--split_dataset_ratio", "0.05",
+               "--dataloader_num_workers", "0", "--eval_steps", "50", "--padding_free", "true", "--attn_impl", "sdpa",
+               "--gradient_checkpointing", "false", *extra]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=tmp_path)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        lines[name] = [x for x in map(json.loads, (out / "logging.jsonl").read_text().splitlines())
+                       if "loss" in x and "eval_loss" not in x]
+    assert len(lines["compiled"]) == len(lines["eager"]) == 4
+    assert [x["loss"] for x in lines["compiled"]] == pytest.approx([x["loss"] for x in lines["eager"]], abs=1e-4)
+    # cumulative s/it x steps: each step's own time
+    ends = [x["train_speed(s/it)"] * (i + 1) for i, x in enumerate(lines["compiled"])]
+    steps = [ends[0]] + [b - a for a, b in zip(ends, ends[1:])]
+    assert sum(steps[1:]) < steps[0], steps
