@@ -76,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-steps", type=int, default=0, help="profile K optimizer steps")
     p.add_argument("--profile-skip", type=int, default=1, help="steps before the first profiled one (default 1)")
     p.add_argument("--profile-out", default=None, help="folder for profile.json (default: --output_dir)")
+    p.add_argument("--profile-warmup", type=int, default=0,
+                   help="profile this many steps right before the measured ones, unmeasured (first-window costs)")
     p.add_argument("--profile-activities", choices=["all", "cuda", "kernels"], default="all",
                    help="all: host operators and GPU activity (names the top operators; slows a host-bound step); "
                         "cuda: GPU activity and CUDA runtime calls (CUPTI); kernels: GPU kernels, copies and memsets "
@@ -114,8 +116,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("no swift sft arguments after `--`")
     if opts.mem_cap_gib is not None and opts.mem_cap_gib <= 0:
         parser.error("--mem-cap-gib must be > 0")
-    if opts.profile_steps < 0 or opts.profile_skip < 0:
-        parser.error("--profile-steps and --profile-skip must be >= 0")
+    if opts.profile_steps < 0 or opts.profile_skip < 0 or opts.profile_warmup < 0:
+        parser.error("--profile-steps, --profile-skip and --profile-warmup must be >= 0")
     if opts.pad_to is not None and opts.pad_to <= 0:
         parser.error("--pad-to must be > 0")
     if opts.stop_after is not None and opts.stop_after <= 0:
@@ -147,6 +149,8 @@ def option_argv(launcher: dict) -> list[str]:
             out += ["--profile-skip", str(int(launcher["profile_skip"]))]
         if launcher.get("profile_activities"):
             out += ["--profile-activities", str(launcher["profile_activities"])]
+        if launcher.get("profile_warmup"):
+            out += ["--profile-warmup", str(int(launcher["profile_warmup"]))]
     if launcher.get("longest_first"):
         out.append("--longest-first")
     if launcher.get("pad_to"):
@@ -310,9 +314,13 @@ def profiler_activities(torch, which: str, cuda: bool) -> tuple[list, list[str],
     return [act.CUDA], ["CUDA"], None
 
 
-def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, which: str = "all"):
+def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, which: str = "all", warmup: int = 0):
     """A transformers TrainerCallback that profiles optimizer steps skip+1 .. skip+steps. WHICH: 'all' records host
-    operators and GPU activity, 'cuda' GPU activity alone (on a machine without CUDA, host operators anyway)."""
+    operators and GPU activity, 'cuda' GPU activity alone (on a machine without CUDA, host operators anyway).
+    WARMUP: that many steps right before (skip-warmup+1 .. skip) run under the profiler too, unmeasured (profile.json
+    lists them with `warmup: true` and only their wall time): the first profiled step of a run came out 1.18-1.26x
+    the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window)."""
+    warmup = max(0, min(int(warmup), skip))
     import torch
     from transformers import TrainerCallback
 
@@ -325,6 +333,7 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             self.t0 = None
             self.step = None
             self.data = {"device": "cuda" if cuda else "cpu", "profile_steps": steps, "profile_skip": skip,
+                         "profile_warmup": warmup,
                          "activities": names, **({"activities_note": note} if note else {}),
                          "window": "end of the previous optimizer step -> end of this one (includes fetching its "
                                    "batches)", "steps": []}
@@ -351,6 +360,8 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             self._sync()
             wall = time.perf_counter() - self.t0
             entry = {"step": self.step, "wall_s": round(wall, 6), "gpu_busy_s": None, "gpu_busy_frac": None}
+            if self.step <= skip:  # a warm-up window: recorded in full, left out of every figure
+                entry["warmup"] = True
             try:  # a profiler problem must never cost the training run
                 self.prof.stop()
                 t_proc = time.perf_counter()
@@ -370,22 +381,23 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             self._write()
 
         def _write(self):
-            fr = [s["gpu_busy_frac"] for s in self.data["steps"] if s.get("gpu_busy_frac") is not None]
-            walls = [s["wall_s"] for s in self.data["steps"] if s.get("wall_s") is not None]
+            measured = [s for s in self.data["steps"] if not s.get("warmup")]
+            fr = [s["gpu_busy_frac"] for s in measured if s.get("gpu_busy_frac") is not None]
+            walls = [s["wall_s"] for s in measured if s.get("wall_s") is not None]
             self.data["median_wall_s"] = statistics.median(walls) if walls else None
             self.data["median_gpu_busy_frac"] = statistics.median(fr) if fr else None
             out_file.parent.mkdir(parents=True, exist_ok=True)
             out_file.write_text(json.dumps(self.data, indent=2))
 
         def on_train_begin(self, args, state, control, **kwargs):
-            if skip == 0 and steps > 0:
+            if skip - warmup == 0 and steps > 0:
                 self._start(state.global_step + 1)
 
         def on_step_end(self, args, state, control, **kwargs):
             g = state.global_step  # the optimizer step that just ended
             if self.prof is not None:
                 self._finish()
-            if skip <= g < skip + steps:
+            if skip - warmup <= g < skip + steps:
                 self._start(g + 1)
 
         def on_train_end(self, args, state, control, **kwargs):
@@ -675,7 +687,7 @@ def main(argv: list[str] | None = None) -> int:
     elif opts.profile_steps and rank() == 0:  # GPU 0's profile stands for the job's (ranks run the same step)
         out_dir = Path(opts.profile_out or output_dir or ".")
         callbacks.append(make_profiler_callback(opts.profile_steps, opts.profile_skip, out_dir / PROFILE_FILE, record,
-                                                opts.profile_activities))
+                                                opts.profile_activities, opts.profile_warmup))
     if opts.stop_after:
         callbacks.append(make_stop_callback(opts.stop_after, record))
     if opts.quick_budget_s:

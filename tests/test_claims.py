@@ -3,6 +3,7 @@ claims experiments end to end. The verdicts themselves are tests/test_judge.py's
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -342,3 +343,42 @@ def test_regional_compile_with_dynamic_shapes_trains_the_same_losses(tmp_path):
     ends = [x["train_speed(s/it)"] * (i + 1) for i, x in enumerate(lines["compiled"])]
     steps = [ends[0]] + [b - a for a, b in zip(ends, ends[1:])]
     assert sum(steps[1:]) < steps[0], steps
+
+
+def test_profiler_warmup_window_is_recorded_and_left_out(tmp_path):
+    """--profile-warmup 1 with skip 3 and 2 steps: step 3 runs under the profiler unmeasured, steps 4-5 are the
+    measured windows (here on the CPU: host operators), and every figure of the analysis leaves step 3 out."""
+    from types import SimpleNamespace as NS
+
+    import torch
+
+    from analysis.measure.profile import busy_fraction, profiled_steps
+
+    out = tmp_path / "profile.json"
+    record = {}
+    cb = launch.make_profiler_callback(2, 3, out, record, "cuda", warmup=1)
+    state = NS(global_step=0)
+    cb.on_train_begin(None, state, None)
+    for g in range(1, 8):
+        torch.ones(64, 64).matmul(torch.ones(64, 64))
+        state.global_step = g
+        cb.on_step_end(None, state, None)
+    cb.on_train_end(None, state, None)
+    data = json.loads(out.read_text())
+    assert [(s["step"], bool(s.get("warmup"))) for s in data["steps"]] == [(3, True), (4, False), (5, False)]
+    assert data["profile_warmup"] == 1
+    assert data["median_wall_s"] == pytest.approx(statistics.median(s["wall_s"] for s in data["steps"][1:]))
+    # the analysis: a GPU-busy figure per measured step only (CPU runs have none: a hand-made GPU profile instead)
+    gpu = {"steps": [{"step": 10, "wall_s": 9.0, "gpu_busy_s": 0.9, "gpu_busy_frac": 0.1, "warmup": True},
+                     {"step": 11, "wall_s": 6.0, "gpu_busy_s": 0.6, "gpu_busy_frac": 0.1},
+                     {"step": 12, "wall_s": 5.0, "gpu_busy_s": 1.0, "gpu_busy_frac": 0.2}]}
+    rec = NS(profile=gpu)
+    assert [s["step"] for s in profiled_steps(rec)] == [11, 12]
+    assert busy_fraction(rec) == pytest.approx(0.15)
+    # with skip 0 there is no step before the first: no warm-up window
+    cb0 = launch.make_profiler_callback(1, 0, tmp_path / "p0.json", {}, "cuda", warmup=1)
+    state = NS(global_step=0)
+    cb0.on_train_begin(None, state, None)
+    state.global_step = 1
+    cb0.on_step_end(None, state, None)
+    assert [s["step"] for s in json.loads((tmp_path / "p0.json").read_text())["steps"]] == [1]

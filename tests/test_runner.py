@@ -110,7 +110,7 @@ def test_runspec_resolves_claims_experiments_and_keeps_matrix_keys():
     # profiled after the warm-up), which are part of their key: runs made before (plain swift sft) do not match.
     key = runner.RunSpec(hw="h200", experiment="seed").key()
     assert set(key) == {"experiment", "recipe", "model", "data", "max_steps", "overrides", "launcher"}
-    assert key["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "kernels"}
+    assert key["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "kernels", "profile_warmup": 1}
     assert runner.RunSpec(hw="h200", experiment="seed", launcher={}).key()["launcher"] == {}
 
 

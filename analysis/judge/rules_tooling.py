@@ -61,7 +61,7 @@ def rule_bound(claim: dict, runs: Runs, **_) -> dict:
             f"{rec.failure})") if cut else ""
     frac = busy_fraction(rec)
     prof = rec.profile or {}
-    steps = prof.get("steps", [])
+    steps = [s for s in prof.get("steps", []) if not s.get("warmup")]
     nums = {"gpu_busy_frac": rnd(frac, 3), "profiled_steps": [s.get("step") for s in steps],
             "step_wall_s": [s.get("wall_s") for s in steps]}
     if frac is None:

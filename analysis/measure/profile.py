@@ -9,15 +9,17 @@ from analysis.parse.record import RunRecord
 
 def busy_fraction(rec: RunRecord) -> float | None:
     """Median over the profiled steps of GPU busy time (union of kernels and copies) / the step's wall time."""
-    fr = [s["gpu_busy_frac"] for s in (rec.profile or {}).get("steps", []) if s.get("gpu_busy_frac") is not None]
+    fr = [s["gpu_busy_frac"] for s in (rec.profile or {}).get("steps", [])
+          if s.get("gpu_busy_frac") is not None and not s.get("warmup")]
     return statistics.median(fr) if fr else None
 
 
 def profiled_steps(rec: RunRecord) -> list[dict]:
-    """The profiled steps with a GPU busy time: step, wall_s, gpu_busy_s, gpu_busy_frac, host_s, top_gpu_ops."""
+    """The profiled steps with a GPU busy time: step, wall_s, gpu_busy_s, gpu_busy_frac, host_s, top_gpu_ops. Warm-up
+    windows (the launcher's --profile-warmup) are left out: they absorb the first window's one-time cost."""
     out = []
     for st in (rec.profile or {}).get("steps", []):
-        if st.get("gpu_busy_s") is None:
+        if st.get("gpu_busy_s") is None or st.get("warmup"):
             continue
         out.append({**st, "host_s": st["wall_s"] - st["gpu_busy_s"]})
     return out
