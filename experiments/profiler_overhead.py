@@ -27,6 +27,9 @@ def main(argv=None) -> int:
     p.add_argument("--launches", type=int, default=20000)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--out", default=None)
+    p.add_argument("--first-windows", type=int, default=0,
+                   help="first time N torch.profiler windows of the lora workload, each after a bare run, before "
+                        "anything else profiles (is the first window of a process dearer?)")
     p.add_argument("--modes", default="bare,torch-cuda,cupti-kernels",
                    help="comma-separated, from bare, torch-cuda, cupti-kernels (bare first)")
     a = p.parse_args(argv)
@@ -80,6 +83,14 @@ def main(argv=None) -> int:
             counts = {**counts, "median_kernel_ns": durs[len(durs) // 2] if durs else None}
         return wall, busy, counts, dropped
 
+    if a.first_windows:  # the first torch.profiler windows of the process, before any warm-up: a one-time cost?
+        timed(lora, "bare")
+        seq = [("bare", timed(lora, "bare")[0])]
+        for i in range(a.first_windows):
+            seq.append((f"torch-cuda #{i + 1}", timed(lora, "torch-cuda")[0]))
+            seq.append(("bare", timed(lora, "bare")[0]))
+        out_first = [{"mode": m, "wall_s": round(w, 4)} for m, w in seq]
+        print("first windows (lora):", json.dumps(out_first), flush=True)
     modes = a.modes.split(",")
     out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0), "launches": a.launches,
            "reps": a.reps, "workloads": {}}
@@ -111,6 +122,8 @@ def main(argv=None) -> int:
                       "counts": rows[m][-1][2], "dropped": max(d for *_, d in rows[m])}
         out["workloads"][name] = res
         print(name, json.dumps(res), flush=True)
+    if a.first_windows:
+        out["first_windows_lora"] = out_first
     if a.out:
         with open(a.out, "w") as f:
             json.dump(out, f, indent=2)
