@@ -201,6 +201,15 @@ def test_a_quick_run_is_set_beside_the_full_run_made_after_it():
     row = Q.compare(q, full)
     assert row["same_host"] and row["error_pct"] == pytest.approx(0, abs=1e-9) and row["inside"]
     assert (row["tokens_compared"], row["tokens_differ"], row["quick_steps"], row["full_steps"]) == (94, 0, 40, 94)
+    # what the prediction is made of travels with the row (--json): its parts add up to it, its coefficients price
+    # the modelled steps (the schedule's steps after the anchor)
+    parts, model = row["parts"], row["model"]
+    assert parts["measured_to_anchor_s"] - parts["warmup_excess_s"] + parts["modelled_steps_s"] + parts["evals_s"] \
+        + parts["saves_s"] == pytest.approx(row["predicted_train_s"])
+    cols = {"s_per_micro_batch": "micro_batches", "s_per_real_token": "tokens", "s_per_padding_token": "pad",
+            "s_per_padded_token": "padded_tokens"}
+    priced = sum(v * sum(Q.features(st, (cols[k],))[0] for st in sched[39:]) for k, v in model.items() if k in cols)
+    assert parts["modelled_steps"] == 55 and priced == pytest.approx(parts["modelled_steps_s"])
 
 
 def test_no_schedule_no_estimate():

@@ -452,6 +452,12 @@ def schedule_vs_tokens(schedule: list[dict], full: RunRecord) -> dict:
             "recorded": len(rec_tokens), "scheduled": len(schedule)}
 
 
+def _behind(est: QuickEstimate) -> dict:
+    """What a row's prediction is made of (`swiftbench quick --json`): the fitted coefficients with every form's
+    held-out error, and the training time's parts (measured prefix, warm-up excess, modelled steps, events)."""
+    return {"model": est.as_dict()["model"], "parts": est.parts}
+
+
 def compare(quick_rec: RunRecord, full: RunRecord, est: QuickEstimate | None = None) -> dict:
     """A quick run's estimate against the full run it predicts: training time (train_runtime) and steady tokens/s
     (analysis.measure.throughput), the error and whether the measured value lies in the 95 % range, and the schedule
@@ -469,7 +475,8 @@ def compare(quick_rec: RunRecord, full: RunRecord, est: QuickEstimate | None = N
            "measured_train_s": measured, "error_pct": None, "inside": None,
            "predicted_tokens_per_s": est.tokens_per_s, "tokens_per_s_low": est.tokens_per_s_low,
            "tokens_per_s_high": est.tokens_per_s_high, "measured_tokens_per_s": tp, "tokens_per_s_error_pct": None,
-           "quick_wall_s": (quick_rec.run_status or {}).get("wall_s"), "notes": "; ".join(est.notes)}
+           "quick_wall_s": (quick_rec.run_status or {}).get("wall_s"), "notes": "; ".join(est.notes),
+           **_behind(est)}
     if est.train_s is not None and measured:
         out["error_pct"] = (est.train_s - measured) / measured * 100
         if est.train_s_low is not None:
@@ -520,7 +527,8 @@ def comparison_table(results_dir) -> list[dict]:
                          "low": est.train_s_low, "high": est.train_s_high,
                          "predicted_tokens_per_s": est.tokens_per_s, "tokens_per_s_low": est.tokens_per_s_low,
                          "tokens_per_s_high": est.tokens_per_s_high,
-                         "quick_wall_s": (q.run_status or {}).get("wall_s"), "notes": "; ".join(est.notes)})
+                         "quick_wall_s": (q.run_status or {}).get("wall_s"), "notes": "; ".join(est.notes),
+                         **_behind(est)})
     return rows
 
 
