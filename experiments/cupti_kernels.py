@@ -103,7 +103,8 @@ class KernelTracer:
         # kept on self: CUPTI calls them from its own thread for as long as they are registered
         self._request_cb = request_t(self._request)
         self._complete_cb = complete_t(self._complete)
-        self.lib.cuptiActivityGetNextRecord.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+        self.lib.cuptiActivityGetNextRecord.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
+                                                        ctypes.POINTER(ctypes.c_void_p)]
         self.lib.cuptiActivityGetNextRecord.restype = ctypes.c_int
         for fn in ("cuptiActivityEnable", "cuptiActivityDisable"):
             getattr(self.lib, fn).argtypes = [ctypes.c_int]

@@ -3,11 +3,12 @@
 
     python -m experiments.profiler_overhead [--launches N] [--reps R] [--out FILE]
 
-Two workloads, each rep timed in every mode in turn (modes rotate, so a drifting host hits them alike):
+Three workloads, each rep timed in every mode in turn (modes rotate, so a drifting host hits them alike):
 `add`: N single-element in-place adds (one kernel each, the pure launch cost); `lora`: forward and backward of a
 28-layer stack of rank-8 LoRA adapters on a frozen 3584-wide bf16 linear at 16 tokens (the seed recipe's micro-batch
-shape class). Per mode: median wall seconds, microseconds added per kernel over the bare run, the GPU-busy seconds the
-tracer saw and its record counts. Needs CUDA; writes JSON to --out (default: stdout only).
+shape class); `matmul8k`: 50 bf16 8192^2 matmuls (long kernels: the tracers' durations against each other). Per
+mode: median wall seconds, microseconds added per kernel over the bare run, the GPU-busy seconds the tracer saw and
+its record counts. Needs CUDA; writes JSON to --out (default: stdout only).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def main(argv=None) -> int:
     import torch
 
     from experiments.cupti_kernels import KernelTracer
-    from experiments.launch import union_ns
+    from experiments.launch import _device_intervals, union_ns
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--launches", type=int, default=20000)
@@ -69,19 +70,17 @@ def main(argv=None) -> int:
         work()
         torch.cuda.synchronize()
         wall = time.perf_counter() - t0
+        if mode == "bare":
+            return wall, busy, counts, dropped
         if mode == "torch-cuda":
             prof.stop()
-            spans = [(e.start_ns(), e.start_ns() + e.duration_ns()) for e in prof.profiler.kineto_results.events()
-                     if e.device_type() == torch.autograd.DeviceType.CUDA]
-            durs = sorted(e - s for s, e in spans)
-            busy, counts = union_ns(spans) / 1e9, {"gpu_events": len(spans),
-                                                  "median_kernel_ns": durs[len(durs) // 2] if durs else None}
-        elif mode == "cupti-kernels":
+            spans = _device_intervals(prof)[0]  # the launcher's own reading of a profile's GPU activity
+            counts = {"gpu_events": len(spans)}
+        else:
             spans, counts, dropped = tracer.stop()
-            busy = union_ns(spans) / 1e9
-            durs = sorted(e - s for s, e in spans)
-            counts = {**counts, "median_kernel_ns": durs[len(durs) // 2] if durs else None}
-        return wall, busy, counts, dropped
+        durs = sorted(e - s for s, e in spans)
+        counts["median_kernel_ns"] = durs[len(durs) // 2] if durs else None
+        return wall, union_ns(spans) / 1e9, counts, dropped
 
     if a.first_windows:  # the first torch.profiler windows of the process, before any warm-up: a one-time cost?
         timed(lora, "bare")

@@ -64,7 +64,10 @@ run_pairs() {  # per experiment of $1: its quick run, then its full run (detache
       # a run the deadline would cut is no use: a quick run needs its budget, a full one (not detached) MIN_FULL_S
       need=$((BUDGET + 30)); [ "$mode" = full ] && need=${MIN_FULL_S:-170}
       [ "$mode" = full ] && [ "$name" = "$DETACH" ] && need=90
-      if [ "$left" -lt "$need" ]; then echo "deadline: not starting $name ($mode): ${left} s left, needs ${need}"; continue; fi
+      if [ "$left" -lt "$need" ]; then
+        echo "deadline: not starting $name ($mode): ${left} s left, needs ${need}"
+        continue
+      fi
       if [ "$mode" = full ] && [ "$name" = "$DETACH" ]; then
         echo "== $name $mode detached (${left} s left in this call) =="
         rm -f "$LOG/detached.rc"

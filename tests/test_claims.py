@@ -316,9 +316,10 @@ def test_packed_rows_attend_only_to_their_own_sample(attn):
 
 @pytest.mark.slow
 def test_regional_compile_with_dynamic_shapes_trains_the_same_losses(tmp_path):
-    """Issue 18's fast-compile on the CPU (no Liger there): padding-free SDPA with gradient checkpointing off, compiled by
-    accelerate region by region with dynamic shapes (the launcher's --env), trains the same losses as uncompiled, and
-    the packed row's new length at every step does not recompile: steps 2-4 together take less than step 1."""
+    """Issue 18's fast-compile on the CPU (no Liger there): padding-free SDPA with gradient checkpointing off,
+    compiled by accelerate region by region with dynamic shapes (the launcher's --env), trains the same losses as
+    uncompiled, and the packed row's new length at every step does not recompile: steps 2-4 together take less than
+    step 1."""
     model, _, datasets = _tiny_inputs(tmp_path)
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(runner.ROOT)}
@@ -330,8 +331,8 @@ def test_regional_compile_with_dynamic_shapes_trains_the_same_losses(tmp_path):
                "--", "swift", "sft", "--model", model, "--tuner_type", "lora", "--dataset", *datasets,
                "--torch_dtype", "float32", "--max_steps", "4", "--per_device_train_batch_size", "4",
                "--gradient_accumulation_steps", "1", "--logging_steps", "1", "--output_dir", str(out),
-               "--add_version", "false", "--check_model", "false", "--lora_dropout", "0", "--split_dataset_ratio", "0.05",
-               "--dataloader_num_workers", "0", "--eval_steps", "50", "--padding_free", "true", "--attn_impl", "sdpa",
+               "--add_version", "false", "--check_model", "false", "--lora_dropout", "0",
+               "--split_dataset_ratio", "0.05", "--dataloader_num_workers", "0", "--eval_steps", "50", "--padding_free", "true", "--attn_impl", "sdpa",
                "--gradient_checkpointing", "false", *extra]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=tmp_path)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

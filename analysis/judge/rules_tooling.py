@@ -12,7 +12,7 @@ from analysis.judge.band import seed_band
 from analysis.judge.result import dummy, not_run, result, rnd
 from analysis.judge.select import Runs, pick, profiled
 from analysis.measure.loss import eval_at, final_eval_loss
-from analysis.measure.profile import bound_label, busy_fraction
+from analysis.measure.profile import bound_label, busy_fraction, measured_windows
 from analysis.parse.sidefiles import PROFILE_FILE
 
 
@@ -61,7 +61,7 @@ def rule_bound(claim: dict, runs: Runs, **_) -> dict:
             f"{rec.failure})") if cut else ""
     frac = busy_fraction(rec)
     prof = rec.profile or {}
-    steps = [s for s in prof.get("steps", []) if not s.get("warmup")]
+    steps = measured_windows(rec)
     nums = {"gpu_busy_frac": rnd(frac, 3), "profiled_steps": [s.get("step") for s in steps],
             "step_wall_s": [s.get("wall_s") for s in steps]}
     if frac is None:

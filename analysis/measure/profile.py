@@ -7,19 +7,24 @@ from analysis.measure.steps import step_time
 from analysis.parse.record import RunRecord
 
 
+def measured_windows(rec: RunRecord) -> list[dict]:
+    """profile.json's windows less the warm-up ones (the launcher's --profile-warmup: they absorb the first window's
+    one-time cost and count in no figure)."""
+    return [s for s in (rec.profile or {}).get("steps", []) if not s.get("warmup")]
+
+
 def busy_fraction(rec: RunRecord) -> float | None:
     """Median over the profiled steps of GPU busy time (union of kernels and copies) / the step's wall time."""
-    fr = [s["gpu_busy_frac"] for s in (rec.profile or {}).get("steps", [])
-          if s.get("gpu_busy_frac") is not None and not s.get("warmup")]
+    fr = [s["gpu_busy_frac"] for s in measured_windows(rec) if s.get("gpu_busy_frac") is not None]
     return statistics.median(fr) if fr else None
 
 
 def profiled_steps(rec: RunRecord) -> list[dict]:
-    """The profiled steps with a GPU busy time: step, wall_s, gpu_busy_s, gpu_busy_frac, host_s, top_gpu_ops. Warm-up
-    windows (the launcher's --profile-warmup) are left out: they absorb the first window's one-time cost."""
+    """The measured profiled steps with a GPU busy time: step, wall_s, gpu_busy_s, gpu_busy_frac, host_s,
+    top_gpu_ops."""
     out = []
-    for st in (rec.profile or {}).get("steps", []):
-        if st.get("gpu_busy_s") is None or st.get("warmup"):
+    for st in measured_windows(rec):
+        if st.get("gpu_busy_s") is None:
             continue
         out.append({**st, "host_s": st["wall_s"] - st["gpu_busy_s"]})
     return out
