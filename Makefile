@@ -33,7 +33,7 @@ BUCKET      ?=
 IMAGE       ?=
 DRYRUN      ?=
 
-.PHONY: chromium help venv test test-fast tables claims parse run-all claims-gpu report wheelhouse install-offline fixtures clean fleet fleet-collect
+.PHONY: chromium help venv test test-fast tables claims parse run-all claims-gpu report wheelhouse wheelhouse-lite install-offline fixtures clean fleet fleet-collect
 
 help:
 	@echo "make test                         set up .venv (CPU torch, ms-swift) and run every test"
@@ -135,6 +135,16 @@ claims-gpu:
 # Plain python3 on purpose: downloading and installing the wheel set needs no venv (only pip).
 wheelhouse:
 	python3 -m analysis.cli wheelhouse --dest $(WHEELHOUSE)
+
+# The device tool carries at most 64 MiB with the tracked tree: a wheel set without deepspeed, hjson and bitsandbytes
+# (multi-GPU ZeRO and QLoRA runs only; deepspeed's sdist does not build on every machine) and without jedi and debugpy
+# (optional for IPython and ipykernel), 25 MB. On the GPU host, drop the same lines from requirements-gpu.txt before
+# installing (LITE_DROP below; results/README.md has the command line).
+LITE_DROP := /^(deepspeed|hjson|bitsandbytes|jedi|debugpy)==/d; /^\# [a-z-]+ \((deepspeed|bitsandbytes|hjson)\)/d
+wheelhouse-lite:
+	@req=$$(mktemp); sed -E '$(LITE_DROP)' experiments/requirements-gpu.txt >$$req; \
+	python3 -m analysis.cli wheelhouse --dest wheelhouse-lite --requirements $$req; rc=$$?; rm -f $$req; \
+	[ $$rc -eq 0 ] || [ $$rc -eq 1 ]  # 1: the check names jedi and debugpy, left out on purpose
 
 install-offline:
 	$(PYTHON) -m analysis.cli wheelhouse install --from $(WHEELHOUSE) $(if $(TARGET),--target $(TARGET))

@@ -61,6 +61,9 @@ import traceback
 from pathlib import Path
 
 GIB = 2**30
+# torch.backends.cuda's switch for each SDPA backend (--sdp-backends)
+SDP_BACKENDS = {"cudnn": "enable_cudnn_sdp", "flash": "enable_flash_sdp", "efficient": "enable_mem_efficient_sdp",
+                "math": "enable_math_sdp"}
 LAUNCH_FILE = "launch.json"
 PROFILE_FILE = "profile.json"
 TOKENS_FILE = "tokens.jsonl"
@@ -82,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="all: host operators and GPU activity (names the top operators; slows a host-bound step); "
                         "cuda: GPU activity and CUDA runtime calls (CUPTI); kernels: GPU kernels, copies and memsets "
                         "alone (no runtime-call tracing; torch's per-type filter, else as cuda)")
+    p.add_argument("--profile-host-stacks", action="store_true",
+                   help="sample every Python thread's stack during the measured profiled steps (experiments/"
+                        "hoststacks.py): where the host time of a host-bound step goes")
     p.add_argument("--longest-first", action="store_true", help="first batch = the longest samples")
     p.add_argument("--pad-to", type=int, default=None, help="pad every batch to N tokens")
     p.add_argument("--stop-after", type=int, default=None, help="end training after optimizer step N")
@@ -89,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allow --padding_free with SDPA, eager or flex attention")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="set an environment variable in this process before anything is imported (repeatable)")
+    p.add_argument("--sdp-backends", default=None, metavar="LIST",
+                   help="the SDPA backends torch may pick, comma-separated from " + ", ".join(SDP_BACKENDS) +
+                        " (the others are switched off in this process; e.g. flash,efficient,math: no cuDNN)")
     p.add_argument("--liger-config", default=None, metavar="JSON",
                    help="which Liger kernels --use_liger_kernel applies (transformers' liger_kernel_config)")
     p.add_argument("--no-fast-exit", action="store_true", help="let the interpreter tear down normally")
@@ -126,6 +135,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         name, eq, _ = item.partition("=")
         if not eq or not name or not name.replace("_", "").isalnum():
             parser.error(f"--env wants NAME=VALUE, got {item!r}")
+    if opts.sdp_backends is not None:
+        names = [n for n in opts.sdp_backends.split(",") if n]
+        bad = [n for n in names if n not in SDP_BACKENDS]
+        if bad or not names:
+            parser.error(f"--sdp-backends wants a comma-separated list from {', '.join(SDP_BACKENDS)}, got "
+                         f"{opts.sdp_backends!r}")
+        opts.sdp_backends = names
     if opts.liger_config is not None:
         try:
             cfg = json.loads(opts.liger_config)
@@ -151,6 +167,8 @@ def option_argv(launcher: dict) -> list[str]:
             out += ["--profile-activities", str(launcher["profile_activities"])]
         if launcher.get("profile_warmup"):
             out += ["--profile-warmup", str(int(launcher["profile_warmup"]))]
+        if launcher.get("profile_host_stacks"):
+            out.append("--profile-host-stacks")
     if launcher.get("longest_first"):
         out.append("--longest-first")
     if launcher.get("pad_to"):
@@ -161,6 +179,8 @@ def option_argv(launcher: dict) -> list[str]:
         out.append("--sdpa-padding-free")
     for name, value in sorted((launcher.get("env") or {}).items()):
         out += ["--env", f"{name}={value}"]
+    if launcher.get("sdp_backends"):
+        out += ["--sdp-backends", ",".join(launcher["sdp_backends"])]
     if launcher.get("liger_config"):
         out += ["--liger-config", json.dumps(launcher["liger_config"], sort_keys=True)]
     if launcher.get("fast_exit") is False:
@@ -314,12 +334,50 @@ def profiler_activities(torch, which: str, cuda: bool) -> tuple[list, list[str],
     return [act.CUDA], ["CUDA"], None
 
 
-def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, which: str = "all", warmup: int = 0):
+class GcTimer:
+    """Python's garbage collections inside a window, by generation, and the seconds they took (gc.callbacks): a
+    full collection over a heap of hundreds of thousands of profiler events is one suspect for a profiled step
+    running longer than its unprofiled neighbours (issue 12)."""
+
+    def __init__(self):
+        self.counts = {0: 0, 1: 0, 2: 0}
+        self.seconds = 0.0
+        self._t = None
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._t = time.perf_counter()
+        elif self._t is not None:
+            self.seconds += time.perf_counter() - self._t
+            self.counts[info.get("generation", 0)] = self.counts.get(info.get("generation", 0), 0) + 1
+            self._t = None
+
+    def __enter__(self):
+        import gc
+
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        import gc
+
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+        return False
+
+    def summary(self) -> dict:
+        return {"collections": {str(k): v for k, v in self.counts.items()}, "seconds": round(self.seconds, 4)}
+
+
+def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, which: str = "all", warmup: int = 0,
+                           host_stacks: bool = False):
     """A transformers TrainerCallback that profiles optimizer steps skip+1 .. skip+steps. WHICH: 'all' records host
     operators and GPU activity, 'cuda' GPU activity alone (on a machine without CUDA, host operators anyway).
     WARMUP: that many steps right before (skip-warmup+1 .. skip) run under the profiler too, unmeasured (profile.json
     lists them with `warmup: true` and only their wall time): the first profiled step of a run came out 1.18-1.26x
-    the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window)."""
+    the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window).
+    HOST_STACKS: each measured step also samples every Python thread's stack (experiments/hoststacks.py), stored as
+    the step's `host_stacks`."""
     warmup = max(0, min(int(warmup), skip))
     import torch
     from transformers import TrainerCallback
@@ -332,8 +390,10 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             self.prof = None
             self.t0 = None
             self.step = None
+            self.sampler = None
+            self.gc = None
             self.data = {"device": "cuda" if cuda else "cpu", "profile_steps": steps, "profile_skip": skip,
-                         "profile_warmup": warmup,
+                         "profile_warmup": warmup, "host_stacks": bool(host_stacks),
                          "activities": names, **({"activities_note": note} if note else {}),
                          "window": "end of the previous optimizer step -> end of this one (includes fetching its "
                                    "batches)", "steps": []}
@@ -354,12 +414,24 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
                 self._write()
                 return
             self.step = step
+            if host_stacks and step > skip:
+                from experiments.hoststacks import StackSampler
+
+                self.sampler = StackSampler().start()
+            self.gc = GcTimer().__enter__()
             self.t0 = time.perf_counter()
 
         def _finish(self):
             self._sync()
             wall = time.perf_counter() - self.t0
             entry = {"step": self.step, "wall_s": round(wall, 6), "gpu_busy_s": None, "gpu_busy_frac": None}
+            if self.gc is not None:
+                self.gc.__exit__(None, None, None)
+                entry["gc"] = self.gc.summary()
+                self.gc = None
+            if self.sampler is not None:
+                entry["host_stacks"] = self.sampler.stop()
+                self.sampler = None
             if self.step <= skip:  # a warm-up window: recorded in full, left out of every figure
                 entry["warmup"] = True
             try:  # a profiler problem must never cost the training run
@@ -404,6 +476,12 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             if self.prof is not None:  # training ended inside a window: drop it
                 self.prof.stop()
                 self.prof = None
+            if self.sampler is not None:
+                self.sampler.stop()
+                self.sampler = None
+            if self.gc is not None:
+                self.gc.__exit__(None, None, None)
+                self.gc = None
             self._write()
 
     return StepProfiler()
@@ -622,6 +700,21 @@ def apply_env(items: list[str], record: dict) -> None:
     record["env"] = env
 
 
+def apply_sdp_backends(names: list[str] | None, record: dict) -> None:
+    """--sdp-backends: switch off the SDPA backends not named, process-wide (torch.compile reads the same switches
+    when it traces attention). cuDNN's attention builds an execution graph per new shape, and a packed row's length
+    changes every step (experiments/sdpa_shapes.py measures what that costs the host)."""
+    if not names:
+        return
+    import torch
+
+    for name, fn in SDP_BACKENDS.items():
+        getattr(torch.backends.cuda, fn)(name in names)
+    record["sdp_backends"] = {"allowed": names, "torch": {
+        "cudnn": torch.backends.cuda.cudnn_sdp_enabled(), "flash": torch.backends.cuda.flash_sdp_enabled(),
+        "efficient": torch.backends.cuda.mem_efficient_sdp_enabled(), "math": torch.backends.cuda.math_sdp_enabled()}}
+
+
 def run_sft(swift_args: list[str]):
     """What swift/cli/sft.py does, in this process."""
     from swift.cli.sft import try_init_unsloth
@@ -673,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
                     "started": time.time(), "options": vars(opts)}
     t0 = time.monotonic()
     apply_env(opts.env, record)
+    apply_sdp_backends(opts.sdp_backends, record)
     if opts.mem_cap_gib is not None:
         record["mem_cap"] = apply_memory_cap(opts.mem_cap_gib)
     callbacks = []
@@ -687,7 +781,8 @@ def main(argv: list[str] | None = None) -> int:
     elif opts.profile_steps and rank() == 0:  # GPU 0's profile stands for the job's (ranks run the same step)
         out_dir = Path(opts.profile_out or output_dir or ".")
         callbacks.append(make_profiler_callback(opts.profile_steps, opts.profile_skip, out_dir / PROFILE_FILE, record,
-                                                opts.profile_activities, opts.profile_warmup))
+                                                opts.profile_activities, opts.profile_warmup,
+                                                opts.profile_host_stacks))
     if opts.stop_after:
         callbacks.append(make_stop_callback(opts.stop_after, record))
     if opts.quick_budget_s:

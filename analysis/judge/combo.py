@@ -22,7 +22,7 @@ from experiments import catalog
 
 # Launcher options that say how long a run goes and what is measured, not how it trains: a combination keeps its own.
 SCHEDULE_LAUNCHER_KEYS = frozenset({"stop_after", "profile_steps", "profile_skip", "profile_activities",
-                                    "profile_warmup"})
+                                    "profile_warmup", "profile_host_stacks"})
 CONTENT_KEYS = ("experiment", "overrides", "launcher", "used", "reason")  # what makes two resolutions the same
 
 

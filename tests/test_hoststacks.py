@@ -1,0 +1,113 @@
+"""The host stack sampler (experiments/hoststacks.py): it attributes a busy thread's time to the frames it runs and
+counts a waiting thread idle."""
+import json
+import threading
+import time
+from types import SimpleNamespace as NS
+
+import pytest
+
+from experiments import launch
+from experiments.hoststacks import StackSampler, classify, cpu_between, package, short_path
+
+
+def _spin_in_named_function(stop: threading.Event) -> None:
+    x = 0
+    while not stop.is_set():
+        for _ in range(200_000):  # the frame is this function's, not Event.is_set's, nearly always
+            x += 1
+
+
+def test_short_path_and_package():
+    assert short_path("/opt/v/lib/python3.12/site-packages/torch/nn/modules/linear.py") == "torch/nn/modules/linear.py"
+    assert short_path("/tmp/torchinductor_root/ab/cabc123.py") == "<inductor>/cabc123.py"
+    assert short_path("/work/main/experiments/launch.py") == "experiments/launch.py"
+    assert package("torch/nn/modules/linear.py") == "torch"
+    assert package("<inductor>/cabc123.py") == "inductor code"
+    assert package("peft/tuners/lora/layer.py") == "peft"
+
+
+def test_a_spinning_thread_is_busy_in_its_function_and_a_waiting_one_idle():
+    stop, never = threading.Event(), threading.Event()
+    busy = threading.Thread(target=_spin_in_named_function, args=(stop,), name="spinner", daemon=True)
+    waiter = threading.Thread(target=never.wait, name="waiter", daemon=True)
+    busy.start()
+    waiter.start()
+    sampler = StackSampler(interval_s=0.002).start()
+    time.sleep(0.4)
+    out = sampler.stop()
+    stop.set()
+    never.set()
+    assert out["rounds"] > 20 and out["rate_hz"] > 50
+    by_name = {t["thread"]: t for t in out["threads"]}
+    assert "waiter" not in by_name  # only idle samples: not listed
+    spin = by_name["spinner"]
+    assert spin["leaf"][0]["frame"].endswith("test_hoststacks.py:_spin_in_named_function")
+    # the spinner holds the GIL between samples, so nearly every round finds it busy
+    assert spin["busy_share"] > 0.8
+    assert spin["busy_share"] + spin["idle_share"] == pytest.approx(1.0, abs=0.05)
+    # the OS's view: the spinner used CPU for most of the window (10 ms clock ticks), the waiter none
+    cpu = {r["python_thread"]: r for r in out["cpu"]}
+    assert cpu["spinner"]["cpu_share"] > 0.5
+    assert "waiter" not in cpu
+
+
+def test_owner_is_the_innermost_frame_outside_torch():
+    inner = NS(f_code=NS(co_filename="/x/site-packages/torch/nn/functional.py", co_name="linear"), f_back=None)
+    outer = NS(f_code=NS(co_filename="/x/site-packages/peft/tuners/lora/layer.py", co_name="forward"), f_back=None)
+    inner.f_back = outer
+    assert classify(inner) == ("torch/nn/functional.py:linear", "peft/tuners/lora/layer.py:forward", False)
+    idle = NS(f_code=NS(co_filename="/usr/lib/python3.12/threading.py", co_name="wait"), f_back=None)
+    assert classify(idle)[2] is True
+
+
+def test_profiler_callback_stores_host_stacks_for_measured_steps_only(tmp_path):
+    out = tmp_path / "profile.json"
+    cb = launch.make_profiler_callback(2, 2, out, {}, "cuda", warmup=1, host_stacks=True)
+    state = NS(global_step=0)
+    cb.on_train_begin(None, state, None)
+    for g in range(1, 6):
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.05:
+            pass
+        state.global_step = g
+        cb.on_step_end(None, state, None)
+    cb.on_train_end(None, state, None)
+    data = json.loads(out.read_text())
+    assert data["host_stacks"] is True
+    steps = {s["step"]: s for s in data["steps"]}
+    assert sorted(steps) == [2, 3, 4]
+    assert "host_stacks" not in steps[2]  # the warm-up window
+    for k in (3, 4):
+        assert set(steps[k]["gc"]["collections"]) == {"0", "1", "2"}
+        main = [t for t in steps[k]["host_stacks"]["threads"] if t["thread"] == "main"]
+        assert main and main[0]["busy_share"] > 0.5
+        assert any("test_profiler_callback_stores_host_stacks" in f["frame"] for f in main[0]["leaf"])
+
+
+def test_launcher_option_reaches_the_command_line():
+    argv = launch.option_argv({"profile_steps": 2, "profile_skip": 10, "profile_host_stacks": True})
+    assert "--profile-host-stacks" in argv
+    opts, _ = launch.parse([*argv, "--", "swift", "sft", "--model", "m"])
+    assert opts.profile_host_stacks is True
+
+
+def test_cpu_between_takes_differences_and_names_python_threads():
+    before = {1: ("python", 10.0), 2: ("pt_autograd_0", 3.0)}
+    after = {1: ("python", 10.4), 2: ("pt_autograd_0", 3.25), 3: ("new", 0.0)}
+    rows = cpu_between(before, after, 0.5, {1: "main"})
+    assert rows == [{"task": "python", "python_thread": "main", "cpu_s": 0.4, "cpu_share": 0.8},
+                    {"task": "pt_autograd_0", "python_thread": None, "cpu_s": 0.25, "cpu_share": 0.5}]
+    assert cpu_between(None, after, 0.5, {}) is None
+
+
+def test_gc_timer_counts_collections_inside_its_window_only():
+    import gc
+
+    with launch.GcTimer() as t:
+        gc.collect(0)
+        gc.collect(2)
+    gc.collect()  # outside: not counted
+    assert t.summary()["collections"]["0"] >= 1 and t.summary()["collections"]["2"] >= 1
+    assert t.summary()["seconds"] >= 0
+    assert t not in gc.callbacks
