@@ -1,5 +1,5 @@
-"""`swiftbench`: one program, one subcommand per stage (run-all, claims, plan, parse, tables, report, import,
-wheelhouse).
+"""`swiftbench`: one program, one subcommand per stage (run-all, claims, plan, quick, parse, profile, tables, report,
+import, wheelhouse).
 
 Each stage module registers its own subcommand through `register(subparsers)`, so the CLI stays a thin
 dispatcher. Only the module of the subcommand asked for is imported (`swiftbench tables` loads no torch and no
@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES = {
     "plan": "analysis.estimate.cli",
     "quick": "analysis.estimate.quick",
     "parse": "analysis.present.parse_view",
+    "profile": "analysis.present.profile_view",
     "tables": "analysis.present.tables",
     "report": "analysis.present.report.build",
     "import": "experiments.importer",
@@ -36,6 +37,7 @@ SUBCOMMAND_HELP = {
     "plan": "will a fine-tune fit on each GPU class, how long, what cost",
     "quick": "quick runs' estimates of the full run, beside the full runs made after them",
     "parse": "parse ms-swift run folders or logging.jsonl files into metrics",
+    "profile": "where a run's step time goes: GPU busy, top kernels, host stacks",
     "tables": "speedup and convergence tables of one or more results trees (merged)",
     "report": "executed report notebook -> OUT/index.html",
     "import": "copy plain `swift sft` output folders into a results tree, labelled imported",

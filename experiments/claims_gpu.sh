@@ -5,7 +5,10 @@
 # each chain's commands one after another. Every chain stops starting runs past the deadline; results (and the
 # claims verdicts) are tarred into $OUT.
 #
-#   bash experiments/claims_gpu.sh CALL [DEADLINE_S] [MODEL] [DATA]
+#   [SDPA_SHAPES=1] bash experiments/claims_gpu.sh CALL [DEADLINE_S] [MODEL] [DATA]
+#
+# SDPA_SHAPES=1: first time one attention call's host cost at new and repeated packed-row lengths, with and without
+# cuDNN (python -m experiments.sdpa_shapes, about 30 s; its lines are in $OUT/sdpa_shapes.txt, the JSON in the logs).
 #
 # Needs: ./wheelhouse (make wheelhouse) and the data folder (default .data) carried to the GPU host.
 set -u
@@ -33,6 +36,11 @@ chain() {  # GPU NAME... : one chain on one GPU
   done
 }
 
+if [ -n "${SDPA_SHAPES:-}" ]; then
+  timeout 150 python3 -m experiments.sdpa_shapes --out "$LOG/sdpa_shapes.json" >"$LOG/sdpa_shapes.txt" 2>&1
+  echo "sdpa_shapes exit $? at ${SECONDS} s" >>"$LOG/sdpa_shapes.txt"
+  cp "$LOG/sdpa_shapes.txt" "$OUT/"
+fi
 python3 -m experiments.plan --chains "$CALL" >"$LOG/chains.txt" || { echo "no plan"; cat "$LOG/chains.txt"; exit 5; }
 # A combination runs the recipe resolved from its members' runs so far; without one it is reported blocked.
 python3 -m analysis.cli claims resolve --all --hw "$HW" results >"$LOG/resolve.log" 2>&1 || true

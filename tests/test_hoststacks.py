@@ -1,6 +1,7 @@
 """The host stack sampler (experiments/hoststacks.py): it attributes a busy thread's time to the frames it runs and
 counts a waiting thread idle."""
 import json
+from pathlib import Path
 import threading
 import time
 from types import SimpleNamespace as NS
@@ -111,3 +112,42 @@ def test_gc_timer_counts_collections_inside_its_window_only():
     assert t.summary()["collections"]["0"] >= 1 and t.summary()["collections"]["2"] >= 1
     assert t.summary()["seconds"] >= 0
     assert t not in gc.callbacks
+
+
+# --- the analysis side: `swiftbench profile` over a committed run profiled with host stacks (call 28) ---------------
+
+FAST_BEST = Path(__file__).resolve().parents[1] / "results/h200/fast-best/20261201-213743-dc93a79a73d2"
+
+
+def test_host_breakdown_of_a_committed_run_by_hand():
+    from analysis.measure.profile import gpu_ops_per_step, host_breakdown, step_share
+    from analysis.present.parse_view import records
+
+    rec = records(FAST_BEST)[0]
+    h = host_breakdown(rec)
+    assert h["steps"] == [11, 12]  # step 10 is the warm-up window
+    # profile.json: the main thread's owner accelerate backward 0.4906 (step 11) and 0.4491 (step 12)
+    assert h["main_owner"][0] == {"frame": "accelerate/accelerator.py:backward",
+                                  "share": round((0.4906 + 0.4491) / 2, 4)}
+    sdpa = next(r for r in h["main_owner"] if r["frame"].endswith("sdpa_attention_forward"))
+    assert sdpa["share"] == round((0.1509 + 0.1645) / 2, 4)
+    assert h["threads"][0]["thread"] == "main" and h["threads"][0]["busy_share"] == round((0.9976 + 1.0) / 2, 4)
+    assert h["cpu"] is None  # recorded before the CPU view existed
+    # GPU side: cuDNN's attention backward, 28 calls in each step (one per layer)
+    ops = {r["op"]: r for r in gpu_ops_per_step(rec, 40)}
+    bprop = next(r for k, r in ops.items() if "sdpa_sm90_flash_bprop" in k)
+    assert bprop["calls"] == 28
+    share = step_share(rec)
+    assert share["profiled_ms"] == pytest.approx((0.572317 + 0.515309) / 2 * 1000)
+    assert share["gpu_busy_ms"] == pytest.approx((0.192143 + 0.146733) / 2 * 1000)
+
+
+def test_swiftbench_profile_prints_and_exports(capsys):
+    from analysis import cli
+
+    assert cli.main(["profile", str(FAST_BEST), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data) == 1 and data[0]["steps"] == [11, 12] and data[0]["host"]["main_owner"]
+    assert cli.main(["profile", str(FAST_BEST)]) == 0
+    out = capsys.readouterr().out
+    assert "accelerate/accelerator.py:backward" in out and "47%" in out and "host-bound" in out

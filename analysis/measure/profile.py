@@ -63,3 +63,53 @@ def step_share(rec: RunRecord) -> dict:
             "profiled_over_steady": wall / (median * 1000) if median else None,
             # NCCL kernels' time on GPU 0 (launcher runs from 2026-12-01; None before) and its share of the step
             "comm_ms": comm, "comm_frac": comm / wall if comm is not None and wall else None}
+
+
+def _mean_shares(rows_per_window: list[list[dict]], key: str, value: str, top: int) -> list[dict]:
+    """Mean of VALUE by KEY over windows (a name missing from a window counts 0 there), largest first."""
+    total: dict[str, float] = {}
+    for rows in rows_per_window:
+        for r in rows:
+            total[r[key]] = total.get(r[key], 0.0) + (r.get(value) or 0.0)
+    n = max(len(rows_per_window), 1)
+    out = [{key: k, value: round(v / n, 4)} for k, v in total.items()]
+    out.sort(key=lambda r: -r[value])
+    return out[:top]
+
+
+def host_breakdown(rec: RunRecord, top: int = 8) -> dict | None:
+    """Where the host time of the measured profiled steps went (the launcher's --profile-host-stacks), as means over
+    those steps: each Python thread's busy share of the step and, for the main thread, the library frames that asked
+    for the work (`owner`) and the packages it was in; the OS's CPU time by thread (threads without Python too, such
+    as the autograd engine's); Python's garbage collections. None for a run profiled without host stacks."""
+    windows = [s for s in measured_windows(rec) if s.get("host_stacks")]
+    if not windows:
+        gc = [s["gc"] for s in measured_windows(rec) if s.get("gc")]
+        return None if not gc else {"steps": [], "gc_seconds_per_step": statistics.mean(g["seconds"] for g in gc)}
+    stacks = [s["host_stacks"] for s in windows]
+    threads = _mean_shares([h["threads"] for h in stacks], "thread", "busy_share", top)
+
+    def main_rows(h: dict, field: str) -> list[dict]:
+        main = next((t for t in h["threads"] if t["thread"] == "main"), None)
+        return [] if main is None else main[field]
+
+    cpu = [h["cpu"] for h in stacks if h.get("cpu") is not None]
+    gc = [s["gc"] for s in windows if s.get("gc")]
+    return {"steps": [s["step"] for s in windows],
+            "rate_hz": statistics.mean(h["rate_hz"] for h in stacks if h.get("rate_hz")),
+            "threads": threads,
+            "main_owner": _mean_shares([main_rows(h, "owner") for h in stacks], "frame", "share", top),
+            "main_package": _mean_shares([main_rows(h, "package") for h in stacks], "frame", "share", top),
+            "cpu": _mean_shares(cpu, "task", "cpu_share", top) if cpu else None,
+            "gc_seconds_per_step": statistics.mean(g["seconds"] for g in gc) if gc else None}
+
+
+def gpu_ops_per_step(rec: RunRecord, top: int = 8) -> list[dict]:
+    """The GPU kernels with the most time per measured profiled step (means over the steps), with calls per step."""
+    steps = [s for s in measured_windows(rec) if s.get("top_gpu_ops")]
+    if not steps:
+        return []
+    ms = _mean_shares([s["top_gpu_ops"] for s in steps], "op", "gpu_ms", top)
+    calls = _mean_shares([s["top_gpu_ops"] for s in steps], "op", "calls", 10**6)
+    per = {r["op"]: r["calls"] for r in calls}
+    return [{**r, "calls": per.get(r["op"])} for r in ms]

@@ -1,0 +1,101 @@
+"""`swiftbench profile PATH... [--json] [--top N]`: where a run's step time goes, from its profiled steps.
+
+Per run with a profile.json (the launcher's --profile-steps): the GPU's share of the step and the host's
+(analysis.measure.profile.step_share), the kernels with the most GPU time, and, for runs profiled with
+--profile-host-stacks, where the host time went (host_breakdown): each thread's busy share, the main thread's library
+frames and packages, CPU time by OS thread, and Python's garbage collections. Runs without a profile are listed as
+such. Every figure is a mean or median over the measured profiled steps (warm-up windows left out).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from analysis.core.errors import SKIPPED_EXIT
+from analysis.core.paths import relative
+from analysis.measure.profile import gpu_ops_per_step, host_breakdown, measured_windows, step_share
+from analysis.parse.record import RunRecord
+from analysis.present.parse_view import records
+
+
+def register(sub) -> None:
+    p = sub.add_parser("profile", help="where a run's step time goes: GPU busy, top kernels, host stacks")
+    p.add_argument("path", nargs="+", help="run folders, or parents of several")
+    p.add_argument("--json", action="store_true", help="print a JSON list, one object per profiled run")
+    p.add_argument("--top", type=int, default=6, help="rows per list (default 6)")
+    p.set_defaults(func=run)
+
+
+def profile_summary(rec: RunRecord, top: int) -> dict | None:
+    """One run's profile figures, or None when it has no measured profiled step."""
+    if not measured_windows(rec):
+        return None
+    return {"path": relative(rec.path) if rec.path else None, "experiment": rec.experiment,
+            "steps": [s["step"] for s in measured_windows(rec)], "share": step_share(rec),
+            "activities": (rec.profile or {}).get("activities"), "top_gpu_ops": gpu_ops_per_step(rec, top),
+            "host": host_breakdown(rec, top)}
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _ms(x) -> str:
+    return "-" if x is None else f"{x:,.1f}"
+
+
+def _print(console, p: dict) -> None:
+    from rich.table import Table
+
+    s = p["share"]
+    head = (f"steps {', '.join(map(str, p['steps']))}: profiled {_ms(s['profiled_ms'])} ms = GPU busy "
+            f"{_ms(s['gpu_busy_ms'])} + host {_ms(s['host_ms'])} ms ({_pct(s['gpu_busy_frac'])} busy, "
+            f"{s['bound'] or '-'}-bound); profiled / steady step "
+            f"{'-' if s['profiled_over_steady'] is None else format(s['profiled_over_steady'], '.2f')}")
+    console.print(f"[bold]{p['path']}[/bold]\n  {head}")
+    if p["top_gpu_ops"]:
+        t = Table(title="GPU kernels (ms per step)", title_justify="left")
+        t.add_column("kernel")
+        t.add_column("ms", justify="right")
+        t.add_column("calls", justify="right")
+        for r in p["top_gpu_ops"]:
+            t.add_row(r["op"][:90], _ms(r["gpu_ms"]), f"{r['calls']:.0f}" if r["calls"] is not None else "-")
+        console.print(t)
+    h = p["host"]
+    if not h or not h.get("steps"):
+        console.print("  no host stacks (profile with --profile-host-stacks)")
+        return
+    t = Table(title=f"host: share of the step (stack samples at ~{h['rate_hz']:.0f}/s)", title_justify="left")
+    t.add_column("what")
+    t.add_column("share", justify="right")
+    for r in h["threads"]:
+        t.add_row(f"thread {r['thread']} busy", _pct(r["busy_share"]))
+    for r in h["main_owner"]:
+        t.add_row(f"  main in {r['frame']}", _pct(r["share"]))
+    for r in h["cpu"] or []:
+        t.add_row(f"CPU time of OS thread {r['task']}", _pct(r["cpu_share"]))
+    if h.get("gc_seconds_per_step") is not None:
+        t.add_row("garbage collection (s per step)", f"{h['gc_seconds_per_step']:.3f}")
+    console.print(t)
+
+
+def run(args) -> int:
+    skipped: list[tuple[Path, str]] = []
+    recs = [rec for path in args.path for rec in records(path, skipped)]
+    for folder, why in skipped:
+        print(f"swiftbench: skipped {relative(folder)}: {why}", file=sys.stderr)
+    done = SKIPPED_EXIT if skipped else 0
+    profiles = [(rec, profile_summary(rec, args.top)) for rec in recs]
+    if args.json:
+        print(json.dumps([p for _, p in profiles if p is not None], indent=2))
+        return done
+    from rich.console import Console
+
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    for rec, p in profiles:
+        if p is None:
+            console.print(f"{relative(rec.path) if rec.path else rec}: no profiled step")
+        else:
+            _print(console, p)
+    return done
