@@ -151,3 +151,21 @@ def test_swiftbench_profile_prints_and_exports(capsys):
     assert cli.main(["profile", str(FAST_BEST)]) == 0
     out = capsys.readouterr().out
     assert "accelerate/accelerator.py:backward" in out and "47%" in out and "host-bound" in out
+
+
+def test_host_groups_and_the_report_frame_by_hand():
+    from analysis.judge.frames import host_time_frame
+    from analysis.measure.profile import host_groups
+    from analysis.present.parse_view import records
+
+    rec = records(FAST_BEST)[0]
+    g = host_groups(rec)
+    # attention = transformers' sdpa_attention_forward + repeat_kv: 0.1509 + 0.0165 (step 11), 0.1645 + 0.0183 (12)
+    assert g["shares"]["attention"] == round((0.1509 + 0.0165 + 0.1645 + 0.0183) / 2, 4)
+    assert g["shares"]["inductor's compiled code"] == 0.0  # an eager run
+    # every busy sample of the main thread lands in one group: the shares add up to its busy share (0.9976, 1.0)
+    assert sum(g["shares"].values()) == pytest.approx((0.9976 + 1.0) / 2, abs=2e-3)
+    assert g["wall_ms"] == pytest.approx((0.572317 + 0.515309) / 2 * 1000)
+    df = host_time_frame(None, records=[rec])
+    row = df[df["group"] == "attention"].iloc[0]
+    assert row["ms"] == round(g["shares"]["attention"] * g["wall_ms"], 1) and row["host"] == "dc93a79a73d2"

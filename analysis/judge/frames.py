@@ -91,6 +91,27 @@ def time_breakdown(results_dir, hw: str | None = None, records: list[RunRecord] 
     return pd.DataFrame(table)
 
 
+def host_time_frame(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
+    """Where the host time of a profiled step goes, for every run profiled with host stacks (the launcher's
+    --profile-host-stacks): per run and group of HOST_GROUPS, the main thread's milliseconds per step (its share of
+    the profiled wall time), with the wall and GPU-busy milliseconds beside them."""
+    import pandas as pd
+
+    from analysis.measure.profile import host_groups
+
+    table = []
+    for rec in sorted(records_of(results_dir, records), key=lambda r: str(r.path)):
+        g = host_groups(rec) if hw is None or rec.hw == hw else None
+        if g is None:
+            continue
+        for group, share in g["shares"].items():
+            table.append({"run": f"{rec.experiment} · {rec.run}", "experiment": rec.experiment, "group": group,
+                          "ms": round(share * g["wall_ms"], 1), "share": share, "wall_ms": round(g["wall_ms"], 1),
+                          "gpu_busy_ms": None if g["gpu_busy_ms"] is None else round(g["gpu_busy_ms"], 1),
+                          "steps": ",".join(map(str, g["steps"])), "host": rec.host_id, "path": relative(rec.path)})
+    return pd.DataFrame(table)
+
+
 def capacity_frame(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
     """Every capacity probe of experiments/claims/searches.yaml: cap, per-device batch, trained or OOM, peak."""
     import pandas as pd

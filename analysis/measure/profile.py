@@ -113,3 +113,41 @@ def gpu_ops_per_step(rec: RunRecord, top: int = 8) -> list[dict]:
     calls = _mean_shares([s["top_gpu_ops"] for s in steps], "op", "calls", 10**6)
     per = {r["op"]: r["calls"] for r in calls}
     return [{**r, "calls": per.get(r["op"])} for r in ms]
+
+
+# The main thread's host time in a few groups, by the library frame that asked torch for the work (host_breakdown's
+# `owner`): first matching rule wins, the rest is "other". A share is of the profiled step's wall time.
+HOST_GROUPS = (
+    ("backward (autograd engine)", ("accelerate/accelerator.py:backward", "torch/autograd")),
+    ("attention", ("sdpa_attention", "flex_attention", "repeat_kv")),
+    ("LoRA layers", ("lora/layer.py", "tuners/")),
+    ("inductor's compiled code", ("<inductor>",)),
+    ("dynamo guards", ("<string>:guard",)),
+    ("Liger / Triton kernels", ("ops/", "triton/")),
+    ("model code", ("transformers/models/",)),
+)
+
+
+def host_groups(rec: RunRecord) -> dict | None:
+    """The main thread's share of the profiled step by HOST_GROUPS (means over the measured steps, from all of its
+    sampled owners, not only the top ones), with the steps' median wall and GPU-busy milliseconds; None without host
+    stacks."""
+    windows = [s for s in measured_windows(rec) if s.get("host_stacks")]
+    if not windows:
+        return None
+    shares: dict[str, float] = {name: 0.0 for name, _ in HOST_GROUPS}
+    shares["other"] = 0.0
+    for s in windows:
+        main = next((t for t in s["host_stacks"]["threads"] if t["thread"] == "main"), None)
+        owners = main["owner"] if main else []
+        listed = 0.0
+        for row in owners:
+            group = next((name for name, marks in HOST_GROUPS if any(m in row["frame"] for m in marks)), "other")
+            shares[group] += row["share"] / len(windows)
+            listed += row["share"]
+        if main:  # owners past the sampler's top list, and busy samples it could not name
+            shares["other"] += max(main["busy_share"] - listed, 0.0) / len(windows)
+    busy = [s["gpu_busy_s"] for s in windows if s.get("gpu_busy_s") is not None]
+    return {"steps": [s["step"] for s in windows], "wall_ms": statistics.median(s["wall_s"] for s in windows) * 1000,
+            "gpu_busy_ms": statistics.median(busy) * 1000 if busy else None,
+            "shares": {k: round(v, 4) for k, v in shares.items()}}

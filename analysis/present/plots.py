@@ -407,3 +407,41 @@ def capacity_points(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     ax.set_xlabel("per-device batch (longest samples first; green: trained, red x: CUDA out of memory)")
     ax.set_ylim(-0.6, len(settings) - 0.4)
     return _finish(fig, title, labels)
+
+
+def host_time_bars(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
+    """Per profiled run: the main thread's milliseconds per step by group (stacked), the profiled step's wall time
+    (the bar's end) and the GPU-busy milliseconds (a black tick): how much of the step the host holds up, and in what.
+
+    df columns: run, group, ms, wall_ms, gpu_busy_ms (analysis.judge.frames.host_time_frame)."""
+    if df.empty:
+        return _empty(title, labels, "no run profiled with host stacks")
+    runs = list(dict.fromkeys(df["run"]))
+    groups = [g for g in dict.fromkeys(df["group"]) if df.loc[df["group"] == g, "ms"].sum() > 0]
+    colors = dict(zip(groups, sns.color_palette("tab10", len(groups))))
+    fig, ax = plt.subplots(figsize=(11, 1.8 + 0.7 * len(runs)), layout="constrained")
+    for i, run in enumerate(runs):
+        sub = df[df["run"] == run].set_index("group")
+        left = 0.0
+        for g in groups:
+            ms = float(sub["ms"].get(g, 0.0) or 0.0)
+            if ms <= 0:
+                continue
+            ax.barh(i, ms, left=left, color=colors[g], edgecolor="white", height=0.6)
+            if ms / float(sub["wall_ms"].iloc[0]) >= 0.08:
+                ax.text(left + ms / 2, i, f"{ms:.0f}", ha="center", va="center", fontsize=8, color="white")
+            left += ms
+        busy = sub["gpu_busy_ms"].iloc[0]
+        if busy is not None and not (isinstance(busy, float) and np.isnan(busy)):
+            ax.plot([busy, busy], [i - 0.38, i + 0.38], color="black", lw=2.5)
+            ax.text(busy, i + 0.42, f"GPU busy {busy:.0f} ms", ha="center", va="top", fontsize=8)
+        ax.text(float(sub["wall_ms"].iloc[0]), i, f"  {float(sub['wall_ms'].iloc[0]):.0f} ms step", va="center",
+                fontsize=8)
+    ax.set_yticks(range(len(runs)), runs)
+    ax.invert_yaxis()
+    ax.set_xlabel("milliseconds of a profiled optimizer step (main thread, by the library frame it was in; "
+                  "stack samples)")
+    ax.set_xlim(0, float(df["wall_ms"].max()) * 1.2)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[g]) for g in groups]
+    ax.legend(handles, groups, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, framealpha=0.95)
+    return _finish(fig, title, labels)

@@ -94,6 +94,17 @@ def claims_figures(ctx: Context) -> list[str]:
                        "kernel and copy intervals; the profiler itself slows the host side, so wall time here is "
                        "above the unprofiled median)", H.html_table(tb.drop(columns=["path"]))),
                 H.csv(ctx, tb, "claims_time_breakdown.csv")]
+    host = frames.host_time_frame(ctx.results_dir, records=ctx.records)
+    if not host.empty:
+        by_path = {relative(r.path): r for r in ctx.records}
+        runs = [by_path[p] for p in dict.fromkeys(host["path"]) if p in by_path]
+        labels = plots.labels_text([(f"{r.experiment} · {r.run}", r.labels) for r in runs])
+        out += [H.figure(ctx, plots.host_time_bars(host, "Where the host time of a profiled step goes", labels),
+                         "claims_host_time.png",
+                         "Main thread's milliseconds per profiled step by the library frame it was in (stack samples "
+                         "of --profile-host-stacks), against the step's GPU-busy time; runs of one host in one device "
+                         "call compare"),
+                H.csv(ctx, host, "claims_host_time.csv")]
     cap = frames.capacity_frame(ctx.results_dir, records=ctx.records)
     if not cap.empty:
         by_path = {relative(r.path): r for r in ctx.records}
