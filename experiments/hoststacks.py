@@ -55,8 +55,8 @@ def package(short: str) -> str:
 
 
 def is_idle(short: str, func: str) -> bool:
-    return func in IDLE_FUNCS and (short.endswith(IDLE_FILES) or any(m in short for m in IDLE_FILES)
-                                   or short in ("time", "<built-in>"))
+    """A Python-level wait of the standard library (a C-level wait shows its caller's frame: see `cpu`)."""
+    return func in IDLE_FUNCS and any(m in short for m in IDLE_FILES)
 
 
 def classify(frame) -> tuple[str, str, bool]:
