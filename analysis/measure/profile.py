@@ -130,8 +130,8 @@ HOST_GROUPS = (
 
 def host_groups(rec: RunRecord) -> dict | None:
     """The main thread's share of the profiled step by HOST_GROUPS (means over the measured steps, from all of its
-    sampled owners, not only the top ones), with the steps' median wall and GPU-busy milliseconds; None without host
-    stacks."""
+    sampled owners, not only the top ones), with step_share's profiled wall and GPU-busy milliseconds; None without
+    host stacks or without a GPU-busy figure (a CPU run)."""
     windows = [s for s in measured_windows(rec) if s.get("host_stacks")]
     if not windows:
         return None
@@ -147,7 +147,8 @@ def host_groups(rec: RunRecord) -> dict | None:
             listed += row["share"]
         if main:  # owners past the sampler's top list, and busy samples it could not name
             shares["other"] += max(main["busy_share"] - listed, 0.0) / len(windows)
-    busy = [s["gpu_busy_s"] for s in windows if s.get("gpu_busy_s") is not None]
-    return {"steps": [s["step"] for s in windows], "wall_ms": statistics.median(s["wall_s"] for s in windows) * 1000,
-            "gpu_busy_ms": statistics.median(busy) * 1000 if busy else None,
-            "shares": {k: round(v, 4) for k, v in shares.items()}}
+    share = step_share(rec)  # the profiled wall and GPU-busy figures have one producer
+    if share["profiled_ms"] is None:
+        return None
+    return {"steps": [s["step"] for s in windows], "wall_ms": share["profiled_ms"],
+            "gpu_busy_ms": share["gpu_busy_ms"], "shares": {k: round(v, 4) for k, v in shares.items()}}
