@@ -1,7 +1,7 @@
 """Where a host-bound step's host time goes: a sampler of every Python thread's stack during a profiled step.
 
 torch.profiler's `cuda` activity says how long the GPU was busy in a step, not what the host did in the rest of it.
-Issue 18's best recipe leaves the GPU idle 50-70 % of its step; whether that host time is eager operator dispatch,
+Issue 18's best recipe leaves the GPU idle 66-73 % of its step; whether that host time is eager operator dispatch,
 inductor's kernel launching, the optimizer, the data pipeline or a callback is a question about Python frames. This
 module samples `sys._current_frames()` from a daemon thread (about 1 kHz asked; a thread holding the GIL delays a
 sample, so `rounds` over the window's wall time is the rate obtained) and counts, per thread:
@@ -11,12 +11,14 @@ sample, so `rounds` over the window's wall time is the rate obtained) and counts
   LoRA layer, transformers' trainer, inductor's generated code, ...);
 - `package`: the leaf's package (torch, transformers, peft, swift, liger_kernel, inductor code, ...).
 
-A thread whose leaf is a wait (threading, queue, selectors, time.sleep) is counted idle; one blocked inside C code
-(a queue's C `get`, a pipe read) looks busy to the frames, so each window also reads every thread's CPU time from
-/proc/self/task (Linux): `cpu` lists the threads that used CPU in the window, by their OS name, with their share of
-the window's wall time. That is also the only view of threads that run no Python, such as the autograd engine's
-device thread, which runs every backward operator of a CUDA model while the main thread waits in
-`_engine_run_backward`.
+A thread whose leaf is a Python-level wait of the standard library (threading, queue, selectors, a thread pool's
+worker loop) is counted idle; one blocked inside C code (time.sleep, a pipe read) looks busy to the frames, so each
+window also reads every thread's CPU time from /proc/self/task (Linux): `cpu` lists the threads that used CPU in the
+window, by their OS name, with their share of the window's wall time, and each Python thread's entry carries its own
+`cpu_share` where it is known. The CPU view is also the only view of the autograd engine's device thread while it
+runs C++ operators: it runs every backward operator of a CUDA model while the main thread waits in
+`_engine_run_backward`, and shows Python frames only where a backward is Python (Liger's kernels, inductor's
+compiled backward).
 """
 from __future__ import annotations
 
@@ -30,19 +32,29 @@ IDLE_FUNCS = frozenset({"wait", "_wait_for_tstate_lock", "select", "poll", "slee
                         "recv_into", "read", "readline", "_recv", "_recv_bytes", "join", "epoll"})
 IDLE_FILES = ("threading.py", "queue.py", "selectors.py", "connection.py", "socket.py", "subprocess.py",
               "multiprocessing/", "concurrent/futures/")
+# leaves that are a C-level wait of a known worker loop (a thread pool's worker waits in the C queue's get)
+IDLE_LEAVES = frozenset({"concurrent/futures/thread.py:_worker"})
 
 
-def short_path(path: str) -> str:
-    """A frame's file as its package path (torch/nn/modules/linear.py), inductor's generated code as
-    <inductor>/NAME.py, anything else as its last two parts."""
+def _import_roots() -> list[str]:
+    """sys.path's folders, longest first, each ending in '/' (an install made with pip --target is one of them)."""
+    roots = {os.path.abspath(p).rstrip("/") + "/" for p in sys.path if p}
+    return sorted(roots, key=len, reverse=True)
+
+
+def short_path(path: str, roots: list[str] | None = None) -> str:
+    """A frame's file as its import path (torch/nn/modules/linear.py, concurrent/futures/thread.py), inductor's
+    generated code as <inductor>/NAME.py, anything else as its last two parts. ROOTS: the import roots (default:
+    this process's sys.path)."""
     if "torchinductor" in path:
         return "<inductor>/" + os.path.basename(path)
     for marker in ("site-packages/", "dist-packages/"):
         i = path.rfind(marker)
         if i >= 0:
             return path[i + len(marker):]
-    if "/experiments/" in path:
-        return path[path.rfind("/experiments/") + 1:]
+    for root in _import_roots() if roots is None else roots:
+        if path.startswith(root) and root != "/":
+            return path[len(root):]
     parts = path.replace("\\", "/").split("/")
     return "/".join(parts[-2:])
 
@@ -55,19 +67,20 @@ def package(short: str) -> str:
 
 
 def is_idle(short: str, func: str) -> bool:
-    """A Python-level wait of the standard library (a C-level wait shows its caller's frame: see `cpu`)."""
-    return func in IDLE_FUNCS and any(m in short for m in IDLE_FILES)
+    """A Python-level wait of the standard library, or a known C-level wait (IDLE_LEAVES); any other C-level wait
+    shows its caller's frame and counts busy (the `cpu` view tells them apart)."""
+    return (func in IDLE_FUNCS and any(m in short for m in IDLE_FILES)) or f"{short}:{func}" in IDLE_LEAVES
 
 
-def classify(frame) -> tuple[str, str, bool]:
+def classify(frame, roots: list[str] | None = None) -> tuple[str, str, bool]:
     """(leaf, owner, idle) of one thread's innermost FRAME."""
     code = frame.f_code
-    leaf_file = short_path(code.co_filename)
+    leaf_file = short_path(code.co_filename, roots)
     leaf = f"{leaf_file}:{code.co_name}"
     owner = None
     f = frame
     while f is not None:
-        s = short_path(f.f_code.co_filename)
+        s = short_path(f.f_code.co_filename, roots)
         if not s.startswith("torch/"):
             owner = f"{s}:{f.f_code.co_name}"
             break
@@ -135,6 +148,7 @@ class StackSampler:
 
     def _run(self) -> None:
         me = threading.get_ident()
+        roots = _import_roots()
         while not self._stop.wait(self.interval_s):
             frames = sys._current_frames()
             self.rounds += 1
@@ -145,7 +159,7 @@ class StackSampler:
                 if c is None:
                     c = self.counts[tid] = {"samples": 0, "idle": 0, "leaf": collections.Counter(),
                                             "owner": collections.Counter(), "package": collections.Counter()}
-                leaf, owner, idle = classify(frame)
+                leaf, owner, idle = classify(frame, roots)
                 c["samples"] += 1
                 if idle:
                     c["idle"] += 1
@@ -164,6 +178,8 @@ class StackSampler:
         cpu1 = task_cpu()
         names = {t.ident: t.name for t in threading.enumerate()}
         native = {t.native_id: ("main" if t is threading.main_thread() else t.name) for t in threading.enumerate()}
+        cpu = cpu_between(self.cpu0, cpu1, self.t1 - self.t0, native, top=64)
+        cpu_of = {r["python_thread"]: r["cpu_share"] for r in cpu or [] if r["python_thread"]}
         main = threading.main_thread().ident
         rounds = max(self.rounds, 1)
         threads = []
@@ -171,16 +187,20 @@ class StackSampler:
             busy = c["samples"] - c["idle"]
             if busy <= 0:
                 continue
-            name = "main" if tid == main else names.get(tid, f"native thread {len(threads)}")
+            # a thread started from C++ (the autograd engine's) has no threading.Thread: named by its ident, which
+            # stays the same across the windows of one process
+            name = "main" if tid == main else names.get(tid, f"native thread {tid:#x}")
 
             def top(counter):
                 return [{"frame": k, "share": round(n / rounds, 4)} for k, n in counter.most_common(self.top)]
 
-            threads.append({"thread": name, "busy_share": round(busy / rounds, 4), "idle_share":
-                            round(c["idle"] / rounds, 4), "package": top(c["package"]), "leaf": top(c["leaf"]),
-                            "owner": top(c["owner"])})
+            known = cpu is not None and (tid == main or tid in names)  # a Python thread: its OS thread is known
+            threads.append({"thread": name, "busy_share": round(busy / rounds, 4),
+                            "idle_share": round(c["idle"] / rounds, 4),
+                            "cpu_share": cpu_of.get(name, 0.0) if known else None,
+                            "package": top(c["package"]), "leaf": top(c["leaf"]), "owner": top(c["owner"])})
         threads.sort(key=lambda t: -t["busy_share"])
         wall = self.t1 - self.t0
         return {"interval_s": self.interval_s, "rounds": self.rounds, "wall_s": round(wall, 6),
                 "rate_hz": round(self.rounds / wall, 1) if wall > 0 else None, "threads": threads,
-                "cpu": cpu_between(self.cpu0, cpu1, wall, native)}
+                "cpu": None if cpu is None else cpu[:8]}

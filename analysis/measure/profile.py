@@ -81,7 +81,8 @@ def host_breakdown(rec: RunRecord, top: int = 8) -> dict | None:
     """Where the host time of the measured profiled steps went (the launcher's --profile-host-stacks), as means over
     those steps: each Python thread's busy share of the step and, for the main thread, the library frames that asked
     for the work (`owner`) and the packages it was in; the OS's CPU time by thread (threads without Python too, such
-    as the autograd engine's); Python's garbage collections. None for a run profiled without host stacks."""
+    as the autograd engine's); Python's garbage collections. A run profiled without host stacks gives only the
+    garbage collections (`steps` empty) where its windows timed them, else None."""
     windows = [s for s in measured_windows(rec) if s.get("host_stacks")]
     if not windows:
         gc = [s["gc"] for s in measured_windows(rec) if s.get("gc")]
@@ -118,9 +119,12 @@ def gpu_ops_per_step(rec: RunRecord, top: int = 8) -> list[dict]:
 # The main thread's host time in a few groups, by the library frame that asked torch for the work (host_breakdown's
 # `owner`): first matching rule wins, the rest is "other". A share is of the profiled step's wall time.
 HOST_GROUPS = (
-    ("backward (autograd engine)", ("accelerate/accelerator.py:backward", "torch/autograd")),
+    # the main thread waits in loss.backward() while the autograd engine's thread runs the backward
+    ("backward (autograd engine)", ("accelerate/accelerator.py:backward",)),
     ("attention", ("sdpa_attention", "flex_attention", "repeat_kv")),
-    ("LoRA layers", ("lora/layer.py", "tuners/")),
+    # peft's LoRA layers and ms-swift's wrapper of their forward (swift/tuners/peft.py keep_device_forward); runs
+    # installed with pip --target before 2026-12-02 name them lora/... and tuners/...
+    ("LoRA layers (peft, ms-swift's wrapper)", ("lora/layer.py", "tuners/")),
     ("inductor's compiled code", ("<inductor>",)),
     ("dynamo guards", ("<string>:guard",)),
     ("Liger / Triton kernels", ("ops/", "triton/")),
@@ -129,9 +133,9 @@ HOST_GROUPS = (
 
 
 def host_groups(rec: RunRecord) -> dict | None:
-    """The main thread's share of the profiled step by HOST_GROUPS (means over the measured steps, from all of its
-    sampled owners, not only the top ones), with step_share's profiled wall and GPU-busy milliseconds; None without
-    host stacks or without a GPU-busy figure (a CPU run)."""
+    """The main thread's share of the profiled step by HOST_GROUPS (means over the measured steps, from the owners
+    the sampler kept, its top 12; the rest of the thread's busy samples count as "other"), with step_share's
+    profiled wall and GPU-busy milliseconds; None without host stacks or without a GPU-busy figure (a CPU run)."""
     windows = [s for s in measured_windows(rec) if s.get("host_stacks")]
     if not windows:
         return None

@@ -23,8 +23,20 @@ def register(sub) -> None:
     p = sub.add_parser("profile", help="where a run's step time goes: GPU busy, top kernels, host stacks")
     p.add_argument("path", nargs="+", help="run folders, or parents of several")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per profiled run")
-    p.add_argument("--top", type=int, default=6, help="rows per list (default 6)")
+    p.add_argument("--top", type=_positive, default=6, help="rows per list (default 6)")
     p.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"wants a whole number >= 1, got {text!r}")
+    return n
 
 
 def profile_summary(rec: RunRecord, top: int) -> dict | None:
@@ -49,8 +61,8 @@ def _print(console, p: dict) -> None:
     from rich.table import Table
 
     s = p["share"]
-    head = (f"steps {', '.join(map(str, p['steps']))}: profiled {_ms(s['profiled_ms'])} ms = GPU busy "
-            f"{_ms(s['gpu_busy_ms'])} + host {_ms(s['host_ms'])} ms ({_pct(s['gpu_busy_frac'])} busy, "
+    head = (f"steps {', '.join(map(str, p['steps']))} (medians): profiled {_ms(s['profiled_ms'])} ms, GPU busy "
+            f"{_ms(s['gpu_busy_ms'])}, host {_ms(s['host_ms'])} ms ({_pct(s['gpu_busy_frac'])} busy, "
             f"{s['bound'] or '-'}-bound); profiled / steady step "
             f"{'-' if s['profiled_over_steady'] is None else format(s['profiled_over_steady'], '.2f')}")
     console.print(f"[bold]{p['path']}[/bold]\n  {head}")
@@ -64,13 +76,15 @@ def _print(console, p: dict) -> None:
         console.print(t)
     h = p["host"]
     if not h or not h.get("steps"):
-        console.print("  no host stacks (profile with --profile-host-stacks)")
+        gc = (h or {}).get("gc_seconds_per_step")
+        console.print("  no host stacks (profile with --profile-host-stacks)"
+                      + (f"; garbage collection {gc:.3f} s per profiled step" if gc is not None else ""))
         return
     t = Table(title=f"host: share of the step (stack samples at ~{h['rate_hz']:.0f}/s)", title_justify="left")
     t.add_column("what")
     t.add_column("share", justify="right")
     for r in h["threads"]:
-        t.add_row(f"thread {r['thread']} busy", _pct(r["busy_share"]))
+        t.add_row(f"thread {r['thread']} busy (frames)", _pct(r["busy_share"]))
     for r in h["main_owner"]:
         t.add_row(f"  main in {r['frame']}", _pct(r["share"]))
     for r in h["cpu"] or []:
