@@ -719,9 +719,10 @@ def apply_sdp_backends(names: list[str] | None, record: dict) -> None:
 
     for name, fn in SDP_BACKENDS.items():
         getattr(torch.backends.cuda, fn)(name in names)
-    record["sdp_backends"] = {"allowed": names, "torch": {
-        "cudnn": torch.backends.cuda.cudnn_sdp_enabled(), "flash": torch.backends.cuda.flash_sdp_enabled(),
-        "efficient": torch.backends.cuda.mem_efficient_sdp_enabled(), "math": torch.backends.cuda.math_sdp_enabled()}}
+    # each switch's reading back: enable_X_sdp -> X_sdp_enabled
+    state = {name: getattr(torch.backends.cuda, fn.removeprefix("enable_") + "_enabled")()
+             for name, fn in SDP_BACKENDS.items()}
+    record["sdp_backends"] = {"allowed": names, "torch": state}
 
 
 def run_sft(swift_args: list[str]):

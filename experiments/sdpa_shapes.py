@@ -62,9 +62,10 @@ def run_child(config: str, new: int, repeat: int, heads: int, kv_heads: int, hea
     cuda = torch.cuda.is_available()
     dev = torch.device("cuda" if cuda else "cpu")
     dtype = torch.bfloat16 if cuda else torch.float32
-    for name in CONFIGS[config]["disable"]:
-        getattr(torch.backends.cuda, {"cudnn": "enable_cudnn_sdp", "flash": "enable_flash_sdp",
-                                      "efficient": "enable_mem_efficient_sdp", "math": "enable_math_sdp"}[name])(False)
+    if CONFIGS[config]["disable"]:  # the launcher's --sdp-backends switch, so both measure the same thing
+        from experiments.launch import SDP_BACKENDS, apply_sdp_backends
+
+        apply_sdp_backends([n for n in SDP_BACKENDS if n not in CONFIGS[config]["disable"]], {})
     rng = random.Random(seed)
     lengths = rng.sample(range(lo, hi), new) + [None] * repeat
 

@@ -77,13 +77,23 @@ def _mean_shares(rows_per_window: list[list[dict]], key: str, value: str, top: i
     return out[:top]
 
 
+def _stack_windows(rec: RunRecord) -> list[dict]:
+    """The measured profiled steps that sampled host stacks (--profile-host-stacks)."""
+    return [s for s in measured_windows(rec) if s.get("host_stacks")]
+
+
+def _main_thread(stacks: dict) -> dict | None:
+    """A window's host-stack entry of the main thread (None when it had no busy sample)."""
+    return next((t for t in stacks["threads"] if t["thread"] == "main"), None)
+
+
 def host_breakdown(rec: RunRecord, top: int = 8) -> dict | None:
     """Where the host time of the measured profiled steps went (the launcher's --profile-host-stacks), as means over
     those steps: each Python thread's busy share of the step and, for the main thread, the library frames that asked
     for the work (`owner`) and the packages it was in; the OS's CPU time by thread (threads without Python too, such
     as the autograd engine's); Python's garbage collections. A run profiled without host stacks gives only the
     garbage collections (`steps` empty) where its windows timed them, else None."""
-    windows = [s for s in measured_windows(rec) if s.get("host_stacks")]
+    windows = _stack_windows(rec)
     if not windows:
         gc = [s["gc"] for s in measured_windows(rec) if s.get("gc")]
         return None if not gc else {"steps": [], "gc_seconds_per_step": statistics.mean(g["seconds"] for g in gc)}
@@ -91,7 +101,7 @@ def host_breakdown(rec: RunRecord, top: int = 8) -> dict | None:
     threads = _mean_shares([h["threads"] for h in stacks], "thread", "busy_share", top)
 
     def main_rows(h: dict, field: str) -> list[dict]:
-        main = next((t for t in h["threads"] if t["thread"] == "main"), None)
+        main = _main_thread(h)
         return [] if main is None else main[field]
 
     cpu = [h["cpu"] for h in stacks if h.get("cpu") is not None]
@@ -136,13 +146,13 @@ def host_groups(rec: RunRecord) -> dict | None:
     """The main thread's share of the profiled step by HOST_GROUPS (means over the measured steps, from the owners
     the sampler kept, its top 12; the rest of the thread's busy samples count as "other"), with step_share's
     profiled wall and GPU-busy milliseconds; None without host stacks or without a GPU-busy figure (a CPU run)."""
-    windows = [s for s in measured_windows(rec) if s.get("host_stacks")]
+    windows = _stack_windows(rec)
     if not windows:
         return None
     shares: dict[str, float] = {name: 0.0 for name, _ in HOST_GROUPS}
     shares["other"] = 0.0
     for s in windows:
-        main = next((t for t in s["host_stacks"]["threads"] if t["thread"] == "main"), None)
+        main = _main_thread(s["host_stacks"])
         owners = main["owner"] if main else []
         listed = 0.0
         for row in owners:

@@ -41,10 +41,11 @@ def _positive(text: str) -> int:
 
 def profile_summary(rec: RunRecord, top: int) -> dict | None:
     """One run's profile figures, or None when it has no measured profiled step."""
-    if not measured_windows(rec):
+    windows = measured_windows(rec)
+    if not windows:
         return None
     return {"path": relative(rec.path) if rec.path else None, "experiment": rec.experiment,
-            "steps": [s["step"] for s in measured_windows(rec)], "share": step_share(rec),
+            "steps": [s["step"] for s in windows], "share": step_share(rec),
             "activities": (rec.profile or {}).get("activities"), "top_gpu_ops": gpu_ops_per_step(rec, top),
             "host": host_breakdown(rec, top)}
 
