@@ -793,6 +793,12 @@ def main(argv: list[str] | None = None) -> int:
         callbacks.append(make_profiler_callback(opts.profile_steps, opts.profile_skip, out_dir / PROFILE_FILE, record,
                                                 opts.profile_activities, opts.profile_warmup,
                                                 opts.profile_host_stacks))
+    if rank() == 0:  # every run: each step's GPU share from GPM counters, no per-launch cost (experiments/gpm.py)
+        from experiments import gpm
+
+        cb = gpm.make_callback(Path(output_dir or ".") / gpm.GPM_FILE, record)
+        if cb is not None:
+            callbacks.append(cb)
     if opts.stop_after:
         callbacks.append(make_stop_callback(opts.stop_after, record))
     if opts.quick_budget_s:

@@ -2,7 +2,10 @@
 # One device call of matrix runs (experiments/recipes.yaml) on one GPU, one run after the other, through the runner
 # (each through the launcher: token counts and two profiled steps), with the host fingerprint in each env.json.
 #
-#   bash experiments/matrix_gpu.sh DEADLINE_S MAX_STEPS EXPERIMENTS [MODEL] [DATA]      (EXPERIMENTS: seed,bs16)
+#   [GPM_PROBE=1] bash experiments/matrix_gpu.sh DEADLINE_S MAX_STEPS EXPERIMENTS [MODEL] [DATA]   (EXPERIMENTS: seed,bs16)
+#
+# GPM_PROBE=1: first check NVML's GPM counters against known duty cycles and torch.profiler (python -m experiments.gpm_probe,
+# about 15 s; its lines in $OUT/gpm_probe.txt).
 #
 # Needs: ./wheelhouse (make wheelhouse) and the data folder (default .data) carried to the GPU host.
 set -u
@@ -17,6 +20,11 @@ LOG=/tmp/matrix-logs
 # shellcheck source=experiments/gpu_common.sh
 . "$(dirname "$0")/gpu_common.sh"
 gpu_setup
+if [ -n "${GPM_PROBE:-}" ]; then
+  timeout 60 python3 -m experiments.gpm_probe --out "$LOG/gpm_probe.json" >"$LOG/gpm_probe.txt" 2>&1
+  echo "gpm probe exit $? at ${SECONDS} s" >>"$LOG/gpm_probe.txt"
+  cp "$LOG/gpm_probe.txt" "$OUT/"
+fi
 for name in ${EXPERIMENTS//,/ }; do
   left=$((DEADLINE - SECONDS))
   if [ "$left" -le 90 ]; then echo "deadline: not starting $name"; continue; fi

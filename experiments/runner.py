@@ -337,6 +337,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
         entry = {"at": now, "from_step": resume["step"], "checkpoint": resume["checkpoint"],
                  "log_lines_before": trim_torn_tail(run_dir / "logging.jsonl"), "after": before.get("reason")}
         trim_torn_tail(run_dir / "tokens.jsonl")
+        trim_torn_tail(run_dir / "gpm.jsonl")
         resume = {**resume, "log_lines_before": entry["log_lines_before"]}
         write_status(run_dir, **common, reason=None, resume_request=None,
                      resumes=[*(before.get("resumes") or []), entry])
@@ -373,8 +374,8 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
         cmd = recipes.render(spec.recipe_name, swift_version, output_dir=str(work), model=model_arg,
                              datasets=datasets, max_steps=spec.max_steps, overrides=overrides)
         cmd["notes"].append("--output_dir is a cache folder (checkpoints stay out of results/); logging.jsonl, "
-                            "args.json, tokens.jsonl, profile.json, launch.json, schedule.jsonl, runs/ and images/ there link into "
-                            "the run folder")
+                            "args.json, tokens.jsonl, profile.json, launch.json, schedule.jsonl, gpm.jsonl, runs/ and images/ "
+                            "there link into the run folder")
         if spec.recipe is not None:  # say which flags come from the claims experiment, not from the machine
             own = set((catalog.experiment(spec.experiment) or {}).get("overrides") or {})
             cmd["notes"] = [n.replace(": set by the runner", f": claims experiment {spec.experiment}")
@@ -548,7 +549,8 @@ def _drop_weights_and_data(run_dir: Path) -> None:
 # launcher must be added), so nothing unknown, such as a copy of the data, ever reaches results/.
 
 CHECKPOINTS = CACHE / "checkpoints"
-LINKED_FILES = ("logging.jsonl", "args.json", "tokens.jsonl", "profile.json", "launch.json", "schedule.jsonl")
+LINKED_FILES = ("logging.jsonl", "args.json", "tokens.jsonl", "profile.json", "launch.json", "schedule.jsonl",
+                "gpm.jsonl")
 LINKED_DIRS = ("runs", "images")
 INTERRUPTED = "interrupted"  # the failure reason of a run stopped from outside: it is resumed, not started again
 

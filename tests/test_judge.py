@@ -658,3 +658,22 @@ def test_qlora_verdict_names_the_liger_fit_and_the_largest_batch(tmp_path):
     assert "qcap24: 24 GiB: bs 4 trains (21.22 GiB), bs 6 OOMs" in row.detail
     assert row.numbers["max_bs_qcap24"] == 4 and row.numbers["oom_bs_qcap24"] == 6
     assert row.numbers["qlora-cap24-bs8-liger_trained"] is True and len(row.runs) == 4
+
+
+def test_seed_baseline_prefers_the_candidates_host():
+    """Two fast-seed runs are committed, on hosts dc93a79a73d2 (call 29) and df773cc3ad55 (call 31): each candidate is
+    held against the one made on its own host, not the newest (a cross-host ratio of host-bound runs is no verdict);
+    a candidate from a host without a seed run gets the newest."""
+    from analysis.parse.results import records_under
+
+    recs = [r for r in records_under(ROOT / "results" / "h200") if r.experiment in ("fast-seed", "fast-best",
+                                                                                     "fast-compile-nocudnn")]
+    runs = select.runs_by_experiment(None, "h200", recs)
+    assert {r.host_id for r in runs.get("fast-seed")} >= {"dc93a79a73d2", "df773cc3ad55"}
+    for name, host in (("fast-best", "dc93a79a73d2"), ("fast-compile-nocudnn", "df773cc3ad55")):
+        rec = select.pick(runs, name)
+        assert rec.host_id == host
+        assert select.seed_baseline(["fast-seed"], runs, host_id=rec.host_id).host_id == host
+    newest = select.seed_baseline(["fast-seed"], runs)
+    assert newest.run == max(r.run for r in runs.get("fast-seed"))
+    assert select.seed_baseline(["fast-seed"], runs, host_id="nowhere").run == newest.run

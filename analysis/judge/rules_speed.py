@@ -152,7 +152,7 @@ def rule_target_speedup(claim: dict, runs: Runs, **_) -> dict:
     """The best recipe's tokens/s as a multiple of the seed recipe's, against a bar (`factor`), loss counting."""
     rule = claim["rule"]
     rec = pick(runs, rule["run"], allow_oom=True)
-    seed = seed_baseline(rule["seed_runs"], runs)
+    seed = seed_baseline(rule["seed_runs"], runs, host_id=rec.host_id if rec is not None else None)
     if rec is None or seed is None:
         return not_run(claim, runs)
     if not rec.ok:
@@ -218,7 +218,7 @@ def rule_class_best(claim: dict, runs: Runs, **_) -> dict:
             break
     if not tried:
         return not_run(claim, runs)
-    seed = seed_baseline(rule["seed_runs"], runs)
+    seed = seed_baseline(rule["seed_runs"], runs, host_id=winner[1].host_id if winner else None)
     failed = "; ".join(f"{n} {why}" for n, _, why in tried if why is not None)
     if winner is None:
         return result("does not hold", f"no candidate trained under {rule['cap_gib']} GiB: {failed}",

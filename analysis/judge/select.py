@@ -104,17 +104,23 @@ def profiled(runs: Runs, name: str) -> tuple[RunRecord | None, bool]:
     return rec, rec is not None
 
 
-def seed_baseline(names: list[str], runs: Runs) -> RunRecord | None:
+def seed_baseline(names: list[str], runs: Runs, host_id: str | None = None) -> RunRecord | None:
     """The seed recipe's run to hold a speed-up against: the first of NAMES that has one. A recipes.yaml experiment
-    (the matrix's `seed`) means its longest complete run among all records for runs.hw; a claims experiment its run."""
+    (the matrix's `seed`) means its longest complete run among all records for runs.hw; a claims experiment its newest
+    run. With HOST_ID (the run to be compared), a run made on that host comes first (the same-host rule: a ratio of
+    two host-bound runs is only a ratio of recipes on one host), from any of NAMES; only then another host's."""
     claims_experiments = catalog.load()["experiments"]
+    candidates: list[RunRecord] = []
     for name in names:
         if name in claims_experiments:
-            rec = pick(runs, name)
+            ok = [r for r in runs.get(name) if r.ok]  # newest first
         else:
-            done = [r for r in runs.records if r.experiment == name and r.ok
-                    and (runs.hw is None or r.hw == runs.hw) and (r.global_steps or 0) > 0]
-            rec = max(done, key=lambda r: (r.global_steps or 0, r.run or "")) if done else None
-        if rec is not None:
-            return rec
-    return None
+            ok = sorted((r for r in runs.records if r.experiment == name and r.ok
+                         and (runs.hw is None or r.hw == runs.hw) and (r.global_steps or 0) > 0),
+                        key=lambda r: (r.global_steps or 0, r.run or ""), reverse=True)
+        candidates.extend(ok)
+    if host_id:
+        same = [r for r in candidates if r.host_id == host_id]
+        if same:
+            return same[0]
+    return candidates[0] if candidates else None

@@ -1,9 +1,10 @@
-"""The GPU's share of a step, from the launcher's torch.profiler window (profile.json): busy time and top operators."""
+"""The GPU's share of a step: from the launcher's torch.profiler window (profile.json: busy time and top operators, two
+steps) and from NVML's GPM counters read at every step's end (gpm.jsonl: every steady step, no tracer)."""
 from __future__ import annotations
 
 import statistics
 
-from analysis.measure.steps import step_time
+from analysis.measure.steps import steady_intervals, step_time
 from analysis.parse.record import RunRecord
 
 
@@ -63,6 +64,45 @@ def step_share(rec: RunRecord) -> dict:
             "profiled_over_steady": wall / (median * 1000) if median else None,
             # NCCL kernels' time on GPU 0 (launcher runs from 2026-12-01; None before) and its share of the step
             "comm_ms": comm, "comm_frac": comm / wall if comm is not None and wall else None}
+
+
+def _gpm_busy_s(row: dict) -> float:
+    return row["wall_s"] * row["graphics_util"] / 100
+
+
+def steady_share(rec: RunRecord) -> dict:
+    """The GPU's share of the run's steady steps from gpm.jsonl (experiments/gpm.py), next to step_share's profiled
+    two. GPM reads hardware counters at each step's end, so these are the unprofiled steps themselves, with no
+    tracer's cost in their host time (issue 12: a traced seed-recipe step runs 1.1-1.3x). Over the optimizer steps
+    of steady_intervals: busy = wall x graphics_util (time a context was active on the GPU), host = wall - busy,
+    means (the counter windows join end to end: work queued past a step's end lands in the next step, so sums and
+    means hold where single steps do not). gpm_over_profiler: GPM's busy time over the profiled steps / the
+    profiler's kernel union of the same steps (GPM also counts the engine's time between back-to-back kernels: a
+    launch-bound step's tiny kernels read higher)."""
+    empty = {"gpm_busy_ms": None, "gpm_host_ms": None, "gpm_step_ms": None, "gpm_busy_frac": None, "gpm_bound": None,
+             "gpm_steps": 0, "gpm_sm_util_pct": None, "gpm_tensor_util_pct": None, "gpm_over_profiler": None}
+    by_step = rec.gpm_by_step or {}
+    if not by_step:
+        return empty
+    wanted = [s for iv in steady_intervals(rec) for s in range(iv.from_step + 1, iv.to_step + 1)]
+    rows = [by_step[s] for s in wanted if s in by_step]
+    if not rows:
+        return empty
+    wall = sum(r["wall_s"] for r in rows)
+    busy = sum(_gpm_busy_s(r) for r in rows)
+
+    def weighted(name: str) -> float | None:
+        have = [r for r in rows if r.get(name) is not None]
+        return sum(r[name] * r["wall_s"] for r in have) / sum(r["wall_s"] for r in have) if have else None
+
+    ratios = [_gpm_busy_s(by_step[p["step"]]) / p["gpu_busy_s"] for p in profiled_steps(rec)
+              if p["step"] in by_step and p["gpu_busy_s"]]
+    frac = busy / wall
+    return {"gpm_busy_ms": busy / len(rows) * 1000, "gpm_host_ms": (wall - busy) / len(rows) * 1000,
+            "gpm_step_ms": wall / len(rows) * 1000, "gpm_busy_frac": frac, "gpm_bound": bound_label(frac),
+            "gpm_steps": len(rows), "gpm_sm_util_pct": weighted("sm_util"),
+            "gpm_tensor_util_pct": weighted("tensor_util"),
+            "gpm_over_profiler": statistics.median(ratios) if ratios else None}
 
 
 def _mean_shares(rows_per_window: list[list[dict]], key: str, value: str, top: int) -> list[dict]:

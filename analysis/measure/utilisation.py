@@ -37,7 +37,12 @@ Definitions (all over the samples inside the training window, every GPU of the r
   the launcher's counted tokens, else optimizer steps x samples per step x the data's mean tokens per sample).
 
 Verdict. Three indicators, each compared with a constant below, vote "host-bound" or "GPU-bound"; the
-majority of those available wins and a tie goes to the utilisation vote (the most direct of the three).
+majority of those available wins and a tie goes to the utilisation vote (the most direct of the three). Where the
+run has GPM counters (`gpm.jsonl`, H100/H200: analysis.measure.profile.steady_share), the utilisation vote is GPM's
+busy share of the steady steps (`gpm_busy_pct`) instead of the NVML samples' median: NVML's "GPU utilisation" covers
+only its own sample period before each reading ("between 1 second and 1/6 second depending on the product", NVML's
+documentation), and on the H200 the once-a-second readings of a mixed step flip between 0 and 100 % (a 20-step bs16
+run: median 4 % while GPM measured 67 % busy over its steady steps).
 Runs without NVML samples get no verdict.
 """
 from __future__ import annotations
@@ -51,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.errors import InputError
+from analysis.measure.profile import steady_share
 from analysis.measure.steps import steady_intervals
 from analysis.measure.throughput import steady_tokens
 from analysis.parse.record import RunRecord
@@ -82,7 +88,7 @@ COLUMNS = [
     "train_s", "util_mean_pct", "util_median_pct", "power_mean_w", "power_median_w", "board_power_w",
     "power_fraction", "power_capped_pct", "sm_clock_mean_mhz", "sm_clock_median_mhz", "energy_run_j",
     "energy_train_j", "steady_s", "energy_steady_j", "tokens_steady", "j_per_1k_tokens", "mfu", "hfu",
-    "verdict", "evidence",
+    "gpm_busy_pct", "verdict", "evidence",
 ]
 
 
@@ -195,10 +201,16 @@ def _energy_run(nv: pd.DataFrame) -> float | None:
 # ------------------------------------------------------------------------------------------- verdict
 
 
-def verdict(util_median: float | None, power_fraction: float | None, mfu: float | None) -> tuple[str, str]:
-    """("GPU-bound" | "host-bound" | "not measured", evidence in words) from the three indicators."""
+def verdict(util_median: float | None, power_fraction: float | None, mfu: float | None,
+            gpm_busy_pct: float | None = None) -> tuple[str, str]:
+    """("GPU-bound" | "host-bound" | "not measured", evidence in words) from the three indicators; GPM_BUSY_PCT,
+    where measured, casts the utilisation vote in place of NVML's sampled median."""
     votes = []  # (name, host-bound?, text)
-    if util_median is not None and math.isfinite(util_median):
+    if gpm_busy_pct is not None and math.isfinite(gpm_busy_pct):
+        host = gpm_busy_pct < UTIL_HOST_BOUND_PCT
+        votes.append(("util", host, f"GPU busy {gpm_busy_pct:.0f} % of the steady steps (GPM counters; "
+                                    f"{'<' if host else '>='} {UTIL_HOST_BOUND_PCT:.0f} %)"))
+    elif util_median is not None and math.isfinite(util_median):
         host = util_median < UTIL_HOST_BOUND_PCT
         votes.append(("util", host, f"median GPU utilisation {util_median:.0f} % "
                                     f"({'<' if host else '>='} {UTIL_HOST_BOUND_PCT:.0f} %)"))
@@ -287,7 +299,10 @@ def run_utilisation(rec: RunRecord) -> dict:
         if out["energy_steady_j"] is not None and out["tokens_steady"]:
             out["j_per_1k_tokens"] = 1000.0 * out["energy_steady_j"] / out["tokens_steady"]
 
-    out["verdict"], out["evidence"] = verdict(out["util_median_pct"], out["power_fraction"], out["mfu"])
+    g = steady_share(rec)
+    out["gpm_busy_pct"] = 100.0 * g["gpm_busy_frac"] if g["gpm_busy_frac"] is not None else None
+    out["verdict"], out["evidence"] = verdict(out["util_median_pct"], out["power_fraction"], out["mfu"],
+                                              out["gpm_busy_pct"])
     if out["power_capped_pct"]:
         out["evidence"] += f"; power-capped in {out['power_capped_pct']:.0f} % of samples"
     return out

@@ -1,7 +1,7 @@
 """The typed run record: everything one run folder's raw files say, and nothing computed from it.
 
 A run folder holds ms-swift's `logging.jsonl` (+ `args.json`), the runner's `env.json` and `run.json`, and the
-launcher's `tokens.jsonl` and `profile.json`. `read_run(folder)` turns them into one `RunRecord`; every later stage
+launcher's `tokens.jsonl`, `profile.json`, `schedule.jsonl` and `gpm.jsonl`. `read_run(folder)` turns them into one `RunRecord`; every later stage
 (measure, estimate, judge, present) reads records, never the files or nested dicts. Statistics over the record
 (steady step time, tokens/s, speed-ups, MFU) are the measure stage's (analysis/measure/): a record holds facts.
 """
@@ -95,6 +95,7 @@ class RunRecord:
     profile: dict | None = None                     # profile.json (torch.profiler summary of a few steps)
     schedule: list[dict] | None = None              # schedule.jsonl: every step's token counts, known before training
     quick: dict | None = None                       # launch.json's quick stop (a quick run: where and why it stopped)
+    gpm_by_step: dict[int, dict] | None = None      # gpm.jsonl: each step's wall and GPM utilisation (experiments/gpm.py)
 
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property

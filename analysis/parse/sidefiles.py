@@ -1,5 +1,6 @@
 """The launcher's side files of a run folder: `tokens.jsonl` (tokens per optimizer step), `profile.json`,
-`schedule.jsonl` (every step's tokens, known before training) and launch.json's quick-stop record.
+`schedule.jsonl` (every step's tokens, known before training), `gpm.jsonl` (each step's GPU share from NVML's GPM
+counters, experiments/gpm.py) and launch.json's quick-stop record.
 
 experiments/launch.py writes them beside ms-swift's log. A missing file is None (a run made without the launcher);
 an unreadable line is skipped, as a torn last line of a killed run would be.
@@ -13,6 +14,8 @@ TOKENS_FILE = "tokens.jsonl"
 PROFILE_FILE = "profile.json"
 SCHEDULE_FILE = "schedule.jsonl"
 LAUNCH_FILE = "launch.json"
+GPM_FILE = "gpm.jsonl"
+GPM_METRICS = ("graphics_util", "sm_util", "tensor_util", "dram_bw_util")
 
 
 def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, int] | None]:
@@ -64,6 +67,31 @@ def read_schedule(run_dir: str | Path) -> list[dict] | None:
     return steps
 
 
+def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
+    """{step: {"wall_s", "graphics_util", "sm_util", "tensor_util", "dram_bw_util"}} from gpm.jsonl (a metric NVML
+    did not give is None; a resumed run's repeated step: the later line wins); None without the file."""
+    try:
+        text = (Path(run_dir) / GPM_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    out: dict[int, dict] = {}
+    for raw in text.splitlines():
+        try:
+            d = json.loads(raw)
+            wall = float(d["wall_s"])
+            util = float(d["graphics_util"])
+            if not (wall > 0 and 0 <= util <= 100.5):  # NaN, negative or impossible: a broken line, skipped
+                continue
+            row = {"wall_s": wall}
+            for name in GPM_METRICS:
+                v = d.get(name)
+                row[name] = float(v) if v is not None else None
+            out[int(d["step"])] = row
+        except (KeyError, TypeError, ValueError, OverflowError, RecursionError):
+            continue
+    return out or None
+
+
 def read_quick(run_dir: str | Path) -> dict | None:
     """launch.json's record of a quick run's stop (experiments/quick.py); None for other runs."""
     try:
@@ -78,4 +106,4 @@ def read(run_dir: str | Path) -> dict:
     """The RunRecord fields of the side files."""
     real, padded = read_tokens(run_dir)
     return {"tokens_by_step": real, "padded_by_step": padded, "profile": read_profile(run_dir),
-            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir)}
+            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir), "gpm_by_step": read_gpm(run_dir)}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from analysis.core.errors import SKIPPED_EXIT
 from analysis.core.paths import relative
-from analysis.measure.profile import gpu_ops_per_step, host_breakdown, measured_windows, step_share
+from analysis.measure.profile import gpu_ops_per_step, host_breakdown, measured_windows, steady_share, step_share
 from analysis.parse.record import RunRecord
 from analysis.present.parse_view import records
 
@@ -45,7 +45,7 @@ def profile_summary(rec: RunRecord, top: int) -> dict | None:
     if not windows:
         return None
     return {"path": relative(rec.path) if rec.path else None, "experiment": rec.experiment,
-            "steps": [s["step"] for s in windows], "share": step_share(rec),
+            "steps": [s["step"] for s in windows], "share": step_share(rec), "steady": steady_share(rec),
             "activities": (rec.profile or {}).get("activities"), "top_gpu_ops": gpu_ops_per_step(rec, top),
             "host": host_breakdown(rec, top)}
 
@@ -67,6 +67,12 @@ def _print(console, p: dict) -> None:
             f"{s['bound'] or '-'}-bound); profiled / steady step "
             f"{'-' if s['profiled_over_steady'] is None else format(s['profiled_over_steady'], '.2f')}")
     console.print(f"[bold]{p['path']}[/bold]\n  {head}")
+    g = p.get("steady") or {}
+    if g.get("gpm_steps"):
+        console.print(f"  steady steps, unprofiled (GPM counters, {g['gpm_steps']} steps, means): GPU busy "
+                      f"{_ms(g['gpm_busy_ms'])}, host {_ms(g['gpm_host_ms'])} ms ({_pct(g['gpm_busy_frac'])} busy, "
+                      f"{g['gpm_bound'] or '-'}-bound); GPM / profiler busy over the profiled steps "
+                      f"{'-' if g['gpm_over_profiler'] is None else format(g['gpm_over_profiler'], '.2f')}")
     if p["top_gpu_ops"]:
         t = Table(title="GPU kernels (ms per step)", title_justify="left")
         t.add_column("kernel")

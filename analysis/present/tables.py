@@ -28,7 +28,8 @@ SPEED_COLUMNS = [
     "ms_per_step", "ms_per_step_ci95", "ms_per_micro_step", "tokens_per_s", "tokens_per_s_per_gpu",
     "tokens_per_s_low", "tokens_per_s_high", "tokens_source",
     "samples_per_s", "gpu_busy_ms_per_step", "host_ms_per_step", "comm_ms_per_step", "gpu_busy_frac", "bound",
-    "profiled_over_steady",
+    "profiled_over_steady", "gpm_busy_ms_per_step", "gpm_host_ms_per_step", "gpm_busy_frac", "gpm_steps",
+    "gpm_over_profiler",
     "peak_gib", "mfu",
     "speedup", "speedup_basis", "speedup_hosts", "baseline", "published_ms_per_sample", "measured_over_published",
     "host_python_ns", "host_dispatch_us", "host_lora_ms",
@@ -106,6 +107,7 @@ def speed_row(rec: RunRecord) -> dict:
     if st["ci95_low"] is not None:
         ci = range_text(st["ci95_low"] * 1000, st["ci95_high"] * 1000)
     share = profile.step_share(rec)
+    gpm = profile.steady_share(rec)
     probe = rec.host_probe
     return {
         **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st["median"]),
@@ -114,7 +116,9 @@ def speed_row(rec: RunRecord) -> dict:
         "tokens_source": tp.source if tp.tokens_per_s is not None else None,
         "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share["gpu_busy_ms"],
         "host_ms_per_step": share["host_ms"], "comm_ms_per_step": share["comm_ms"], "gpu_busy_frac": share["gpu_busy_frac"], "bound": share["bound"],
-        "profiled_over_steady": share["profiled_over_steady"],
+        "profiled_over_steady": share["profiled_over_steady"], "gpm_busy_ms_per_step": gpm["gpm_busy_ms"],
+        "gpm_host_ms_per_step": gpm["gpm_host_ms"], "gpm_busy_frac": gpm["gpm_busy_frac"],
+        "gpm_steps": gpm["gpm_steps"] or None, "gpm_over_profiler": gpm["gpm_over_profiler"],
         "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
         "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"], "host_lora_ms": probe["lora_ms"],
         **estimate_cells(rec),

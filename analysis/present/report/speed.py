@@ -17,6 +17,8 @@ SPEED_FORMATS = {
     "tokens_per_s_high": "{:,.0f}", "samples_per_s": "{:.2f}", "peak_gib": "{:.2f}", "mfu": "{:.2%}",
     "speedup": "{:.2f}", "published_ms_per_sample": "{:.0f}", "measured_over_published": "{:.3f}",
     "gpu_busy_ms_per_step": "{:.1f}", "host_ms_per_step": "{:.1f}", "gpu_busy_frac": "{:.0%}",
+    "gpm_busy_ms_per_step": "{:.1f}", "gpm_host_ms_per_step": "{:.1f}", "gpm_busy_frac": "{:.0%}",
+    "gpm_steps": "{:.0f}", "gpm_over_profiler": "{:.2f}",
     "host_python_ns": "{:.1f}", "host_dispatch_us": "{:.2f}", "host_lora_ms": "{:.3f}",
 }
 HIDDEN = ("status", "samples_per_s")
@@ -98,7 +100,11 @@ def speed_section(ctx: Context) -> str:
                    "pass, so it stands in <i>ms_per_sample</i> beside ours; <i>ms_per_step</i> (an optimizer step of "
                    "16 samples) is ours alone. <i>measured_over_published</i> = our ms per sample / the published ms "
                    "per sample on the same hardware. <i>gpu_busy_ms_per_step</i>, <i>host_ms_per_step</i>, "
-                   "<i>bound</i>: from the two profiled steps (GPU activity only). <i>tokens_per_s_low/high</i>: 95 % "
+                   "<i>bound</i>: from the two profiled steps (GPU activity only); <i>gpm_busy_ms_per_step</i>, "
+                   "<i>gpm_host_ms_per_step</i>, <i>gpm_busy_frac</i>: the same split over the run's steady steps, "
+                   "unprofiled, from NVML's GPM counters (H100/H200 and newer; <i>gpm_steps</i> steps; "
+                   "<i>gpm_over_profiler</i>: GPM's busy time over the profiled steps / the profiler's, above 1 "
+                   "where tiny kernels leave the engine active between them). <i>tokens_per_s_low/high</i>: 95 % "
                    "bootstrap range; <i>tokens_source</i>: counted tokens (tokens.jsonl) or mean length x samples "
                    "per step.")
                + H.html_table(ctx.speed, SPEED_FORMATS, columns=[c for c in ctx.speed.columns if c not in HIDDEN])),
