@@ -167,3 +167,22 @@ def test_gpm_casts_the_utilisation_vote_where_measured():
     assert word == "host-bound"
     word, why = utilisation.verdict(4.0, 0.43, 0.049, gpm_busy_pct=66.7)
     assert word == "GPU-bound" and "GPU busy 67 % of the steady steps" in why
+
+
+def test_gpm_step_rows_and_their_figure(tmp_path):
+    """Per-step rows of the seed run by hand (step 17 steady, 11 profiled), and the report's figure draws them."""
+    from analysis.measure.profile import gpm_step_rows
+    from analysis.present import plots
+
+    rows = {r["step"]: r for r in gpm_step_rows(read_run(SEED))}
+    assert sorted(rows) == list(range(1, 21))
+    assert rows[17]["busy_s"] == pytest.approx(7.107258 * 11.709 / 100)
+    assert rows[17]["host_s"] == pytest.approx(7.107258 * (1 - 11.709 / 100))
+    assert rows[17]["steady"] and not rows[17]["profiled"]
+    assert rows[11]["profiled"] and not rows[11]["steady"] and not rows[1]["steady"]
+    import pandas as pd
+
+    fig = plots.gpm_step_bars(pd.DataFrame(list(rows.values())).assign(name="seed"), "t", "dummy weights")
+    ax = fig.axes[0]
+    assert len(ax.patches) == 2 * 20  # a busy and a host bar per step
+    assert any("GPU busy 11%" in t.get_text() for t in ax.texts)

@@ -70,6 +70,16 @@ def _gpm_busy_s(row: dict) -> float:
     return row["wall_s"] * row["graphics_util"] / 100
 
 
+def gpm_step_rows(rec: RunRecord) -> list[dict]:
+    """Every step of gpm.jsonl: step, wall_s, busy_s (= wall x graphics_util), host_s (= wall - busy), and whether
+    the step is steady (in steady_intervals) or profiled; [] without GPM."""
+    by_step = rec.gpm_by_step or {}
+    steady = {s for iv in steady_intervals(rec) for s in range(iv.from_step + 1, iv.to_step + 1)}
+    profiled = rec.profiled_steps
+    return [{"step": s, "wall_s": r["wall_s"], "busy_s": _gpm_busy_s(r), "host_s": r["wall_s"] - _gpm_busy_s(r),
+             "steady": s in steady, "profiled": s in profiled} for s, r in sorted(by_step.items())]
+
+
 def steady_share(rec: RunRecord) -> dict:
     """The GPU's share of the run's steady steps from gpm.jsonl (experiments/gpm.py), next to step_share's profiled
     two. GPM reads hardware counters at each step's end, so these are the unprofiled steps themselves, with no

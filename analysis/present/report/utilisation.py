@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.measure import profile as P
 from analysis.measure import utilisation as U
 from analysis.present import plots
 from analysis.present.report import html as H
@@ -16,12 +17,14 @@ FORMATS = {"train_start_s": "{:.1f}", "train_s": "{:.1f}", "util_mean_pct": "{:.
            "power_capped_pct": "{:.0f}", "sm_clock_mean_mhz": "{:.0f}", "sm_clock_median_mhz": "{:.0f}",
            "energy_run_j": "{:,.0f}", "energy_train_j": "{:,.0f}", "energy_steady_j": "{:,.0f}",
            "steady_s": "{:.1f}", "tokens_steady": "{:,.0f}", "j_per_1k_tokens": "{:.1f}", "mfu": "{:.2%}",
-           "hfu": "{:.2%}", "board_power_w": "{:.0f}"}
-MAIN_COLUMNS = ["hw", "experiment", "run", "train_s", "util_median_pct", "util_mean_pct", "power_median_w",
+           "hfu": "{:.2%}", "board_power_w": "{:.0f}", "gpm_busy_pct": "{:.0f}"}
+MAIN_COLUMNS = ["hw", "experiment", "run", "train_s", "gpm_busy_pct", "util_median_pct", "util_mean_pct",
+                "power_median_w",
                 "power_mean_w", "power_fraction", "power_capped_pct", "sm_clock_median_mhz", "sm_clock_mean_mhz",
                 "mfu", "j_per_1k_tokens", "verdict"]
 # the columns on the page (the verdict and its three votes first); every column is in the folded table and the CSV
-SHOWN_COLUMNS = ["experiment", "run", "verdict", "util_median_pct", "power_fraction", "mfu", "power_median_w",
+SHOWN_COLUMNS = ["experiment", "run", "verdict", "gpm_busy_pct", "util_median_pct", "power_fraction", "mfu",
+                 "power_median_w",
                  "j_per_1k_tokens", "sm_clock_median_mhz", "train_s"]
 ENERGY_COLUMNS = ["hw", "experiment", "run", "window_method", "train_start_s", "train_s", "energy_run_j",
                   "energy_train_j", "steady_s", "energy_steady_j", "tokens_steady", "j_per_1k_tokens", "board_power_w",
@@ -60,6 +63,25 @@ def timelines(ctx: Context) -> list[str]:
     return [H.side_by_side(*parts[i:i + 2]) for i in range(0, len(parts), 2)]
 
 
+def gpm_steps(ctx: Context) -> list[str]:
+    """One figure of every step's GPU-busy and host seconds (GPM counters) for the matrix runs that have them."""
+    frames = []
+    runs = [r for r in ctx.matrix if r.gpm_by_step]
+    for r in sorted(runs, key=lambda r: (ctx.hw_rank(r.hw), r.experiment, r.run)):
+        rows = P.gpm_step_rows(r)
+        if rows:
+            frames.append(pd.DataFrame(rows).assign(name=f"{r.hw} · {r.experiment} · {r.host_id or r.run}"))
+    if not frames:
+        return []
+    labels = ctx.labels_of(runs)
+    fig = plots.gpm_step_bars(pd.concat(frames, ignore_index=True), "Each step's GPU-busy and host time (GPM "
+                              "counters, no profiler)", labels)
+    return [H.figure(ctx, fig, "gpm_steps.png", "Every optimizer step's wall time split by NVML's GPM counters into "
+                     "the time a context was active on the GPU (dark) and the rest, the host's (light); steady steps "
+                     "solid, warm-up, eval/save and profiled steps faded (analysis.measure.profile.gpm_step_rows). "
+                     + labels)]
+
+
 def utilisation_section(ctx: Context) -> str:
     util = ctx.util
     limits = ", ".join(f"{k} {v} W" for k, v in U.BOARD_POWER_W.items())
@@ -70,7 +92,11 @@ def utilisation_section(ctx: Context) -> str:
             f"three votes, each host-bound when below: median GPU utilisation {U.UTIL_HOST_BOUND_PCT:.0f} %, median "
             f"power {U.POWER_HOST_BOUND_FRACTION:.0%} of the board limit ({H.e(limits)}), MFU {U.MFU_HOST_BOUND:.0%} "
             "(a GPU-bound LoRA run on ~128-token samples reaches only 5-10 %); the majority wins, a tie goes to "
-            "utilisation."),
+            "utilisation. Where a run has GPM counters (<code>gpm.jsonl</code>: the launcher reads NVML's GPU "
+            "Performance Monitoring at every step's end, H100/H200 and newer), the utilisation vote is "
+            "<i>gpm_busy_pct</i>, the GPU's busy share of the steady steps, instead of the NVML median: NVML's "
+            "once-a-second readings cover only a short sample period each and flip between 0 and 100 % for a mixed "
+            "step."),
     ]
     if util.empty:
         parts.append(H.note("No runs."))
@@ -86,6 +112,7 @@ def utilisation_section(ctx: Context) -> str:
             f"<span class=\"{'sb-verdict-host' if r['verdict'] == 'host-bound' else 'sb-verdict-gpu'}\">"
             f"{H.e(r['verdict'])}</span> — {H.e(r['evidence'])}</li>" for _, r in util.iterrows()) + "</ul>"),
         H.csv(ctx, util, "utilisation.csv"),
+        *gpm_steps(ctx),
         *timelines(ctx),
     ]
     return H.join(parts)
