@@ -10,9 +10,10 @@ as that step ran. Metrics (NVML's definitions, percent of the interval):
 - `sm_util`: SMs busy; `tensor_util`: SMs doing any tensor-core work; `dram_bw_util`: DRAM bandwidth used of peak.
 
 The launcher writes one line per optimizer step to `gpm.jsonl` in the run folder (GPM_FILE): the step, the wall
-seconds from the end of the previous step to the end of this one (the same window as the log's intervals and
-the profiler's), and the metrics. Nothing is written where the GPU or driver has no GPM (A10, A100, RTX 4090, CPU);
-launch.json `gpm` says why.
+seconds from the end of the previous step to the end of this one (the log's intervals; for a profiled step it also
+holds the profiler's stop and summary, which the profiler's own window leaves out: profile.json gets a GPM reading of
+that exact window too), and the metrics. Rank 0's GPU only (launch.json `gpm.index`: its NVML index). Nothing is
+written where the GPU or driver has no GPM (A10, A100, RTX 4090, CPU); launch.json `gpm` says why.
 
     python -m experiments.gpm_probe [--out FILE]   # GPM against known duty cycles and torch.profiler (~15 s)
 """
@@ -30,8 +31,8 @@ METRICS = {"graphics_util": 1, "sm_util": 2, "tensor_util": 5, "dram_bw_util": 1
 class Gpm:
     """Two alternating GPM samples of one GPU; `mark()` returns the metrics since the previous mark."""
 
-    def __init__(self, lib, handle):
-        self.lib, self.handle = lib, handle
+    def __init__(self, lib, handle, index: int | None = None):
+        self.lib, self.handle, self.index = lib, handle, index
         self._prev = lib.nvmlGpmSampleAlloc()
         self._cur = lib.nvmlGpmSampleAlloc()
         self._t = None
@@ -57,7 +58,7 @@ class Gpm:
             handle = lib.nvmlDeviceGetHandleByIndex(index)
             if not lib.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice:
                 return None, "GPM not supported on this GPU (Hopper and newer only)"
-            gpm = cls(lib, handle)
+            gpm = cls(lib, handle, index)
             gpm.mark()  # one sample now, so the first interval has a start; also proves a sample can be taken
             return gpm, "ok"
         except Exception as exc:  # noqa: BLE001 - no GPM is a note, never an error of the run
@@ -99,7 +100,7 @@ def make_callback(out_file: Path, record: dict, lib=None):
     from transformers import TrainerCallback
 
     gpm, why = Gpm.open(lib)
-    record["gpm"] = {"file": str(out_file), "status": why}
+    record["gpm"] = {"file": str(out_file), "status": why, "index": getattr(gpm, "index", None)}
     if gpm is None:
         return None
 
@@ -119,9 +120,21 @@ def make_callback(out_file: Path, record: dict, lib=None):
             self._mark()
 
         def on_step_end(self, args, state, control, **kwargs):
+            nonlocal gpm
             m = self._mark()
             if m is not None:
-                with open(out_file, "a") as f:
-                    f.write(json.dumps({"step": state.global_step, **m}) + "\n")
+                try:
+                    with open(out_file, "a") as f:
+                        f.write(json.dumps({"step": state.global_step, **m}) + "\n")
+                except OSError as exc:  # a full disk ends the sampling, not the run
+                    record["gpm"]["status"] = f"stopped: {type(exc).__name__}: {exc}"
+                    gpm.close()
+                    gpm = None
+
+        def on_train_end(self, args, state, control, **kwargs):
+            nonlocal gpm
+            if gpm is not None:
+                gpm.close()
+                gpm = None
 
     return GpmSteps()

@@ -392,6 +392,7 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             self.step = None
             self.sampler = None
             self.gc = None
+            self.gpm = None  # GPM over exactly this window (experiments/gpm.py), False where there is none
             self.start_error = None
             self.data = {"device": "cuda" if cuda else "cpu", "profile_steps": steps, "profile_skip": skip,
                          "profile_warmup": warmup, "host_stacks": bool(host_stacks),
@@ -423,12 +424,31 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
                 self.gc = GcTimer().__enter__()
             except Exception as exc:  # noqa: BLE001
                 self.start_error = f"{type(exc).__name__}: {exc}"
+            self._gpm_mark()
             self.t0 = time.perf_counter()
+
+        def _gpm_mark(self) -> dict | None:
+            """GPM's counters since the previous mark (the window's start), or None; never raises."""
+            if not cuda or self.gpm is False:
+                return None
+            try:
+                if self.gpm is None:
+                    from experiments.gpm import Gpm
+
+                    self.gpm = Gpm.open()[0] or False  # open() takes the first mark
+                    return None
+                return self.gpm.mark()
+            except Exception:  # noqa: BLE001 - no GPM reading for this window
+                self.gpm = False
+                return None
 
         def _finish(self):
             self._sync()
             wall = time.perf_counter() - self.t0
             entry = {"step": self.step, "wall_s": round(wall, 6), "gpu_busy_s": None, "gpu_busy_frac": None}
+            m = self._gpm_mark()
+            if m is not None:  # GPM over this window: the profiler's kernel union against the GPU's active time
+                entry["gpm"] = m
             try:
                 if self.gc is not None:
                     self.gc.__exit__(None, None, None)

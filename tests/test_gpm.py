@@ -182,7 +182,57 @@ def test_gpm_step_rows_and_their_figure(tmp_path):
     assert rows[11]["profiled"] and not rows[11]["steady"] and not rows[1]["steady"]
     import pandas as pd
 
-    fig = plots.gpm_step_bars(pd.DataFrame(list(rows.values())).assign(name="seed"), "t", "dummy weights")
+    frac = steady_share(read_run(SEED))["gpm_busy_frac"]
+    df = pd.DataFrame(list(rows.values())).assign(name="seed", steady_busy_frac=frac)
+    fig = plots.gpm_step_bars(df, "t", "dummy weights")
     ax = fig.axes[0]
     assert len(ax.patches) == 2 * 20  # a busy and a host bar per step
-    assert any("GPU busy 11%" in t.get_text() for t in ax.texts)
+    assert any("GPU active 11%" in t.get_text() for t in ax.texts)
+    four = pd.concat([df.assign(name=f"run {i}") for i in range(4)], ignore_index=True)
+    fig = plots.gpm_step_bars(four, "t", "dummy weights")  # three panels a row: two rows, two hidden axes
+    assert sum(a.get_visible() for a in fig.axes) == 4 and len(fig.axes) == 6
+
+
+def test_the_profiler_window_gets_its_own_gpm_reading(tmp_path, monkeypatch):
+    """The launcher's profiled window carries GPM's counters over exactly that window (profile.json `gpm`), not the
+    step's gpm.jsonl window that also holds the profiler's stop and summary: the fake's marks are scripted."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from experiments import launch
+
+    marks = iter([{"wall_s": 0.5, "graphics_util": 40.0}, {"wall_s": 9.0, "graphics_util": 1.0},
+                  {"wall_s": 0.25, "graphics_util": 80.0}])
+
+    class FakeGpm:
+        def mark(self):
+            return next(marks)
+
+    class FakeProf:
+        def __init__(self, **kw):
+            pass
+
+        def start(self):
+            pass
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.profiler, "profile", FakeProf)
+    monkeypatch.setattr(gpm.Gpm, "open", classmethod(lambda cls, lib=None, index=None: (FakeGpm(), "ok")))
+    monkeypatch.setattr(launch, "_device_intervals", lambda prof: ([(0, 100_000_000)], 3, [], {}))
+    out = tmp_path / "profile.json"
+    cb = launch.make_profiler_callback(2, 1, out, {}, which="cuda")
+    state = types.SimpleNamespace(global_step=1)
+    cb.on_step_end(None, state, None)   # step 1 ends: the window of step 2 opens (GPM opened: its first mark)
+    state.global_step = 2
+    cb.on_step_end(None, state, None)   # step 2 ends: its reading; step 3's window opens (a mark, discarded)
+    state.global_step = 3
+    cb.on_step_end(None, state, None)
+    steps = json.loads(out.read_text())["steps"]
+    assert [s["step"] for s in steps] == [2, 3]
+    assert steps[0]["gpm"] == {"wall_s": 0.5, "graphics_util": 40.0}   # the window, not the 9-s stretch after it
+    assert steps[1]["gpm"] == {"wall_s": 0.25, "graphics_util": 80.0}
+    assert steps[0]["gpu_busy_s"] == pytest.approx(0.1)

@@ -86,9 +86,11 @@ def steady_share(rec: RunRecord) -> dict:
     tracer's cost in their host time (issue 12: a traced seed-recipe step runs 1.1-1.3x). Over the optimizer steps
     of steady_intervals: busy = wall x graphics_util (time a context was active on the GPU), host = wall - busy,
     means (the counter windows join end to end: work queued past a step's end lands in the next step, so sums and
-    means hold where single steps do not). gpm_over_profiler: GPM's busy time over the profiled steps / the
-    profiler's kernel union of the same steps (GPM also counts the engine's time between back-to-back kernels: a
-    launch-bound step's tiny kernels read higher)."""
+    means hold where single steps do not). gpm_over_profiler: GPM's busy seconds over the profiled steps / the
+    profiler's kernel union of the same steps (median); GPM read over the profiler's exact window where profile.json
+    has it (`gpm`, launcher runs from 2026-12-02), else the step's gpm.jsonl window, which also holds the profiler's
+    stop and summary with the GPU idle. GPM also counts the engine's time between back-to-back kernels, so a
+    launch-bound step's tiny kernels read higher. Rank 0's GPU only (experiments/gpm.py)."""
     empty = {"gpm_busy_ms": None, "gpm_host_ms": None, "gpm_step_ms": None, "gpm_busy_frac": None, "gpm_bound": None,
              "gpm_steps": 0, "gpm_sm_util_pct": None, "gpm_tensor_util_pct": None, "gpm_over_profiler": None}
     by_step = rec.gpm_by_step or {}
@@ -105,8 +107,12 @@ def steady_share(rec: RunRecord) -> dict:
         have = [r for r in rows if r.get(name) is not None]
         return sum(r[name] * r["wall_s"] for r in have) / sum(r["wall_s"] for r in have) if have else None
 
-    ratios = [_gpm_busy_s(by_step[p["step"]]) / p["gpu_busy_s"] for p in profiled_steps(rec)
-              if p["step"] in by_step and p["gpu_busy_s"]]
+    ratios = []
+    for p in profiled_steps(rec):
+        own = p.get("gpm") if isinstance(p.get("gpm"), dict) else None
+        window = own if own and own.get("graphics_util") is not None and own.get("wall_s") else by_step.get(p["step"])
+        if window and p["gpu_busy_s"]:
+            ratios.append(_gpm_busy_s(window) / p["gpu_busy_s"])
     frac = busy / wall
     return {"gpm_busy_ms": busy / len(rows) * 1000, "gpm_host_ms": (wall - busy) / len(rows) * 1000,
             "gpm_step_ms": wall / len(rows) * 1000, "gpm_busy_frac": frac, "gpm_bound": bound_label(frac),

@@ -231,6 +231,10 @@ def _classify(obj: dict) -> str:
         return "train_end"
     if "loss" not in obj and "eval_loss" not in obj and not SUMMARY_KEYS.isdisjoint(obj):
         return "summary"
+    if "loss" in obj and "eval_loss" not in obj:
+        # a training line, even with an eval_-prefixed key: ms-swift 4.6.0 under torch_compile writes the metric
+        # `eval_token_acc` on every training line after the first evaluation (the compiled runs of issue 18)
+        return "train"
     for k in obj:
         if k[:5] == "eval_":
             return "eval"

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from experiments.gpm import GPM_FILE as GPM_FILE_NAME
+from experiments.gpm import METRICS as GPM_METRIC_IDS
+
 TOKENS_FILE = "tokens.jsonl"
 PROFILE_FILE = "profile.json"
 SCHEDULE_FILE = "schedule.jsonl"
 LAUNCH_FILE = "launch.json"
-GPM_FILE = "gpm.jsonl"
-GPM_METRICS = ("graphics_util", "sm_util", "tensor_util", "dram_bw_util")
+GPM_FILE = GPM_FILE_NAME
+GPM_METRICS = tuple(GPM_METRIC_IDS)
 
 
 def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, int] | None]:
@@ -68,8 +71,9 @@ def read_schedule(run_dir: str | Path) -> list[dict] | None:
 
 
 def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
-    """{step: {"wall_s", "graphics_util", "sm_util", "tensor_util", "dram_bw_util"}} from gpm.jsonl (a metric NVML
-    did not give is None; a resumed run's repeated step: the later line wins); None without the file."""
+    """{step: {"wall_s", "graphics_util", "sm_util", "tensor_util", "dram_bw_util"}} from gpm.jsonl (a secondary
+    metric NVML did not give is None; a line without graphics_util, the one every figure uses, is skipped; a resumed
+    run's repeated step: the later line wins); None without the file."""
     try:
         text = (Path(run_dir) / GPM_FILE).read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -451,12 +451,18 @@ def gpm_step_bars(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     """Per run, every optimizer step's wall time split into GPU-busy (dark) and host (light) seconds from the GPM
     counters, steady steps solid and the others faded, profiled steps marked: where the step time goes, step by step.
 
-    df columns: name, step, busy_s, host_s, steady, profiled (analysis.measure.profile.gpm_step_rows + name)."""
+    df columns: name, step, busy_s, host_s, steady, profiled (analysis.measure.profile.gpm_step_rows + name), and
+    steady_busy_frac (steady_share's gpm_busy_frac of the run, printed in its panel). Three panels a row."""
     if df.empty:
         return _empty(title, labels, "no run has GPM counters (gpm.jsonl)")
     names = list(dict.fromkeys(df["name"]))
-    fig, axes = plt.subplots(1, len(names), figsize=(max(6.0, 5.2 * len(names)), 3.6), layout="constrained",
+    ncols = min(3, len(names))
+    nrows = -(-len(names) // ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(max(6.0, 5.2 * ncols), 3.6 * nrows), layout="constrained",
                              squeeze=False)
+    for ax in grid.flat[len(names):]:
+        ax.set_visible(False)
+    axes = [list(grid.flat[:len(names)])]
     busy_c, host_c = sns.color_palette("deep")[0], sns.color_palette("pastel")[0]
     for ax, name in zip(axes[0], names):
         part = df[df["name"] == name]
@@ -466,13 +472,13 @@ def gpm_step_bars(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
             ax.bar(x, h, bottom=b, color=host_c, alpha=a, width=0.8, edgecolor=busy_c, linewidth=0.3)
         for x, top in zip(part.loc[part["profiled"], "step"], (part["busy_s"] + part["host_s"])[part["profiled"]]):
             ax.text(x, top, "P", ha="center", va="bottom", fontsize=7)
-        steady = part[part["steady"]]
-        if len(steady):
-            frac = steady["busy_s"].sum() / (steady["busy_s"] + steady["host_s"]).sum()
-            ax.text(0.99, 0.97, f"steady steps: GPU busy {frac:.0%}", transform=ax.transAxes, ha="right", va="top",
-                    fontsize=8)
+        frac = part["steady_busy_frac"].iloc[0] if "steady_busy_frac" in part else None
+        if frac is not None and not pd.isna(frac):
+            ax.text(0.99, 0.97, f"steady steps: GPU active {frac:.0%}", transform=ax.transAxes, ha="right",
+                    va="top", fontsize=8)
         ax.set_title(name, fontsize=9)
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel("optimizer step (faded: warm-up, eval/save or profiled; P: profiled)")
-    axes[0][0].set_ylabel("seconds (dark: GPU busy, light: host)")
+    for row in grid:
+        row[0].set_ylabel("seconds (dark: GPU active, light: host)")
     return _finish(fig, title, labels)

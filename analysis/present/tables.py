@@ -34,7 +34,7 @@ SPEED_COLUMNS = [
     "speedup", "speedup_basis", "speedup_hosts", "baseline", "published_ms_per_sample", "measured_over_published",
     "host_python_ns", "host_dispatch_us", "host_lora_ms",
     "est_full_train_s", "est_full_train_s_low", "est_full_train_s_high", "est_full_tokens_per_s",
-    "est_full_tokens_per_s_low", "est_full_tokens_per_s_high", "est_steps", "est_basis",
+    "est_full_tokens_per_s_low", "est_full_tokens_per_s_high", "est_steps", "est_basis", "steady_steps",
 ]
 CONVERGENCE_COLUMNS = [
     "hw", "experiment", "source", "status", "run", "labels", "steps", "final_train_loss", "final_eval_loss",
@@ -121,6 +121,7 @@ def speed_row(rec: RunRecord) -> dict:
         "gpm_steps": gpm["gpm_steps"] or None, "gpm_over_profiler": gpm["gpm_over_profiler"],
         "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
         "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"], "host_lora_ms": probe["lora_ms"],
+        "steady_steps": sum(iv.steps for iv in steps.steady_intervals(rec)) or None,
         **estimate_cells(rec),
     }
 
@@ -149,15 +150,23 @@ def baseline_name(row: dict) -> str:
     return row["hw"] + (f" ({host})" if isinstance(host, str) and host else "")
 
 
+MIN_BASELINE_STEADY_STEPS = 10  # a measured baseline row's steady steps, where any row of the group has that many
+
+
 def pick_baseline(rows: list[dict], baseline: str) -> dict | None:
     """The row of one experiment and source that speed-ups are relative to: BASELINE's row when it has a time per
     sample (and, for measured rows, a tokens/s: the speed-up is a ratio of throughputs or paired step times); else the
-    slowest such row."""
+    slowest such row, among measured rows with at least MIN_BASELINE_STEADY_STEPS steady steps where there are any: a
+    20-step run has one 5-step steady interval, too few to pair step by step with anything, and its tokens/s over
+    those few batches (fewer tokens than most) would skew every tokens/s ratio against it."""
     usable = [r for r in rows if r.get("ms_per_sample") is not None
               and (r["source"] != "measured" or r.get("tokens_per_s") is not None)]
     hit = [r for r in usable if r["hw"] == baseline]
     if hit:
         return hit[0]
+    long_enough = [r for r in usable if r["source"] != "measured"
+                   or (r.get("steady_steps") or 0) >= MIN_BASELINE_STEADY_STEPS]
+    usable = long_enough or usable
     return max(usable, key=lambda r: r["ms_per_sample"]) if usable else None
 
 

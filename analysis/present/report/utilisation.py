@@ -70,11 +70,12 @@ def gpm_steps(ctx: Context) -> list[str]:
     for r in sorted(runs, key=lambda r: (ctx.hw_rank(r.hw), r.experiment, r.run)):
         rows = P.gpm_step_rows(r)
         if rows:
-            frames.append(pd.DataFrame(rows).assign(name=f"{r.hw} · {r.experiment} · {r.host_id or r.run}"))
+            frames.append(pd.DataFrame(rows).assign(name=f"{r.hw} · {r.experiment} · {r.run}",
+                                                    steady_busy_frac=P.steady_share(r)["gpm_busy_frac"]))
     if not frames:
         return []
     labels = ctx.labels_of(runs)
-    fig = plots.gpm_step_bars(pd.concat(frames, ignore_index=True), "Each step's GPU-busy and host time (GPM "
+    fig = plots.gpm_step_bars(pd.concat(frames, ignore_index=True), "Each step's GPU-active and host time (GPM "
                               "counters, no profiler)", labels)
     return [H.figure(ctx, fig, "gpm_steps.png", "Every optimizer step's wall time split by NVML's GPM counters into "
                      "the time a context was active on the GPU (dark) and the rest, the host's (light); steady steps "
