@@ -105,36 +105,36 @@ def make_callback(out_file: Path, record: dict, lib=None):
         return None
 
     class GpmSteps(TrainerCallback):
-        def _mark(self):
+        def _stop(self, why: str | None = None):
             nonlocal gpm
+            if why is not None:
+                record["gpm"]["status"] = f"stopped: {why}"
+            gpm.close()
+            gpm = None
+
+        def _mark(self):
             if gpm is None:
                 return None
             try:
                 return gpm.mark()
             except Exception as exc:  # noqa: BLE001
-                record["gpm"]["status"] = f"stopped: {type(exc).__name__}: {exc}"
-                gpm = None
+                self._stop(f"{type(exc).__name__}: {exc}")
                 return None
 
         def on_train_begin(self, args, state, control, **kwargs):
             self._mark()
 
         def on_step_end(self, args, state, control, **kwargs):
-            nonlocal gpm
             m = self._mark()
             if m is not None:
                 try:
                     with open(out_file, "a") as f:
                         f.write(json.dumps({"step": state.global_step, **m}) + "\n")
                 except OSError as exc:  # a full disk ends the sampling, not the run
-                    record["gpm"]["status"] = f"stopped: {type(exc).__name__}: {exc}"
-                    gpm.close()
-                    gpm = None
+                    self._stop(f"{type(exc).__name__}: {exc}")
 
         def on_train_end(self, args, state, control, **kwargs):
-            nonlocal gpm
             if gpm is not None:
-                gpm.close()
-                gpm = None
+                self._stop()
 
     return GpmSteps()

@@ -511,6 +511,9 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
             if self.gc is not None:
                 self.gc.__exit__(None, None, None)
                 self.gc = None
+            if self.gpm:  # the window's GPM samples
+                self.gpm.close()
+                self.gpm = False
             self._write()
 
     return StepProfiler()

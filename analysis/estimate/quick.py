@@ -344,7 +344,7 @@ def _steady_steps(rec: RunRecord, schedule: list[dict], evals: list[int], saves:
     logged = sorted(set(range(every, last + 1, every)) | {1, last})
     fake = dataclasses.replace(rec, elapsed=[(s, float(s)) for s in logged], max_steps=last, global_steps=last,
                                event_steps=frozenset(evals) | frozenset(saves))
-    return [s for iv in measure_steps.steady_intervals(fake) for s in range(iv.from_step + 1, iv.to_step + 1)]
+    return measure_steps.steady_steps(fake)
 
 
 def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None = None) -> QuickEstimate:

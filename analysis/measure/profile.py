@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from analysis.measure.steps import steady_intervals, step_time
+from analysis.measure.steps import steady_steps, step_time
 from analysis.parse.record import RunRecord
 
 
@@ -71,12 +71,14 @@ def _gpm_busy_s(row: dict) -> float:
 
 
 def gpm_step_rows(rec: RunRecord) -> list[dict]:
-    """Every step of gpm.jsonl: step, wall_s, busy_s (= wall x graphics_util), host_s (= wall - busy), and whether
-    the step is steady (in steady_intervals) or profiled; [] without GPM."""
+    """Every step of gpm.jsonl: step, wall_s, busy_s (= wall x graphics_util), host_s (= wall - busy), sm_util and
+    tensor_util (%, None where NVML gave none), and whether the step is steady (in steady_intervals) or profiled;
+    [] without GPM. The one place a step's GPM busy time is computed."""
     by_step = rec.gpm_by_step or {}
-    steady = {s for iv in steady_intervals(rec) for s in range(iv.from_step + 1, iv.to_step + 1)}
+    steady = set(steady_steps(rec))
     profiled = rec.profiled_steps
     return [{"step": s, "wall_s": r["wall_s"], "busy_s": _gpm_busy_s(r), "host_s": r["wall_s"] - _gpm_busy_s(r),
+             "sm_util": r.get("sm_util"), "tensor_util": r.get("tensor_util"),
              "steady": s in steady, "profiled": s in profiled} for s, r in sorted(by_step.items())]
 
 
@@ -93,15 +95,12 @@ def steady_share(rec: RunRecord) -> dict:
     launch-bound step's tiny kernels read higher. Rank 0's GPU only (experiments/gpm.py)."""
     empty = {"gpm_busy_ms": None, "gpm_host_ms": None, "gpm_step_ms": None, "gpm_busy_frac": None, "gpm_bound": None,
              "gpm_steps": 0, "gpm_sm_util_pct": None, "gpm_tensor_util_pct": None, "gpm_over_profiler": None}
-    by_step = rec.gpm_by_step or {}
-    if not by_step:
-        return empty
-    wanted = [s for iv in steady_intervals(rec) for s in range(iv.from_step + 1, iv.to_step + 1)]
-    rows = [by_step[s] for s in wanted if s in by_step]
+    rows = [r for r in gpm_step_rows(rec) if r["steady"]]
     if not rows:
         return empty
+    by_step = rec.gpm_by_step
     wall = sum(r["wall_s"] for r in rows)
-    busy = sum(_gpm_busy_s(r) for r in rows)
+    busy = sum(r["busy_s"] for r in rows)
 
     def weighted(name: str) -> float | None:
         have = [r for r in rows if r.get(name) is not None]

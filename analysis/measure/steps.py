@@ -121,6 +121,11 @@ def steady_intervals(rec: RunRecord) -> list[Interval]:
     return list(memo["steady"])
 
 
+def steady_steps(rec: RunRecord) -> list[int]:
+    """The optimizer steps of the steady intervals, in order (each interval holds steps from_step+1 .. to_step)."""
+    return [s for iv in steady_intervals(rec) for s in range(iv.from_step + 1, iv.to_step + 1)]
+
+
 def summarize(values: list[float]) -> dict:
     """Median, mean and a Student-t 95 % interval of the mean."""
     n = len(values)

@@ -10,15 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from experiments.gpm import GPM_FILE as GPM_FILE_NAME
-from experiments.gpm import METRICS as GPM_METRIC_IDS
+from experiments.gpm import GPM_FILE  # noqa: F401 - the launcher's name for the file, read here
+from experiments.gpm import METRICS
 
 TOKENS_FILE = "tokens.jsonl"
 PROFILE_FILE = "profile.json"
 SCHEDULE_FILE = "schedule.jsonl"
 LAUNCH_FILE = "launch.json"
-GPM_FILE = GPM_FILE_NAME
-GPM_METRICS = tuple(GPM_METRIC_IDS)
+GPM_METRICS = tuple(METRICS)
 
 
 def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, int] | None]:

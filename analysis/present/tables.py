@@ -121,7 +121,7 @@ def speed_row(rec: RunRecord) -> dict:
         "gpm_steps": gpm["gpm_steps"] or None, "gpm_over_profiler": gpm["gpm_over_profiler"],
         "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
         "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"], "host_lora_ms": probe["lora_ms"],
-        "steady_steps": sum(iv.steps for iv in steps.steady_intervals(rec)) or None,
+        "steady_steps": len(steps.steady_steps(rec)) or None,
         **estimate_cells(rec),
     }
 
