@@ -54,18 +54,20 @@ summary() {
 }
 
 run_pairs() {  # per experiment of $1: its quick run, then its full run (detached for $DETACH)
-  local name mode left need extra cmd
+  local name mode left need full_need extra cmd
   for name in ${1//,/ }; do
     for mode in quick full; do
       left=$((DEADLINE - SECONDS))
       if [ "$mode" = quick ]; then extra=(--budget "$BUDGET"); else extra=(--set logging_steps=1); fi
       cmd=(python3 -m experiments.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$name"
            --results "$RESULTS" "${extra[@]}" --no-progress)
-      # a run the deadline would cut is no use: a quick run needs its budget, a full one (not detached) MIN_FULL_S
-      need=$((BUDGET + 30)); [ "$mode" = full ] && need=${MIN_FULL_S:-170}
-      [ "$mode" = full ] && [ "$name" = "$DETACH" ] && need=90
+      # a run the deadline would cut is no use, nor a quick run without its full run: a quick run needs its budget
+      # and its full run's time, a full one (not detached) MIN_FULL_S, a detached one 90 s to start
+      full_need=${MIN_FULL_S:-170}; [ "$name" = "$DETACH" ] && full_need=90
+      need=$((BUDGET + 30 + full_need)); [ "$mode" = full ] && need=$full_need
       if [ "$left" -lt "$need" ]; then
         echo "deadline: not starting $name ($mode): ${left} s left, needs ${need}"
+        [ "$mode" = quick ] && break  # no full run without its quick run
         continue
       fi
       if [ "$mode" = full ] && [ "$name" = "$DETACH" ]; then
