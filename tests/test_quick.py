@@ -441,3 +441,103 @@ def test_a_profile_inside_the_warm_up_is_not_warm_up_excess():
     est = Q.estimate(marked, n_boot=0)
     # step 5's interval (4 -> 5) is a profiled one now: its 0.8 x true cost stays in the estimate
     assert est.parts["warmup_excess_s"] == pytest.approx(plain - 0.8 * _true_step(sched[4]), rel=1e-9)
+
+
+# ------------------------------------------------------------------------------------------------ pairs, by hand
+
+
+def _raw_elapsed(run: str) -> dict[int, float]:
+    """A committed run's time to each training line straight from logging.jsonl: train_speed(s/it) x step (ms-swift
+    4.x writes the mean seconds per step since the start)."""
+    out = {}
+    for line in (REPO / "results" / run / "logging.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if "loss" in row and "eval_loss" not in row and "train_speed(s/it)" in row:
+            out[int(row["global_step/max_steps"].split("/")[0])] = row["train_speed(s/it)"] * int(
+                row["global_step/max_steps"].split("/")[0])
+    return out
+
+
+BEST_PAIR = ("h200/best/20261202-015530-59f462e08814", "h200/best/20261202-015733-59f462e08814")  # call 34
+
+
+def test_a_second_run_of_the_same_steps_by_hand():
+    """best's quick run and the full run right after it (call 34, a fresh machine): over steps 13-39 (the steady steps
+    both have: warm-up 1-10, profiled 11-12 and the quick run's events at 39-40 left out), the full run took 0.728x the
+    quick run's time, by the log's own clock; gpm.jsonl splits it: the GPU-active seconds (wall x graphics_util)
+    repeat, the host seconds do not."""
+    from analysis.parse.results import read_run
+
+    quick_run, full_run = (read_run(REPO / "results" / r) for r in BEST_PAIR)
+    same = Q.same_steps(quick_run, full_run)
+    a, b = _raw_elapsed(BEST_PAIR[0]), _raw_elapsed(BEST_PAIR[1])
+    steps = range(13, 40)
+    by_hand = sum(b[s] - b[s - 1] for s in steps) / sum(a[s] - a[s - 1] for s in steps)
+    assert (same["steps"], same["intervals"]) == (27, 27)
+    assert same["ratio"] == pytest.approx(by_hand, rel=1e-9) and 0.72 < by_hand < 0.74
+
+    def gpm(run):
+        rows = {r["step"]: r for r in map(json.loads, (REPO / "results" / run / "gpm.jsonl").read_text().splitlines())}
+        busy = sum(rows[s]["wall_s"] * rows[s]["graphics_util"] / 100 for s in steps)
+        return busy, sum(rows[s]["wall_s"] for s in steps) - busy
+
+    (qb, qh), (fb, fh) = gpm(BEST_PAIR[0]), gpm(BEST_PAIR[1])
+    assert same["busy_ratio"] == pytest.approx(fb / qb, rel=1e-9) and abs(fb / qb - 1) < 0.02
+    assert same["host_ratio"] == pytest.approx(fh / qh, rel=1e-9) and fh / qh < 0.65
+
+
+def test_same_steps_needs_three_common_intervals():
+    one = RunRecord(path="a", hw="h200", experiment="x", run="a", elapsed=[(s, float(s)) for s in range(1, 14)])
+    other = RunRecord(path="b", hw="h200", experiment="x", run="b", elapsed=[(s, 2.0 * s) for s in range(1, 14)])
+    # 10 % warm-up of 13 steps (1.3): intervals from step 2 on are steady, the first interval (1-2) is not
+    assert Q.same_steps(one, other)["ratio"] == pytest.approx(2.0)
+    short = RunRecord(path="c", hw="h200", experiment="x", run="c", elapsed=[(s, 2.0 * s) for s in range(1, 5)])
+    assert Q.same_steps(one, short)["ratio"] is None and Q.same_steps(one, short)["intervals"] == 2
+
+
+def test_the_error_parts_add_up_to_the_error_on_every_committed_pair():
+    """to anchor + steps + events = predicted - measured training time, on each committed quick/full pair; and the
+    to-anchor part of call 34's best pair by hand: the quick run's time to its step 39 less its warm-up excess,
+    against the full run's time to step 39 (the log's own clock)."""
+    rows = [r for r in Q.comparison_table(REPO / "results") if r.get("error_parts")]
+    assert len(rows) >= 7
+    for r in rows:
+        assert sum(r["error_parts"].values()) == pytest.approx(r["predicted_train_s"] - r["measured_train_s"],
+                                                               abs=1e-6)
+    row = next(r for r in rows if r["quick_run"] == BEST_PAIR[0].rsplit("/", 1)[1])
+    a, b = _raw_elapsed(BEST_PAIR[0]), _raw_elapsed(BEST_PAIR[1])
+    assert row["parts"]["measured_to_anchor_s"] == pytest.approx(a[39])
+    assert row["error_parts"]["to_anchor_s"] == pytest.approx(a[39] - row["parts"]["warmup_excess_s"] - b[39])
+    assert row["first_on_host"] is True and row["same_steps"]["ratio"] < 0.75
+
+
+def test_first_on_host():
+    env = {"host": {"fingerprint": {"host_id": "h1"}}}
+    early = RunRecord(path="a", hw="h200", experiment="x", run="20990101-000000", env=env)
+    late = RunRecord(path="b", hw="h200", experiment="y", run="20990101-010000", env=env)
+    other = RunRecord(path="c", hw="h200", experiment="x", run="20980101-000000",
+                      env={"host": {"fingerprint": {"host_id": "h2"}}})
+    records = [other, late, early]
+    assert Q.first_on_host(early, records) is True and Q.first_on_host(late, records) is False
+    assert Q.first_on_host(RunRecord(path="d", hw="h200", experiment="x", run="r"), records) is None
+
+
+def test_the_report_shows_each_quick_run_against_its_full_run(tmp_path):
+    """The estimates section's quick-run part: one row per committed quick run, the error's parts beside the error,
+    the same-steps ratios, and the figure of the pairs' common steps (written with the table as CSV)."""
+    import pandas as pd
+
+    from analysis.present.report import estimates
+    from analysis.present.report.context import Context
+
+    ctx = Context.load(REPO / "results", "a10", "", None, tmp_path)
+    html = "".join(estimates.quick_section(ctx))
+    df = pd.read_csv(tmp_path / "quick_runs.csv")
+    assert (tmp_path / "quick_pairs.png").stat().st_size > 10_000 and "quick_pairs.png" in html
+    assert len(df) == len(Q.comparison_table(records=ctx.records)) >= 10
+    done = df[df["measured_train_s"].notna()]
+    assert len(done) >= 7
+    assert ((done[["to_anchor_s", "steps_s", "events_s"]].sum(axis=1)
+             - (done["predicted_train_s"] - done["measured_train_s"])).abs() < 1e-6).all()
+    row = done.set_index("quick_run").loc[BEST_PAIR[0].rsplit("/", 1)[1]]
+    assert row["same_host"] < 0.65 and abs(row["same_gpu"] - 1) < 0.02 and bool(row["first_on_host"])

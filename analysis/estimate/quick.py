@@ -37,6 +37,11 @@ steps those analysis.measure.steps would pick in the full run's log.
 time, the modelled steps' noise drawn from the fit's residuals. It holds what the short run shows (93 % of 60
 synthetic runs with independent step noise fell inside); a host that slows down only later in the run, or a busy
 neighbour on the same machine, is outside it.
+
+**Against the full run** made after it on the same host (`compare`): the error, split into the part up to the anchor
+step, the modelled steps and the events (`error_parts`, which add up to it), and how the full run repeated the quick
+run's very same steady steps (`same_steps`, with the GPU-active and host parts from gpm.jsonl): what one run cannot
+know about the next.
 """
 from __future__ import annotations
 
@@ -458,6 +463,83 @@ def _behind(est: QuickEstimate) -> dict:
     return {"model": est.as_dict()["model"], "parts": est.parts}
 
 
+MIN_SAME_INTERVALS = 3  # same_steps: a ratio rests on at least this many steady intervals both runs have
+
+
+def same_step_rows(first: RunRecord, second: RunRecord) -> list[dict]:
+    """The steady intervals both runs have (the same from and to steps: the same batches; analysis.measure.steps),
+    one row each: from_step, to_step, first_s, second_s and, where gpm.jsonl covers the interval's steps in both runs,
+    first_busy_s, second_busy_s, first_host_s, second_host_s (analysis.measure.profile.gpm_step_rows), else None."""
+    from analysis.measure.profile import gpm_step_rows
+
+    a = {(iv.from_step, iv.to_step): iv.seconds for iv in measure_steps.steady_intervals(first)}
+    b = {(iv.from_step, iv.to_step): iv.seconds for iv in measure_steps.steady_intervals(second)}
+    ga = {r["step"]: r for r in gpm_step_rows(first)}
+    gb = {r["step"]: r for r in gpm_step_rows(second)}
+    rows = []
+    for f, t in sorted(set(a) & set(b)):
+        row = {"from_step": f, "to_step": t, "first_s": a[(f, t)], "second_s": b[(f, t)]}
+        steps = range(f + 1, t + 1)
+        have = all(s in ga and s in gb for s in steps)
+        for who, g in (("first", ga), ("second", gb)):
+            for part in ("busy", "host"):
+                row[f"{who}_{part}_s"] = sum(g[s][f"{part}_s"] for s in steps) if have else None
+        rows.append(row)
+    return rows
+
+
+def same_steps(first: RunRecord, second: RunRecord) -> dict:
+    """How SECOND, a run of the same schedule, repeats FIRST over the very same batches (same_step_rows): SECOND's
+    seconds / FIRST's, and with gpm.jsonl in both, the same ratio of the GPU-active and of the host seconds. It is
+    what no estimate from FIRST can know: on the committed H200 pairs the GPU-active part repeats, the host part does
+    not. None ratios under MIN_SAME_INTERVALS common intervals."""
+    rows = same_step_rows(first, second)
+    out = {"intervals": len(rows), "steps": sum(r["to_step"] - r["from_step"] for r in rows), "ratio": None,
+           "busy_ratio": None, "host_ratio": None}
+    if len(rows) < MIN_SAME_INTERVALS:
+        return out
+    out["ratio"] = sum(r["second_s"] for r in rows) / sum(r["first_s"] for r in rows)
+    if all(r["first_busy_s"] is not None for r in rows):
+        for part in ("busy", "host"):
+            den = sum(r[f"first_{part}_s"] for r in rows)
+            if den > 0:
+                out[f"{part}_ratio"] = sum(r[f"second_{part}_s"] for r in rows) / den
+    return out
+
+
+def error_parts(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> dict | None:
+    """Where the estimate's error (predicted - measured training time, seconds) comes from, in three parts that add
+    up to it: `to_anchor` (the quick run's measured time to its anchor step a, less the warm-up excess, against the
+    full run's time to the same step), `steps` (the model against the full run's intervals after a that hold no
+    evaluation or save) and `events` (the charged evaluations, saves and end, against the full run's intervals that
+    hold them, less their modelled steps, and its time after the last training line). None where the full run did
+    not log step a and its last step (SCHEDULE: the quick run's, which the estimate priced)."""
+    if est.train_s is None or full.train_runtime_s is None or est.model is None:
+        return None
+    line = _line_elapsed(full)
+    a, last = est.anchor_step, len(schedule)
+    if a not in line or last not in line:
+        return None
+    model_s = lambda f, t: sum(est.model.step_s(schedule[s - 1]) for s in range(f + 1, t + 1))  # noqa: E731
+    after = [iv for iv in measure_steps.intervals(full) if iv.from_step >= a]
+    with_events = [iv for iv in after if iv.excluded == "eval/save"]
+    plain = [iv for iv in after if iv.excluded != "eval/save"]
+    to_anchor = est.parts["measured_to_anchor_s"] - est.parts["warmup_excess_s"] - line[a]
+    steps = sum(model_s(iv.from_step, iv.to_step) - iv.seconds for iv in plain)
+    charged = est.parts["evals_s"] + est.parts["saves_s"]
+    events = charged + sum(model_s(iv.from_step, iv.to_step) - iv.seconds for iv in with_events) \
+        - (full.train_runtime_s - line[last])
+    return {"to_anchor_s": to_anchor, "steps_s": steps, "events_s": events}
+
+
+def first_on_host(rec: RunRecord, records: list[RunRecord]) -> bool | None:
+    """Is REC the first run of RECORDS on its host (host ids hold the boot id: a machine's first run after its start)?
+    None without a host id."""
+    if not rec.host_id:
+        return None
+    return not any(r.host_id == rec.host_id and r.run < rec.run for r in records if r is not rec)
+
+
 def compare(quick_rec: RunRecord, full: RunRecord, est: QuickEstimate | None = None) -> dict:
     """A quick run's estimate against the full run it predicts: training time (train_runtime) and steady tokens/s
     (analysis.measure.throughput), the error and whether the measured value lies in the 95 % range, and the schedule
@@ -476,7 +558,8 @@ def compare(quick_rec: RunRecord, full: RunRecord, est: QuickEstimate | None = N
            "predicted_tokens_per_s": est.tokens_per_s, "tokens_per_s_low": est.tokens_per_s_low,
            "tokens_per_s_high": est.tokens_per_s_high, "measured_tokens_per_s": tp, "tokens_per_s_error_pct": None,
            "quick_wall_s": (quick_rec.run_status or {}).get("wall_s"), "notes": "; ".join(est.notes),
-           **_behind(est)}
+           "same_steps": same_steps(quick_rec, full),
+           "error_parts": error_parts(est, quick_rec.schedule or [], full), **_behind(est)}
     if est.train_s is not None and measured:
         out["error_pct"] = (est.train_s - measured) / measured * 100
         if est.train_s_low is not None:
@@ -511,15 +594,18 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def comparison_table(results_dir) -> list[dict]:
-    """One row per quick run under RESULTS_DIR: its estimate and, where a full run followed it, the comparison."""
-    from analysis.parse.results import collect
+def comparison_table(results_dir=None, records: list[RunRecord] | None = None) -> list[dict]:
+    """One row per quick run under RESULTS_DIR (or of RECORDS, already read): its estimate and, where a full run
+    followed it, the comparison."""
+    if records is None:
+        from analysis.parse.results import collect
 
+        records = collect(results_dir)
     rows = []
-    for q, full in pairs(collect(results_dir)):
+    for q, full in pairs(records):
         est = estimate(q)
         if full is not None:
-            rows.append(compare(q, full, est))
+            rows.append({**compare(q, full, est), "first_on_host": first_on_host(q, records)})
         else:
             rows.append({"experiment": q.experiment, "hw": q.hw, "quick_run": q.run, "full_run": None,
                          "quick_steps": est.steps_run, "fit_steps": est.fit_steps,
@@ -528,12 +614,32 @@ def comparison_table(results_dir) -> list[dict]:
                          "predicted_tokens_per_s": est.tokens_per_s, "tokens_per_s_low": est.tokens_per_s_low,
                          "tokens_per_s_high": est.tokens_per_s_high,
                          "quick_wall_s": (q.run_status or {}).get("wall_s"), "notes": "; ".join(est.notes),
-                         **_behind(est)})
+                         "first_on_host": first_on_host(q, records), **_behind(est)})
     return rows
 
 
 def _fmt(v, spec: str = ".1f") -> str:
     return "–" if v is None else format(v, spec)
+
+
+def _yes_no(v) -> str:
+    return "–" if v is None else ("yes" if v else "no")
+
+
+def _parts_cell(parts: dict | None) -> str:
+    """`+4.8 / +2.5 / +1.9`: error_parts' seconds, which add up to the error."""
+    if not parts:
+        return "–"
+    return " / ".join(f"{parts[k]:+.1f}" for k in ("to_anchor_s", "steps_s", "events_s"))
+
+
+def _same_steps_cell(same: dict | None) -> str:
+    """`0.728 over 27 steps (GPU 0.98, host 0.66)`; – where the runs share too few steady intervals."""
+    if not same or same.get("ratio") is None:
+        return "–"
+    split = (f" (GPU {same['busy_ratio']:.2f}, host {same['host_ratio']:.2f})"
+             if same.get("busy_ratio") is not None and same.get("host_ratio") is not None else "")
+    return f"{same['ratio']:.3f} over {same['steps']} steps{split}"
 
 
 def run(args) -> int:
@@ -546,17 +652,20 @@ def run(args) -> int:
     if not rows:
         print("no quick runs (make run-all ... QUICK=1)")
         return 0
-    print("| hw | experiment | quick run (wall s) | steps run / fitted | form | predicted train s (95 %) | measured s "
-          "| error | inside | tokens/s predicted (95 %) / measured | schedule = tokens.jsonl |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| hw | experiment | quick run (wall s) | first on host | steps run / fitted | form "
+          "| predicted train s (95 %) | measured s | error | inside | error s: to anchor / steps / events "
+          "| same steps: full / quick (GPU, host) | tokens/s predicted (95 %) / measured | schedule = tokens.jsonl |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         tok = "–" if r.get("tokens_compared") is None else (
             f"{r['tokens_compared'] - r['tokens_differ']}/{r['tokens_compared']} steps")
         print(f"| {r['hw']} | {r['experiment']} | {r['quick_run']} ({_fmt(r.get('quick_wall_s'), '.0f')}) "
+              f"| {_yes_no(r.get('first_on_host'))} "
               f"| {r['quick_steps']} / {r['fit_steps']} | {r['form']} "
               f"| {_fmt(r['predicted_train_s'])} ({_fmt(r['low'])}-{_fmt(r['high'])}) "
               f"| {_fmt(r.get('measured_train_s'))} | {_fmt(r.get('error_pct'), '+.2f')} % "
               f"| {'–' if r.get('inside') is None else ('yes' if r['inside'] else 'NO')} "
+              f"| {_parts_cell(r.get('error_parts'))} | {_same_steps_cell(r.get('same_steps'))} "
               f"| {_fmt(r['predicted_tokens_per_s'], '.0f')} ({_fmt(r['tokens_per_s_low'], '.0f')}-"
               f"{_fmt(r['tokens_per_s_high'], '.0f')}) / {_fmt(r.get('measured_tokens_per_s'), '.0f')} | {tok} |")
     return 0

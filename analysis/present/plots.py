@@ -482,3 +482,48 @@ def gpm_step_bars(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     for row in grid:
         row[0].set_ylabel("seconds (dark: GPU active, light: host)")
     return _finish(fig, title, labels)
+
+
+# ------------------------------------------------------------------------------------------- quick runs
+
+
+def quick_pair_steps(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
+    """Per quick/full pair, the seconds of each steady interval both runs have (the same batches): the quick run
+    solid, the full run made after it dashed; with GPM in both, the GPU-active part as a second pair of thinner lines.
+    Where the two wall lines part while the GPU lines lie together, the host ran the same work at another speed.
+
+    df columns: name, to_step, first_s, second_s, first_busy_s, second_busy_s (analysis.estimate.quick.same_step_rows
+    + name), and ratio (same_steps' ratio of the pair, printed in its panel). Three panels a row."""
+    if df.empty:
+        return _empty(title, labels, "no quick run has a full run after it on its host")
+    names = list(dict.fromkeys(df["name"]))
+    ncols = min(3, len(names))
+    nrows = -(-len(names) // ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(max(6.0, 5.2 * ncols), 3.4 * nrows), layout="constrained",
+                             squeeze=False)
+    for ax in grid.flat[len(names):]:
+        ax.set_visible(False)
+    wall_c, busy_c = sns.color_palette("deep")[0], sns.color_palette("deep")[2]
+    for ax, name in zip(grid.flat, names):
+        part = df[df["name"] == name].sort_values("to_step")
+        ax.plot(part["to_step"], part["first_s"], color=wall_c, lw=1.6, label="quick run, wall")
+        ax.plot(part["to_step"], part["second_s"], color=wall_c, lw=1.6, ls="--", label="full run, wall")
+        if part["first_busy_s"].notna().all():
+            ax.plot(part["to_step"], part["first_busy_s"], color=busy_c, lw=1.0, label="quick run, GPU active")
+            ax.plot(part["to_step"], part["second_busy_s"], color=busy_c, lw=1.0, ls="--",
+                    label="full run, GPU active")
+        ratio = part["ratio"].iloc[0]
+        if ratio is not None and not pd.isna(ratio):
+            ax.text(0.99, 0.97, f"full / quick: {ratio:.3f}", transform=ax.transAxes, ha="right", va="top",
+                    fontsize=8)
+        ax.set_ylim(bottom=0)
+        ax.set_title(name, fontsize=9)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_xlabel("optimizer step (steady steps both runs have)")
+    for row in grid:
+        row[0].set_ylabel("seconds per interval")
+    handles = [matplotlib.lines.Line2D([], [], color=c, lw=w, ls=ls, label=f"{who}, {what}")
+               for what, c, w in (("wall", wall_c, 1.6), ("GPU active (GPM)", busy_c, 1.0))
+               for who, ls in (("quick run", "-"), ("full run after it", "--"))]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
+    return _finish(fig, title, labels)

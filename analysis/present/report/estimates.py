@@ -1,9 +1,14 @@
 """Estimates section (the planner's validation): how far the planner was off on the runs we made
 (analysis.estimate.validate.planner_error), the runs its model covers, and every run's estimate beside its measurement
-(analysis.estimate.validate.estimates_vs_measurements), the tables folded."""
+(analysis.estimate.validate.estimates_vs_measurements), the tables folded; then the quick runs' estimates of the full
+run against the full runs made after them (analysis.estimate.quick)."""
 from __future__ import annotations
 
+import pandas as pd
+
+from analysis.estimate import quick as Q
 from analysis.estimate.validate import planner_error
+from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.answer import error_text
 from analysis.present.report.context import Context
@@ -30,4 +35,66 @@ def estimates_section(ctx: Context) -> str:
                H.html_table(modelled, formats, columns=[c for c in CHECKED if c in modelled.columns])),
         H.fold(f"every run ({len(df)}), every column", H.html_table(df, formats)),
         H.csv(ctx, df, "estimates_vs_measurements.csv"),
+        *quick_section(ctx),
     ])
+
+
+ROW_COLUMNS = ["experiment", "quick_run", "first_on_host", "quick_steps", "fit_steps", "form", "predicted_train_s",
+               "low", "high", "measured_train_s", "error_pct", "inside"]
+PART_COLUMNS = ["to_anchor_s", "steps_s", "events_s"]  # analysis.estimate.quick.error_parts
+QUICK_COLUMNS = [*ROW_COLUMNS, *PART_COLUMNS, "same_steps", "same_gpu", "same_host"]
+
+
+def quick_frame(rows: list[dict]) -> pd.DataFrame:
+    """analysis.estimate.quick.comparison_table's rows, flat: the error's parts and the same-steps ratios as
+    columns."""
+    flat = []
+    for r in rows:
+        parts, same = r.get("error_parts") or {}, r.get("same_steps") or {}
+        flat.append({**{k: r.get(k) for k in ROW_COLUMNS}, **{k: parts.get(k) for k in PART_COLUMNS},
+                     "same_steps": same.get("ratio"), "same_gpu": same.get("busy_ratio"),
+                     "same_host": same.get("host_ratio"), "hw": r.get("hw"), "full_run": r.get("full_run")})
+    return pd.DataFrame(flat, columns=[*QUICK_COLUMNS, "hw", "full_run"])
+
+
+def quick_section(ctx: Context) -> list[str]:
+    """The quick runs (issue 17): each estimate with its range and the steps behind it, against the full run made after
+    it on the same host, the error split into its parts, and a figure of the steps both runs have."""
+    rows = Q.comparison_table(records=ctx.records)
+    if not rows:
+        return [H.p("<b>Quick runs.</b> None in these results (<code>make run-all ... QUICK=1</code>).")]
+    df = quick_frame(rows)
+    by_run = {(r.hw, r.experiment, r.run): r for r in ctx.records}
+    frames, runs = [], []
+    for r in rows:
+        q, full = by_run.get((r["hw"], r["experiment"], r["quick_run"])), by_run.get(
+            (r["hw"], r["experiment"], r.get("full_run")))
+        if q is None or full is None:
+            continue
+        steps = Q.same_step_rows(q, full)
+        if steps:
+            runs += [q, full]
+            frames.append(pd.DataFrame(steps).assign(name=f"{r['hw']} · {r['experiment']} · {r['quick_run']}",
+                                                     ratio=(r.get("same_steps") or {}).get("ratio")))
+    formats = {c: "{:,.4g}" for c in df.select_dtypes("number").columns}
+    formats.update(error_pct="{:+.2f}", to_anchor_s="{:+.1f}", steps_s="{:+.1f}", events_s="{:+.1f}")
+    parts = [
+        H.p(f"<b>Quick runs.</b> {len(df)} quick runs (<code>swiftbench quick</code>): each one's estimate of the full "
+            "run's training time with its 95 % range and the steps behind it, against the full run made after it on "
+            f"the same host ({int(df['measured_train_s'].notna().sum())} made). The error (predicted - measured) is "
+            "split into its parts: the measured part up to the anchor step, the modelled steps after it, the "
+            "evaluations and saves. <i>same_steps</i>: the full run's seconds over the quick run's on the steady "
+            "steps both have (the same batches); <i>same_gpu</i> and <i>same_host</i> split it by the GPM "
+            "counters. The bar set for a quick estimate: within 3 % of the measured time, and inside its range."),
+        H.html_table(df, formats, columns=QUICK_COLUMNS),
+        H.csv(ctx, df, "quick_runs.csv"),
+    ]
+    if frames:
+        labels = ctx.labels_of(runs)
+        fig = plots.quick_pair_steps(pd.concat(frames, ignore_index=True), "A quick run and the full run after it: "
+                                     "the same steps", labels)
+        parts.append(H.figure(ctx, fig, "quick_pairs.png", "Each steady interval both runs of a pair have (the same "
+                              "batches, the same host, minutes apart): the quick run solid, the full run dashed; "
+                              "where both have GPM counters, the GPU-active seconds below "
+                              "(analysis.estimate.quick.same_step_rows). " + labels))
+    return parts
