@@ -493,6 +493,9 @@ def test_same_steps_needs_three_common_intervals():
     assert Q.same_steps(one, other)["ratio"] == pytest.approx(2.0)
     short = RunRecord(path="c", hw="h200", experiment="x", run="c", elapsed=[(s, 2.0 * s) for s in range(1, 5)])
     assert Q.same_steps(one, short)["ratio"] is None and Q.same_steps(one, short)["intervals"] == 2
+    three = RunRecord(path="d", hw="h200", experiment="x", run="d", elapsed=[(s, 3.0 * s) for s in range(1, 6)])
+    assert Q.same_steps(one, three)["intervals"] == Q.MIN_SAME_INTERVALS == 3
+    assert Q.same_steps(one, three)["ratio"] == pytest.approx(3.0)
 
 
 def test_the_error_parts_add_up_to_the_error_on_every_committed_pair():
@@ -522,7 +525,7 @@ def test_first_on_host():
     assert Q.first_on_host(RunRecord(path="d", hw="h200", experiment="x", run="r"), records) is None
 
 
-def test_the_report_shows_each_quick_run_against_its_full_run(tmp_path):
+def test_the_report_shows_each_quick_run_against_its_full_run(tmp_path, monkeypatch):
     """The estimates section's quick-run part: one row per committed quick run, the error's parts beside the error,
     the same-steps ratios, and the figure of the pairs' common steps (written with the table as CSV)."""
     import pandas as pd
@@ -530,6 +533,11 @@ def test_the_report_shows_each_quick_run_against_its_full_run(tmp_path):
     from analysis.present.report import estimates
     from analysis.present.report.context import Context
 
+    from analysis.present import plots
+
+    drawn = []
+    real = plots.quick_pair_steps
+    monkeypatch.setattr(plots, "quick_pair_steps", lambda df, *a: drawn.append(df) or real(df, *a))
     ctx = Context.load(REPO / "results", "a10", "", None, tmp_path)
     html = "".join(estimates.quick_section(ctx))
     df = pd.read_csv(tmp_path / "quick_runs.csv")
@@ -540,4 +548,40 @@ def test_the_report_shows_each_quick_run_against_its_full_run(tmp_path):
     assert ((done[["to_anchor_s", "steps_s", "events_s"]].sum(axis=1)
              - (done["predicted_train_s"] - done["measured_train_s"])).abs() < 1e-6).all()
     row = done.set_index("quick_run").loc[BEST_PAIR[0].rsplit("/", 1)[1]]
-    assert row["same_host"] < 0.65 and abs(row["same_gpu"] - 1) < 0.02 and bool(row["first_on_host"])
+    assert row["same_steps_host_ratio"] < 0.65 and abs(row["same_steps_gpu_ratio"] - 1) < 0.02
+    assert bool(row["first_on_host"]) and row["same_steps_ratio"] < 0.75
+    # one panel per pair with steady steps in common: every complete pair
+    assert len(set(drawn[0]["name"])) == done["same_steps_ratio"].notna().sum() == len(done)
+
+
+def test_the_error_parts_of_a_synthetic_pair_by_hand():
+    """A full run made after a noise-free quick run, with three known departures from the quick run's costs: it is
+    SHIFT s slower before its first step, its steps after the anchor (39) run SLOW x slower, and its first save costs
+    SAVE_FULL instead of the quick run's SAVE. The parts name each: to anchor = -SHIFT; steps = -SLOW x the true
+    seconds of the steps after 39 outside the interval that holds the step-50 events; events = SAVE - SAVE_FULL -
+    SLOW x step 51's true seconds (the step in that interval). The steps both runs have repeat exactly (ratio 1)."""
+    sched = _schedule(94)
+    q = _synthetic_quick_run(sched, decided=39, noise=0.0)
+    est = Q.estimate(q, n_boot=0)
+    shift, slow, save_full = 2.0, 0.10, 0.5
+    t, elapsed, eval_elapsed = shift, [], {}
+    for s in range(1, 95):
+        t += _true_step(sched[s - 1]) * (1 + slow if s >= 40 else 1.0)
+        elapsed.append((s, t))
+        if s == 50:
+            t += EVAL_FIRST
+            eval_elapsed[s] = t
+            t += save_full
+    runtime = t + EVAL_NEXT + SAVE + END
+    full = RunRecord(path="f", hw="h200", experiment="seed", run="20990101-010000", args=q.args, elapsed=elapsed,
+                     eval_elapsed=eval_elapsed, event_steps=frozenset({50, 94}), max_steps=94, global_steps=94,
+                     train_runtime_s=runtime, samples_per_step=16)
+    parts = Q.error_parts(est, sched, full)
+    later = sum(_true_step(sched[s - 1]) for s in range(40, 95) if s != 51)
+    assert parts["to_anchor_s"] == pytest.approx(-shift, abs=1e-9)
+    assert parts["steps_s"] == pytest.approx(-slow * later, rel=1e-9)
+    assert parts["events_s"] == pytest.approx(SAVE - save_full - slow * _true_step(sched[50]), abs=1e-9)
+    assert sum(parts.values()) == pytest.approx(est.train_s - runtime, abs=1e-9)
+    same = Q.same_steps(q, full)
+    assert same["ratio"] == pytest.approx(1.0, rel=1e-12) and same["busy_ratio"] is None
+    assert (same["intervals"], same["steps"]) == (29, 29)  # steps 11-39: after the warm-up, before the quick stop

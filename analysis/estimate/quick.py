@@ -469,7 +469,8 @@ MIN_SAME_INTERVALS = 3  # same_steps: a ratio rests on at least this many steady
 def same_step_rows(first: RunRecord, second: RunRecord) -> list[dict]:
     """The steady intervals both runs have (the same from and to steps: the same batches; analysis.measure.steps),
     one row each: from_step, to_step, first_s, second_s and, where gpm.jsonl covers the interval's steps in both runs,
-    first_busy_s, second_busy_s, first_host_s, second_host_s (analysis.measure.profile.gpm_step_rows), else None."""
+    first_busy_s, second_busy_s, first_host_s, second_host_s (analysis.measure.profile.gpm_step_rows), else None.
+    Intervals match on their exact steps, so two runs logged at different logging_steps share none."""
     from analysis.measure.profile import gpm_step_rows
 
     a = {(iv.from_step, iv.to_step): iv.seconds for iv in measure_steps.steady_intervals(first)}
@@ -512,8 +513,10 @@ def error_parts(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> di
     up to it: `to_anchor` (the quick run's measured time to its anchor step a, less the warm-up excess, against the
     full run's time to the same step), `steps` (the model against the full run's intervals after a that hold no
     evaluation or save) and `events` (the charged evaluations, saves and end, against the full run's intervals that
-    hold them, less their modelled steps, and its time after the last training line). None where the full run did
-    not log step a and its last step (SCHEDULE: the quick run's, which the estimate priced)."""
+    hold them, less their modelled steps, and its time after the last training line). An interval holds an event at
+    e when from_step <= e < to_step (analysis.measure.steps' rule), whatever else it is labelled; with logging_steps
+    > 1 the model's error on the other steps of such an interval lands in `events`. None where the full run did not
+    log step a and its last step (SCHEDULE: the quick run's, which the estimate priced)."""
     if est.train_s is None or full.train_runtime_s is None or est.model is None:
         return None
     line = _line_elapsed(full)
@@ -522,14 +525,24 @@ def error_parts(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> di
         return None
     model_s = lambda f, t: sum(est.model.step_s(schedule[s - 1]) for s in range(f + 1, t + 1))  # noqa: E731
     after = [iv for iv in measure_steps.intervals(full) if iv.from_step >= a]
-    with_events = [iv for iv in after if iv.excluded == "eval/save"]
-    plain = [iv for iv in after if iv.excluded != "eval/save"]
+    events_at = sorted(full.event_steps)
+    held = [iv for iv in after if measure_steps.any_in(events_at, iv.from_step, iv.to_step)]  # a <= e < b
+    with_events, plain = held, [iv for iv in after if iv not in held]
     to_anchor = est.parts["measured_to_anchor_s"] - est.parts["warmup_excess_s"] - line[a]
     steps = sum(model_s(iv.from_step, iv.to_step) - iv.seconds for iv in plain)
     charged = est.parts["evals_s"] + est.parts["saves_s"]
     events = charged + sum(model_s(iv.from_step, iv.to_step) - iv.seconds for iv in with_events) \
         - (full.train_runtime_s - line[last])
     return {"to_anchor_s": to_anchor, "steps_s": steps, "events_s": events}
+
+
+def full_event_costs(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> dict | None:
+    """The full run's own evaluations, saves and end, measured as the estimate measured the quick run's
+    (measured_event_costs, its steps priced by the quick run's model): what its events cost beside what they were
+    charged (`parts`: eval_costs_measured, save_costs_measured, end_cost_measured)."""
+    if est.model is None or not schedule:
+        return None
+    return measured_event_costs(full, est.model, schedule, _events(full.args or {}, len(schedule), False)[1])
 
 
 def first_on_host(rec: RunRecord, records: list[RunRecord]) -> bool | None:
@@ -559,7 +572,8 @@ def compare(quick_rec: RunRecord, full: RunRecord, est: QuickEstimate | None = N
            "tokens_per_s_high": est.tokens_per_s_high, "measured_tokens_per_s": tp, "tokens_per_s_error_pct": None,
            "quick_wall_s": (quick_rec.run_status or {}).get("wall_s"), "notes": "; ".join(est.notes),
            "same_steps": same_steps(quick_rec, full),
-           "error_parts": error_parts(est, quick_rec.schedule or [], full), **_behind(est)}
+           "error_parts": error_parts(est, quick_rec.schedule or [], full),
+           "full_event_costs": full_event_costs(est, quick_rec.schedule or [], full), **_behind(est)}
     if est.train_s is not None and measured:
         out["error_pct"] = (est.train_s - measured) / measured * 100
         if est.train_s_low is not None:
@@ -627,14 +641,14 @@ def _yes_no(v) -> str:
 
 
 def _parts_cell(parts: dict | None) -> str:
-    """`+4.8 / +2.5 / +1.9`: error_parts' seconds, which add up to the error."""
+    """`+4.8 / +2.4 / +1.9`: error_parts' seconds, which add up to the error."""
     if not parts:
         return "–"
     return " / ".join(f"{parts[k]:+.1f}" for k in ("to_anchor_s", "steps_s", "events_s"))
 
 
 def _same_steps_cell(same: dict | None) -> str:
-    """`0.728 over 27 steps (GPU 0.98, host 0.66)`; – where the runs share too few steady intervals."""
+    """`0.728 over 27 steps (GPU 1.00, host 0.61)`; – where the runs share too few steady intervals."""
     if not same or same.get("ratio") is None:
         return "–"
     split = (f" (GPU {same['busy_ratio']:.2f}, host {same['host_ratio']:.2f})"

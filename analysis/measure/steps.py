@@ -108,7 +108,7 @@ def _intervals(rec: RunRecord) -> list[Interval]:
     return out
 
 
-def _any_in(sorted_values: list[int], low: int, high: int) -> bool:
+def any_in(sorted_values: list[int], low: int, high: int) -> bool:
     """Is some value v with low <= v < high in SORTED_VALUES (a binary search: parsing stays linear in the log)."""
     i = bisect.bisect_left(sorted_values, low)
     return i < len(sorted_values) and sorted_values[i] < high

@@ -447,6 +447,20 @@ def host_time_bars(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     return _finish(fig, title, labels)
 
 
+def _panels(df: pd.DataFrame, height: float, per_row: int = 3):
+    """(figure, its axes, names): one panel per df["name"] in order of appearance, PER_ROW a row, unused axes
+    hidden."""
+    names = list(dict.fromkeys(df["name"]))
+    n = len(names)
+    ncols = min(per_row, n)
+    nrows = -(-n // ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(max(6.0, 5.2 * ncols), height * nrows), layout="constrained",
+                             squeeze=False)
+    for ax in grid.flat[n:]:
+        ax.set_visible(False)
+    return fig, grid, names
+
+
 def gpm_step_bars(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     """Per run, every optimizer step's wall time split into GPU-busy (dark) and host (light) seconds from the GPM
     counters, steady steps solid and the others faded, profiled steps marked: where the step time goes, step by step.
@@ -455,16 +469,9 @@ def gpm_step_bars(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     steady_busy_frac (steady_share's gpm_busy_frac of the run, printed in its panel). Three panels a row."""
     if df.empty:
         return _empty(title, labels, "no run has GPM counters (gpm.jsonl)")
-    names = list(dict.fromkeys(df["name"]))
-    ncols = min(3, len(names))
-    nrows = -(-len(names) // ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(max(6.0, 5.2 * ncols), 3.6 * nrows), layout="constrained",
-                             squeeze=False)
-    for ax in grid.flat[len(names):]:
-        ax.set_visible(False)
-    axes = [list(grid.flat[:len(names)])]
+    fig, grid, names = _panels(df, 3.6)
     busy_c, host_c = sns.color_palette("deep")[0], sns.color_palette("pastel")[0]
-    for ax, name in zip(axes[0], names):
+    for ax, name in zip(grid.flat, names):
         part = df[df["name"] == name]
         alpha = np.where(part["steady"], 1.0, 0.35)
         for x, b, h, a in zip(part["step"], part["busy_s"], part["host_s"], alpha):
@@ -496,13 +503,7 @@ def quick_pair_steps(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     + name), and ratio (same_steps' ratio of the pair, printed in its panel). Three panels a row."""
     if df.empty:
         return _empty(title, labels, "no quick run has a full run after it on its host")
-    names = list(dict.fromkeys(df["name"]))
-    ncols = min(3, len(names))
-    nrows = -(-len(names) // ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(max(6.0, 5.2 * ncols), 3.4 * nrows), layout="constrained",
-                             squeeze=False)
-    for ax in grid.flat[len(names):]:
-        ax.set_visible(False)
+    fig, grid, names = _panels(df, 3.4)
     wall_c, busy_c = sns.color_palette("deep")[0], sns.color_palette("deep")[2]
     for ax, name in zip(grid.flat, names):
         part = df[df["name"] == name].sort_values("to_step")

@@ -42,7 +42,7 @@ def estimates_section(ctx: Context) -> str:
 ROW_COLUMNS = ["experiment", "quick_run", "first_on_host", "quick_steps", "fit_steps", "form", "predicted_train_s",
                "low", "high", "measured_train_s", "error_pct", "inside"]
 PART_COLUMNS = ["to_anchor_s", "steps_s", "events_s"]  # analysis.estimate.quick.error_parts
-QUICK_COLUMNS = [*ROW_COLUMNS, *PART_COLUMNS, "same_steps", "same_gpu", "same_host"]
+QUICK_COLUMNS = [*ROW_COLUMNS, *PART_COLUMNS, "same_steps_ratio", "same_steps_gpu_ratio", "same_steps_host_ratio"]
 
 
 def quick_frame(rows: list[dict]) -> pd.DataFrame:
@@ -52,8 +52,9 @@ def quick_frame(rows: list[dict]) -> pd.DataFrame:
     for r in rows:
         parts, same = r.get("error_parts") or {}, r.get("same_steps") or {}
         flat.append({**{k: r.get(k) for k in ROW_COLUMNS}, **{k: parts.get(k) for k in PART_COLUMNS},
-                     "same_steps": same.get("ratio"), "same_gpu": same.get("busy_ratio"),
-                     "same_host": same.get("host_ratio"), "hw": r.get("hw"), "full_run": r.get("full_run")})
+                     "same_steps_ratio": same.get("ratio"), "same_steps_gpu_ratio": same.get("busy_ratio"),
+                     "same_steps_host_ratio": same.get("host_ratio"), "hw": r.get("hw"),
+                     "full_run": r.get("full_run")})
     return pd.DataFrame(flat, columns=[*QUICK_COLUMNS, "hw", "full_run"])
 
 
@@ -83,9 +84,9 @@ def quick_section(ctx: Context) -> list[str]:
             "run's training time with its 95 % range and the steps behind it, against the full run made after it on "
             f"the same host ({int(df['measured_train_s'].notna().sum())} made). The error (predicted - measured) is "
             "split into its parts: the measured part up to the anchor step, the modelled steps after it, the "
-            "evaluations and saves. <i>same_steps</i>: the full run's seconds over the quick run's on the steady "
-            "steps both have (the same batches); <i>same_gpu</i> and <i>same_host</i> split it by the GPM "
-            "counters. The bar set for a quick estimate: within 3 % of the measured time, and inside its range."),
+            "evaluations and saves. <i>same_steps_ratio</i>: the full run's seconds over the quick run's on the "
+            "steady steps both have (the same batches); <i>same_steps_gpu_ratio</i> and "
+            "<i>same_steps_host_ratio</i>: the same for the GPU-active and host seconds (GPM counters). The bar set for a quick estimate: within 3 % of the measured time, and inside its range."),
         H.html_table(df, formats, columns=QUICK_COLUMNS),
         H.csv(ctx, df, "quick_runs.csv"),
     ]
