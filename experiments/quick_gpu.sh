@@ -8,6 +8,11 @@
 #   bash experiments/quick_gpu.sh wait DEADLINE_S [EXPERIMENTS [MODEL] [DATA]]
 #       (a later call: wait for a detached full run; then the pairs of EXPERIMENTS, if given and time is left; pack)
 #
+# PRIME=EXPERIMENT (first form): before the pairs, a throwaway cut run of that experiment (12 steps, evaluating and
+# saving at steps 5, 10 and 12) into a scratch results folder that is never packed: it pays a fresh machine's
+# one-time costs (first runs of a recipe on a machine ran their steps and first save slower, README "Quick runs";
+# a lead, not yet measured with this option) so that the timed pairs do not. Say so beside any result it precedes.
+#
 # RESUME=EXPERIMENT (either form): before the runs (after the wait), issue 19's resume check on that experiment
 # (experiments/resume_check.py: a 40-step cut run killed at step 25 and resumed from its step-20 checkpoint).
 #
@@ -35,6 +40,15 @@ detached_wait() {  # wait for a detached run until second $1 of this call; 0 whe
     sleep 5
   done
   echo "== detached run exit $(cat "$LOG/detached.rc") at ${SECONDS} s =="
+}
+
+prime() {
+  [ -n "${PRIME:-}" ] || return 0
+  echo "== prime: a throwaway 12-step run of $PRIME at ${SECONDS} s =="
+  CUDA_VISIBLE_DEVICES=${GPU:-0} timeout --signal=INT --kill-after=20 300 python3 -m experiments.runner run-all \
+    --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$PRIME" --max-steps 12 --set eval_steps=5 \
+    --set save_steps=5 --results /tmp/swiftbench-prime/results --no-progress >"$LOG/prime.log" 2>&1
+  echo "== prime exit $? at ${SECONDS} s =="
 }
 
 resume_check() {
@@ -111,6 +125,7 @@ DATA=${4:-.data}
 mkdir -p "$RESULTS"
 DATA=$(cd "$DATA" && pwd)
 gpu_setup
+prime
 resume_check
 run_pairs "$EXPERIMENTS"
 summary
