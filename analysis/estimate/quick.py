@@ -524,10 +524,11 @@ def error_parts(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> di
     if a not in line or last not in line:
         return None
     model_s = lambda f, t: sum(est.model.step_s(schedule[s - 1]) for s in range(f + 1, t + 1))  # noqa: E731
-    after = [iv for iv in measure_steps.intervals(full) if iv.from_step >= a]
     events_at = sorted(full.event_steps)
-    held = [iv for iv in after if measure_steps.any_in(events_at, iv.from_step, iv.to_step)]  # a <= e < b
-    with_events, plain = held, [iv for iv in after if iv not in held]
+    with_events, plain = [], []
+    for iv in measure_steps.intervals(full):
+        if iv.from_step >= a:  # an event at e with from_step <= e < to_step: the interval holds it
+            (with_events if measure_steps.any_in(events_at, iv.from_step, iv.to_step) else plain).append(iv)
     to_anchor = est.parts["measured_to_anchor_s"] - est.parts["warmup_excess_s"] - line[a]
     steps = sum(model_s(iv.from_step, iv.to_step) - iv.seconds for iv in plain)
     charged = est.parts["evals_s"] + est.parts["saves_s"]
@@ -618,8 +619,9 @@ def comparison_table(results_dir=None, records: list[RunRecord] | None = None) -
     rows = []
     for q, full in pairs(records):
         est = estimate(q)
+        on_host = {"first_on_host": first_on_host(q, records)}
         if full is not None:
-            rows.append({**compare(q, full, est), "first_on_host": first_on_host(q, records)})
+            rows.append({**compare(q, full, est), **on_host})
         else:
             rows.append({"experiment": q.experiment, "hw": q.hw, "quick_run": q.run, "full_run": None,
                          "quick_steps": est.steps_run, "fit_steps": est.fit_steps,
@@ -628,7 +630,7 @@ def comparison_table(results_dir=None, records: list[RunRecord] | None = None) -
                          "predicted_tokens_per_s": est.tokens_per_s, "tokens_per_s_low": est.tokens_per_s_low,
                          "tokens_per_s_high": est.tokens_per_s_high,
                          "quick_wall_s": (q.run_status or {}).get("wall_s"), "notes": "; ".join(est.notes),
-                         "first_on_host": first_on_host(q, records), **_behind(est)})
+                         **on_host, **_behind(est)})
     return rows
 
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from experiments.gpm import GPM_FILE  # noqa: F401 - the launcher's name for the file, read here
-from experiments.gpm import METRICS
+from experiments.gpm import GPM_FILE, METRICS  # the launcher's file name and metric names, read here
 
 TOKENS_FILE = "tokens.jsonl"
 PROFILE_FILE = "profile.json"
