@@ -13,6 +13,11 @@
 # one-time costs (first runs of a recipe on a machine ran their steps and first save slower, README "Quick runs";
 # a lead, not yet measured with this option) so that the timed pairs do not. Say so beside any result it precedes.
 #
+# The prime's own logging.jsonl is kept with the call's logs (prime-logging.jsonl), not among the results.
+#
+# ORDER="full quick" (either form): each pair's full run first, then its quick run (default "quick full"): a quick run
+# made on a machine that has already run the recipe to the end (call 42: the best pair's one-time costs, README).
+#
 # RESUME=EXPERIMENT (either form): before the runs (after the wait), issue 19's resume check on that experiment
 # (experiments/resume_check.py: a 40-step cut run killed at step 25 and resumed from its step-20 checkpoint).
 #
@@ -49,6 +54,7 @@ prime() {
     --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$PRIME" --max-steps 12 --set eval_steps=5 \
     --set save_steps=5 --results /tmp/swiftbench-prime/results --no-progress >"$LOG/prime.log" 2>&1
   echo "== prime exit $? at ${SECONDS} s =="
+  find /tmp/swiftbench-prime/results -name logging.jsonl -exec cp {} "$LOG/prime-logging.jsonl" \; 2>/dev/null
 }
 
 resume_check() {
@@ -70,7 +76,7 @@ summary() {
 run_pairs() {  # per experiment of $1: its quick run, then its full run (detached for $DETACH)
   local name mode left need full_need extra cmd
   for name in ${1//,/ }; do
-    for mode in quick full; do
+    for mode in ${ORDER:-quick full}; do
       left=$((DEADLINE - SECONDS))
       if [ "$mode" = quick ]; then extra=(--budget "$BUDGET"); else extra=(--set logging_steps=1); fi
       cmd=(python3 -m experiments.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$name"
