@@ -153,11 +153,11 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
         else:  # a cut run's peak is a lower bound of the full run's
             assert r["ratio"] >= 0.90 and "cut run" in r["note"]
     full = [r for r in rows if r.get("peak_rule") == "within 10 %"]
-    # the full bs16 epochs: two of 2026-11-30 and the full partners of the quick runs of calls 16, 20 and 38 (logging
-    # every step); the seed recipe's full epoch of call 21
+    # the full bs16 epochs: two of 2026-11-30 and the full partners of the quick runs of calls 16, 20, 38 and 40
+    # (logging every step); the seed recipe's full epoch of call 21
     assert {r["run"] for r in full} == {"20261130-074942", "20261130-075319", "20261201-030843-6066e2c9a3f7",
                                         "20261201-104625-5f4daf78e2ab", "20261201-105624-5f4daf78e2ab",
-                                        "20261202-021834-59f462e08814"}
+                                        "20261202-021834-59f462e08814", "20261202-042627-e4e316c83b7a"}
     by_run = {r["run"]: r for r in rows}
     assert by_run[SEED_RUN]["measured_peak_gib"] == 17.68
     assert by_run[SEED_RUN]["seq_len"] == 593 and by_run[SEED_RUN]["per_device_batch"] == 1

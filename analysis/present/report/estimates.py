@@ -39,8 +39,8 @@ def estimates_section(ctx: Context) -> str:
     ])
 
 
-ROW_COLUMNS = ["experiment", "quick_run", "first_on_host", "quick_steps", "fit_steps", "form", "predicted_train_s",
-               "low", "high", "measured_train_s", "error_pct", "inside"]
+ROW_COLUMNS = ["experiment", "quick_run", "first_on_host", "full_first", "quick_steps", "fit_steps", "form",
+               "predicted_train_s", "low", "high", "measured_train_s", "error_pct", "inside"]
 PART_COLUMNS = ["to_anchor_s", "steps_s", "events_s"]  # analysis.estimate.quick.error_parts
 QUICK_COLUMNS = [*ROW_COLUMNS, *PART_COLUMNS, "same_steps_ratio", "same_steps_gpu_ratio", "same_steps_host_ratio"]
 
@@ -82,7 +82,8 @@ def quick_section(ctx: Context) -> list[str]:
     parts = [
         H.p(f"<b>Quick runs.</b> {len(df)} quick runs (<code>swiftbench quick</code>): each one's estimate of the full "
             "run's training time with its 95 % range and the steps behind it, against the full run made after it on "
-            f"the same host ({int(df['measured_train_s'].notna().sum())} made). The error (predicted - measured) is "
+            f"the same host ({int(df['measured_train_s'].notna().sum())} made; <i>full_first</i>: the full run was "
+            "made before the quick run, on a machine that had already run the recipe to the end). The error (predicted - measured) is "
             "split into its parts: the measured part up to the anchor step, the modelled steps after it, the "
             "evaluations and saves. <i>same_steps_ratio</i>: the full run's seconds over the quick run's on the "
             "steady steps both have (the same batches); <i>same_steps_gpu_ratio</i> and "
