@@ -10,8 +10,9 @@
 #
 # PRIME=EXPERIMENT (first form): before the pairs, a throwaway cut run of that experiment (12 steps, evaluating and
 # saving at steps 5, 10 and 12) into a scratch results folder that is never packed: it pays a fresh machine's
-# one-time costs (first runs of a recipe on a machine ran their steps and first save slower, README "Quick runs";
-# a lead, not yet measured with this option) so that the timed pairs do not. Say so beside any result it precedes.
+# one-time costs (first runs of a recipe on a machine ran their steps and first save slower, README "Quick runs")
+# so that the timed pairs do not. Say so beside any result it precedes. Call 39 (PRIME=best): the first best run after
+# it had no slow steps 2 and 6, but still step 27, beyond the prime's 12 steps (a batch's first run on the machine).
 #
 # The prime's own logging.jsonl is kept with the call's logs (prime-logging.jsonl), not among the results.
 #
