@@ -11,10 +11,11 @@
 # PRIME=EXPERIMENT (first form): before the pairs, a throwaway cut run of that experiment (12 steps, evaluating and
 # saving at steps 5, 10 and 12) into a scratch results folder that is never packed: it pays a fresh machine's
 # one-time costs (first runs of a recipe on a machine ran their steps and first save slower, README "Quick runs")
-# so that the timed pairs do not. Say so beside any result it precedes. Call 39 (PRIME=best): the first best run after
-# it had no slow steps 2 and 6, but still step 27, beyond the prime's 12 steps (a batch's first run on the machine).
+# so that the timed pairs do not. Say so beside any result it precedes. Call 39 (PRIME=best, then two seed runs):
+# the first best run after it had no slow steps 2 and 6, but still step 27, beyond the prime's 12 steps.
 #
-# The prime's own logging.jsonl is kept with the call's logs (prime-logging.jsonl), not among the results.
+# The prime's own logging.jsonl (one line per step) is kept with the call's logs (prime-<run>-logging.jsonl), not among
+# the results.
 #
 # ORDER="full quick" (either form): each pair's full run first, then its quick run (default "quick full"): a quick run
 # made on a machine that has already run the recipe to the end (call 42: the best pair's one-time costs, README).
@@ -53,9 +54,13 @@ prime() {
   echo "== prime: a throwaway 12-step run of $PRIME at ${SECONDS} s =="
   CUDA_VISIBLE_DEVICES=${GPU:-0} timeout --signal=INT --kill-after=20 300 python3 -m experiments.runner run-all \
     --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$PRIME" --max-steps 12 --set eval_steps=5 \
-    --set save_steps=5 --results /tmp/swiftbench-prime/results --no-progress >"$LOG/prime.log" 2>&1
+    --set save_steps=5 --set logging_steps=1 --results /tmp/swiftbench-prime/results --no-progress \
+    >"$LOG/prime.log" 2>&1
   echo "== prime exit $? at ${SECONDS} s =="
-  find /tmp/swiftbench-prime/results -name logging.jsonl -exec cp {} "$LOG/prime-logging.jsonl" \; 2>/dev/null
+  local f
+  for f in /tmp/swiftbench-prime/results/*/*/*/logging.jsonl; do  # one per prime run, named by its run folder
+    [ -f "$f" ] && cp "$f" "$LOG/prime-$(basename "$(dirname "$f")")-logging.jsonl"
+  done
 }
 
 resume_check() {

@@ -32,10 +32,12 @@ is of a full run made after the quick run on the same machine, and that run does
 pay it again: the range's high end keeps it.
 
 **The one-time excess** = what the quick run's slow outlier intervals up to the anchor (slow_outliers: single steps
-left out of the fit) took beyond the model. They are a batch's first occurrence on the machine, and a later run there
-does not pay them again: step 27 of the best recipe took 5-34x a step in the first best run on four H200 hosts and
-under 1.5x in the seven best runs made after a best or bs16 run had passed it on that host (tests/test_quick.py;
-cause not isolated, remembered across processes). Like the warm-up excess, only the range's high end keeps it.
+left out of the fit) took beyond the model. The full run made after it does not pay them again: on the committed H200
+pairs each such step (steps 21 and 27 of the best recipe, 1.9-5.4x the quick run's median step) took under 1.2x the
+full run's median there (tests/test_quick.py). Step 27 was slow in the first best run on four of the five hosts that ran
+best past it, and in none made after a best run had passed it on its host; the cause is not isolated. A slow step that recurs would be left out of
+the measured part and of the model both, so the estimate would come out low. Like the warm-up excess, only the range's
+high end keeps it.
 
 **The steady tokens/s** of the full run = its steady steps' tokens (the schedule) / their modelled seconds, the steady
 steps those analysis.measure.steps would pick in the full run's log.
@@ -147,9 +149,9 @@ def choose(x_by_form: dict[str, np.ndarray], y: np.ndarray, n: np.ndarray) -> St
 
 def slow_outliers(x: np.ndarray, y: np.ndarray, n: np.ndarray, coef: np.ndarray) -> np.ndarray:
     """Intervals far slower than the model (mask): a residual per step over OUTLIER_MADS robust standard deviations
-    and over OUTLIER_SHARE of the interval's modelled time. They are single slow steps at a batch's first occurrence
-    on the machine (committed H200 runs: steps 21 and 27 of the best recipe's padding-free schedule, 1.6-34x a step;
-    one_time_excess), not what later steps cost: the 94-step bs16 epoch has none after step 50."""
+    and over OUTLIER_SHARE of the interval's modelled time. They are single slow steps that the next run on the
+    machine did not repeat (committed H200 runs: steps 21 and 27 of the best recipe's padding-free schedule, 1.9-5.4x
+    the median step; one_time_excess), not what later steps cost: the 94-step bs16 epoch has none after step 50."""
     pred = x @ coef
     r = (y - pred) / np.sqrt(n)
     scale = 1.4826 * np.median(np.abs(r - np.median(r)))
