@@ -34,10 +34,10 @@ pay it again: the range's high end keeps it.
 **The one-time excess** = what the quick run's slow outlier intervals up to the anchor (slow_outliers: single steps
 left out of the fit) took beyond the model. The full run made after it does not pay them again: on the committed H200
 pairs each such step (steps 21 and 27 of the best recipe, 1.9-5.4x the quick run's median step) took under 1.2x the
-full run's median there (tests/test_quick.py). Step 27 was slow in the first best run on four of the five hosts that ran
-best past it, and in none made after a best run had passed it on its host; the cause is not isolated. A slow step that recurs would be left out of
-the measured part and of the model both, so the estimate would come out low. Like the warm-up excess, only the range's
-high end keeps it.
+full run's median there (tests/test_quick.py). Step 27 was slow in the first best run on four of the five hosts that
+ran best past it, and in none made after a best run had passed it on its host; the cause is not isolated. A slow step
+that recurs would be left out of the measured part and of the model both, so the estimate would come out low. Like the
+warm-up excess, only the range's high end keeps it.
 
 **The steady tokens/s** of the full run = its steady steps' tokens (the schedule) / their modelled seconds, the steady
 steps those analysis.measure.steps would pick in the full run's log.
@@ -527,13 +527,13 @@ def same_steps(first: RunRecord, second: RunRecord) -> dict:
 
 def error_parts(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> dict | None:
     """Where the estimate's error (predicted - measured training time, seconds) comes from, in three parts that add
-    up to it: `to_anchor` (the quick run's measured time to its anchor step a, less the warm-up and one-time
-    excess, against the full run's time to the same step), `steps` (the model against the full run's intervals after a
-    that hold no evaluation or save) and `events` (the charged evaluations, saves and end, against the full run's
-    intervals that hold them, less their modelled steps, and its time after the last training line). An interval holds an event at
-    e when from_step <= e < to_step (analysis.measure.steps' rule), whatever else it is labelled; with logging_steps
-    > 1 the model's error on the other steps of such an interval lands in `events`. None where the full run did not
-    log step a and its last step (SCHEDULE: the quick run's, which the estimate priced)."""
+    up to it: `to_anchor` (the quick run's measured time to its anchor step a, less the warm-up and one-time excess,
+    against the full run's time to the same step), `steps` (the model against the full run's intervals after a that
+    hold no evaluation or save) and `events` (the charged evaluations, saves and end, against the full run's
+    intervals that hold them, less their modelled steps, and its time after the last training line). An interval
+    holds an event at e when from_step <= e < to_step (analysis.measure.steps' rule), whatever else it is labelled;
+    with logging_steps > 1 the model's error on the other steps of such an interval lands in `events`. None where
+    the full run did not log step a and its last step (SCHEDULE: the quick run's, which the estimate priced)."""
     if est.train_s is None or full.train_runtime_s is None or est.model is None:
         return None
     line = _line_elapsed(full)
@@ -706,4 +706,6 @@ def run(args) -> int:
               f"| {_parts_cell(r.get('error_parts'))} | {_same_steps_cell(r.get('same_steps'))} "
               f"| {_fmt(r['predicted_tokens_per_s'], '.0f')} ({_fmt(r['tokens_per_s_low'], '.0f')}-"
               f"{_fmt(r['tokens_per_s_high'], '.0f')}) / {_fmt(r.get('measured_tokens_per_s'), '.0f')} | {tok} |")
+    print("\nThe 95 % range covers the quick run's own step noise, not how the next run on the host will go: where a "
+          "step is host-bound, compare the same-steps host ratio (README, 'Quick runs').")
     return 0

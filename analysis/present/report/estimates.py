@@ -83,11 +83,14 @@ def quick_section(ctx: Context) -> list[str]:
         H.p(f"<b>Quick runs.</b> {len(df)} quick runs (<code>swiftbench quick</code>): each one's estimate of the full "
             "run's training time with its 95 % range and the steps behind it, against the full run made after it on "
             f"the same host ({int(df['measured_train_s'].notna().sum())} made; <i>full_first</i>: the full run was "
-            "made before the quick run, on a machine that had already run the recipe to the end). The error (predicted - measured) is "
-            "split into its parts: the measured part up to the anchor step, the modelled steps after it, the "
+            "made before the quick run, on a machine that had already run the recipe to the end). The error "
+            "(predicted - measured) is split into its parts: the measured part up to the anchor step, the modelled steps after it, the "
             "evaluations and saves. <i>same_steps_ratio</i>: the full run's seconds over the quick run's on the "
             "steady steps both have (the same batches); <i>same_steps_gpu_ratio</i> and "
-            "<i>same_steps_host_ratio</i>: the same for the GPU-active and host seconds (GPM counters). The bar set for a quick estimate: within 3 % of the measured time, and inside its range."),
+            "<i>same_steps_host_ratio</i>: the same for the GPU-active and host seconds (GPM counters). The bar set "
+            "for a quick estimate: within 3 % of the measured time, and inside its range. The range covers the quick "
+            "run's own step noise, not how the next run on the host will go: where the step is host-bound, the full "
+            "run's host seconds over the very same batches differed from the quick run's (README, 'Quick runs')."),
         H.html_table(df, formats, columns=QUICK_COLUMNS),
         H.csv(ctx, df, "quick_runs.csv"),
     ]
