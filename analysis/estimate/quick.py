@@ -16,13 +16,13 @@ its steps' features; the form with the smallest held-out error (leave one interv
 is used.
 
 **The full run's training time** (ms-swift's train_runtime: training start to the end of the final eval and save) =
-the quick run's measured time up to step a (its train line at the step where it decided to stop, so profiled steps
-and earlier evals are measured, not modelled) - its warm-up excess and one-time excess (below) + the model over the
-schedule's steps
-a+1 .. M + the full run's evaluations and saves from step a on (every eval_steps / save_steps and at M), each charged
-what the run measured: the k-th evaluation of the full run costs the quick run's k-th (the first one of a run costs
-more: kernel compilation and allocations for the eval shapes), the last save the quick run's last with the end of
-training. A quick run (experiments/quick.py) evaluates and saves twice at its end so that both are measured.
+the quick run's measured time up to step a (its train line at the step where it decided to stop, so profiled steps and
+earlier evals are measured, not modelled) - its warm-up excess and one-time excess (below) + the model over the
+schedule's steps a+1 .. M + the full run's evaluations and saves from step a on (every eval_steps / save_steps and at
+M), each charged what the run measured: the k-th evaluation of the full run costs the quick run's k-th (the first one
+of a run costs more: kernel compilation and allocations for the eval shapes), the last save the quick run's last with
+the end of training. A quick run (experiments/quick.py) evaluates and saves twice at its end so that both are
+measured.
 
 **The warm-up excess** = the quick run's time to the end of its warm-up (the first line and the intervals that
 analysis.measure.steps calls "first interval" or "warm-up") - the model over those steps, when positive. The estimate
