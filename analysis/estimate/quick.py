@@ -349,10 +349,16 @@ def warmup_excess(rec: RunRecord, model: StepModel, schedule: list[dict]) -> flo
     return max(float(excess), 0.0)
 
 
+def one_time_slow(slow: list[tuple[int, int, float]], anchor: int) -> list[tuple[int, float]]:
+    """(to_step, excess seconds) of the quick run's slow outlier intervals up to ANCHOR (fit_intervals' SLOW:
+    (from_step, to_step, excess over the model)) that a later run on the same machine does not pay again (module
+    docstring)."""
+    return [(b, e) for _, b, e in slow if b <= anchor and e > 0]
+
+
 def one_time_excess(slow: list[tuple[int, int, float]], anchor: int) -> float:
-    """Seconds of the quick run's slow outlier intervals up to ANCHOR (fit_intervals' SLOW: (from_step, to_step,
-    excess over the model)) that a later run on the same machine does not pay again (module docstring)."""
-    return float(sum(e for _, b, e in slow if b <= anchor and e > 0))
+    """The seconds of one_time_slow, summed: the one-time excess."""
+    return float(sum(e for _, e in one_time_slow(slow, anchor)))
 
 
 def _steady_steps(rec: RunRecord, schedule: list[dict], evals: list[int], saves: list[int]) -> list[int]:
@@ -432,7 +438,7 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None =
     steps_s = float(x_future.sum(axis=0) @ np.array(model.coef))
     out.train_s = prefix - warm - once + steps_s + eval_s + save_s + end_s
     out.parts = {"measured_to_anchor_s": prefix, "warmup_excess_s": warm, "one_time_excess_s": once,
-                 "one_time_steps": [b for _, b, e in arrays["slow"] if b <= anchor and e > 0],
+                 "one_time_steps": [b for b, _ in one_time_slow(arrays["slow"], anchor)],
                  "modelled_steps_s": steps_s, "modelled_steps": len(future),
                  "evals_s": eval_s, "evals": sum(1 for e in full_evals if e >= anchor),
                  "saves_s": save_s + end_s, "saves": len(mid_saves) + (1 if full_saves else 0),
