@@ -87,6 +87,42 @@ def alive(pid: int | None, started: int | None = None) -> bool:
     return started is None or int(fields[19]) == started
 
 
+def cmdline(pid: int) -> list[str] | None:
+    """PID's argv from /proc (None when unreadable)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+
+
+def is_supervisor(training: object) -> str | None:
+    """None when TRAINING (run.json's `training`) names a live supervisor of this script on this boot: the pid is
+    alive with the recorded start time, it leads its own process group, and its command line runs reaper.py. Else
+    the reason it does not, in a few words.
+
+    A run.json is data from anywhere (trees merged from other machines carry theirs verbatim); a signal may only go
+    to the process it recorded, never to whatever holds that pid or process group now."""
+    if not isinstance(training, dict):
+        return "run.json names no training"
+    pid, pgid, started, boot = (training.get(k) for k in ("pid", "pgid", "started", "boot_id"))
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (pid, pgid, started)):
+        return "run.json's training has no pid, process group and start time"
+    if pgid != pid:
+        return f"process group {pgid} is not led by the recorded supervisor {pid}"
+    if not isinstance(boot, str) or boot != boot_id():
+        return "recorded on another boot"
+    if not alive(pid, started):
+        return f"process {pid} is gone or is another process now (start time differs)"
+    fields = _stat(pid)
+    if fields is None or int(fields[2]) != pid:
+        return f"process {pid} does not lead process group {pid}"
+    argv = cmdline(pid) or []
+    if not any(Path(a).name == Path(__file__).name for a in argv[1:3]) or "--" not in argv:
+        return f"process {pid} is not a training supervisor ({' '.join(argv)[:80] or 'no command line'})"
+    return None
+
+
 def _all_stats() -> dict[int, list[bytes]]:
     out = {}
     for entry in os.scandir("/proc"):

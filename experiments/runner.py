@@ -521,7 +521,7 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     gone = runner["pid"] if runner and not reaper.alive(runner["pid"], runner["started"]) else None
     reason = None if ok else _failure_reason(rc, tail, timed_out, runner_gone=gone)
     if not str(reason or "").startswith(INTERRUPTED):  # finished or failed for good: nothing to resume from
-        shutil.rmtree(work_dir(run_dir), ignore_errors=True)
+        remove_work_dir(run_dir)
     return write_status(run_dir, status="ok" if ok else "failed", reason=reason, returncode=rc,
                         wall_s=round(wall, 1), nvml_rows=sampler.rows,
                         finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
@@ -607,6 +607,17 @@ def work_dir(run_dir: Path) -> Path:
     return CHECKPOINTS / f"{'-'.join(run_dir.parts[-3:])}-{tag}"
 
 
+def remove_work_dir(run_dir: Path) -> bool:
+    """Delete RUN_DIR's cache folder: the one path the runner ever deletes wholesale, derived by work_dir() and
+    checked to be a real folder directly inside CHECKPOINTS after resolving every link. True when it was removed."""
+    work = work_dir(run_dir)
+    root = CHECKPOINTS.resolve()
+    if work.is_symlink() or not work.is_dir() or work.resolve().parent != root:
+        return False
+    shutil.rmtree(work, ignore_errors=True)
+    return True
+
+
 def link_outputs(work: Path, run_dir: Path) -> None:
     """WORK/<name> -> RUN_DIR/<name> for what belongs in results (a link that exists is replaced)."""
     work.mkdir(parents=True, exist_ok=True)
@@ -646,14 +657,14 @@ def find_resumable(spec: RunSpec) -> dict | None:
         if status.get("key") != spec.key() or status.get("status") != "failed" \
                 or not str(status.get("reason") or "").startswith((INTERRUPTED, "killed by signal")):
             continue
-        work = Path(status.get("work_dir") or work_dir(run_dir))
+        work = work_dir(run_dir)  # derived here, never run.json's `work_dir`: a merged tree's run.json names any path
         found = last_checkpoint(work) if work.is_dir() else None
         if found is not None:
             return {"run_dir": run_dir, "checkpoint": str(found[0]), "step": found[1]}
         what = sorted(p.name for p in work.glob("checkpoint-*")) if work.is_dir() else "no cache folder"
         print(f"interrupted run {run_dir} left no complete checkpoint ({what or 'none'}): a new run starts",
               file=sys.stderr, flush=True)
-        shutil.rmtree(work, ignore_errors=True)
+        remove_work_dir(run_dir)
     return None
 
 
@@ -677,33 +688,49 @@ def _owner_alive(status: dict) -> bool:
     return reaper.alive(owner.get("pid"), owner.get("started"))
 
 
-def find_orphans(results_dir: str | Path) -> list[tuple[Path, dict]]:
-    """(run folder, run.json's `training`) of every run of this host that says `running` while its runner is gone and
-    its training still runs: a training an earlier runner left behind (runs made before the supervisor recorded
-    `training` name it `swift_pid`, the leader of its own process group)."""
+def find_orphans(results_dir: str | Path) -> list[tuple[Path, dict, str | None]]:
+    """(run folder, run.json's `training`, why it cannot be verified or None) of every run of this host that says
+    `running` while its runner is gone and its training may still run: a training an earlier runner left behind.
+
+    Only a training that reaper.is_supervisor verifies (live pid with the recorded start time and boot id, leading
+    its group, running reaper.py) may be stopped; a run.json that names a live pid or group it cannot verify (runs
+    made before the supervisor recorded `training` name a bare `swift_pid`) is reported, never signalled."""
     out = []
     for status_file in sorted(Path(results_dir).glob("*/*/*/run.json")):
         status = _read_status(status_file.parent)
         if status.get("status") != "running" or status.get("host") != socket.gethostname():
             continue
-        training = status.get("training") or ({"pid": status["swift_pid"], "pgid": status["swift_pid"]}
-                                               if status.get("swift_pid") else None)
+        training = status.get("training")
+        if not isinstance(training, dict):
+            legacy = status.get("swift_pid")
+            training = {"pid": legacy, "pgid": legacy} if isinstance(legacy, int) else None
         if not training or (training.get("boot_id") and training["boot_id"] != reaper.boot_id()):
             continue
         if _owner_alive(status):
             continue
-        leader = training.get("pid")
-        if reaper.alive(leader, training.get("started")) or (
-                not reaper.alive(leader) and reaper.group_alive(training.get("pgid"))):
-            out.append((status_file.parent, training))
+        why = reaper.is_supervisor(training)
+        if why is None:
+            out.append((status_file.parent, training, None))
+            continue
+        leader, pgid = training.get("pid"), training.get("pgid")
+        leader_alive = isinstance(leader, int) and reaper.alive(leader, training.get("started")
+                                                               if isinstance(training.get("started"), int) else None)
+        if leader_alive or (isinstance(pgid, int) and not reaper.alive(leader if isinstance(leader, int) else None)
+                            and reaper.group_alive(pgid)):
+            out.append((status_file.parent, training, why))
     return out
 
 
 def check_orphans(results_dir: str | Path, kill: bool, console=None) -> None:
     """Before anything starts: a training left behind by an earlier runner is reported (InputError: nothing starts
-    beside it), or with KILL stopped and its run marked interrupted (it is then resumed like any interrupted run)."""
-    for run_dir, training in find_orphans(results_dir):
+    beside it), or with KILL stopped and its run marked interrupted (it is then resumed like any interrupted run).
+    A pid or process group that cannot be verified as that training is never signalled, KILL or not."""
+    for run_dir, training, why in find_orphans(results_dir):
         pgid = training.get("pgid") or training.get("pid")
+        if why is not None:
+            raise InputError(run_dir / "run.json", f"names live process group {pgid} as its training, which cannot be "
+                                                   f"verified ({why}): nothing was signalled; stop it yourself if it "
+                                                   f"is yours, or mark the run failed")
         if not kill:
             raise InputError(run_dir, f"the training of an earlier runner is still running (process group {pgid}, "
                                       f"whose runner is gone): stop it (kill -TERM -- -{pgid}) or run again with "
@@ -726,7 +753,7 @@ def stop_run(run_dir: Path, why: str) -> None:
         with contextlib.suppress(OSError):
             os.kill(kernel, signal.SIGKILL)
     training = status.get("training") or {}
-    if training.get("pgid") and training.get("host", socket.gethostname()) == socket.gethostname():
+    if reaper.is_supervisor(training) is None:  # only the supervisor this run recorded, never what has its pid now
         reaper.stop_group(training["pgid"], grace_s=5, root=training.get("pid"))  # `timeout -k 20` allows 20 s
     _drop_weights_and_data(run_dir)
     if status.get("status") in (None, "running"):

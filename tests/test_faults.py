@@ -520,8 +520,10 @@ def test_a_training_left_by_an_earlier_runner_is_reported_before_anything_starts
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    orphan = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, "
+    orphan = subprocess.Popen([sys.executable, str(REPO / "experiments" / "reaper.py"), "--", sys.executable, "-c",
+                               "import subprocess, sys, time; subprocess.Popen([sys.executable, "
                                "'-c', 'import time; time.sleep(120)']); time.sleep(120)"], start_new_session=True)
+    time.sleep(0.5)  # the supervisor's argv is in /proc once it has exec'd
     try:
         results = tmp_path / "results"
         run = _fake_running_run(results, orphan.pid, gone.pid)
