@@ -24,7 +24,7 @@
 #   --user "$(id -u):$(id -g)" -e HOME=/tmp
 #
 # Base: PyTorch's official CUDA runtime image, pinned: torch 2.9.0, CUDA 12.8 (Hopper and older;
-# needs a driver >= 570, which the clouds' current GPU images ship; experiments/fleet_task.yaml's
+# needs a driver >= 570, which the clouds' current GPU images ship; experiments/cloud/fleet_task.yaml's
 # pip setup installs this same torch from the cu128 index), cuDNN 9, conda Python 3.11
 # (ipykernel 7 / ipython 9 need >= 3.11).
 # The air-gapped H200 host runs torch 2.11.0+cu130 instead; torch is not pinned by the suite.
@@ -44,20 +44,20 @@ RUN apt-get update \
 WORKDIR /workspace/swiftbench
 
 # ms-swift and the GPU-side set with the same pins as the air-gapped host's wheel set
-# (experiments/requirements-gpu.txt, installed there with --no-deps), plus transformers and
-# accelerate at the host's versions (experiments/requirements-swift.txt); here WITH dependency
+# (experiments/setup/requirements-gpu.txt, installed there with --no-deps), plus transformers and
+# accelerate at the host's versions (experiments/setup/requirements-swift.txt); here WITH dependency
 # resolution, so the requirements the wheel set waives (openai, fastapi, ...) come along too.
-COPY experiments/requirements-gpu.txt experiments/requirements-swift.txt experiments/
+COPY experiments/setup/requirements-gpu.txt experiments/setup/requirements-swift.txt experiments/setup/
 RUN pip install --no-cache-dir \
-        -r experiments/requirements-gpu.txt \
-        -r experiments/requirements-swift.txt \
+        -r experiments/setup/requirements-gpu.txt \
+        -r experiments/setup/requirements-swift.txt \
     && python -c "import swift, papermill, ipykernel, torch; print('ms-swift', swift.__version__, 'torch', torch.__version__)"
 
 # The suite itself; the constraints keep every pin above while its extras resolve.
 COPY . .
 RUN pip install --no-cache-dir \
-        -c experiments/requirements-gpu.txt \
-        -c experiments/requirements-swift.txt \
+        -c experiments/setup/requirements-gpu.txt \
+        -c experiments/setup/requirements-swift.txt \
         ".[run,report]"
 
 CMD ["make", "run-all"]

@@ -41,7 +41,7 @@ help:
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
 	@echo "make parse [RESULTS=results]      one row per run folder: status, complete, steps, ms/step, tokens/s, peak, MFU"
 	@echo "make claims [RESULTS=results]     the claims audit's verdicts (analysis/judge/claims.yaml) and its GPU plan"
-	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan (experiments/claims/plan.yaml), one lane per GPU"
+	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan (experiments/recipes/claims/plan.yaml), one lane per GPU"
 	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s] [GPUS=1,2] [PARALLEL=ddp,zero3] [QUICK=1|BUDGET=180s]"
 	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"
 	@echo "make fleet HW=a10,rtx4090,a100,h100 BUCKET=s3://b [IMAGE=reg/img:tag] [DRYRUN=1]  SkyPilot managed jobs, one per class"
@@ -49,11 +49,11 @@ help:
 
 # --- environment --------------------------------------------------------------------------------
 # torch first and pinned: with no torch installed, a plain requirement would pull a multi-GB CUDA build.
-$(STAMP): pyproject.toml experiments/requirements-swift.txt
+$(STAMP): pyproject.toml experiments/setup/requirements-swift.txt
 	test -x $(VPY) || python3 -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -c "import torch" 2>/dev/null || $(VPY) -m pip install -q torch==2.13.0
-	$(VPY) -m pip install -q -e '.[run,report,test]' -r experiments/requirements-swift.txt
+	$(VPY) -m pip install -q -e '.[run,report,test]' -r experiments/setup/requirements-swift.txt
 	$(VPY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
@@ -80,7 +80,7 @@ chromium:
 # exit code is the worse of the two, the slow tests' report printed after the others'.
 test: chromium
 	$(MAKE) -j2 $(STAMP) $(FLEET_STAMP)
-	$(VPY) -c "from experiments.runner import resolve_model; resolve_model('dummy:tiny', 'cpu')"
+	$(VPY) -c "from experiments.run.prepare import resolve_model; resolve_model('dummy:tiny', 'cpu')"
 	@rm -f .pytest-slow.log; \
 	$(VPY) -m pytest -q -p no:cacheprovider -m slow --durations=10 >.pytest-slow.log 2>&1 & slow=$$!; \
 	$(VPY) -m pytest -q -p no:cacheprovider -m "not slow" --durations=15; fast=$$?; \
@@ -99,7 +99,7 @@ parse: $(STAMP)
 
 claims: $(STAMP)
 	$(VENV)/bin/swiftbench claims $(RESULTS)
-	$(VPY) -m experiments.plan
+	$(VPY) -m experiments.recipes.plan
 
 fixtures: $(STAMP)
 	$(VPY) tests/fixtures/generate.py
@@ -120,17 +120,17 @@ run-all:
 # --- other GPUs in the cloud (SkyPilot) ------------------------------------------------------------
 fleet: $(FLEET_STAMP)
 	@test -n "$(HW)" || { echo "make fleet: set HW (a10,rtx4090,a100,h100, ...)" >&2; exit 2; }
-	$(FLEET_PY) -m experiments.fleet launch --hw $(HW) --out $(FLEET_OUT) --model $(MODEL) $(if $(DRYRUN),--dry-run) \
+	$(FLEET_PY) -m experiments.cloud.fleet launch --hw $(HW) --out $(FLEET_OUT) --model $(MODEL) $(if $(DRYRUN),--dry-run) \
 	  $(if $(BUCKET),--bucket $(BUCKET)) $(if $(IMAGE),--image $(IMAGE)) $(if $(EXPERIMENTS),--experiments $(EXPERIMENTS)) \
 	  $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 fleet-collect:
 	@test -n "$(BUCKET)" || { echo "make fleet-collect: set BUCKET (s3://name, gs://name or a local copy)" >&2; exit 2; }
-	$(PYTHON) -m experiments.fleet collect --bucket $(BUCKET) --results $(RESULTS)
+	$(PYTHON) -m experiments.cloud.fleet collect --bucket $(BUCKET) --results $(RESULTS)
 
 claims-gpu:
-	@test -n "$(CALL)" || { echo "make claims-gpu: set CALL (a call of experiments/claims/plan.yaml)" >&2; exit 2; }
-	bash experiments/claims_gpu.sh $(CALL) $(or $(DEADLINE),570) $(MODEL) $(or $(DATA),.data)
+	@test -n "$(CALL)" || { echo "make claims-gpu: set CALL (a call of experiments/recipes/claims/plan.yaml)" >&2; exit 2; }
+	bash experiments/cloud/claims_gpu.sh $(CALL) $(or $(DEADLINE),570) $(MODEL) $(or $(DATA),.data)
 
 # Plain python3 on purpose: downloading and installing the wheel set needs no venv (only pip).
 wheelhouse:
@@ -142,7 +142,7 @@ wheelhouse:
 # installing (LITE_DROP below; results/README.md has the command line).
 LITE_DROP := /^(deepspeed|hjson|bitsandbytes|jedi|debugpy)==/d; /^\# [a-z-]+ \((deepspeed|bitsandbytes|hjson)\)/d
 wheelhouse-lite:
-	@req=$$(mktemp); sed -E '$(LITE_DROP)' experiments/requirements-gpu.txt >$$req; \
+	@req=$$(mktemp); sed -E '$(LITE_DROP)' experiments/setup/requirements-gpu.txt >$$req; \
 	python3 -m analysis.cli wheelhouse --dest wheelhouse-lite --requirements $$req; rc=$$?; rm -f $$req; \
 	[ $$rc -eq 0 ] || [ $$rc -eq 1 ]  # 1: the check names jedi and debugpy, left out on purpose
 

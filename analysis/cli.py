@@ -5,7 +5,7 @@ Each stage module registers its own subcommand through `register(subparsers)`, s
 dispatcher. Only the module of the subcommand asked for is imported (`swiftbench tables` loads no torch and no
 ms-swift); `swiftbench --help` and `--version` import none. Bad input raises `InputError`, printed here as one line
 with exit code 2. A command that read a tree but left a run folder out (parse, tables, report) says which and why
-on stderr and exits with 3 (analysis.core.errors.SKIPPED_EXIT).
+on stderr and exits with 3 (experiments.base.errors.SKIPPED_EXIT).
 """
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import importlib
 import sys
 from pathlib import Path
 
-from analysis.core.argparsing import OneLineParser
-from analysis.core.errors import InputError
+from experiments.base.argparsing import OneLineParser
+from experiments.base.errors import InputError
 
 # Subcommand -> the module whose register(subparsers) adds it, in help order.
 SUBCOMMAND_MODULES = {
-    "run-all": "experiments.runner",
+    "run-all": "experiments.run.runner",
     "claims": "analysis.judge.cli",
     "plan": "analysis.estimate.cli",
     "quick": "analysis.estimate.quick",
@@ -27,8 +27,8 @@ SUBCOMMAND_MODULES = {
     "profile": "analysis.present.profile_view",
     "tables": "analysis.present.tables",
     "report": "analysis.present.report.build",
-    "import": "experiments.importer",
-    "wheelhouse": "experiments.wheelhouse",
+    "import": "experiments.run.importer",
+    "wheelhouse": "experiments.setup.wheelhouse",
 }
 # One line each for `swiftbench --help`, which imports no subcommand module.
 SUBCOMMAND_HELP = {

@@ -1,5 +1,5 @@
-"""The claims audit's runs as data (experiments/catalog.py) and its GPU plan (experiments/plan.py): loading and
-checking experiments/claims/, capacity-search probes, plan expansion and estimates, resolved recipes of combinations."""
+"""The claims audit's runs as data (experiments/recipes/catalog.py) and its GPU plan (experiments/recipes/plan.py): loading and
+checking experiments/recipes/claims/, capacity-search probes, plan expansion and estimates, resolved recipes of combinations."""
 import contextlib
 import dataclasses
 import functools
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.core.errors import InputError
-from experiments import catalog, plan, recipes
+from experiments.base.errors import InputError
+from experiments.recipes import catalog, plan, recipes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +46,7 @@ def _folder(tmp_path, experiments=None, searches=None, defaults=None, plan_data=
     return folder
 
 
-# ------------------------------------------------------------------------------------------ experiments/claims/
+# ------------------------------------------------------------------------------------------ experiments/recipes/claims/
 
 
 def test_the_files_hold_one_kind_each():
@@ -203,16 +203,16 @@ def test_plan_of_another_folder_and_its_errors(tmp_path):
 
 
 def test_plan_command_line():
-    p = subprocess.run([sys.executable, "-m", "experiments.plan", "--chains", "1"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "experiments.recipes.plan", "--chains", "1"], capture_output=True, text=True,
                        cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["0 a 1a", "1 a 1b", "1 b 1c"]
-    p = subprocess.run([sys.executable, "-m", "experiments.plan"], capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run([sys.executable, "-m", "experiments.recipes.plan"], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert "call 1 gpu 0a  plan:1a     tier 1  ~ 6.1 min  spread-s42,tp-pf,tp-best,tp-nogc,tp-liger" in p.stdout
     assert "plan:best24 tier 2  ~ 1.2 min (all candidates 2.4)" in p.stdout
     assert "call 1: ~7.2 min (set-up 1.0 + the longest lane)" in p.stdout and "all calls: ~" in p.stdout
-    assert "python3 -m experiments.plan --chains" in (ROOT / "experiments" / "claims_gpu.sh").read_text()
+    assert "python3 -m experiments.recipes.plan --chains" in (ROOT / "experiments" / "cloud" / "claims_gpu.sh").read_text()
 
 
 # ------------------------------------------------------------------------------- resolved recipes (combine)

@@ -12,7 +12,10 @@ import pytest
 
 from analysis.judge.select import runs_by_experiment
 from analysis.judge.verdicts import claims_table
-from experiments import launch, recipes, runner
+from experiments.launch import launcher as launch
+from experiments.recipes import recipes
+from experiments.run import prepare as run_prepare
+from experiments.run import spec as run_spec
 
 MIB = 2**20
 H200_TOTAL = 143_771 * MIB  # ../shared/GPU-HOST.md
@@ -143,9 +146,9 @@ def test_launcher_patches_sampler_and_collator(monkeypatch):
 
 
 def _tiny_inputs(tmp_path):
-    from experiments import localdata
+    from experiments.offline import localdata
 
-    model, _, _ = runner.resolve_model(runner.DUMMY_TINY, "cpu")
+    model, _, _ = run_prepare.resolve_model(run_spec.DUMMY_TINY, "cpu")
     data = tmp_path / "data"
     localdata.make_tiny_local_data(data, n=12)
     local = localdata.prepare_local_data(str(data), tmp_path / "prep", "swift-robot", "swift")
@@ -163,7 +166,7 @@ def test_launcher_trains_the_tiny_model_in_process(tmp_path):
            "--eval_steps", "50", "--output_dir", str(out), "--add_version", "false", "--check_model", "false",
            "--split_dataset_ratio", "0.05", "--dataloader_num_workers", "0"]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(runner.ROOT)}
+           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(run_spec.ROOT)}
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "--mem-cap-gib 24 is not applied" in p.stdout
@@ -204,12 +207,12 @@ def test_launcher_trains_the_tiny_model_in_process(tmp_path):
 @pytest.mark.slow
 def test_run_all_claims_through_the_launcher_on_cpu(tmp_path):
     """A claims experiment end to end: run-all --claims, the notebook, the launcher, a real tiny swift sft."""
-    from experiments.localdata import make_tiny_local_data
+    from experiments.offline.localdata import make_tiny_local_data
 
     data = tmp_path / "data"
     make_tiny_local_data(data, n=12)
     results = tmp_path / "results"
-    cmd = [sys.executable, "-m", "experiments.runner", "run-all", "--hw", "cpu", "--model", "dummy:tiny",
+    cmd = [sys.executable, "-m", "experiments.run.runner", "run-all", "--hw", "cpu", "--model", "dummy:tiny",
            "--data", str(data), "--results", str(results), "--claims", "--experiments", "rank4", "--no-progress"]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
@@ -240,7 +243,7 @@ def test_sdpa_padding_free_trains_the_same_batches_as_padding(tmp_path):
     causal mask from the position_ids, so the first steps' losses equal the padded run's (same batches, float32)."""
     model, _, datasets = _tiny_inputs(tmp_path)
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(runner.ROOT)}
+           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(run_spec.ROOT)}
     losses, toks = {}, {}
     for name, extra, launch_opts in (("padded", [], []),
                                       ("free", ["--padding_free", "true", "--attn_impl", "sdpa"],
@@ -307,7 +310,7 @@ def test_packed_rows_attend_only_to_their_own_sample(attn, monkeypatch):
         return flex_attention(query, key, value, **kwargs)
 
     monkeypatch.setattr(hf_flex, "compile_friendly_flex_attention", eager_flex)
-    path, _, _ = runner.resolve_model(runner.DUMMY_TINY, "cpu")
+    path, _, _ = run_prepare.resolve_model(run_spec.DUMMY_TINY, "cpu")
     alone = AutoModelForCausalLM.from_pretrained(path, attn_implementation="sdpa", dtype=torch.float32).eval()
     model = AutoModelForCausalLM.from_pretrained(path, attn_implementation=attn, dtype=torch.float32).eval()
     gen = torch.Generator().manual_seed(0)
@@ -333,7 +336,7 @@ def test_regional_compile_with_dynamic_shapes_trains_the_same_losses(tmp_path):
     step 1."""
     model, _, datasets = _tiny_inputs(tmp_path)
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(runner.ROOT)}
+           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(run_spec.ROOT)}
     lines = {}
     for name, extra in (("eager", []), ("compiled", ["--torch_compile", "true"])):
         out = tmp_path / name

@@ -69,8 +69,8 @@ def test_argument_errors_are_one_line(argv, needle):
 
 
 def test_yaml_errors_name_file_and_line(tmp_path):
-    from analysis.core.datafiles import read_yaml
-    from analysis.core.errors import InputError
+    from experiments.base.datafiles import read_yaml
+    from experiments.base.errors import InputError
 
     bad = tmp_path / "x.yaml"
     bad.write_text("a: 1\nb: [2\n")
@@ -122,8 +122,8 @@ def test_a_subcommand_imports_only_its_own_module(argv):
     """`swiftbench tables` must not load torch or ms-swift (nor the runner, which the GPU side imports)."""
     code = ("import sys; from analysis import cli\n"
             f"try:\n    cli.main({argv!r})\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('torch', 'swift', 'transformers', 'experiments.runner', "
-            "'experiments.wheelhouse', 'analysis.judge.cli') if m in sys.modules))")
+            "print(sorted(m for m in ('torch', 'swift', 'transformers', 'experiments.run.runner', "
+            "'experiments.setup.wheelhouse', 'analysis.judge.cli') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "usage: swiftbench " + argv[0] in p.stdout

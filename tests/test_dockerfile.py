@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import wheelhouse as wh
+from experiments.setup import wheelhouse as wh
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
@@ -94,7 +94,7 @@ def test_hadolint_finds_nothing():
 
 def test_installs_the_gpu_wheel_set():
     files = requirement_files_installed()
-    assert "experiments/requirements-gpu.txt" in files
+    assert "experiments/setup/requirements-gpu.txt" in files
     copied = " ".join(args for word, args in instructions() if word in ("COPY", "ADD"))
     for f in files:
         assert (REPO / f).is_file(), f"the Dockerfile installs {f}, which does not exist"

@@ -1,4 +1,4 @@
-"""experiments/dummy.py: the Qwen2.5 tokenizer rebuilt from qwen.tiktoken, configs from models.yaml,
+"""experiments/offline/dummy.py: the Qwen2.5 tokenizer rebuilt from qwen.tiktoken, configs from models.yaml,
 random-weight model folders with a marker and a cache."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import yaml
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from analysis.core.errors import InputError  # noqa: E402
-from experiments import dummy  # noqa: E402
+from experiments.base.errors import InputError  # noqa: E402
+from experiments.offline import dummy  # noqa: E402
 
 needs_dashscope = pytest.mark.skipif(
     importlib.util.find_spec("dashscope") is None and not os.environ.get("SWIFTBENCH_QWEN_TIKTOKEN"),

@@ -15,6 +15,9 @@ import pytest
 
 from analysis.judge.seed_checks import safe_eval
 from analysis.parse.record import read_log_record
+from experiments.run import cache as run_cache
+from experiments.run import orphans as run_orphans
+from experiments.run import spec as run_spec
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_RUN = REPO / "results" / "h200" / "seed" / "20261201-002632"  # 30 steps of the seed recipe, logging every 5
@@ -444,7 +447,7 @@ def test_a_repeat_no_resume_explains_is_still_bad_input(tmp_path):
 
 
 def _proc_gone(pid, timeout=20.0) -> bool:
-    from experiments import reaper
+    from experiments.run import reaper
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -464,7 +467,7 @@ time.sleep(120)
 
 @pytest.mark.parametrize("how", ["owner SIGKILL", "supervisor SIGTERM"])
 def test_the_supervisor_takes_the_whole_tree_down(tmp_path, how):
-    """experiments/reaper.py under an owner: when the owner dies (SIGKILL: nothing it could clean up) or the
+    """experiments/run/reaper.py under an owner: when the owner dies (SIGKILL: nothing it could clean up) or the
     supervisor gets SIGTERM, the command, its child in the same group and its child in a session of its own (as
     torchrun's workers) all end."""
     (tmp_path / "tree.py").write_text(TREE)
@@ -472,7 +475,7 @@ def test_the_supervisor_takes_the_whole_tree_down(tmp_path, how):
     owner = subprocess.Popen([sys.executable, "-c", (
         "import subprocess, sys, time; p = subprocess.Popen([sys.executable, sys.argv[1], '--grace', '3', '--', "
         "sys.executable, sys.argv[2], sys.argv[3]], start_new_session=True); print(p.pid, flush=True); "
-        "time.sleep(120)"), str(REPO / "experiments" / "reaper.py"), str(tmp_path / "tree.py"), str(pids)],
+        "time.sleep(120)"), str(REPO / "experiments" / "run" / "reaper.py"), str(tmp_path / "tree.py"), str(pids)],
         stdout=subprocess.PIPE, text=True)
     try:
         supervisor = int(owner.stdout.readline())
@@ -492,7 +495,7 @@ def test_the_supervisor_takes_the_whole_tree_down(tmp_path, how):
 
 
 def test_the_supervisor_ends_as_its_command_did():
-    reaper_py = str(REPO / "experiments" / "reaper.py")
+    reaper_py = str(REPO / "experiments" / "run" / "reaper.py")
     assert subprocess.run([sys.executable, reaper_py, "--", sys.executable, "-c", "raise SystemExit(3)"]).returncode == 3
     p = subprocess.run([sys.executable, reaper_py, "--", sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
     assert p.returncode == -9
@@ -501,7 +504,7 @@ def test_the_supervisor_ends_as_its_command_did():
 def _fake_running_run(results, training_pid, runner_pid):
     import socket
 
-    from experiments import reaper
+    from experiments.run import reaper
 
     run = results / "cpu" / "seed" / "20261201-000000"
     run.mkdir(parents=True)
@@ -516,11 +519,10 @@ def _fake_running_run(results, training_pid, runner_pid):
 def test_a_training_left_by_an_earlier_runner_is_reported_before_anything_starts(tmp_path):
     """run.json says running, its runner is gone, its training's process group lives on: run-all names it in one line
     and starts nothing; with --kill-orphans (here: check_orphans(kill=True)) it is stopped and marked interrupted."""
-    from experiments import runner
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    orphan = subprocess.Popen([sys.executable, str(REPO / "experiments" / "reaper.py"), "--", sys.executable, "-c",
+    orphan = subprocess.Popen([sys.executable, str(REPO / "experiments" / "run" / "reaper.py"), "--", sys.executable, "-c",
                                "import subprocess, sys, time; subprocess.Popen([sys.executable, "
                                "'-c', 'import time; time.sleep(120)']); time.sleep(120)"], start_new_session=True)
     time.sleep(0.5)  # the supervisor's argv is in /proc once it has exec'd
@@ -534,18 +536,17 @@ def test_a_training_left_by_an_earlier_runner_is_reported_before_anything_starts
         assert f"training of an earlier runner is still running (process group {orphan.pid}" in p.stderr
         assert "--kill-orphans" in p.stderr and sorted(os.listdir(run.parent)) == [run.name]
         assert json.loads((run / "run.json").read_text())["status"] == "running"  # not touched
-        runner.check_orphans(results, kill=True)
+        run_orphans.check_orphans(results, kill=True)
         assert _proc_gone(orphan.pid, 30)
         status = json.loads((run / "run.json").read_text())
         assert status["status"] == "failed" and status["reason"].startswith("interrupted (left behind")
-        assert runner.find_orphans(results) == []
+        assert run_orphans.find_orphans(results) == []
     finally:
         orphan.kill()
         orphan.wait()
 
 
 def test_a_read_only_results_folder_is_one_line_when_a_run_is_needed(tmp_path):
-    from experiments import runner
 
     tmp_path.chmod(0o755)
     results = tmp_path / "results"
@@ -558,7 +559,7 @@ def test_a_read_only_results_folder_is_one_line_when_a_run_is_needed(tmp_path):
         _one_line(p, "cannot write to the results folder (Permission denied): cpu/seed needs a run")
         # the same folder with a complete run of that experiment: nothing to write, nothing to complain about
         results.chmod(0o755)
-        spec = runner.RunSpec(hw="cpu", experiment="seed", model="dummy:tiny", results_dir=str(results))
+        spec = run_spec.RunSpec(hw="cpu", experiment="seed", model="dummy:tiny", results_dir=str(results))
         done = results / "cpu" / "seed" / "20261201-000000"
         done.mkdir(parents=True)
         (done / "run.json").write_text(json.dumps({"status": "ok", "key": spec.key()}))
@@ -642,7 +643,7 @@ def test_a_sigkilled_run_all_leaves_no_training_and_the_next_one_resumes(tmp_pat
     """SIGKILL of run-all once training passed its first checkpoint: no process of it is left (the supervisor sees
     its kernel go), results/ holds no weights; the next run-all resumes the same run folder from the checkpoint, the
     repeated steps give the same losses, and the log parses with the resume recorded."""
-    from experiments import localdata, runner
+    from experiments.offline import localdata
 
     localdata.make_tiny_local_data(tmp_path / "data", n=24)
     results = tmp_path / "results"
@@ -676,7 +677,7 @@ def test_a_sigkilled_run_all_leaves_no_training_and_the_next_one_resumes(tmp_pat
         assert not repeated and min(after) == resume["from_step"] + 1
     assert all(after[s] == pytest.approx(before[s], abs=1e-4) for s in repeated)  # the same training, continued
     assert _weights(results) == [] and not Path(status["work_dir"]).exists()
-    assert status["work_dir"].startswith(str(runner.CHECKPOINTS))
+    assert status["work_dir"].startswith(str(run_cache.CHECKPOINTS))
     p = _parse(run_dir, "--json")
     (m,) = json.loads(p.stdout)
     assert m["complete"] and [s for s, _ in m["train_loss"]] == list(range(1, 15))
@@ -689,7 +690,7 @@ def test_a_sigkilled_run_all_leaves_no_training_and_the_next_one_resumes(tmp_pat
 def test_a_sigtermed_run_all_stops_cleanly_and_without_a_checkpoint_the_next_starts_afresh(tmp_path):
     """SIGTERM of run-all before the first checkpoint: it stops the training, marks the run interrupted, says so in one
     line (no traceback), leaves nothing running; the next run-all, with nothing to resume, starts a new run."""
-    from experiments import localdata
+    from experiments.offline import localdata
 
     localdata.make_tiny_local_data(tmp_path / "data", n=24)
     results = tmp_path / "results"
@@ -720,7 +721,7 @@ def test_a_sigtermed_run_all_stops_cleanly_and_without_a_checkpoint_the_next_sta
 @pytest.mark.slow
 def test_ctrl_c_of_run_all_prints_one_line(tmp_path):
     """SIGINT (Ctrl-C) during training: one line on stderr, no traceback, nothing left running."""
-    from experiments import localdata
+    from experiments.offline import localdata
 
     localdata.make_tiny_local_data(tmp_path / "data", n=24)
     results = tmp_path / "results"

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.core import hardware
-from analysis.core.runfiles import digest
+from experiments.base import hardware
+from experiments.base.runfiles import digest
 from analysis.parse.results import scan
-from experiments import fleet
+from experiments.cloud import fleet
 
 REPO = Path(__file__).resolve().parents[1]
 FLEET_VENV = REPO / ".venv-fleet"
@@ -66,13 +66,13 @@ def test_make_fleet_dryrun_prints_four_validated_tasks(fleet_python, tmp_path):
         assert task["resources"]["accelerators"] == acc == hardware.require(hw)["sky_accelerator"]
         assert task["envs"]["HW"] == hw and task["workdir"] == str(REPO)
         assert "make run-all" in task["run"] and 'HW="$HW"' in task["run"]
-        assert "experiments.fleet upload" in task["run"]  # results copied to the bucket at the end
+        assert "experiments.cloud.fleet upload" in task["run"]  # results copied to the bucket at the end
 
 
 def test_every_class_and_the_image_variant_parse(fleet_python, tmp_path):
     """Every class with a SkyPilot name, with the Dockerfile's image and a bucket, through SkyPilot's parser."""
     classes = [k for k, s in hardware.table().items() if s["sky_accelerator"]]
-    p = subprocess.run([str(fleet_python), "-m", "experiments.fleet", "launch", "--hw", ",".join(classes),
+    p = subprocess.run([str(fleet_python), "-m", "experiments.cloud.fleet", "launch", "--hw", ",".join(classes),
                         "--dry-run", "--out", str(tmp_path), "--image", "ghcr.io/example/swiftbench:1",
                         "--bucket", "gs://example-bucket", "--max-steps", "30", "--experiments", "seed,bs16"],
                        cwd=REPO, capture_output=True, text=True, timeout=300,
@@ -119,14 +119,14 @@ def test_pip_setup_installs_the_dockerfile_torch():
 @pytest.mark.parametrize("hw,needle", [("h200-nvl", "no sky_accelerator"), ("cpu", "no sky_accelerator"),
                                        ("tpu9", "unknown hardware"), ("", "names no hardware class")])
 def test_classes_skypilot_cannot_ask_for_are_bad_input(hw, needle):
-    from analysis.core.errors import InputError
+    from experiments.base.errors import InputError
 
     with pytest.raises(InputError, match=needle):
         fleet.classes(hw)
 
 
 def test_a_launch_needs_a_bucket(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.fleet", "launch", "--hw", "a10", "--out", str(tmp_path)],
+    p = subprocess.run([sys.executable, "-m", "experiments.cloud.fleet", "launch", "--hw", "a10", "--out", str(tmp_path)],
                        cwd=REPO, capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "BUCKET" in p.stderr
     assert not any(tmp_path.iterdir())

@@ -1,15 +1,15 @@
-"""experiments/gpm.py against a fake NVML: the metrics between two marks, the per-step lines, and no GPM on CPU."""
+"""experiments/record/gpm.py against a fake NVML: the metrics between two marks, the per-step lines, and no GPM on CPU."""
 import json
 import types
 
 import pynvml
 import pytest
 
-from experiments import gpm
+from experiments.record import gpm
 
 
 class FakeNvml:
-    """Enough of pynvml for experiments.gpm: real ctypes structures, scripted metric values per interval."""
+    """Enough of pynvml for experiments.record.gpm: real ctypes structures, scripted metric values per interval."""
 
     c_nvmlGpmMetricsGet_t = pynvml.c_nvmlGpmMetricsGet_t
     NVML_GPM_METRICS_GET_VERSION = pynvml.NVML_GPM_METRICS_GET_VERSION
@@ -89,7 +89,7 @@ def test_callback_writes_one_line_per_step_and_survives_errors(tmp_path, monkeyp
 
 def test_no_nvml_means_no_callback(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
-    monkeypatch.setattr("experiments.nvml.nvml", lambda: None)
+    monkeypatch.setattr("experiments.record.nvml.nvml", lambda: None)
     record = {}
     assert gpm.make_callback(tmp_path / gpm.GPM_FILE, record) is None
     assert record["gpm"]["status"] == "no NVML (no NVIDIA driver)"
@@ -199,7 +199,7 @@ def test_the_profiler_window_gets_its_own_gpm_reading(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     import torch
 
-    from experiments import launch
+    from experiments.launch import launcher as launch
 
     marks = iter([{"wall_s": 0.5, "graphics_util": 40.0}, {"wall_s": 9.0, "graphics_util": 1.0},
                   {"wall_s": 0.25, "graphics_util": 80.0}])

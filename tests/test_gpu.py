@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from experiments import gpu
+from experiments.record import gpu
 from fake_nvml import FakeNVML
 
 
@@ -93,7 +93,7 @@ def test_gpu_time_by_kernel_in_one_pass_over_the_profile():
 
     from torch.autograd import DeviceType
 
-    from experiments import launch
+    from experiments.launch import launcher as launch
 
     def ev(name, start, dur, dev=DeviceType.CUDA):
         return SimpleNamespace(device_type=lambda: dev, name=lambda: name, start_ns=lambda: start,
@@ -116,7 +116,7 @@ def test_profiler_activities_kernels_only_where_torch_can_filter():
     installed torch has it; else plain CUDA with a note in profile.json."""
     from types import SimpleNamespace
 
-    from experiments import launch
+    from experiments.launch import launcher as launch
 
     act = SimpleNamespace(CPU="CPU", CUDA="CUDA")
     with_filter = SimpleNamespace(__version__="2.13.0", profiler=SimpleNamespace(
@@ -136,7 +136,7 @@ def test_profiler_activities_kernels_only_where_torch_can_filter():
 def test_the_installed_torch_accepts_the_kernels_filter():
     """The filter form is what torch.profiler.profile takes (parsed, not started: no GPU here)."""
     torch = pytest.importorskip("torch")
-    from experiments import launch
+    from experiments.launch import launcher as launch
 
     if not hasattr(torch.profiler.profiler, "_parse_activities"):
         pytest.skip(f"torch {torch.__version__} has no per-type activity filter")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.core import hardware
-from experiments import gpu
+from experiments.base import hardware
+from experiments.record import gpu
 from fake_nvml import FakeNVML
 
 # nvmlDeviceGetName() as clouds report it -> the class
@@ -87,7 +87,7 @@ class _Mixed(FakeNVML):
 
 
 def test_auto_refuses_to_guess():
-    from analysis.core.errors import InputError
+    from experiments.base.errors import InputError
 
     with pytest.raises(InputError, match="no GPU"):
         gpu.detect_hw(_NoGPU())

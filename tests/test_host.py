@@ -1,10 +1,10 @@
-"""experiments/host.py: host fingerprint (fake /proc + /etc tree, fake NVML) and the host-speed probe on the CPU."""
+"""experiments/record/host.py: host fingerprint (fake /proc + /etc tree, fake NVML) and the host-speed probe on the CPU."""
 import hashlib
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from experiments import gpu, host
+from experiments.record import gpu, host
 from fake_nvml import FakeNVML
 
 CPUINFO = """processor\t: 0

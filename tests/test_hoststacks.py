@@ -1,4 +1,4 @@
-"""The host stack sampler (experiments/hoststacks.py): it attributes a busy thread's time to the frames it runs and
+"""The host stack sampler (experiments/launch/hoststacks.py): it attributes a busy thread's time to the frames it runs and
 counts a waiting thread idle."""
 import json
 from pathlib import Path
@@ -8,8 +8,8 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from experiments import launch
-from experiments.hoststacks import StackSampler, classify, cpu_between, package, short_path
+from experiments.launch import launcher as launch
+from experiments.launch.hoststacks import StackSampler, classify, cpu_between, package, short_path
 
 
 def _spin_in_named_function(stop: threading.Event) -> None:
@@ -23,7 +23,7 @@ def test_short_path_and_package():
     assert short_path("/opt/v/lib/python3.12/site-packages/torch/nn/modules/linear.py") == "torch/nn/modules/linear.py"
     assert short_path("/tmp/torchinductor_root/ab/cabc123.py") == "<inductor>/cabc123.py"
     roots = ["/usr/lib/python3.12/", "/tmp/site/", "/work/main/"]  # sys.path: the stdlib, a pip --target install
-    assert short_path("/work/main/experiments/launch.py", roots) == "experiments/launch.py"
+    assert short_path("/work/main/experiments/launch/launcher.py", roots) == "experiments/launch/launcher.py"
     assert short_path("/tmp/site/peft/tuners/lora/layer.py", roots) == "peft/tuners/lora/layer.py"
     assert short_path("/usr/lib/python3.12/concurrent/futures/thread.py", roots) == "concurrent/futures/thread.py"
     assert short_path("/elsewhere/a/b/c.py", roots) == "b/c.py"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.core.errors import SKIPPED_EXIT
+from experiments.base.errors import SKIPPED_EXIT
 from analysis.parse.results import read_run
 from conftest import SHARED
 

@@ -9,8 +9,8 @@ import re
 import pytest
 import yaml
 
-from analysis.core.errors import InputError
-from analysis.core.paths import ROOT
+from experiments.base.errors import InputError
+from experiments.base.paths import ROOT
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, load_seed
 from analysis.judge import cli, combo, config, frames, quote, rules_speed, select, swift_info
 from analysis.judge.rules import RULES
@@ -18,7 +18,9 @@ from analysis.judge.verdicts import claims_table
 from analysis.measure.memory import common_peaks, peak_at
 from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
-from experiments import catalog, launch, recipes, runner
+from experiments.recipes import catalog, recipes
+from experiments.launch import launcher as launch
+from experiments.run import spec as run_spec
 
 
 def _table(root, **kw):
@@ -148,7 +150,7 @@ def test_unrun_claims_name_their_planned_experiments(tmp_path):
 
 def _write_run(root, exp, *, lines, args, status="ok", reason=None, dummy=True, profile=None, run_id="20261201-000000"):
     """A run folder as the runner leaves it, with a run.json key equal to what the runner computes."""
-    spec = runner.RunSpec(hw="h200", experiment=exp, model="dummy", data=".data")
+    spec = run_spec.RunSpec(hw="h200", experiment=exp, model="dummy", data=".data")
     run = root / "h200" / exp / run_id
     run.mkdir(parents=True)
     if lines is not None:
@@ -347,7 +349,7 @@ def test_combo_carries_the_launcher_options_its_recipes_train_with(tmp_path):
     assert got["used"] == ["tp-pf", "tp-bs8"]
     assert got["overrides"]["padding_free"] is True and got["overrides"]["per_device_train_batch_size"] == 8
     assert got["launcher"] == {"sdpa_padding_free": True, **catalog.experiment("tp-combo")["launcher"]}
-    spec = runner.RunSpec(hw="h200", experiment="tp-combo", model="dummy", data=".data",
+    spec = run_spec.RunSpec(hw="h200", experiment="tp-combo", model="dummy", data=".data",
                           overrides=got["overrides"], launcher=got["launcher"])
     assert "--sdpa-padding-free" in launch.option_argv(spec.launcher)
 
@@ -372,7 +374,7 @@ def test_claims_resolve_writes_the_file_and_keeps_a_different_one(tmp_path, caps
     assert first["overrides"] == combo.resolve_combo("tp-combo", root, "h200")["overrides"]
     assert first["made"].endswith("Z") and "T" in first["made"]
     text = path.read_text()
-    # the same resolution again: nothing written (positional RESULTS, as experiments/claims_gpu.sh passes it)
+    # the same resolution again: nothing written (positional RESULTS, as experiments/cloud/claims_gpu.sh passes it)
     assert _claims_cli(["claims", "resolve", "--all", "--hw", "h200", str(root)]) == 0
     assert capsys.readouterr().out.startswith(f"unchanged {path}")
     assert path.read_text() == text

@@ -1,10 +1,14 @@
-"""The architecture as a test: stages are packages, each imports only from lower levels (or its own package), and no
-modules import each other in a cycle (issue "Architecture").
+"""The architecture as a test: folders in the order data flows, each importing only from lower levels (or its own
+package), no modules importing each other in a cycle (issues "Architecture" and 31).
 
-    level 0  analysis/core/ (and analysis/__init__.py)     errors, data files, hardware specs, published figures
-    level 1  experiments/                                  recipes, runner, launcher, GPU sampling, catalog, plan
-    level 2  analysis/parse/       3  analysis/measure/    4  analysis/estimate/
-    level 5  analysis/judge/       6  analysis/present/    7  analysis/cli.py
+    experiments/  0 base/ (errors, paths, data files, hardware classes, the run-folder contract)
+                  1 recipes/   2 offline/, record/   3 launch/   4 run/   5 setup/, cloud/   6 probes/
+    analysis/    10 core/ (the seeds' published figures)   11 parse/   12 measure/   13 estimate/   14 judge/
+                 15 present/   16 cli.py
+
+Nothing in experiments/ imports analysis/ (every experiments level is below every analysis level). The analysis
+stages read run folders, so of experiments/ they import only base/ (the contract) and recipes/ (what an experiment
+is); only analysis/cli.py, the command line on top, dispatches to the runner. Nothing imports a probe.
 
 Every import counts: top level or inside a function, `import x` and `from x import y` (y may be a module),
 relative imports resolved. analysis/data/ holds data; any other module directly in analysis/ sits outside a stage.
@@ -14,14 +18,18 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("analysis", "experiments")
 LEVELS = {  # the longest matching prefix decides
-    "analysis": 0, "analysis.core": 0, "experiments": 1, "analysis.parse": 2, "analysis.measure": 3,
-    "analysis.estimate": 4, "analysis.judge": 5, "analysis.present": 6, "analysis.cli": 7,
+    "experiments": 0, "experiments.base": 0, "experiments.recipes": 1, "experiments.offline": 2,
+    "experiments.record": 2, "experiments.launch": 3, "experiments.run": 4, "experiments.setup": 5,
+    "experiments.cloud": 5, "experiments.probes": 6,
+    "analysis": 10, "analysis.core": 10, "analysis.parse": 11, "analysis.measure": 12, "analysis.estimate": 13,
+    "analysis.judge": 14, "analysis.present": 15, "analysis.cli": 16,
 }
+ANALYSIS_MAY_IMPORT = ("experiments.base", "experiments.recipes")  # of experiments/, for the stages below the CLI
+PROBES = "experiments.probes"
 DATA = ("analysis.data",)
 
 
@@ -153,6 +161,13 @@ def problems(root: Path = ROOT) -> list[str]:
             if src is not None and dst is not None and dst > src:
                 out.append(f"upward import: {mods[name].relative_to(root)}:{line} {name} (level {src}) -> "
                            f"{target} (level {dst})")
+        for target, line in edges[name]:
+            if name.startswith("analysis") and name != "analysis.cli" and target.startswith("experiments") \
+                    and not target.startswith(ANALYSIS_MAY_IMPORT):
+                out.append(f"analysis reads files, not the runner: {mods[name].relative_to(root)}:{line} {name} -> "
+                           f"{target}")
+            if target.startswith(PROBES) and not name.startswith(PROBES):
+                out.append(f"a probe is imported: {mods[name].relative_to(root)}:{line} {name} -> {target}")
     for comp in strongly_connected({n: [t for t, _ in e] for n, e in edges.items()}):
         members = set(comp)
         where = [f"{mods[n].relative_to(root)}:{line} {n} -> {t}" for n in comp for t, line in edges[n]
@@ -183,20 +198,24 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_levels():
-    assert level("analysis") == 0 and level("analysis.core.errors") == 0 and level("experiments.runner") == 1
-    assert level("analysis.parse.logs") == 2 and level("analysis.measure") == 3 and level("analysis.estimate.cli") == 4
-    assert level("analysis.judge.rules") == 5 and level("analysis.present.report.build") == 6
-    assert level("analysis.cli") == 7
+    assert level("experiments") == 0 and level("experiments.base.errors") == 0
+    assert level("experiments.recipes.catalog") == 1 and level("experiments.record.gpu") == 2
+    assert level("experiments.launch.launcher") == 3 and level("experiments.run.runner") == 4
+    assert level("experiments.probes.sdpa_shapes") == 6
+    assert level("analysis") == 10 and level("analysis.parse.logs") == 11 and level("analysis.measure") == 12
+    assert level("analysis.estimate.cli") == 13 and level("analysis.judge.rules") == 14
+    assert level("analysis.present.report.build") == 15 and level("analysis.cli") == 16
     assert level("analysis.claims") is None and level("analysis.data") is None
     assert level("analysis.presentation") is None  # a prefix of the name, not of the package
+    assert max(v for k, v in LEVELS.items() if k.startswith("experiments")) < LEVELS["analysis"]
 
 
 def test_the_checker_finds_upward_imports_cycles_and_strays(tmp_path):
     root = _tree(tmp_path, {
         "analysis/core/__init__.py": "",
-        "analysis/core/errors.py": "",
+        "experiments/base/errors.py": "",
         "analysis/parse/__init__.py": "",
-        "analysis/parse/logs.py": "from ..core import errors\nfrom analysis.core.errors import X\n",
+        "analysis/parse/logs.py": "from ..core import errors\nfrom experiments.base.errors import X\n",
         "analysis/measure/__init__.py": "",
         "analysis/measure/steps.py": "def f():\n    from . import speed\n",  # inside a function, relative
         "analysis/measure/speed.py": "import analysis.measure.steps\n",
@@ -206,23 +225,29 @@ def test_the_checker_finds_upward_imports_cycles_and_strays(tmp_path):
         "analysis/present/tables.py": "from analysis.judge.rules import verdict\nfrom analysis.parse import logs\n",
         "analysis/cli.py": "import importlib\n",
         "analysis/claims.py": "from analysis.core import errors\n",  # outside a stage
-        "experiments/runner.py": "from analysis.judge import rules\nfrom experiments import gpu\n",
-        "experiments/gpu.py": "from analysis.core import errors\n",
+        "experiments/run/runner.py": "from analysis.judge import rules\nfrom experiments import gpu\n",
+        "experiments/record/gpu.py": "from analysis.core import errors\n",
+        "analysis/measure/load.py": "from experiments.run import runner\n",  # analysis reads files only
+        "experiments/probes/p.py": "",
+        "experiments/cloud/fleet.py": "from experiments.probes import p\n",  # nothing imports a probe
     })
     edges, _ = graph(root)
-    assert ("analysis.core.errors", 1) in edges["analysis.parse.logs"]
+    assert ("experiments.base.errors", 2) in edges["analysis.parse.logs"]
     assert edges["analysis.measure.steps"] == [("analysis.measure.speed", 2)]
     found = problems(root)
     assert "module outside a stage package: analysis.claims (analysis/claims.py)" in found
-    assert ("upward import: analysis/judge/rules.py:1 analysis.judge.rules (level 5) -> analysis.present.tables "
-            "(level 6)") in found
-    assert ("upward import: experiments/runner.py:1 experiments.runner (level 1) -> analysis.judge.rules "
-            "(level 5)") in found
+    assert ("upward import: analysis/judge/rules.py:1 analysis.judge.rules (level 14) -> analysis.present.tables "
+            "(level 15)") in found
+    assert ("upward import: experiments/run/runner.py:1 experiments.run.runner (level 4) -> analysis.judge.rules "
+            "(level 14)") in found
+    assert ("analysis reads files, not the runner: analysis/measure/load.py:1 analysis.measure.load -> "
+            "experiments.run.runner") in found
+    assert "a probe is imported: experiments/cloud/fleet.py:1 experiments.cloud.fleet -> experiments.probes.p" in found
     cycles = [f for f in found if f.startswith("import cycle")]
     assert len(cycles) == 2
     assert any("analysis.judge.rules, analysis.present.tables" in c for c in cycles)
     assert any("analysis.measure.speed, analysis.measure.steps" in c and "steps.py:2" in c for c in cycles)
-    assert len(found) == 5, found
+    assert len(found) == 9, found
 
 
 def test_tarjan_on_a_longer_cycle():

@@ -1,4 +1,4 @@
-"""experiments/localdata.py: offline stand-ins for the recipe's hub datasets."""
+"""experiments/offline/localdata.py: offline stand-ins for the recipe's hub datasets."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.core.errors import InputError
-from experiments import localdata
-from experiments.localdata import (HUB_TO_LOCAL, dataset_args, fill_self_cognition, make_tiny_local_data,
+from experiments.base.errors import InputError
+from experiments.offline import localdata
+from experiments.offline.localdata import (HUB_TO_LOCAL, dataset_args, fill_self_cognition, make_tiny_local_data,
                                    name_pair, prepare_local_data)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,7 +34,7 @@ def shared_data() -> Path:
 
 
 def test_mapping_comes_from_yaml():
-    data = yaml.safe_load((REPO / "experiments" / "localdata.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((REPO / "experiments" / "offline" / "localdata.yaml").read_text(encoding="utf-8"))
     assert {k: v["file"] for k, v in data["datasets"].items()} == HUB_TO_LOCAL
     assert HUB_TO_LOCAL == {
         "AI-ModelScope/alpaca-gpt4-data-zh": "alpaca-gpt4-zh.json",

@@ -2,7 +2,7 @@
 
 `swiftbench tables A B` merges the roots: a run copied into both counts once (with a note), runs made on another
 host are rows of their own, and run folders that cannot be used are named on stderr with the reason, exit code 3
-(analysis.core.errors.SKIPPED_EXIT). New run folders end in the host id, so two machines' trees never collide.
+(experiments.base.errors.SKIPPED_EXIT). New run folders end in the host id, so two machines' trees never collide.
 """
 import json
 import shutil
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.core.errors import SKIPPED_EXIT
+from experiments.base.errors import SKIPPED_EXIT
 from analysis.parse.results import UNLABELLED, scan
-from experiments import runner
+from experiments.run import folders as run_folders
+from experiments.run import spec as run_spec
 
 REPO = Path(__file__).resolve().parents[1]
 OTHER_HOST = "0123456789ab"
@@ -67,11 +68,11 @@ def test_two_trees_merge_without_lost_or_doubled_runs(two_trees):
 
 
 def test_new_run_folders_carry_the_host_id(tmp_path, monkeypatch):
-    from experiments import host
+    from experiments.record import host
 
     monkeypatch.setattr(host, "fingerprint", lambda *a, **k: {"host_id": OTHER_HOST})
-    spec = runner.RunSpec(hw="h200", experiment="seed", results_dir=str(tmp_path))
-    d = runner.new_run_dir(spec)
+    spec = run_spec.RunSpec(hw="h200", experiment="seed", results_dir=str(tmp_path))
+    d = run_folders.new_run_dir(spec)
     assert d.name.endswith(f"-{OTHER_HOST}") and d.name[:15].replace("-", "").isdigit()
 
 

@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from analysis.core import hardware
+from experiments.base import hardware
 from analysis.measure import flops, loss, steps, throughput
 from analysis.measure.summary import run_summary
 from analysis.parse.logs import read_log

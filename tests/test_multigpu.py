@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from analysis.core.errors import InputError
+from experiments.base.errors import InputError
 from analysis.measure import compare, interconnect, throughput
 from analysis.parse import bench
 from analysis.parse.results import read_run
-from experiments import allreduce, recipes, runner
-from experiments.runner import RunSpec
+from experiments.record import allreduce
+from experiments.recipes import recipes
+from experiments.run import execute as run_execute
+from experiments.run import prepare as run_prepare
+from experiments.run.spec import RunSpec
 from tests.fake_nvml import FakeNVML
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,13 +45,13 @@ def test_gpu_count_and_layout_are_part_of_a_runs_identity():
 
 def test_the_global_batch_is_kept():
     seed2 = RunSpec(hw="h200", experiment="seed", gpus=2)
-    assert runner.parallel_overrides(seed2, recipes.flags("seed")) == {"gradient_accumulation_steps": 8}
+    assert run_prepare.parallel_overrides(seed2, recipes.flags("seed")) == {"gradient_accumulation_steps": 8}
     best2 = RunSpec(hw="h200", experiment="best", gpus=2, parallel="zero2")  # grad-accum 1: the batch is split
-    assert runner.parallel_overrides(best2, recipes.flags("best")) == {"per_device_train_batch_size": 8,
+    assert run_prepare.parallel_overrides(best2, recipes.flags("best")) == {"per_device_train_batch_size": 8,
                                                                         "deepspeed": "zero2"}
     with pytest.raises(InputError, match="global batch"):
-        runner.parallel_overrides(RunSpec(hw="h200", experiment="seed", gpus=3), recipes.flags("seed"))
-    assert runner.parallel_overrides(RunSpec(hw="h200", experiment="seed"), recipes.flags("seed")) == {}
+        run_prepare.parallel_overrides(RunSpec(hw="h200", experiment="seed", gpus=3), recipes.flags("seed"))
+    assert run_prepare.parallel_overrides(RunSpec(hw="h200", experiment="seed"), recipes.flags("seed")) == {}
 
 
 def test_a_one_gpu_run_sees_one_gpu(monkeypatch):
@@ -56,10 +59,10 @@ def test_a_one_gpu_run_sees_one_gpu(monkeypatch):
     host failed with Liger for that reason. The runner shows it the first N GPUs only."""
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     lib = FakeNVML(count=2)
-    assert runner.gpu_visibility(1, lib=lib) == {"CUDA_VISIBLE_DEVICES": "0"}
-    assert runner.gpu_visibility(2, lib=lib) == {}
+    assert run_prepare.gpu_visibility(1, lib=lib) == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert run_prepare.gpu_visibility(2, lib=lib) == {}
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    assert runner.gpu_visibility(1, lib=lib) == {}
+    assert run_prepare.gpu_visibility(1, lib=lib) == {}
 
 
 def test_committed_runs_record_their_gpus():
@@ -158,13 +161,13 @@ def test_launcher_under_torchrun_is_allowed_and_plain_nproc_refused():
     out = subprocess.run([sys.executable, "-m", "experiments.launch", "--", "swift", "sft", "--model", "x"],
                          capture_output=True, text=True, env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=120)
     assert out.returncode == 2 and "torchrun --nproc_per_node N -m experiments.launch" in out.stderr
-    from experiments import launch
+    from experiments.launch import launcher as launch
 
     assert launch.is_comm_kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL") and not launch.is_comm_kernel("gemm")
 
 
 def test_deepspeed_is_built_from_its_sdist_for_the_wheelhouse():
-    from experiments import wheelhouse as wh
+    from experiments.setup import wheelhouse as wh
 
     reqs = wh.load_requirements()
     env, why = reqs.build["deepspeed"]
@@ -190,7 +193,7 @@ def test_progress_comes_from_the_log(tmp_path):
     log = tmp_path / "logging.jsonl"
     log.write_text('{"loss": 1.0, "global_step/max_steps": "5/94", "elapsed_time": "10s"}\n'
                    '{"loss": 0.9, "global_step/max_steps": "10/94"}\n{"loss": 0.8, "global_st')
-    assert runner._progress_from_log(log, 0) == (10, 94, 3)
+    assert run_execute.progress_from_log(log, 0) == (10, 94, 3)
 
 
 def test_megatron_swift_log_is_read():

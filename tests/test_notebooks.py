@@ -8,7 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-NOTEBOOKS = [("experiments/make_notebook.py", "experiments/sft.ipynb"),
+NOTEBOOKS = [("experiments/run/make_notebook.py", "experiments/run/sft.ipynb"),
              ("notebooks/make_report_notebook.py", "notebooks/report.ipynb")]
 
 
@@ -32,7 +32,7 @@ def test_committed_notebook_is_what_its_script_writes(tmp_path, script, committe
 def test_experiment_notebook_parses_in_another_process():
     """The experiment notebook shows metrics through `swiftbench parse` in a subprocess, never by importing an
     analysis stage (the experiments layer stays below them)."""
-    nb = nbformat.read(ROOT / "experiments" / "sft.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "experiments" / "run" / "sft.ipynb", as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert '"-m", "analysis.cli", "parse", str(run_path)' in code
     assert "from analysis" not in code and "import analysis" not in code

@@ -24,13 +24,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
 
-# Files the wheel must carry, relative to the installed packages' parent folder (analysis/core/paths.py's ROOT).
+# Files the wheel must carry, relative to the installed packages' parent folder (experiments/base/paths.py's ROOT).
 NAMED_FILES = [
     "seeds/ms_swift_hw_test.yaml",
     "notebooks/report.ipynb",
     "analysis/data/hardware.yaml",
     "analysis/judge/claims.yaml",
-    "experiments/recipes.yaml",
+    "experiments/recipes/recipes.yaml",
     "analysis/present/report/report.css",
 ]
 # Every checkout file matching one of these must be in the wheel too (new data files included).
@@ -40,11 +40,14 @@ PACKAGE_DATA_GLOBS = [
     "analysis/data/*.yaml",
     "analysis/judge/*.yaml",
     "analysis/present/report/*.css",
-    "experiments/*.yaml",
-    "experiments/*.ipynb",
-    "experiments/claims/*.yaml",
+    "experiments/*/*.yaml",
+    "experiments/*/*.ipynb",
+    "experiments/*/*.txt",
+    "experiments/*/*.sh",
+    "experiments/recipes/claims/*.yaml",
 ]
 PACKAGES = ["analysis", "experiments", "seeds", "notebooks"]
+PROBES = "experiments/probes/"  # one-off probes: in the checkout, never in the wheel
 
 # Not copied for the build: local, ignored and heavy folders (see .gitignore and .dockerignore).
 _SKIP_TOP = {".git", ".venv", ".cache", ".data", ".models", ".whl", ".gl", "build", "dist", "report", "scratch",
@@ -128,10 +131,11 @@ def test_wheel_carries_what_the_commands_need(installed):
                     if str(p.relative_to(REPO)) not in names]
     for package in PACKAGES:
         missing += [str(p.relative_to(REPO)) for p in sorted((REPO / package).rglob("*.py"))
-                    if "__pycache__" not in p.parts and str(p.relative_to(REPO)) not in names]
+                    if "__pycache__" not in p.parts and str(p.relative_to(REPO)) not in names
+                    and not str(p.relative_to(REPO)).startswith(PROBES)]
     assert not missing, f"not in the wheel: {list(dict.fromkeys(missing))}"
-    assert [n for n in names if n.startswith("experiments/claims/") and n.endswith(".yaml")]
-    leaked = sorted(n for n in names if "results/" in n or "tests/" in n)
+    assert [n for n in names if n.startswith("experiments/recipes/claims/") and n.endswith(".yaml")]
+    leaked = sorted(n for n in names if "results/" in n or "tests/" in n or n.startswith(PROBES))
     assert not leaked, f"the wheel carries what it should not: {leaked[:20]}"
     tops = {n.split("/")[0] for n in names} - set(PACKAGES)
     assert all(t.endswith(".dist-info") for t in tops), f"unexpected top-level entries in the wheel: {tops}"
@@ -142,7 +146,7 @@ def test_wheel_carries_what_the_commands_need(installed):
 
 def test_installed_package_imports_from_the_venv(installed):
     python, work, env, venv = installed["python"], installed["work"], installed["env"], installed["venv"]
-    out = _run([python, "-c", "import json, analysis, analysis.core.paths as p, seeds, notebooks; print(json.dumps("
+    out = _run([python, "-c", "import json, analysis, experiments.base.paths as p, seeds, notebooks; print(json.dumps("
                 "[analysis.__file__, str(p.ROOT), str(p.SEEDS_DIR), str(p.NOTEBOOKS), str(p.DATA)]))"],
                cwd=work, env=env).stdout
     analysis_file, root, seeds_dir, notebooks_dir, data_dir = json.loads(out)

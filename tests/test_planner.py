@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.core import hardware
-from analysis.core.errors import InputError
+from experiments.base import hardware
+from experiments.base.errors import InputError
 from analysis.estimate import planner, validate
 from analysis.measure import flops as measure_flops
 from analysis.measure.steps import step_time

@@ -1,6 +1,6 @@
 """Issue 17: predict a full run from a short one.
 
-- the token schedule (experiments/schedule.py) equals, step by step, what the launcher's token counter records during
+- the token schedule (experiments/launch/schedule.py) equals, step by step, what the launcher's token counter records during
   a real CPU run of a tiny model (the in-process schedule.jsonl and the standalone command alike);
 - the step-time model (analysis/estimate/quick.py) against hand computations: weighted least squares, held-out
   error, the choice of form, slow outliers;
@@ -23,7 +23,11 @@ import pytest
 from analysis.estimate import quick as Q
 from analysis.measure import steps as measure_steps
 from analysis.parse.record import RunRecord
-from experiments import launch, quick, runner
+from experiments.launch import launcher as launch
+from experiments.launch import quick
+from experiments.run import cache as run_cache
+from experiments.run import prepare as run_prepare
+from experiments.run import spec as run_spec
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
@@ -268,7 +272,7 @@ def test_schedule_against_a_full_runs_tokens():
 def test_budget_arguments():
     assert quick.budget_of(False, None) is None and quick.budget_of(True, None) == quick.BUDGET_S == 180
     assert quick.budget_of(False, "180s") == 180 and quick.budget_of(True, "3m") == 180 and quick.budget_of(0, 90) == 90
-    from analysis.core.errors import InputError
+    from experiments.base.errors import InputError
 
     for bad in ("soon", "-5", "0"):
         with pytest.raises(InputError):
@@ -276,14 +280,14 @@ def test_budget_arguments():
 
 
 def test_a_quick_runspec_is_its_own_run():
-    full = runner.RunSpec(hw="h200", experiment="seed", model="dummy", data=".data")
-    fast = runner.RunSpec(hw="h200", experiment="seed", model="dummy", data=".data", budget_s=180)
+    full = run_spec.RunSpec(hw="h200", experiment="seed", model="dummy", data=".data")
+    fast = run_spec.RunSpec(hw="h200", experiment="seed", model="dummy", data=".data", budget_s=180)
     assert fast.launcher == {**full.launcher, "quick": {"budget_s": 180.0, "max_steps": quick.MAX_STEPS}}
     assert fast.overrides == {"logging_steps": 1} and full.overrides == {}
     assert fast.key() != full.key()
-    again = runner.RunSpec(**{**fast.__dict__})  # resolving twice changes nothing (the notebook re-creates the spec)
+    again = run_spec.RunSpec(**{**fast.__dict__})  # resolving twice changes nothing (the notebook re-creates the spec)
     assert again.key() == fast.key()
-    claims = runner.RunSpec(hw="h200", experiment="tp-best", budget_s=120)
+    claims = run_spec.RunSpec(hw="h200", experiment="tp-best", budget_s=120)
     assert "stop_after" not in claims.launcher and claims.launcher["quick"]["budget_s"] == 120
     argv = launch.option_argv(fast.launcher)
     assert argv[-4:] == ["--quick-budget-s", "180", "--quick-max-steps", str(quick.MAX_STEPS)]
@@ -334,7 +338,7 @@ def test_the_quick_stop_evaluates_and_saves_twice(monkeypatch):
 
 def test_random_states_are_put_back():
     torch = pytest.importorskip("torch")
-    from experiments.schedule_core import random_states_kept
+    from experiments.recipes.schedule_core import random_states_kept
 
     random.seed(1)
     np.random.seed(1)
@@ -349,7 +353,7 @@ def test_random_states_are_put_back():
 
 
 def test_standalone_arguments_keep_what_decides_batches():
-    from experiments.schedule import cpu_args
+    from experiments.launch.schedule import cpu_args
 
     args = ["--model", "m", "--torch_dtype", "bfloat16", "--output_dir=/r", "--use_liger_kernel", "true",
             "--per_device_train_batch_size", "16", "--padding_free", "true"]
@@ -368,9 +372,9 @@ def test_the_schedule_equals_what_training_counted(tmp_path):
     step 11, in the second epoch (its own order: set_epoch). schedule.jsonl (written in the training process before the
     first step) and the standalone command (no model, no GPU) give, step by step, the token counts the launcher's
     counter recorded while training."""
-    from experiments import localdata
+    from experiments.offline import localdata
 
-    model, _, _ = runner.resolve_model(runner.DUMMY_TINY, "cpu")
+    model, _, _ = run_prepare.resolve_model(run_spec.DUMMY_TINY, "cpu")
     data = tmp_path / "data"
     localdata.make_tiny_local_data(data, n=40)
     local = localdata.prepare_local_data(str(data), tmp_path / "prep", "swift-robot", "swift")
@@ -382,7 +386,7 @@ def test_the_schedule_equals_what_training_counted(tmp_path):
              "--check_model", "false", "--split_dataset_ratio", "0.05", "--dataloader_num_workers", "0",
              "--max_length", "2048", "--num_train_epochs", "2"]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(runner.ROOT)}
+           "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(run_spec.ROOT)}
     p = subprocess.run([sys.executable, "-m", "experiments.launch", "--quick-budget-s", "600",
                         "--quick-max-steps", "11", "--", "swift", "sft", *swift],
                        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
@@ -403,7 +407,7 @@ def test_the_schedule_equals_what_training_counted(tmp_path):
     assert [x["global_step/max_steps"] for x in lines if "eval_loss" in x] == ["10/16", "11/16"]
     # the same schedule without a model: the standalone command
     alone = tmp_path / "alone.jsonl"
-    p = subprocess.run([sys.executable, "-m", "experiments.schedule", "--out", str(alone), "--", *swift],
+    p = subprocess.run([sys.executable, "-m", "experiments.launch.schedule", "--out", str(alone), "--", *swift],
                        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert [json.loads(x) for x in alone.read_text().splitlines()] == sched
@@ -436,11 +440,11 @@ def test_the_speed_table_shows_a_quick_estimate_as_such():
 def test_the_schedule_is_written_through_the_runners_link(tmp_path):
     """The runner links <cache>/schedule.jsonl to the run folder; an atomic write must land in the run folder, not
     replace the link (call 17 on the H200: three runs lost their schedule to the cache that way)."""
-    from experiments import schedule_core
+    from experiments.recipes import schedule_core
 
     run_dir, work = tmp_path / "results" / "h200" / "bs16" / "r1", tmp_path / "cache"
     run_dir.mkdir(parents=True)
-    runner.link_outputs(work, run_dir)
+    run_cache.link_outputs(work, run_dir)
     steps = [{"step": 1, "tokens": 10, "padded_tokens": 12, "micro_batches": 1}]
     schedule_core.write(steps, work / schedule_core.SCHEDULE_FILE)
     assert (work / "schedule.jsonl").is_symlink()

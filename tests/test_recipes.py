@@ -1,9 +1,9 @@
 """Recipes as data: the base equals the published command; rendering per ms-swift version."""
 import pytest
 
-from analysis.core.errors import InputError
+from experiments.base.errors import InputError
 from analysis.core.seeds import published_recipe
-from experiments import recipes
+from experiments.recipes import recipes
 
 
 def _norm(v):

@@ -50,7 +50,7 @@ def _report(results: Path, out: Path, *extra: str, env: dict | None = None) -> s
 BS16_COMMAND = ["swift", "sft", "--model", "/models/Qwen2.5-7B-Instruct", "--per_device_train_batch_size", "16",
                 "--gradient_accumulation_steps", "1", "--output_dir", "/results/h200/bs16/run-20261130-000000"]
 SEED_COMMAND_SH = """#!/usr/bin/env bash
-# Rendered by experiments/recipes.py for ms-swift 4.6.0
+# Rendered by experiments/recipes/recipes.py for ms-swift 4.6.0
 # --train_type -> --tuner_type: ms-swift 4.x renamed --train_type to --tuner_type
 export HF_HUB_OFFLINE=1
 swift sft \\
@@ -607,7 +607,7 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     """The Claims section over the committed claims runs draws its figures (a plotting regression once replaced
     them with 'claims audit not available' and no test noticed): every throughput recipe with a run is a bar, with
     the tokens/s the verdicts use."""
-    from analysis.core.paths import relative
+    from experiments.base.paths import relative
     from analysis.judge import frames
     from analysis.judge.verdicts import claims_table
     from analysis.measure import throughput
@@ -681,7 +681,7 @@ def _report_modules() -> list[Path]:
 
 def test_report_catches_no_broad_exception_and_renders_no_recipe():
     """Sections let failures propagate (only named, expected exceptions are caught) and never render a command from
-    experiments.recipes: the command is what the run recorded."""
+    experiments.recipes.recipes: the command is what the run recorded."""
     for path in _report_modules():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -10,35 +10,42 @@ import sys
 import pytest
 import yaml
 
-from experiments import catalog, launch, recipes, runner
+from experiments.recipes import catalog, recipes
+from experiments.launch import launcher as launch
+from experiments.run import runner
+from experiments.run import cache as run_cache
+from experiments.run import execute as run_execute
+from experiments.run import folders as run_folders
+from experiments.run import prepare as run_prepare
+from experiments.run import spec as run_spec
 
 
 def _cli(*args, **kw):
     return subprocess.run([sys.executable, "-m", "analysis.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=runner.ROOT, **kw)
+                          cwd=run_spec.ROOT, **kw)
 
 
 def test_run_dirs_are_never_reused(tmp_path):
-    spec = runner.RunSpec(hw="h200", experiment="seed", results_dir=str(tmp_path))
-    dirs = {runner.new_run_dir(spec) for _ in range(3)}
+    spec = run_spec.RunSpec(hw="h200", experiment="seed", results_dir=str(tmp_path))
+    dirs = {run_folders.new_run_dir(spec) for _ in range(3)}
     assert len(dirs) == 3 and all(d.parent == tmp_path / "h200" / "seed" for d in dirs)
 
 
 def test_complete_runs_are_found_only_for_the_same_inputs(tmp_path):
-    spec = runner.RunSpec(hw="h200", experiment="seed", results_dir=str(tmp_path), model="dummy", data="/d",
+    spec = run_spec.RunSpec(hw="h200", experiment="seed", results_dir=str(tmp_path), model="dummy", data="/d",
                           max_steps=30)
-    d = runner.new_run_dir(spec)
-    runner.write_status(d, status="ok", key=spec.key())
-    assert runner.find_complete(spec) == d
-    other = runner.RunSpec(**{**spec.__dict__, "max_steps": 40})
-    assert runner.find_complete(other) is None
+    d = run_folders.new_run_dir(spec)
+    run_folders.write_status(d, status="ok", key=spec.key())
+    assert run_folders.find_complete(spec) == d
+    other = run_spec.RunSpec(**{**spec.__dict__, "max_steps": 40})
+    assert run_folders.find_complete(other) is None
 
 
 def test_stale_running_run_is_marked_interrupted(tmp_path):
-    spec = runner.RunSpec(hw="h200", experiment="seed", results_dir=str(tmp_path))
-    d = runner.new_run_dir(spec)
-    runner.write_status(d, status="running", key=spec.key(), pid=2**22 + 12345, host="elsewhere")
-    assert runner.find_complete(spec) is None
+    spec = run_spec.RunSpec(hw="h200", experiment="seed", results_dir=str(tmp_path))
+    d = run_folders.new_run_dir(spec)
+    run_folders.write_status(d, status="running", key=spec.key(), pid=2**22 + 12345, host="elsewhere")
+    assert run_folders.find_complete(spec) is None
     assert json.loads((d / "run.json").read_text())["reason"].startswith("interrupted")
 
 
@@ -53,11 +60,11 @@ def test_stale_running_run_is_marked_interrupted(tmp_path):
         "KeyboardInterrupt\n", False, "interrupted (the supervisor stopped the training: the runner 4242 is gone)"),
 ])
 def test_failure_reasons(rc, tail, timed_out, expect):
-    assert runner._failure_reason(rc, tail, timed_out).startswith(expect)
+    assert run_execute.failure_reason(rc, tail, timed_out).startswith(expect)
 
 
 def test_bad_hardware_name_exits_2(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.runner", "run-all", "--hw", "tpu9"],
+    p = subprocess.run([sys.executable, "-m", "experiments.run.runner", "run-all", "--hw", "tpu9"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "unknown hardware 'tpu9'" in p.stderr and p.stderr.count("\n") == 1
     assert p.stderr.startswith("runner: error:")
@@ -82,9 +89,9 @@ def test_bad_run_all_input_is_one_line(tmp_path, argv, needle):
 def test_the_runner_imports_no_analysis_stage():
     """Level 1 imports only analysis.core: no parser, no measurement, no verdict code (tests/test_layers.py checks
     the source; this checks what an import really loads)."""
-    code = ("import sys, experiments.runner, experiments.catalog, experiments.plan, experiments.wheelhouse;"
+    code = ("import sys, experiments.run.runner, experiments.recipes.catalog, experiments.recipes.plan, experiments.setup.wheelhouse;"
             "print(sorted(m for m in sys.modules if m.startswith('analysis.') and not m.startswith('analysis.core')))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=runner.ROOT)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=run_spec.ROOT)
     assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
     assert not hasattr(runner, "summarise")
 
@@ -93,7 +100,7 @@ def test_the_runner_imports_no_analysis_stage():
 
 
 def test_runspec_resolves_claims_experiments_and_keeps_matrix_keys():
-    spec = runner.RunSpec(hw="h200", experiment="rank4")
+    spec = run_spec.RunSpec(hw="h200", experiment="rank4")
     assert spec.recipe == "seed" and spec.launcher == {"longest_first": True, "stop_after": 2}
     assert spec.max_steps is None  # a prefix of the full schedule (stop_after), not a shortened one
     assert spec.overrides == {"logging_steps": 1, "lora_rank": 4}
@@ -101,23 +108,23 @@ def test_runspec_resolves_claims_experiments_and_keeps_matrix_keys():
     assert key["launcher"] == {"longest_first": True, "stop_after": 2} and key["recipe_name"] == "seed"
     assert key["recipe"] == recipes.recipe_hash("seed")
     # CLI values win; re-resolving a resolved spec (as the notebook does) changes nothing.
-    cli = runner.RunSpec(hw="h200", experiment="rank4", max_steps=5, overrides={"lora_rank": 2})
+    cli = run_spec.RunSpec(hw="h200", experiment="rank4", max_steps=5, overrides={"lora_rank": 2})
     assert cli.max_steps == 5 and cli.overrides["lora_rank"] == 2
-    again = runner.RunSpec(hw="h200", experiment="rank4", max_steps=spec.max_steps, overrides=spec.overrides,
+    again = run_spec.RunSpec(hw="h200", experiment="rank4", max_steps=spec.max_steps, overrides=spec.overrides,
                            timeout_s=spec.timeout_s)
     assert again.key() == key
     # Matrix experiments run through the launcher with recipes.yaml's measurement options (token counts, two steps
     # profiled after the warm-up), which are part of their key: runs made before (plain swift sft) do not match.
-    key = runner.RunSpec(hw="h200", experiment="seed").key()
+    key = run_spec.RunSpec(hw="h200", experiment="seed").key()
     assert set(key) == {"experiment", "recipe", "model", "data", "max_steps", "overrides", "launcher"}
     assert key["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "kernels", "profile_warmup": 1}
-    assert runner.RunSpec(hw="h200", experiment="seed", launcher={}).key()["launcher"] == {}
+    assert run_spec.RunSpec(hw="h200", experiment="seed", launcher={}).key()["launcher"] == {}
 
 
 def _tiny_inputs(tmp_path):
-    from experiments import localdata
+    from experiments.offline import localdata
 
-    model, _, _ = runner.resolve_model(runner.DUMMY_TINY, "cpu")
+    model, _, _ = run_prepare.resolve_model(run_spec.DUMMY_TINY, "cpu")
     data = tmp_path / "data"
     localdata.make_tiny_local_data(data, n=12)
     return model, data
@@ -125,10 +132,10 @@ def _tiny_inputs(tmp_path):
 
 def test_prepare_renders_the_launcher_command(tmp_path):
     model, data = _tiny_inputs(tmp_path)
-    spec = runner.RunSpec(hw="cpu", experiment="cap24-bs4", model=runner.DUMMY_TINY, data=str(data),
+    spec = run_spec.RunSpec(hw="cpu", experiment="cap24-bs4", model=run_spec.DUMMY_TINY, data=str(data),
                           results_dir=str(tmp_path / "results"))
-    run_dir = runner.new_run_dir(spec)
-    ctx = runner.prepare(spec, run_dir)
+    run_dir = run_folders.new_run_dir(spec)
+    ctx = run_prepare.prepare(spec, run_dir)
     la = ctx["launch_argv"]
     assert la[:3] == [sys.executable, "-m", "experiments.launch"]
     assert la[3:la.index("--")] == ["--mem-cap-gib", "24", "--longest-first"]
@@ -140,11 +147,14 @@ def test_prepare_renders_the_launcher_command(tmp_path):
     sh = (run_dir / "command.sh").read_text()
     assert "python -m experiments.launch --mem-cap-gib 24 --longest-first -- swift sft \\\n  --model" in sh
     assert "# --per_device_train_batch_size 4: claims experiment cap24-bs4" in sh
+    # the launcher's own line (lost from every command.sh made between 2026-12-01 and the fix)
+    assert "# run in-process by experiments/launch/launcher.py --mem-cap-gib 24 --longest-first (claims experiment " \
+           "on recipe seed)" in sh
     status = json.loads((run_dir / "run.json").read_text())
     assert status["command"] == ctx["argv"] and status["launch_command"] == la
     assert status["key"]["launcher"] == {"mem_cap_gib": 24, "longest_first": True}
     # ms-swift's output_dir is a cache folder outside results/ whose log and args.json link into the run folder
-    work = runner.work_dir(run_dir)
+    work = run_cache.work_dir(run_dir)
     assert swift[swift.index("--output_dir") + 1] == str(work) == status["work_dir"]
     assert (work / "logging.jsonl").resolve() == (run_dir / "logging.jsonl").resolve()
     shutil.rmtree(work)
@@ -159,13 +169,13 @@ def test_the_notebook_runs_the_spec_the_runner_resolved(tmp_path, monkeypatch):
     captured = {}
     monkeypatch.setattr(pm, "execute_notebook", lambda *a, **k: captured.update(k["parameters"]))
     launcher = {"sdpa_padding_free": True, "stop_after": 46, "profile_steps": 2, "profile_skip": 40}
-    spec = runner.RunSpec(hw="h200", experiment="tp-combo", model="dummy", data=".data",
+    spec = run_spec.RunSpec(hw="h200", experiment="tp-combo", model="dummy", data=".data",
                           overrides={"padding_free": True, "attn_impl": "sdpa"}, launcher=launcher)
     runner.run_notebook(spec, tmp_path / "run", progress=False)
     assert json.loads(captured["launcher_json"]) == launcher
-    cells = json.loads(runner.NOTEBOOK.read_text())["cells"]
+    cells = json.loads(run_spec.NOTEBOOK.read_text())["cells"]
     params = next(c for c in cells if "parameters" in (c.get("metadata", {}).get("tags") or []))
-    spec_cell = next(c for c in cells if "runner.RunSpec(" in "".join(c["source"]))
+    spec_cell = next(c for c in cells if "run_spec.RunSpec(" in "".join(c["source"]))
     seen = {}
 
     class Stop(Exception):
@@ -184,7 +194,7 @@ def test_the_notebook_runs_the_spec_the_runner_resolved(tmp_path, monkeypatch):
     assert seen["spec"].launcher == launcher and seen["spec"].overrides["padding_free"] is True
     # without a launcher the notebook falls back to the definition's (plain tp-pf keeps its own)
     captured.clear()
-    runner.run_notebook(runner.RunSpec(hw="h200", experiment="tp-pf", model="dummy", data=".data"), tmp_path / "r2",
+    runner.run_notebook(run_spec.RunSpec(hw="h200", experiment="tp-pf", model="dummy", data=".data"), tmp_path / "r2",
                         progress=False)
     ns = {}
     exec("".join(params["source"]), ns)
@@ -273,14 +283,14 @@ def test_a_search_probes_until_it_is_bracketed(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_cpu_smoke_run_all_twice(tmp_path):
     """Real swift sft through run-all, the notebook and the runner on a tiny random Qwen2 model (float32)."""
-    from experiments.localdata import make_tiny_local_data
+    from experiments.offline.localdata import make_tiny_local_data
 
     data = tmp_path / "data"
     make_tiny_local_data(data, n=24)
     results = tmp_path / "results"
     # 15 steps: the warm-up (the first 10 steps: the epoch of ~1,500 samples at 2 a step is long) and the two
     # profiled steps 11-12 leave the intervals 12-13, 13-14, 14-15 steady
-    cmd = [sys.executable, "-m", "experiments.runner", "run-all", "--hw", "cpu", "--model", "dummy:tiny",
+    cmd = [sys.executable, "-m", "experiments.run.runner", "run-all", "--hw", "cpu", "--model", "dummy:tiny",
            "--data", str(data), "--max-steps", "15", "--results", str(results), "--experiments", "seed",
            "--set", "logging_steps=1", "--set", "gradient_accumulation_steps=2", "--no-progress"]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
@@ -337,7 +347,7 @@ def test_a_second_runner_does_not_train_an_experiment_another_runner_holds(tmp_p
     first is gone (its OS lock with it, even when killed), the experiment runs."""
     from rich.console import Console
 
-    spec = runner.RunSpec(hw="h200", experiment="seed", model="dummy", results_dir=str(tmp_path))
+    spec = run_spec.RunSpec(hw="h200", experiment="seed", model="dummy", results_dir=str(tmp_path))
     ran = []
     monkeypatch.setattr(runner, "run_notebook", lambda spec, run_dir, progress: ran.append(run_dir))
     monkeypatch.setattr(runner, "preflight", lambda spec: None)  # no H200 here
@@ -362,6 +372,22 @@ def test_a_second_runner_does_not_train_an_experiment_another_runner_holds(tmp_p
 def test_a_training_whose_runner_is_gone_is_interrupted_whatever_it_printed():
     """The kernel outlived its SIGKILLed runner: the stopped training is interrupted (resumed next time), even with
     an OOM line or a crash in its log; a time limit stays a timeout."""
-    reason = runner._failure_reason(1, "RuntimeError: CUDA out of memory", False, runner_gone=4242)
+    reason = run_execute.failure_reason(1, "RuntimeError: CUDA out of memory", False, runner_gone=4242)
     assert reason == "interrupted (the runner 4242 is gone)"
-    assert runner._failure_reason(-15, "", True, runner_gone=4242) == "timeout"
+    assert run_execute.failure_reason(-15, "", True, runner_gone=4242) == "timeout"
+
+
+def test_a_multi_gpu_run_without_the_launcher_renders_ms_swifts_own_launch(tmp_path, monkeypatch):
+    """`launcher: None` on 2 GPUs: NPROC_PER_NODE=2 on the command line. This branch read the launcher's options,
+    which it never set (an unbound name: a multi-GPU run without the launcher crashed in prepare)."""
+    model, data = _tiny_inputs(tmp_path)
+    monkeypatch.setattr(run_prepare.gpu, "check_hardware", lambda *a, **k: {"forced": False})
+    spec = run_spec.RunSpec(hw="cpu", experiment="seed", model=run_spec.DUMMY_TINY, data=str(data), gpus=2,
+                            results_dir=str(tmp_path / "results"))
+    spec.launcher = None  # plain `swift sft`, as a user's own matrix entry without launcher options would be
+    run_dir = run_folders.new_run_dir(spec)
+    ctx = run_prepare.prepare(spec, run_dir)
+    assert ctx["launch_argv"] is None and ctx["env"]["NPROC_PER_NODE"] == "2"
+    sh = (run_dir / "command.sh").read_text()
+    assert "NPROC_PER_NODE=2 swift sft" in sh and "run in-process" not in sh
+    shutil.rmtree(run_cache.work_dir(run_dir))

@@ -1,11 +1,12 @@
-"""experiments/sdpa_shapes.py (what a new packed-row length costs an attention call's host time) and the launcher's
+"""experiments/probes/sdpa_shapes.py (what a new packed-row length costs an attention call's host time) and the launcher's
 --sdp-backends switch it motivates."""
 import json
 import random
 
 import pytest
 
-from experiments import launch, sdpa_shapes
+from experiments.launch import launcher as launch
+from experiments.probes import sdpa_shapes
 
 
 def test_packed_causal_mask_by_hand():

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments import reaper, runner
+from experiments.run import reaper, runner
+from experiments.run import cache as run_cache
+from experiments.run import orphans as run_orphans
+from experiments.run import spec as run_spec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,9 +34,9 @@ def test_a_run_json_work_dir_never_gets_a_folder_deleted(tmp_path):
     victim = tmp_path / "victim"
     (victim / "checkpoint-3").mkdir(parents=True)
     (victim / "precious.txt").write_text("keep me")
-    spec = runner.RunSpec(hw="cpu", experiment="seed", model="dummy:tiny", results_dir=str(tmp_path / "results"))
+    spec = run_spec.RunSpec(hw="cpu", experiment="seed", model="dummy:tiny", results_dir=str(tmp_path / "results"))
     _interrupted_run(tmp_path / "results", spec, work_dir=str(victim))
-    assert runner.find_resumable(spec) is None
+    assert run_cache.find_resumable(spec) is None
     assert (victim / "precious.txt").read_text() == "keep me" and (victim / "checkpoint-3").is_dir()
 
 
@@ -42,14 +45,14 @@ def test_the_runner_deletes_only_its_own_cache_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "CHECKPOINTS", tmp_path / "checkpoints")
     run = tmp_path / "results" / "cpu" / "seed" / "r1"
     run.mkdir(parents=True)
-    own = runner.work_dir(run)
+    own = run_cache.work_dir(run)
     own.mkdir(parents=True)
-    assert runner.remove_work_dir(run) and not own.exists()
+    assert run_cache.remove_work_dir(run) and not own.exists()
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "precious.txt").write_text("keep me")
     own.symlink_to(victim, target_is_directory=True)  # a planted link in the cache folder
-    assert not runner.remove_work_dir(run)
+    assert not run_cache.remove_work_dir(run)
     assert (victim / "precious.txt").read_text() == "keep me"
 
 
@@ -85,11 +88,11 @@ def test_kill_orphans_never_signals_a_process_that_is_not_the_recorded_training(
         assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
         assert "cannot be verified" in p.stderr and "nothing was signalled" in p.stderr, p.stderr
         with pytest.raises(runner.InputError):
-            runner.check_orphans(results, kill=True)
+            run_orphans.check_orphans(results, kill=True)
         time.sleep(0.3)
         assert victim.poll() is None and reaper.alive(pid), "the victim was signalled"
         assert json.loads((run / "run.json").read_text())["status"] == "running"
-        runner.stop_run(run, "test")  # stop_run too signals only a verified supervisor
+        run_orphans.stop_run(run, "test")  # stop_run too signals only a verified supervisor
         time.sleep(0.3)
         assert victim.poll() is None
     finally:

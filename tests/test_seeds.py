@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.core.errors import InputError
+from experiments.base.errors import InputError
 from analysis.core.seeds import (
     DEFAULT_SEEDS_DIR,
     HW_KEYS,

@@ -1,4 +1,4 @@
-"""experiments/wheelhouse.py: requirement parsing, the folder and completeness checks, the CLI.
+"""experiments/setup/wheelhouse.py: requirement parsing, the folder and completeness checks, the CLI.
 
 Fast and offline: wheels are tiny zip files with a METADATA made in tmp_path; pip is only run
 for the offline install of such fake wheels (no index).
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import wheelhouse as wh
+from experiments.setup import wheelhouse as wh
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS_MD = Path("/work/.library/device/KINDS.md")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.core import paths
-from analysis.core.datafiles import read_yaml
-from analysis.core.errors import InputError
+from experiments.base import paths
+from experiments.base.datafiles import read_yaml
+from experiments.base.errors import InputError
 
 DEFAULT_SEEDS_DIR = paths.SEEDS_DIR
 RECIPE_SEED = "ms_swift_hw_test.yaml"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from analysis.core.errors import InputError
+from experiments.base.errors import InputError
 from analysis.estimate import planner
 from analysis.estimate.planner import DEFAULT_HW, METHODS, estimate
 

@@ -21,9 +21,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from analysis.core import hardware
-from analysis.core.datafiles import read_json_object, read_yaml
-from analysis.core.errors import InputError
+from experiments.base import hardware
+from experiments.base.datafiles import read_json_object, read_yaml
+from experiments.base.errors import InputError
 from analysis.measure import flops as measure_flops
 from analysis.measure.steps import step_time
 from analysis.parse.record import LOG_NAME, RunRecord, read_log_record

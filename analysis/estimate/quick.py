@@ -1,7 +1,7 @@
 """Predict a full run from a short one: a step-time model fitted on the measured steps, applied to the full schedule.
 
 A run's batches are known before it starts (schedule.jsonl: real and padded tokens and micro-batches of every
-optimizer step, experiments/schedule.py), so what a cut run leaves open is the cost of a step, not what the steps hold.
+optimizer step, experiments/launch/schedule.py), so what a cut run leaves open is the cost of a step, not what the steps hold.
 
 **The model.** The time of optimizer step s is
 
@@ -21,7 +21,7 @@ earlier evals are measured, not modelled) - its warm-up excess and one-time exce
 schedule's steps a+1 .. M + the full run's evaluations and saves from step a on (every eval_steps / save_steps and at
 M), each charged what the run measured: the k-th evaluation of the full run costs the quick run's k-th (the first one
 of a run costs more: kernel compilation and allocations for the eval shapes), the last save the quick run's last with
-the end of training. A quick run (experiments/quick.py) evaluates and saves twice at its end so that both are
+the end of training. A quick run (experiments/launch/quick.py) evaluates and saves twice at its end so that both are
 measured.
 
 **The warm-up excess** = the quick run's time to the end of its warm-up (the first line and the intervals that
@@ -376,7 +376,7 @@ def _steady_steps(rec: RunRecord, schedule: list[dict], evals: list[int], saves:
 def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None = None) -> QuickEstimate:
     """The full run's training time and steady tokens/s predicted from cut run REC (its schedule.jsonl, its steady
     intervals and measured events). SCHEDULE: in place of REC's own (a run made before the launcher wrote one, with
-    its schedule from `python -m experiments.schedule`)."""
+    its schedule from `python -m experiments.launch.schedule`)."""
     out = QuickEstimate(run=rec.name, model=None)
     schedule = schedule or rec.schedule
     if not schedule:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from analysis.core import hardware
-from analysis.core.errors import InputError
+from experiments.base import hardware
+from experiments.base.errors import InputError
 from analysis.estimate.planner import (
     GIB, METHODS, _run_method, constants, flops_per_token, memory, optimizer_step_s, roofline_micro_step,
     per_gpu_memory, run_tokens_per_sample,

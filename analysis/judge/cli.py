@@ -13,8 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
-from analysis.core.argparsing import OneLineParser
-from analysis.core.errors import InputError
+from experiments.base.argparsing import OneLineParser
+from experiments.base.errors import InputError
 
 DEFAULT_RESULTS = "results"
 LINE_WIDTH = 160  # one claim per line of a terminal or a review comment

@@ -3,7 +3,7 @@
 `resolve_combo` judges each member of the experiment's `combine` list with its claim's recipe rule (faster than the
 baseline, eval loss inside the seed band) and merges the winners' overrides and training launcher options, the
 fastest first (on a conflicting flag it wins). `write_resolved` writes the result where the runner reads it
-(experiments.catalog.resolved_path: results/resolved/<hw>/<name>.yaml); a different file already there is kept
+(experiments.recipes.catalog.resolved_path: results/resolved/<hw>/<name>.yaml); a different file already there is kept
 unless FORCE: a resolution is a decision, and a later one must not replace it silently.
 """
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from analysis.core.errors import InputError
+from experiments.base.errors import InputError
 from analysis.judge import config
 from analysis.judge.rules_speed import recipe_outcome
 from analysis.judge.select import runs_by_experiment
 from analysis.parse.record import RunRecord
-from experiments import catalog
+from experiments.recipes import catalog
 
 # Launcher options that say how long a run goes and what is measured, not how it trains: a combination keeps its own.
 SCHEDULE_LAUNCHER_KEYS = frozenset({"stop_after", "profile_steps", "profile_skip", "profile_activities",
@@ -27,7 +27,7 @@ CONTENT_KEYS = ("experiment", "overrides", "launcher", "used", "reason")  # what
 
 
 def combine_experiments() -> list[str]:
-    """The `combine` experiments of experiments/claims/, in definition order."""
+    """The `combine` experiments of experiments/recipes/claims/, in definition order."""
     return [n for n, e in catalog.load()["experiments"].items() if e.get("combine")]
 
 

@@ -2,7 +2,7 @@
 
 `load()` gives {'claims': [...], 'figures': {...}, 'path': ...}. Every claim names a rule `kind` of RULE_KINDS with
 the keys that rule reads, and the experiments behind it, which are experiments or capacity searches of
-experiments.catalog (experiments/claims/). Anything else is bad input: InputError naming claims.yaml.
+experiments.recipes.catalog (experiments/recipes/claims/). Anything else is bad input: InputError naming claims.yaml.
 The `figures` section names the runs of the audit's tables (analysis.judge.frames), so no experiment name is code.
 """
 from __future__ import annotations
@@ -11,9 +11,9 @@ import copy
 import functools
 from pathlib import Path
 
-from analysis.core.datafiles import read_yaml
-from analysis.core.errors import InputError
-from experiments import catalog
+from experiments.base.datafiles import read_yaml
+from experiments.base.errors import InputError
+from experiments.recipes import catalog
 
 CLAIMS_FILE = Path(__file__).resolve().parent / "claims.yaml"
 VERDICTS = ("holds", "does not hold", "inconclusive", "cannot be tested here", "not run yet")
@@ -65,7 +65,7 @@ def _check_claim(path: Path, i: int, claim, known: set[str], seen: set[str]) -> 
     unknown = [n for n in experiments if n not in known]
     if unknown:
         raise InputError(path, f"claim {cid!r}: unknown claims experiment(s) {', '.join(map(str, unknown))} "
-                               f"(not in experiments/claims/)")
+                               f"(not in experiments/recipes/claims/)")
     rule = claim["rule"]
     if not isinstance(rule, dict):
         raise InputError(path, f"claim {cid!r}: `rule` must be a mapping")

@@ -7,7 +7,7 @@ profiled steps and busy shares from measure.profile, eval losses through the see
 from __future__ import annotations
 
 
-from analysis.core.paths import relative
+from experiments.base.paths import relative
 from analysis.judge import config
 from analysis.judge.band import loss_check
 from analysis.judge.result import rnd
@@ -17,7 +17,7 @@ from analysis.measure.profile import busy_fraction, profiled_steps
 from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
 from analysis.parse.record import RunRecord
-from experiments import catalog
+from experiments.recipes import catalog
 
 
 def _runs(results_dir, hw: str | None, records: list[RunRecord] | None) -> Runs:
@@ -113,7 +113,7 @@ def host_time_frame(results_dir, hw: str | None = None, records: list[RunRecord]
 
 
 def capacity_frame(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
-    """Every capacity probe of experiments/claims/searches.yaml: cap, per-device batch, trained or OOM, peak."""
+    """Every capacity probe of experiments/recipes/claims/searches.yaml: cap, per-device batch, trained or OOM, peak."""
     import pandas as pd
 
     runs = _runs(results_dir, hw, records)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.core import hardware
+from experiments.base import hardware
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_recipe
 from analysis.measure import steps, throughput
 from analysis.parse.record import RunRecord

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 
-from analysis.core.paths import relative
+from experiments.base.paths import relative
 from analysis.judge.config import VERDICTS
 from analysis.judge.select import Runs
 from analysis.parse.record import RunRecord
-from experiments import catalog
+from experiments.recipes import catalog
 
 
 def rnd(x: float | None, nd: int = 4) -> float | None:

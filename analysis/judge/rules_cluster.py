@@ -61,7 +61,7 @@ def rule_nccl_env(claim: dict, runs: Runs, **_) -> dict:
     pairs = interconnect.pairs(sweeps, rule.get("without", "plain"), rule.get("with", "seed000-env"))
     if not pairs:
         return result("not run yet", "no all-reduce sweeps with and without the variables on one host "
-                                     "(experiments/scaling_gpu.sh with ALLREDUCE=1)", {}, [])
+                                     "(experiments/cloud/scaling_gpu.sh with ALLREDUCE=1)", {}, [])
     without, with_ = pairs[-1]
     eff = interconnect.env_effect(without, with_)
     big = interconnect.busbw_at(with_)
@@ -92,8 +92,8 @@ def rule_resume_time(claim: dict, runs: Runs, **_) -> dict:
     checks = [c for c in resume.resume_checks(runs.results_dir, runs.hw) if c["restart_to_first_step_s"] is not None] \
         if runs.results_dir else []
     if not checks:
-        return result("not run yet", "no resume check (python -m experiments.resume_check, or RESUME=best with "
-                                     "experiments/quick_gpu.sh)", {}, [])
+        return result("not run yet", "no resume check (python -m experiments.run.resume_check, or RESUME=best with "
+                                     "experiments/cloud/quick_gpu.sh)", {}, [])
 
     def drift(c):
         diffs = [abs(a - b) / abs(a) for _, a, b in c["repeated"] if a and b is not None]

@@ -10,7 +10,7 @@ from analysis.judge.result import dummy, not_run, result, rnd
 from analysis.judge.select import Runs, pick
 from analysis.measure.loss import eval_at
 from analysis.measure.memory import common_peaks
-from experiments import catalog
+from experiments.recipes import catalog
 
 
 def rule_memory_loss_pair(claim: dict, runs: Runs, **_) -> dict:
@@ -169,7 +169,7 @@ def rule_fits(claim: dict, runs: Runs, **_) -> dict:
         shipped = swift_info.shipped_version(rule["package"])
         if shipped:
             res = not_run(claim, runs)
-            res["detail"] += (f"; {rule['package']} {shipped} is in the GPU wheelhouse (experiments/requirements-gpu.txt,"
+            res["detail"] += (f"; {rule['package']} {shipped} is in the GPU wheelhouse (experiments/setup/requirements-gpu.txt,"
                               " slimmed to the host's CUDA 13.0 library), so the run is possible")
             res["numbers"] = {**nums, "shipped": shipped}
             return res

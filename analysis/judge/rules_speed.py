@@ -14,7 +14,7 @@ from analysis.measure.compare import SAME_HOST, host_relation
 from analysis.measure.memory import common_peaks
 from analysis.measure.profile import busy_fraction
 from analysis.measure.steps import step_time
-from experiments import catalog
+from experiments.recipes import catalog
 
 
 def rule_speedup(claim: dict, runs: Runs, **_) -> dict:

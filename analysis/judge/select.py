@@ -14,7 +14,7 @@ from pathlib import Path
 from analysis.measure.profile import busy_fraction
 from analysis.parse.record import RunRecord
 from analysis.parse.results import collect
-from experiments import catalog
+from experiments.recipes import catalog
 
 # set by the runner for the machine, not by an experiment's definition
 MACHINE_OVERRIDES = ("torch_dtype", "check_model")

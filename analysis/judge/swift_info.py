@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from analysis.core import paths
+from experiments.base import paths
 
-GPU_REQUIREMENTS = paths.EXPERIMENTS / "requirements-gpu.txt"  # what the GPU wheelhouse ships
+GPU_REQUIREMENTS = paths.EXPERIMENTS / "setup" / "requirements-gpu.txt"  # what the GPU wheelhouse ships
 
 
 def swift_version() -> str | None:
@@ -145,7 +145,7 @@ def pypi_wheel(name: str, python_version: str = "3.12", platform: str = "manylin
 
 
 def shipped_version(package: str, requirements: str | Path = GPU_REQUIREMENTS) -> str | None:
-    """The version of PACKAGE pinned in the GPU wheelhouse's requirements (experiments/requirements-gpu.txt)."""
+    """The version of PACKAGE pinned in the GPU wheelhouse's requirements (experiments/setup/requirements-gpu.txt)."""
     try:
         text = Path(requirements).read_text(encoding="utf-8")
     except OSError:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.core import hardware
+from experiments.base import hardware
 from analysis.measure.throughput import throughput
 from analysis.parse.record import RunRecord
 

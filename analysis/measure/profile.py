@@ -83,7 +83,7 @@ def gpm_step_rows(rec: RunRecord) -> list[dict]:
 
 
 def steady_share(rec: RunRecord) -> dict:
-    """The GPU's share of the run's steady steps from gpm.jsonl (experiments/gpm.py), next to step_share's profiled
+    """The GPU's share of the run's steady steps from gpm.jsonl (experiments/record/gpm.py), next to step_share's profiled
     two. GPM reads hardware counters at each step's end, so these are the unprofiled steps themselves, with no
     tracer's cost in their host time (issue 12: a traced seed-recipe step runs 1.1-1.3x). Over the optimizer steps
     of steady_intervals: busy = wall x graphics_util (time a context was active on the GPU), host = wall - busy,
@@ -92,7 +92,7 @@ def steady_share(rec: RunRecord) -> dict:
     profiler's kernel union of the same steps (median); GPM read over the profiler's exact window where profile.json
     has it (`gpm`, launcher runs from 2026-12-02), else the step's gpm.jsonl window, which also holds the profiler's
     stop and summary with the GPU idle. GPM also counts the engine's time between back-to-back kernels, so a
-    launch-bound step's tiny kernels read higher. Rank 0's GPU only (experiments/gpm.py)."""
+    launch-bound step's tiny kernels read higher. Rank 0's GPU only (experiments/record/gpm.py)."""
     empty = {"gpm_busy_ms": None, "gpm_host_ms": None, "gpm_step_ms": None, "gpm_busy_frac": None, "gpm_bound": None,
              "gpm_steps": 0, "gpm_sm_util_pct": None, "gpm_tensor_util_pct": None, "gpm_over_profiler": None}
     rows = [r for r in gpm_step_rows(rec) if r["steady"]]

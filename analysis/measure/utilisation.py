@@ -1,7 +1,7 @@
 """What the GPU did during a run, from the runner's NVML samples (`nvml.csv`), and whether the run was
 GPU-bound or host-bound.
 
-Clocks. `nvml.csv` (experiments/gpu.py) has one row per GPU about once a second; `time_s` counts from the
+Clocks. `nvml.csv` (experiments/record/gpu.py) has one row per GPU about once a second; `time_s` counts from the
 moment the sampler started, just before `swift sft` was launched, so a run's samples also cover model
 loading, dataset preprocessing and the exit. The log (`logging.jsonl`) counts from the start of training.
 The two are tied together by the **training window** [t_start, t_end] on the NVML clock:
@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.core.errors import InputError
+from experiments.base.errors import InputError
 from analysis.measure.profile import steady_share
 from analysis.measure.steps import steady_intervals
 from analysis.measure.throughput import steady_tokens

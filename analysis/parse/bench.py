@@ -1,4 +1,4 @@
-"""Benchmark folders beside the training runs: results/<hw>/allreduce/<run>/ (experiments/allreduce.py).
+"""Benchmark folders beside the training runs: results/<hw>/allreduce/<run>/ (experiments/record/allreduce.py).
 
 Each holds allreduce.json (message sizes, times, algbw and busbw as measured, the NCCL_* variables set), nccl.log (the
 benchmark's output with NCCL_DEBUG=INFO: which variables NCCL says it read) and env.json (the host). A folder
@@ -7,14 +7,22 @@ without a readable allreduce.json is skipped with a warning, never a traceback.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
-from analysis.core import runfiles
-from experiments.allreduce import nccl_read_vars
+from experiments.base import runfiles
 
 BENCH = "allreduce"
 FILE = "allreduce.json"
+
+
+_READ_RE = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+)")
+
+
+def nccl_read_vars(log_text: str) -> dict[str, str]:
+    """The NCCL_* variables NCCL says it read ('NCCL INFO NCCL_X set by environment to V', NCCL_DEBUG=INFO)."""
+    return {m.group(1): m.group(2).rstrip(".") for m in _READ_RE.finditer(log_text)}
 
 
 def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[dict]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.parse import megatron
-from analysis.core.errors import InputError
+from experiments.base.errors import InputError
 
 LOG_NAME = "logging.jsonl"
 ARGS_NAME = "args.json"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.core import runfiles
+from experiments.base import runfiles
 from analysis.parse import sidefiles
 from analysis.parse.logs import (
     LOG_NAME,
@@ -95,7 +95,7 @@ class RunRecord:
     profile: dict | None = None                     # profile.json (torch.profiler summary of a few steps)
     schedule: list[dict] | None = None              # schedule.jsonl: every step's token counts, known before training
     quick: dict | None = None                       # launch.json's quick stop (a quick run: where and why it stopped)
-    gpm_by_step: dict[int, dict] | None = None      # gpm.jsonl: each step's wall and GPM utilisation (experiments/gpm.py)
+    gpm_by_step: dict[int, dict] | None = None      # gpm.jsonl: each step's wall and GPM utilisation (experiments/record/gpm.py)
 
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property
@@ -109,7 +109,7 @@ class RunRecord:
 
     @property
     def launcher(self) -> dict:
-        """experiments/launch.py options the run used ({} for a plain `swift sft`)."""
+        """experiments/launch/launcher.py options the run used ({} for a plain `swift sft`)."""
         return dict(self.key.get("launcher") or {})
 
     @property
@@ -176,7 +176,7 @@ class RunRecord:
 
     @property
     def host_id(self) -> str | None:
-        """The stable host id of env.json's host fingerprint (experiments/host.py); None for runs made before it."""
+        """The stable host id of env.json's host fingerprint (experiments/record/host.py); None for runs made before it."""
         return runfiles.host_id(self.env)
 
     @property

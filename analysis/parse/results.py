@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.core import hardware
-from analysis.core.datafiles import read_json_object
-from analysis.core.errors import InputError
-from analysis.core.runfiles import digest
+from experiments.base import hardware
+from experiments.base.datafiles import read_json_object
+from experiments.base.errors import InputError
+from experiments.base.runfiles import digest
 from analysis.parse import sidefiles
 from analysis.parse.logs import LOG_NAME, find_runs, read_log
 from analysis.parse.record import RunRecord, record_from_log
@@ -138,8 +138,8 @@ def _why_unused(run_dir: Path) -> str | None:
                 "analysis/data/hardware.yaml)")
     experiment = ident["experiment"]
     if experiment not in known_experiments():
-        return (f"experiment {experiment!r} is neither in experiments/recipes.yaml nor a claims experiment "
-                "(experiments/claims/)")
+        return (f"experiment {experiment!r} is neither in experiments/recipes/recipes.yaml nor a claims experiment "
+                "(experiments/recipes/claims/)")
     return None
 
 
@@ -249,9 +249,9 @@ def labels(env: dict, status: dict) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def matrix_experiments() -> frozenset[str]:
-    """The hardware matrix's experiments (experiments/recipes.yaml, matrix: true): what the speed and convergence
+    """The hardware matrix's experiments (experiments/recipes/recipes.yaml, matrix: true): what the speed and convergence
     tables compare across GPUs. Claims experiments have their own tables."""
-    from experiments import recipes
+    from experiments.recipes import recipes
 
     return frozenset(recipes.experiments(matrix_only=False))
 
@@ -262,8 +262,8 @@ def is_matrix(rec: RunRecord) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def known_experiments() -> frozenset[str]:
-    """Every experiment a run may belong to: the recipes' and the claims audit's (experiments/claims/)."""
-    from experiments import catalog
+    """Every experiment a run may belong to: the recipes' and the claims audit's (experiments/recipes/claims/)."""
+    from experiments.recipes import catalog
 
     return matrix_experiments() | frozenset(catalog.load()["experiments"])
 

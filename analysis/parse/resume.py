@@ -1,4 +1,4 @@
-"""Resume checks beside the runs: results/<hw>/<experiment>/<run>/resume_check.json (experiments/resume_check.py).
+"""Resume checks beside the runs: results/<hw>/<experiment>/<run>/resume_check.json (experiments/run/resume_check.py).
 
 A run that was killed during training and resumed from its checkpoint by the next run-all holds, besides its own
 files, what the check recorded: the signal, what was left running or in results/, the runner's resume record (its
@@ -12,7 +12,7 @@ import json
 import warnings
 from pathlib import Path
 
-from analysis.core import runfiles
+from experiments.base import runfiles
 from analysis.parse.logs import to_float
 
 FILE = "resume_check.json"

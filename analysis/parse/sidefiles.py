@@ -1,8 +1,8 @@
 """The launcher's side files of a run folder: `tokens.jsonl` (tokens per optimizer step), `profile.json`,
 `schedule.jsonl` (every step's tokens, known before training), `gpm.jsonl` (each step's GPU share from NVML's GPM
-counters, experiments/gpm.py) and launch.json's quick-stop record.
+counters, experiments/record/gpm.py) and launch.json's quick-stop record.
 
-experiments/launch.py writes them beside ms-swift's log. A missing file is None (a run made without the launcher);
+experiments/launch/launcher.py writes them beside ms-swift's log. A missing file is None (a run made without the launcher);
 an unreadable line is skipped, as a torn last line of a killed run would be.
 """
 from __future__ import annotations
@@ -10,13 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from experiments.gpm import GPM_FILE, METRICS  # the launcher's file name and metric names, read here
-
-TOKENS_FILE = "tokens.jsonl"
-PROFILE_FILE = "profile.json"
-SCHEDULE_FILE = "schedule.jsonl"
-LAUNCH_FILE = "launch.json"
-GPM_METRICS = tuple(METRICS)
+from experiments.base.runfiles import GPM as GPM_FILE
+from experiments.base.runfiles import GPM_METRICS, LAUNCH_JSON as LAUNCH_FILE, PROFILE_JSON as PROFILE_FILE
+from experiments.base.runfiles import SCHEDULE as SCHEDULE_FILE, TOKENS as TOKENS_FILE
 
 
 def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, int] | None]:
@@ -95,7 +91,7 @@ def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
 
 
 def read_quick(run_dir: str | Path) -> dict | None:
-    """launch.json's record of a quick run's stop (experiments/quick.py); None for other runs."""
+    """launch.json's record of a quick run's stop (experiments/launch/quick.py); None for other runs."""
     try:
         data = json.loads((Path(run_dir) / LAUNCH_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):

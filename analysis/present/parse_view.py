@@ -12,8 +12,8 @@ import math
 import sys
 from pathlib import Path
 
-from analysis.core.errors import SKIPPED_EXIT
-from analysis.core.paths import relative
+from experiments.base.errors import SKIPPED_EXIT
+from experiments.base.paths import relative
 from analysis.measure.summary import run_summary
 from analysis.parse.logs import LOG_NAME
 from analysis.parse.record import RunRecord

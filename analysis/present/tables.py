@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.core import hardware
-from analysis.core.errors import SKIPPED_EXIT
+from experiments.base import hardware
+from experiments.base.errors import SKIPPED_EXIT
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import quick as quick_estimate
 from analysis.judge import published as P
@@ -64,7 +64,7 @@ def measured_records(results_dir: str | Path | list | Scan) -> list[RunRecord]:
 
 def labels_text(rec: RunRecord) -> str:
     labels = list(rec.labels)
-    if rec.quick and rec.quick.get("at_step"):  # experiments/quick.py's stop, from launch.json
+    if rec.quick and rec.quick.get("at_step"):  # experiments/launch/quick.py's stop, from launch.json
         q = rec.quick
         labels.append(f"quick run (stopped after step {q['at_step']} of {q.get('max_steps_of_schedule')})")
     return "; ".join(labels) + (f"; failed: {rec.failure}" if rec.failure else "")

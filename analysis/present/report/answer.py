@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.core import hardware
+from experiments.base import hardware
 from analysis.core.seeds import published_recipe
 from analysis.estimate import planner
 from analysis.estimate.validate import planner_error

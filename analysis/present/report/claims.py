@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.core.paths import relative
+from experiments.base.paths import relative
 from analysis.judge import config, frames
 from analysis.present import plots
 from analysis.present.report import html as H
@@ -156,7 +156,7 @@ def claims_section(ctx: Context) -> str:
     return H.join([
         H.p(f"<b>{len(table)} claims</b>: " + ", ".join(f"{n} {H.e(v)}" for v, n in counts.items())
             + ". Verdicts of analysis/judge over the committed results (the claims in analysis/judge/claims.yaml, "
-            "their experiments in experiments/claims/); <i>not run yet</i>: defined, GPU runs not committed; "
+            "their experiments in experiments/recipes/claims/); <i>not run yet</i>: defined, GPU runs not committed; "
             "<i>cannot be tested here</i> says why. One line each; the whole detail and the run folders are in the "
             "folded table below it."),
         H.html_table(brief, rename={"detail": "detail (first words)"}),

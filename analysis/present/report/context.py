@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.core import hardware
+from experiments.base import hardware
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.judge.published import short
 from analysis.judge.seed_checks import load_seeds

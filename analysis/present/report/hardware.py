@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.core import hardware, paths
+from experiments.base import hardware, paths
 from analysis.core.seeds import published_recipe
 from analysis.judge import published as P
 from analysis.measure import steps

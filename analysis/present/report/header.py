@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 
-from analysis.core import paths
+from experiments.base import paths
 from analysis.judge import published as P
 from analysis.parse.record import RunRecord
 from analysis.parse.results import latest_per_group
@@ -27,18 +27,18 @@ def label_meanings(ctx: Context) -> list[tuple[str, str]]:
     epoch_steps = P.epoch(ctx.pub)["steps"]
     return [
         ("dummy weights", "random weights with the exact Qwen2.5-7B-Instruct shapes and the real tokenizer "
-         "(experiments/dummy.py): step time, throughput and memory are what the real model gives; loss and "
+         "(experiments/offline/dummy.py): step time, throughput and memory are what the real model gives; loss and "
          "accuracy are meaningless."),
         ("offline data samples", "local copies of the recipe's three datasets (alpaca-gpt4-data-zh/en, "
          "self-cognition, #500 each) turned into what ms-swift makes of the hub datasets "
-         "(experiments/localdata.yaml); the hosts here cannot reach ModelScope or Hugging Face."),
+         "(experiments/offline/localdata.yaml); the hosts here cannot reach ModelScope or Hugging Face."),
         ("cut run", "--max_steps N: the run stops after N optimizer steps instead of one epoch"
          + (f" ({epoch_steps} steps)" if epoch_steps else "") + "; speed and memory come from the steps that ran, "
          "convergence does not cover an epoch."),
         ("forced hw label", "FORCE=1: the GPU did not match the hardware label (its NVML name is given); the "
          "numbers belong to that GPU, not to the label."),
         ("ms-swift", "the ms-swift version that ran (env.json); the recipe is rendered for it "
-         "(experiments/recipes.yaml adaptations)."),
+         "(experiments/recipes/recipes.yaml adaptations)."),
         ("published", "a number printed in the ms-swift hardware article (seeds/ms_swift_hw_test.yaml), "
          "not measured here; only fully legible digits are numbers."),
     ]
@@ -91,7 +91,6 @@ def runs_line(ctx: Context) -> str:
 
 
 def header(ctx: Context) -> str:
-    rows = ctx.matrix
     versions = sorted({(r.env.get("packages") or {}).get("ms-swift") or r.swift_version for r in ctx.records}
                       - {None})
     started = sorted(r.run_status.get("started") for r in ctx.records if r.run_status.get("started"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.core import hardware
+from experiments.base import hardware
 from analysis.measure import compare, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.present import plots

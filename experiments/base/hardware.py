@@ -1,0 +1,156 @@
+"""The hardware table (analysis/data/hardware.yaml) and model shapes (config.json or models.yaml).
+
+Specs are data, not code: adding a GPU class is one YAML entry.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from experiments.base import paths
+from experiments.base.errors import InputError
+
+DATA = paths.DATA
+HARDWARE_FILE = DATA / "hardware.yaml"
+MODELS_FILE = DATA / "models.yaml"
+SHAPE_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+              "num_key_value_heads", "vocab_size")
+
+
+@functools.lru_cache(maxsize=None)
+def table(path: str | Path = HARDWARE_FILE) -> dict[str, dict]:
+    """All GPU classes by key (a10, rtx4090, a100, a100-80gb, h100, h200, ...)."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    for key, spec in data.items():
+        for field in ("name", "memory_gb", "bandwidth_gbs", "bf16_dense_tflops", "nvml_names", "sky_accelerator",
+                      "source"):
+            if field not in spec:
+                raise InputError(path, f"hardware entry {key!r} lacks {field!r}")
+        spec["key"] = key
+    return data
+
+
+def get(key: str) -> dict | None:
+    return table().get(key)
+
+
+def require(key: str) -> dict:
+    """The spec of KEY, or bad input naming the known keys."""
+    spec = get(key)
+    if spec is None:
+        raise InputError(HARDWARE_FILE, f"unknown hardware {key!r} (known: {', '.join(table())})")
+    return spec
+
+
+def match_nvml(gpu_name: str) -> str | None:
+    """The hardware key whose nvml_names pattern matches an NVML device name ("NVIDIA A10G", "NVIDIA H100 PCIe"),
+    else None. The patterns are exclusive, so the first match is the only one."""
+    for key, spec in table().items():
+        if any(re.search(p, gpu_name) for p in spec["nvml_names"]):
+            return key
+    return None
+
+
+# --------------------------------------------------------------------------------------- model shapes
+
+
+@functools.lru_cache(maxsize=None)
+def known_models() -> dict[str, dict]:
+    return yaml.safe_load(MODELS_FILE.read_text(encoding="utf-8"))
+
+
+def shapes_from_config(config: dict) -> dict | None:
+    """The shape fields of a Hugging Face config.json (text config of multimodal models too)."""
+    cfg = config.get("text_config") or config.get("llm_config") or config
+    if not all(k in cfg for k in ("hidden_size", "intermediate_size", "num_hidden_layers",
+                                  "num_attention_heads", "vocab_size")):
+        return None
+    out = {k: cfg.get(k) for k in SHAPE_KEYS}
+    out["num_key_value_heads"] = cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
+    out["head_dim"] = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    out["tie_word_embeddings"] = bool(config.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
+    return out
+
+
+def lookup_model(name: str) -> dict | None:
+    """Shapes of a known model by id or path basename (case-insensitive), else None."""
+    base = Path(str(name).rstrip("/")).name.lower()
+    for key, entry in known_models().items():
+        if key.lower() == base:
+            shapes = shapes_from_config(entry)
+            if shapes is not None:
+                shapes["name"] = key
+            return shapes
+    return None
+
+
+def model_shapes(args: dict, run_dir: Path | None = None) -> dict | None:
+    """Model shapes for a run: the runner's copy of config.json, the model folder's, or the known table."""
+    candidates: list[Path] = []
+    if run_dir is not None:
+        candidates.append(Path(run_dir) / "model_config.json")
+    for key in ("model_dir", "model", "model_id_or_path"):
+        if isinstance(args.get(key), str):
+            candidates.append(Path(args[key]) / "config.json")
+    for path in candidates:
+        try:
+            if path.is_file():
+                shapes = shapes_from_config(json.loads(path.read_text(encoding="utf-8")))
+                if shapes is not None:
+                    return shapes
+        except (OSError, json.JSONDecodeError):
+            continue
+    for key in ("model", "model_id_or_path", "model_dir"):
+        if isinstance(args.get(key), str):
+            shapes = lookup_model(args[key])
+            if shapes is not None:
+                return shapes
+    return None
+
+
+def _linear_shapes(s: dict) -> list[tuple[int, int]]:
+    """(in, out) of every linear layer of one decoder block (Llama/Qwen2 family)."""
+    h, i = s["hidden_size"], s["intermediate_size"]
+    q = s["num_attention_heads"] * s["head_dim"]
+    kv = s["num_key_value_heads"] * s["head_dim"]
+    return [(h, q), (h, kv), (h, kv), (q, h), (h, i), (h, i), (i, h)]
+
+
+def matmul_params(s: dict) -> int:
+    """Weights that take part in matrix multiplies: all decoder linears plus lm_head (embeddings excluded)."""
+    per_layer = sum(a * b for a, b in _linear_shapes(s))
+    return per_layer * s["num_hidden_layers"] + s["hidden_size"] * s["vocab_size"]
+
+
+def lora_params(s: dict, args: dict) -> int | None:
+    """Trainable LoRA parameters r x (in + out) per targeted linear; only 'all-linear' is modelled."""
+    rank = args.get("lora_rank")
+    targets = args.get("target_modules")
+    if isinstance(targets, list) and len(targets) == 1:
+        targets = targets[0]
+    if not isinstance(rank, int) or targets != "all-linear":
+        return None
+    return rank * sum(a + b for a, b in _linear_shapes(s)) * s["num_hidden_layers"]
+
+
+def total_params(s: dict) -> int:
+    """All parameters with biases of q/k/v and RMSNorm weights (Qwen2 layout)."""
+    h, kv = s["hidden_size"], s["num_key_value_heads"] * s["head_dim"]
+    q = s["num_attention_heads"] * s["head_dim"]
+    per_layer = sum(a * b for a, b in _linear_shapes(s)) + (q + 2 * kv) + 2 * h
+    embed = s["hidden_size"] * s["vocab_size"]
+    return per_layer * s["num_hidden_layers"] + embed * (1 if s["tie_word_embeddings"] else 2) + h
+
+
+def describe(key: str) -> str:
+    spec = require(key)
+    return f"{spec['name']} ({spec['memory_gb']} GB, {spec['bf16_dense_tflops']} TFLOPS bf16 dense)"
+
+
+def as_rows() -> list[dict[str, Any]]:
+    return [{"hw": k, **{f: v for f, v in spec.items() if f != "nvml_names"}} for k, spec in table().items()]

@@ -1,0 +1,77 @@
+"""The run-folder contract: the name of every file a run folder holds, and what makes two folders the same run.
+
+`results/<hw>/<experiment>/<run>/` is written by the runner and the launcher (experiments/) and read by every
+analysis stage; both import the names from here, so a file is spelled once (tests/test_layers.py checks that no
+other module spells one). The schema of each file's fields is checked where it is read (analysis/parse/).
+
+Result trees from several machines are merged (`swiftbench tables results other`, `make fleet-collect`); a run that
+reached two of them by copying must count once, while runs from two hosts (different env.json, hence different
+host ids) stay two. Both the merge of analysis/parse/results.py and the copier of experiments/cloud/fleet.py use
+this one digest, so they agree on what a duplicate is.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+# --- the files of a run folder
+RUN_JSON = "run.json"              # the runner's record: status, key, command, labels, resumes, processes
+ENV_JSON = "env.json"              # what it ran on: GPU, driver, packages, host fingerprint, dummy weights
+LOGGING = "logging.jsonl"          # ms-swift's log: one JSON object per logging step, then the summary
+ARGS_JSON = "args.json"            # ms-swift's parsed arguments
+TOKENS = "tokens.jsonl"            # the launcher's real and padded tokens of every optimizer step
+PROFILE_JSON = "profile.json"      # the launcher's profiler window: GPU busy, kernels, host stacks
+LAUNCH_JSON = "launch.json"        # the launcher's options and what it measured around the run
+SCHEDULE = "schedule.jsonl"        # the run's token schedule, known before it trains
+GPM = "gpm.jsonl"                  # the GPU's busy share of every optimizer step (NVML GPM)
+NVML_CSV = "nvml.csv"              # the runner's NVML samples (nvml.N.csv: an attempt before a resume)
+STDOUT = "stdout.log"              # the training's console output
+COMMAND_SH = "command.sh"          # the rendered command line
+MODEL_CONFIG = "model_config.json"  # the model's config.json (shapes for MFU and memory)
+NOTEBOOK = "sft.ipynb"             # the executed experiment notebook
+RUNALL_LOG = "runall.log"          # the console output of the run-all that made it (device calls)
+RESUME_CHECK = "resume_check.json"  # experiments/run/resume_check.py's record
+ALLREDUCE_JSON = "allreduce.json"  # an interconnect benchmark's record (results/<hw>/allreduce/<run>/)
+NCCL_LOG = "nccl.log"              # NCCL's log of that benchmark
+TRAINER_STATE = "trainer_state.json"  # inside a checkpoint: written last, so its presence means complete
+
+GPM_METRICS = ("graphics_util", "sm_util", "tensor_util", "dram_bw_util")  # gpm.jsonl's per-step shares
+
+
+def nvml_attempt(n: int) -> str:
+    """The NVML samples of attempt N before a resume (the last attempt's are NVML_CSV)."""
+    return f"nvml.{n}.csv"
+
+
+IDENTITY_FILES = (RUN_JSON, ENV_JSON, LOGGING)  # the runner's record, what ran where, ms-swift's log
+
+
+def digest(run_dir: str | Path) -> str | None:
+    """sha256 over the names and bytes of the IDENTITY_FILES a folder has; None when it has none of them."""
+    h = hashlib.sha256()
+    found = False
+    for name in IDENTITY_FILES:
+        path = Path(run_dir) / name
+        if path.is_file():
+            found = True
+            h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest() if found else None
+
+
+def read_env(run_dir: str | Path) -> dict:
+    """A run folder's env.json as a dict ({} when missing or unreadable: runs from before it, a damaged file)."""
+    import json
+
+    try:
+        data = json.loads((Path(run_dir) / ENV_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def host_id(env: dict) -> str | None:
+    """The stable host id in env.json's host fingerprint (experiments/record/host.py); None for runs made before it. The one
+    reader of that field: the parser, the benchmark readers and the runner's "made on this host" test use it."""
+    host = env.get("host") if isinstance(env, dict) else None
+    fingerprint = host.get("fingerprint") if isinstance(host, dict) else None
+    return fingerprint.get("host_id") if isinstance(fingerprint, dict) else None

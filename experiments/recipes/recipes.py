@@ -1,0 +1,129 @@
+"""Recipes as data (experiments/recipes/recipes.yaml) rendered into the exact `swift sft` command line.
+
+The base recipe is the article's command, flag for flag; an experiment overrides some flags; the installed
+ms-swift version decides the few adaptations that keep the command's meaning (renamed flags, changed
+defaults). The rendered command is saved with every run (command.sh), so a run says what it ran.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import shlex
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from experiments.base.datafiles import read_yaml
+from experiments.base.errors import InputError
+
+RECIPES_FILE = Path(__file__).resolve().parent / "recipes.yaml"
+# Flags the runner owns for every run: where outputs go and what is being trained on.
+RUN_FLAGS = ("output_dir", "model", "dataset", "max_steps", "add_version")
+
+
+@functools.lru_cache(maxsize=None)
+def load(path: str | Path = RECIPES_FILE) -> dict:
+    path = Path(path)
+    data = read_yaml(path)
+    for key in ("base", "experiments", "adaptations"):
+        if key not in (data or {}):
+            raise InputError(path, f"missing top-level key {key!r}")
+    return data
+
+
+def experiments(path: str | Path = RECIPES_FILE, matrix_only: bool = True) -> list[str]:
+    """Experiment names in file order (only those of the hardware matrix unless matrix_only is False)."""
+    return [k for k, v in load(path)["experiments"].items() if v.get("matrix", True) or not matrix_only]
+
+
+def launcher(experiment: str, path: str | Path = RECIPES_FILE) -> dict:
+    """experiments/launch/launcher.py options of a matrix experiment: its own `launcher`, else the file's default."""
+    data = load(path)
+    if experiment not in data["experiments"]:
+        raise InputError(path, f"unknown experiment {experiment!r} (known: {', '.join(data['experiments'])})")
+    own = (data["experiments"][experiment] or {}).get("launcher")
+    return dict(own if own is not None else data.get("launcher") or {})
+
+
+def flags(experiment: str, path: str | Path = RECIPES_FILE) -> dict:
+    """Base flags with the experiment's overrides applied (a None override removes the flag)."""
+    data = load(path)
+    if experiment not in data["experiments"]:
+        raise InputError(path, f"unknown experiment {experiment!r} (known: {', '.join(data['experiments'])})")
+    out = dict(data["base"])
+    for k, v in (data["experiments"][experiment].get("overrides") or {}).items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
+
+
+def adapt(flag_map: dict, swift_version: str, path: str | Path = RECIPES_FILE) -> tuple[dict, list[str]]:
+    """Apply the version adaptations; returns the new flags and a note for each change made."""
+    out, notes = dict(flag_map), []
+    version = Version(swift_version)
+    for rule in load(path)["adaptations"]:
+        if version not in SpecifierSet(rule["when"]):
+            continue
+        for old, new in (rule.get("rename") or {}).items():
+            if old in out:  # rename in place: the command keeps the article's flag order
+                out = {(new if k == old else k): v for k, v in out.items()}
+                notes.append(f"--{old} -> --{new}: {rule['why']}")
+        for k, v in (rule.get("add") or {}).items():
+            if k not in out:
+                out[k] = v
+                notes.append(f"--{k} {v}: {rule['why']}")
+    return out, notes
+
+
+def _value(v) -> list[str]:
+    if isinstance(v, bool):
+        return ["true" if v else "false"]
+    if isinstance(v, list):
+        return [str(x) for x in v]
+    return [str(v)]
+
+
+def render(experiment: str, swift_version: str, *, output_dir: str, model: str | None = None,
+           datasets: list[str] | None = None, max_steps: int | None = None, overrides: dict | None = None,
+           path: str | Path = RECIPES_FILE) -> dict:
+    """The argv of `swift sft` for one run, and notes on every flag that differs from the article's.
+
+    model / datasets replace the recipe's hub ids (local folder, dummy model, local files); overrides carry
+    the runner's machine-specific flags (e.g. float32 on a CPU, --check_model false offline).
+    """
+    f = flags(experiment, path)
+    notes = []
+    f["output_dir"] = output_dir
+    f["add_version"] = False  # the run folder is ours: ms-swift must not add vN-<timestamp> below it
+    if model is not None and model != f["model"]:
+        notes.append(f"--model {model} instead of {f['model']}")
+        f["model"] = model
+    if datasets is not None and datasets != f["dataset"]:
+        notes.append("--dataset: local files instead of the hub datasets")
+        f["dataset"] = datasets
+    if max_steps:
+        f["max_steps"] = int(max_steps)
+        notes.append(f"--max_steps {max_steps}: a cut run")
+    for k, v in (overrides or {}).items():
+        if v is None:
+            f.pop(k, None)
+        else:
+            f[k] = v
+        notes.append(f"--{k} {v}: set by the runner")
+    f, adapt_notes = adapt(f, swift_version, path)
+    argv = ["swift", "sft"]
+    lines = ["swift sft"]
+    for k, v in f.items():
+        argv += [f"--{k}", *_value(v)]
+        lines.append(shlex.join([f"--{k}", *_value(v)]))
+    return {"argv": argv, "flags": f, "notes": adapt_notes + notes, "shell": " \\\n  ".join(lines)}
+
+
+def recipe_hash(experiment: str, path: str | Path = RECIPES_FILE) -> str:
+    """Short hash of an experiment's flags: a changed recipe is a new experiment for resumption."""
+    blob = json.dumps(flags(experiment, path), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]

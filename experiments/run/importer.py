@@ -1,0 +1,128 @@
+"""`swiftbench import SWIFT_OUTPUT_DIR --hw a100 --experiment seed`: a user's own `swift sft` runs into results/.
+
+`swift sft` writes `output/<model>/vN-<timestamp>/` with `logging.jsonl` and `args.json`; the tables read
+`results/<hw>/<experiment>/<run>/` with the runner's `run.json` and `env.json` beside them. This copies each run
+folder found under SWIFT_OUTPUT_DIR (its log and args, nothing else: checkpoints stay) into a new run folder and
+writes a run.json and env.json that say it was imported, from where, and what nobody recorded (the GPU, the host,
+the environment), so every table row of it says `imported`. It never overwrites: the run id ends in the first
+digits of the log's sha256, so importing the same run twice finds it there and copies nothing. It parses nothing
+either: `swiftbench parse` and the tables read the copy as they read any run.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+from experiments.base import hardware
+from experiments.base.errors import InputError
+
+LOG_NAME = "logging.jsonl"
+ARGS_NAMES = ("args.json", "sft_args.json")  # ms-swift 2.x+ / 1.x
+SWIFT_RUN = re.compile(r"^v\d+-(\d{8}-\d{6})$")  # vN-YYYYMMDD-HHMMSS
+UNKNOWN = ["gpu", "host", "environment (driver, CUDA, packages)", "tokens per step", "gpu samples (nvml.csv)",
+           "profile"]
+
+
+def swift_runs(src: Path) -> list[Path]:
+    """The run folders under SRC (one holding logging.jsonl; a checkpoint's never), sorted."""
+    if (src / LOG_NAME).is_file():
+        return [src]
+    return sorted(p.parent for p in src.rglob(LOG_NAME)
+                  if not any(part.startswith("checkpoint-") for part in p.parent.relative_to(src).parts))
+
+
+def known_experiment(name: str) -> bool:
+    from experiments.recipes import catalog, recipes
+
+    return name in recipes.experiments(matrix_only=False) or catalog.experiment(name) is not None
+
+
+def run_id(run: Path, log_bytes: bytes) -> str:
+    """<the swift folder's timestamp, else the log's mtime>-import-<8 hex digits of the log's sha256>."""
+    m = SWIFT_RUN.match(run.name)
+    stamp = m.group(1) if m else dt.datetime.fromtimestamp((run / LOG_NAME).stat().st_mtime).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-import-{hashlib.sha256(log_bytes).hexdigest()[:8]}"
+
+
+def import_run(run: Path, hw: str, experiment: str, results: Path) -> tuple[Path, bool]:
+    """Copy one swift run folder into results/<hw>/<experiment>/<id>/; (folder, False) when it is already there."""
+    log_bytes = (run / LOG_NAME).read_bytes()
+    if not log_bytes.strip():
+        raise InputError(run / LOG_NAME, "empty log file")
+    dest = results / hw / experiment / run_id(run, log_bytes)
+    if dest.exists():
+        if (dest / LOG_NAME).is_file() and (dest / LOG_NAME).read_bytes() == log_bytes:
+            return dest, False
+        raise InputError(dest, "exists and holds another run (nothing was overwritten)")
+    files = [LOG_NAME] + [n for n in ARGS_NAMES if (run / n).is_file()]
+    args = {}
+    for name in ARGS_NAMES:
+        if (run / name).is_file():
+            try:
+                args = json.loads((run / name).read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise InputError(run / name, f"not valid JSON: {exc}") from None
+            break
+    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    imported = {"source": str(run.resolve()), "files": files, "at": now,
+                "log_sha256": hashlib.sha256(log_bytes).hexdigest()}
+    status = {"status": "ok", "hw": hw, "experiment": experiment, "imported": imported, "unknown": UNKNOWN,
+              "notes": ["imported from a plain `swift sft` output folder by `swiftbench import`: the hardware class "
+                        "is what the user said; status ok says nothing about how the run ended (the log does)"]}
+    version = args.get("swift_version") if isinstance(args, dict) else None  # ms-swift 3+ writes it into args.json
+    env = {"hw": hw, "imported": True, "unknown": UNKNOWN, "packages": {"ms-swift": version} if version else {}}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    for name in files:
+        shutil.copyfile(run / name, tmp / name)
+    (tmp / "env.json").write_text(json.dumps(env, indent=2) + "\n", encoding="utf-8")
+    (tmp / "run.json").write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
+    os.rename(tmp, dest)  # whole or not at all; a folder that appeared meanwhile is not replaced (rename fails)
+    return dest, True
+
+
+def import_output(src: str | Path, hw: str, experiment: str,
+                  results: str | Path = "results") -> list[tuple[Path, Path, bool]]:
+    """Every swift run folder under SRC into RESULTS: [(source, run folder, newly copied)]."""
+    src, results = Path(src), Path(results)
+    hardware.require(hw)
+    if not known_experiment(experiment):
+        raise InputError(None, f"unknown experiment {experiment!r}: one of experiments/recipes/recipes.yaml (seed, bs16, ...) "
+                               "or a claims experiment, so the tables know what the run is")
+    if not src.is_dir():
+        raise InputError(src, "no such folder")
+    if (src / "run.json").is_file():
+        raise InputError(src, "already a swiftbench run folder (it has run.json): copy it into a results tree, or "
+                              "give its tree to `swiftbench tables`")
+    runs = swift_runs(src)
+    if not runs:
+        raise InputError(src, f"no {LOG_NAME} in this folder or below it (swift sft writes "
+                              "output/<model>/vN-<timestamp>/logging.jsonl)")
+    return [(run, *import_run(run, hw, experiment, results)) for run in runs]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import", help="copy plain `swift sft` output folders into a results tree, labelled imported",
+                       description="Copy the runs of a `swift sft` output folder (vN-<timestamp>/logging.jsonl + "
+                                   "args.json) into RESULTS/<hw>/<experiment>/<run>/ with a run.json and env.json that "
+                                   "say they were imported; never overwrites.")
+    p.add_argument("src", metavar="SWIFT_OUTPUT_DIR", help="swift's output folder (or one vN-... run folder in it)")
+    p.add_argument("--hw", required=True, help="the GPU class the runs were made on (analysis/data/hardware.yaml)")
+    p.add_argument("--experiment", required=True, help="the experiment they ran (seed, bs16, ...)")
+    p.add_argument("--results", default="results", help="the results tree (default results)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    for src, dest, new in import_output(args.src, args.hw, args.experiment, args.results):
+        print(f"{'imported' if new else 'already there'}: {src} -> {dest}")
+    return 0
+

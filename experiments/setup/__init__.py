@@ -1,0 +1,1 @@
+"""Host set-up: the air-gapped GPU host's wheel set and its offline install."""
