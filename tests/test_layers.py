@@ -254,3 +254,27 @@ def test_tarjan_on_a_longer_cycle():
     edges = {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": ["d"], "e": ["a"]}
     assert sorted(strongly_connected(edges)) == [["a", "b", "c"], ["d"]]
     assert strongly_connected({"a": ["b"], "b": []}) == []
+
+
+def test_no_run_folder_file_name_is_spelled_outside_the_contract():
+    """Every run-folder file name is spelled once, in experiments/base/runfiles.py; code elsewhere says
+    runfiles.RUN_JSON (docstrings may name the files)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from experiments.base import runfiles
+
+    names = {v for k, v in vars(runfiles).items() if k.isupper() and isinstance(v, str) and "." in v}
+    assert {"run.json", "env.json", "logging.jsonl", "args.json", "tokens.jsonl", "gpm.jsonl"} <= names
+    found = []
+    for name, path in modules().items():
+        if name == "experiments.base.runfiles":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        found += [f"{path.relative_to(ROOT)}:{n.lineno} {n.value!r}" for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names
+                  and id(n) not in docs]
+    assert not found, "spell these as experiments.base.runfiles names:\n" + "\n".join(found)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from experiments.base.errors import InputError
 from analysis.estimate import planner
 from analysis.estimate.planner import DEFAULT_HW, METHODS, estimate
+from experiments.base.errors import InputError
 
 # estimate()'s defaults, for what neither a flag nor --from-args gives
 DEFAULTS = {"method": "lora", "max_length": 2048, "batch": 1, "grad_accum": 16, "samples": 1500, "epochs": 1,

@@ -21,13 +21,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-from experiments.base import hardware
-from experiments.base.datafiles import read_json_object, read_yaml
-from experiments.base.errors import InputError
 from analysis.measure import flops as measure_flops
 from analysis.measure.steps import step_time
 from analysis.parse.record import LOG_NAME, RunRecord, read_log_record
 from analysis.parse.results import collect
+from experiments.base import hardware, runfiles
+from experiments.base.datafiles import read_json_object, read_yaml
+from experiments.base.errors import InputError
 
 CONSTANTS_FILE = hardware.DATA / "planner.yaml"
 DEFAULT_HW = ("a10", "rtx4090", "a100", "h100", "h200")
@@ -111,7 +111,7 @@ def resolve_model(model: str) -> dict:
     return shapes
 
 
-MODEL_CONFIG_NAME = "model_config.json"  # the runner's copy of the model's config.json in a run folder
+MODEL_CONFIG_NAME = runfiles.MODEL_CONFIG  # the runner's copy of the model's config.json in a run folder
 
 
 def args_from_run(path: str | Path) -> dict[str, Any]:

@@ -8,14 +8,22 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from experiments.base import hardware
-from experiments.base.errors import InputError
 from analysis.estimate.planner import (
-    GIB, METHODS, _run_method, constants, flops_per_token, memory, optimizer_step_s, roofline_micro_step,
-    per_gpu_memory, run_tokens_per_sample,
+    GIB,
+    METHODS,
+    _run_method,
+    constants,
+    flops_per_token,
+    memory,
+    optimizer_step_s,
+    per_gpu_memory,
+    roofline_micro_step,
+    run_tokens_per_sample,
 )
 from analysis.measure.steps import step_time
 from analysis.parse.results import collect
+from experiments.base import hardware
+from experiments.base.errors import InputError
 
 MIN_STEADY_INTERVALS = 3  # a step time checked against the estimate rests on at least this many steady intervals
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import yaml
 
-from experiments.base.errors import InputError
 from analysis.judge import config
 from analysis.judge.rules_speed import recipe_outcome
 from analysis.judge.select import runs_by_experiment
 from analysis.parse.record import RunRecord
+from experiments.base.errors import InputError
 from experiments.recipes import catalog
 
 # Launcher options that say how long a run goes and what is measured, not how it trains: a combination keeps its own.

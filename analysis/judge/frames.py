@@ -6,17 +6,24 @@ profiled steps and busy shares from measure.profile, eval losses through the see
 """
 from __future__ import annotations
 
-
-from experiments.base.paths import relative
 from analysis.judge import config
 from analysis.judge.band import loss_check
 from analysis.judge.result import rnd
-from analysis.judge.select import Runs, hw_choice, pick, profiled, records_of, runs_by_experiment, seed_baseline
+from analysis.judge.select import (
+    Runs,
+    hw_choice,
+    pick,
+    profiled,
+    records_of,
+    runs_by_experiment,
+    seed_baseline,
+)
 from analysis.measure.compare import CROSS_HOST, host_relation, speedup
 from analysis.measure.profile import busy_fraction, profiled_steps
 from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
 from analysis.parse.record import RunRecord
+from experiments.base.paths import relative
 from experiments.recipes import catalog
 
 

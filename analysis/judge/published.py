@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.base import hardware
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_recipe
 from analysis.measure import steps, throughput
 from analysis.parse.record import RunRecord
+from experiments.base import hardware
 
 SEED_EXPERIMENT = "seed"  # the matrix experiment that runs the article's recipe; published rows sit beside it
 COMPARISON_COLUMNS = ["quantity", "published hw", "published", "published text", "our hw", "our run", "measured",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-from experiments.base.paths import relative
 from analysis.judge.config import VERDICTS
 from analysis.judge.select import Runs
 from analysis.parse.record import RunRecord
+from experiments.base.paths import relative
 from experiments.recipes import catalog
 
 

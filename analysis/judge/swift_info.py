@@ -50,9 +50,8 @@ def _default(f) -> Any:
 @functools.lru_cache(maxsize=1)
 def sft_parser():
     """The parser `swift sft` uses (HfArgumentParser over SftArguments), without running __post_init__."""
-    from transformers import HfArgumentParser
-
     from swift.arguments import SftArguments
+    from transformers import HfArgumentParser
 
     try:  # ms-swift parses with this patch (swift.utils.parse_args); the same parser, without running __post_init__
         from swift.utils.utils import _patch_get_type_hints

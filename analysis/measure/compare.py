@@ -14,9 +14,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from analysis.measure.steps import steady_intervals
-from analysis.measure.throughput import Throughput, ratio_of_sums, throughput, throughput_ratio
+from analysis.measure.throughput import (
+    Throughput,
+    ratio_of_sums,
+    throughput,
+    throughput_ratio,
+)
 from analysis.parse.record import RunRecord
-
 
 SAME_HOST, CROSS_HOST, UNVERIFIED = "same host", "cross-host", "host unverified"
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.base import hardware
 from analysis.measure.throughput import throughput
 from analysis.parse.record import RunRecord
+from experiments.base import hardware
 
 FORWARD_BACKWARD_PER_PARAM = 4   # frozen weights: forward 2 + input-gradient backward 2
 TRAINABLE_PER_PARAM = 6          # trainable weights: forward 2 + backward 4

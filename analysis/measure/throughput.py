@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from analysis.measure.steps import Interval, step_time, steady_intervals
+from analysis.measure.steps import Interval, steady_intervals, step_time
 from analysis.parse.record import RunRecord
+from experiments.base import runfiles
 
-SOURCE_COUNTED = "tokens.jsonl"
+SOURCE_COUNTED = runfiles.TOKENS
 SOURCE_MEAN = "mean length x samples per step"
 BOOTSTRAP_MAX = 20_000  # more steady intervals than this: a normal interval instead of the bootstrap (ratio_of_sums)
 

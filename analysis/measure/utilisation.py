@@ -55,14 +55,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.base.errors import InputError
 from analysis.measure.profile import steady_share
 from analysis.measure.steps import steady_intervals
 from analysis.measure.throughput import steady_tokens
 from analysis.parse.record import RunRecord
 from analysis.parse.results import read_status
+from experiments.base import runfiles
+from experiments.base.errors import InputError
 
-NVML_NAME = "nvml.csv"
+NVML_NAME = runfiles.NVML_CSV
 
 # Host-bound when the median NVML utilisation in the training window is below this: the GPU then runs no
 # kernel for more than half of the time, i.e. it waits for the host (Python, kernel launches, data loading,

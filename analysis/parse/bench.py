@@ -14,7 +14,7 @@ from pathlib import Path
 from experiments.base import runfiles
 
 BENCH = "allreduce"
-FILE = "allreduce.json"
+FILE = runfiles.ALLREDUCE_JSON
 
 
 _READ_RE = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+)")
@@ -42,7 +42,7 @@ def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[dict]
             warnings.warn(f"{f}: skipped, not an all-reduce sweep ({type(exc).__name__}: {exc})", stacklevel=2)
             continue
         try:
-            log = (folder / "nccl.log").read_text(encoding="utf-8", errors="replace")
+            log = (folder / runfiles.NCCL_LOG).read_text(encoding="utf-8", errors="replace")
         except OSError:
             log = ""
         env = runfiles.read_env(folder)

@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from analysis.parse import megatron
+from experiments.base import runfiles
 from experiments.base.errors import InputError
 
-LOG_NAME = "logging.jsonl"
-ARGS_NAME = "args.json"
+LOG_NAME = runfiles.LOGGING
+ARGS_NAME = runfiles.ARGS_JSON
 
 SPEED_S_PER_IT = "train_speed(s/it)"
 SPEED_IT_PER_S = "train_speed(iter/s)"
@@ -392,7 +393,7 @@ def resume_points(run_dir: Path) -> list[tuple[int, int]]:
     """(log lines before, checkpoint step) of every resume the runner recorded in run.json (`resumes`): the lines
     after that count were written by a training that went on from that step. [] without run.json or resumes (a
     broken run.json is the results reader's to report)."""
-    p = Path(run_dir) / "run.json"
+    p = Path(run_dir) / runfiles.RUN_JSON
     try:
         data = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
     except (OSError, ValueError, RecursionError):

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.base import runfiles
 from analysis.parse import sidefiles
 from analysis.parse.logs import (
     LOG_NAME,
@@ -32,6 +31,7 @@ from analysis.parse.logs import (
     to_float,
     transpose,
 )
+from experiments.base import runfiles
 
 Curve = list  # [[step, value], ...] as logged (JSON-friendly)
 

@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from experiments.base import hardware
-from experiments.base.datafiles import read_json_object
-from experiments.base.errors import InputError
-from experiments.base.runfiles import digest
 from analysis.parse import sidefiles
 from analysis.parse.logs import LOG_NAME, find_runs, read_log
 from analysis.parse.record import RunRecord, record_from_log
+from experiments.base import hardware, runfiles
+from experiments.base.datafiles import read_json_object
+from experiments.base.errors import InputError
+from experiments.base.runfiles import digest
 
-ENV_NAME = "env.json"
-STATUS_NAME = "run.json"
+ENV_NAME = runfiles.ENV_JSON
+STATUS_NAME = runfiles.RUN_JSON
 UNLABELLED = "unlabelled (no run.json or env.json: not made by the runner)"
 SWIFT_RUN = re.compile(r"^v\d+-\d{8}-\d{6}$")  # the folder `swift sft` makes under output/<model>/
 

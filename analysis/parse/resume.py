@@ -12,10 +12,10 @@ import json
 import warnings
 from pathlib import Path
 
-from experiments.base import runfiles
 from analysis.parse.logs import to_float
+from experiments.base import runfiles
 
-FILE = "resume_check.json"
+FILE = runfiles.RESUME_CHECK
 
 
 def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[dict]:

@@ -11,8 +11,11 @@ import json
 from pathlib import Path
 
 from experiments.base.runfiles import GPM as GPM_FILE
-from experiments.base.runfiles import GPM_METRICS, LAUNCH_JSON as LAUNCH_FILE, PROFILE_JSON as PROFILE_FILE
-from experiments.base.runfiles import SCHEDULE as SCHEDULE_FILE, TOKENS as TOKENS_FILE
+from experiments.base.runfiles import GPM_METRICS
+from experiments.base.runfiles import LAUNCH_JSON as LAUNCH_FILE
+from experiments.base.runfiles import PROFILE_JSON as PROFILE_FILE
+from experiments.base.runfiles import SCHEDULE as SCHEDULE_FILE
+from experiments.base.runfiles import TOKENS as TOKENS_FILE
 
 
 def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, int] | None]:

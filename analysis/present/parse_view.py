@@ -12,12 +12,12 @@ import math
 import sys
 from pathlib import Path
 
-from experiments.base.errors import SKIPPED_EXIT
-from experiments.base.paths import relative
 from analysis.measure.summary import run_summary
 from analysis.parse.logs import LOG_NAME
 from analysis.parse.record import RunRecord
 from analysis.parse.results import STATUS_NAME, read_runs, records_under, run_folders
+from experiments.base.errors import SKIPPED_EXIT
+from experiments.base.paths import relative
 
 SHOWN = [
     ("log_format", "log format"), ("swift_version", "ms-swift"), ("complete", "complete"),

@@ -12,11 +12,17 @@ import json
 import sys
 from pathlib import Path
 
-from experiments.base.errors import SKIPPED_EXIT
-from experiments.base.paths import relative
-from analysis.measure.profile import gpu_ops_per_step, host_breakdown, measured_windows, steady_share, step_share
+from analysis.measure.profile import (
+    gpu_ops_per_step,
+    host_breakdown,
+    measured_windows,
+    steady_share,
+    step_share,
+)
 from analysis.parse.record import RunRecord
 from analysis.present.parse_view import records
+from experiments.base.errors import SKIPPED_EXIT
+from experiments.base.paths import relative
 
 
 def register(sub) -> None:

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.base import hardware
-from experiments.base.errors import SKIPPED_EXIT
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import quick as quick_estimate
 from analysis.judge import published as P
 from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
+from experiments.base import hardware
+from experiments.base.errors import SKIPPED_EXIT
 
 SPEED_COLUMNS = [
     "hw", "experiment", "source", "gpus", "parallel", "status", "run", "host", "labels", "ms_per_sample",

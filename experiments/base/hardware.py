@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from experiments.base import paths
+from experiments.base import paths, runfiles
 from experiments.base.errors import InputError
 
 DATA = paths.DATA
@@ -93,7 +93,7 @@ def model_shapes(args: dict, run_dir: Path | None = None) -> dict | None:
     """Model shapes for a run: the runner's copy of config.json, the model folder's, or the known table."""
     candidates: list[Path] = []
     if run_dir is not None:
-        candidates.append(Path(run_dir) / "model_config.json")
+        candidates.append(Path(run_dir) / runfiles.MODEL_CONFIG)
     for key in ("model_dir", "model", "model_id_or_path"):
         if isinstance(args.get(key), str):
             candidates.append(Path(args[key]) / "config.json")

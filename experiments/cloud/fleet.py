@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from experiments.base import hardware
+from experiments.base import hardware, runfiles
 from experiments.base.errors import InputError
 from experiments.base.runfiles import IDENTITY_FILES, digest
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = Path(__file__).with_name("fleet_task.yaml")
 BUCKET_MOUNT = "/swiftbench-bucket"
 EXAMPLE_BUCKET = "s3://your-bucket"  # what a dry run without --bucket shows; a launch needs a real one
-RUN_MARKERS = ("run.json", "logging.jsonl")
+RUN_MARKERS = (runfiles.RUN_JSON, runfiles.LOGGING)
 
 
 class _Dumper(yaml.SafeDumper):

@@ -60,13 +60,15 @@ import time
 import traceback
 from pathlib import Path
 
+from experiments.base import runfiles
+
 GIB = 2**30
 # torch.backends.cuda's switch for each SDPA backend (--sdp-backends)
 SDP_BACKENDS = {"cudnn": "enable_cudnn_sdp", "flash": "enable_flash_sdp", "efficient": "enable_mem_efficient_sdp",
                 "math": "enable_math_sdp"}
-LAUNCH_FILE = "launch.json"
-PROFILE_FILE = "profile.json"
-TOKENS_FILE = "tokens.jsonl"
+LAUNCH_FILE = runfiles.LAUNCH_JSON
+PROFILE_FILE = runfiles.PROFILE_JSON
+TOKENS_FILE = runfiles.TOKENS
 
 
 # ------------------------------------------------------------------------------------------- arguments

@@ -177,7 +177,15 @@ def _load_tiktoken_ranks(path: Path) -> dict[bytes, int]:
 @lru_cache(maxsize=2)
 def _qwen_tokenizer_json(tiktoken_file: str) -> str:
     """The serialized ``tokenizers`` pipeline of Qwen2.5 (cached per process; ~5 s to build)."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
     path = Path(tiktoken_file)

@@ -23,7 +23,6 @@ import shlex
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-
 from experiments.base.datafiles import read_yaml
 from experiments.base.errors import InputError
 

@@ -21,8 +21,8 @@ import time
 def main(argv=None) -> int:
     import torch
 
-    from experiments.probes.cupti_kernels import KernelTracer
     from experiments.launch.launcher import _device_intervals, union_ns
+    from experiments.probes.cupti_kernels import KernelTracer
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--launches", type=int, default=20000)

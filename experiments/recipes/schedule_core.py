@@ -44,7 +44,9 @@ import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
-SCHEDULE_FILE = "schedule.jsonl"
+from experiments.base import runfiles
+
+SCHEDULE_FILE = runfiles.SCHEDULE
 
 
 # ------------------------------------------------------------------------------------------- the steps

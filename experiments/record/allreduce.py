@@ -20,6 +20,8 @@ import os
 import sys
 from pathlib import Path
 
+from experiments.base import runfiles
+
 # Seed 000's NCCL script (seeds/platform_speed.yaml, flag.nccl_env_script), exactly as printed there.
 SEED000_NCCL_ENV = {"NCCL_NVSWITCH_USE": "1", "NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "5",
                     "NCCL_FASTRAK_ENABLE": "1"}
@@ -82,14 +84,14 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         nccl_version = ".".join(map(str, torch.cuda.nccl.version()))
         env_vars = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
-        (out / "allreduce.json").write_text(json.dumps({
+        (out / runfiles.ALLREDUCE_JSON).write_text(json.dumps({
             "ranks": n, "dtype": "bfloat16", "iters": a.iters, "warmup": a.warmup, "label": a.label,
             "nccl_version": nccl_version, "torch": torch.__version__, "nccl_env": env_vars,
             "formula": "algbw = bytes / time; busbw = algbw * 2 (n - 1) / n (nccl-tests)",
             "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "sizes": rows}, indent=2))
         from experiments.record import gpu
 
-        (out / "env.json").write_text(json.dumps(gpu.environment(os.environ.get("HW", "h200")), indent=2,
+        (out / runfiles.ENV_JSON).write_text(json.dumps(gpu.environment(os.environ.get("HW", "h200")), indent=2,
                                                  default=str))
     dist.destroy_process_group()
     return 0

@@ -159,7 +159,9 @@ def environment(hw: str, lib=None) -> dict:
         torch_cuda = torch.version.cuda
     except ImportError:
         torch_cuda = None
-    from experiments.record import host  # lazily: its probe imports torch and may start a child process
+    from experiments.record import (
+        host,  # lazily: its probe imports torch and may start a child process
+    )
 
     return {
         "hw": hw,

@@ -169,7 +169,9 @@ def cpu(root: Path | str = "/") -> dict:
 def _nvml(lib):
     if lib is not None:
         return lib
-    from experiments.record import nvml  # lazily: NVML only when the caller hands none in
+    from experiments.record import (
+        nvml,  # lazily: NVML only when the caller hands none in
+    )
 
     return nvml.nvml()
 
@@ -200,7 +202,9 @@ def gpus(lib) -> tuple[list[dict], list[dict]]:
         return [], []
     count = _safe(getattr(lib, "nvmlDeviceGetCount", None)) or 0
     every = [_gpu(lib, i) for i in range(count)]
-    from experiments.record.nvml import visible_indices  # CUDA_VISIBLE_DEVICES the way the sampler reads it
+    from experiments.record.nvml import (
+        visible_indices,  # CUDA_VISIBLE_DEVICES the way the sampler reads it
+    )
 
     visible = _safe(visible_indices, lib)
     visible = list(range(count)) if visible is None else visible

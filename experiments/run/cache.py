@@ -19,6 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from experiments.base import runfiles
 from experiments.run.folders import experiment_runs, read_status
 from experiments.run.spec import CACHE, RunSpec
 
@@ -38,8 +39,8 @@ def drop_weights_and_data(run_dir: Path) -> None:
 CHECKPOINTS = CACHE / "checkpoints"
 
 
-LINKED_FILES = ("logging.jsonl", "args.json", "tokens.jsonl", "profile.json", "launch.json", "schedule.jsonl",
-                "gpm.jsonl")
+LINKED_FILES = (runfiles.LOGGING, runfiles.ARGS_JSON, runfiles.TOKENS, runfiles.PROFILE_JSON, runfiles.LAUNCH_JSON, runfiles.SCHEDULE,
+                runfiles.GPM)
 
 
 LINKED_DIRS = ("runs", "images")
@@ -90,7 +91,7 @@ def last_checkpoint(work: Path) -> tuple[Path, int] | None:
         if not m or d.is_symlink() or (best and int(m[1]) <= best[1]):
             continue
         try:
-            json.loads((d / "trainer_state.json").read_text())
+            json.loads((d / runfiles.TRAINER_STATE).read_text())
         except (OSError, ValueError):
             continue
         best = (d, int(m[1]))

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from experiments.base import runfiles
 from experiments.record import gpu
 from experiments.run import reaper
 from experiments.run.cache import INTERRUPTED, drop_weights_and_data, remove_work_dir
@@ -77,15 +78,15 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     if ctx.get("launch_argv"):  # `python -m experiments.launch` must find this repository from any cwd
         argv = ctx["launch_argv"]
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    log = run_dir / "logging.jsonl"
+    log = run_dir / runfiles.LOGGING
     t0 = time.monotonic()
     timed_out = False
     bar = tqdm(total=spec.max_steps or None, desc=f"{spec.hw}/{spec.experiment}", unit="step", disable=not progress)
     resume = ctx.get("resume")
-    if resume and (run_dir / "nvml.csv").is_file():  # the interrupted attempt's samples stay beside the new ones
-        os.replace(run_dir / "nvml.csv", run_dir / f"nvml.{len(read_status(run_dir).get('resumes') or [])}.csv")
-    sampler = gpu.Sampler(run_dir / "nvml.csv", lib=lib)
-    with (run_dir / "stdout.log").open("a" if resume else "w") as out, sampler:
+    if resume and (run_dir / runfiles.NVML_CSV).is_file():  # the interrupted attempt's samples stay beside the new ones
+        os.replace(run_dir / runfiles.NVML_CSV, run_dir / f"nvml.{len(read_status(run_dir).get('resumes') or [])}.csv")
+    sampler = gpu.Sampler(run_dir / runfiles.NVML_CSV, lib=lib)
+    with (run_dir / runfiles.STDOUT).open("a" if resume else "w") as out, sampler:
         t_wall = time.time()
         proc = _start_supervised(argv, out, env)
         write_status(run_dir, training=_training_info(proc.pid))
@@ -111,7 +112,7 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     rc = proc.wait()
     bar.close()
     wall = time.monotonic() - t0
-    tail = (run_dir / "stdout.log").read_text(errors="replace")[-20000:]
+    tail = (run_dir / runfiles.STDOUT).read_text(errors="replace")[-20000:]
     ok = rc == 0 and not timed_out and log.is_file() and '"log_history"' in log.read_text(encoding="utf-8")[-2_000_000:]
     drop_weights_and_data(run_dir)
     runner = runner_info().get("runner")

@@ -18,7 +18,7 @@ from experiments.run.spec import RunSpec
 
 def read_status(run_dir: Path) -> dict:
     try:
-        return json.loads((run_dir / "run.json").read_text())
+        return json.loads((run_dir / runfiles.RUN_JSON).read_text())
     except (OSError, json.JSONDecodeError):
         return {}
 
@@ -28,7 +28,7 @@ def write_status(run_dir: Path, **changes) -> dict:
     status = {**read_status(run_dir), **changes}
     tmp = run_dir / ".run.json.tmp"
     tmp.write_text(json.dumps(status, indent=2, default=str))
-    os.replace(tmp, run_dir / "run.json")
+    os.replace(tmp, run_dir / runfiles.RUN_JSON)
     return status
 
 
@@ -60,7 +60,7 @@ def run_alive(status: dict) -> bool:
 
 def experiment_runs(spec: RunSpec) -> list[Path]:
     folder = Path(spec.results_dir) / spec.hw / spec.experiment
-    return sorted(p for p in folder.glob("*") if (p / "run.json").is_file()) if folder.is_dir() else []
+    return sorted(p for p in folder.glob("*") if (p / runfiles.RUN_JSON).is_file()) if folder.is_dir() else []
 
 
 def find_complete(spec: RunSpec) -> Path | None:

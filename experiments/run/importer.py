@@ -18,11 +18,11 @@ import re
 import shutil
 from pathlib import Path
 
-from experiments.base import hardware
+from experiments.base import hardware, runfiles
 from experiments.base.errors import InputError
 
-LOG_NAME = "logging.jsonl"
-ARGS_NAMES = ("args.json", "sft_args.json")  # ms-swift 2.x+ / 1.x
+LOG_NAME = runfiles.LOGGING
+ARGS_NAMES = (runfiles.ARGS_JSON, "sft_args.json")  # ms-swift 2.x+ / 1.x
 SWIFT_RUN = re.compile(r"^v\d+-(\d{8}-\d{6})$")  # vN-YYYYMMDD-HHMMSS
 UNKNOWN = ["gpu", "host", "environment (driver, CUDA, packages)", "tokens per step", "gpu samples (nvml.csv)",
            "profile"]
@@ -83,8 +83,8 @@ def import_run(run: Path, hw: str, experiment: str, results: Path) -> tuple[Path
     tmp.mkdir()
     for name in files:
         shutil.copyfile(run / name, tmp / name)
-    (tmp / "env.json").write_text(json.dumps(env, indent=2) + "\n", encoding="utf-8")
-    (tmp / "run.json").write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
+    (tmp / runfiles.ENV_JSON).write_text(json.dumps(env, indent=2) + "\n", encoding="utf-8")
+    (tmp / runfiles.RUN_JSON).write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
     os.rename(tmp, dest)  # whole or not at all; a folder that appeared meanwhile is not replaced (rename fails)
     return dest, True
 
@@ -99,7 +99,7 @@ def import_output(src: str | Path, hw: str, experiment: str,
                                "or a claims experiment, so the tables know what the run is")
     if not src.is_dir():
         raise InputError(src, "no such folder")
-    if (src / "run.json").is_file():
+    if (src / runfiles.RUN_JSON).is_file():
         raise InputError(src, "already a swiftbench run folder (it has run.json): copy it into a results tree, or "
                               "give its tree to `swiftbench tables`")
     runs = swift_runs(src)

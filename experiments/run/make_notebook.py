@@ -11,6 +11,8 @@ from pathlib import Path
 
 import nbformat as nbf
 
+from experiments.base import runfiles
+
 CELLS = [
     ("markdown", """# swift sft experiment run
 
@@ -115,7 +117,7 @@ fig.tight_layout()"""),
 ]
 
 
-NOTEBOOK = Path(__file__).resolve().parent / "sft.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent / runfiles.NOTEBOOK
 
 
 def build() -> nbf.NotebookNode:

@@ -12,6 +12,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from experiments.base import runfiles
 from experiments.base.errors import InputError
 from experiments.recipes import catalog, recipes
 from experiments.record import gpu
@@ -96,9 +97,9 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
                   work_dir=str(work_dir(run_dir)), **runner_info())
     if resume:  # the same run folder; its log goes on where the interrupted attempt's last whole line ended
         entry = {"at": now, "from_step": resume["step"], "checkpoint": resume["checkpoint"],
-                 "log_lines_before": trim_torn_tail(run_dir / "logging.jsonl"), "after": before.get("reason")}
-        trim_torn_tail(run_dir / "tokens.jsonl")
-        trim_torn_tail(run_dir / "gpm.jsonl")
+                 "log_lines_before": trim_torn_tail(run_dir / runfiles.LOGGING), "after": before.get("reason")}
+        trim_torn_tail(run_dir / runfiles.TOKENS)
+        trim_torn_tail(run_dir / runfiles.GPM)
         resume = {**resume, "log_lines_before": entry["log_lines_before"]}
         write_status(run_dir, **common, reason=None, resume_request=None,
                      resumes=[*(before.get("resumes") or []), entry])
@@ -158,12 +159,12 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
             env_vars["NPROC_PER_NODE"] = str(spec.gpus)
             cmd["shell"] = f"NPROC_PER_NODE={spec.gpus} " + cmd["shell"]
         if model_dir is not None and (model_dir / "config.json").is_file():
-            shutil.copy(model_dir / "config.json", run_dir / "model_config.json")
-        if not (resume and (run_dir / "env.json").is_file()):  # a resumed run keeps its first attempt's
+            shutil.copy(model_dir / "config.json", run_dir / runfiles.MODEL_CONFIG)
+        if not (resume and (run_dir / runfiles.ENV_JSON).is_file()):  # a resumed run keeps its first attempt's
             env = {**gpu.environment(spec.hw, lib=lib), "gpu_check": check, "dummy_weights": dummy_weights}
-            (run_dir / "env.json").write_text(json.dumps(env, indent=2))
+            (run_dir / runfiles.ENV_JSON).write_text(json.dumps(env, indent=2))
         exports = "".join(f"export {k}={v}\n" for k, v in env_vars.items() if k != "NPROC_PER_NODE")  # on the line
-        (run_dir / "command.sh").write_text(
+        (run_dir / runfiles.COMMAND_SH).write_text(
             "#!/usr/bin/env bash\n# Rendered by experiments/recipes/recipes.py for ms-swift " + swift_version + "\n"
             + "".join(f"# {n}\n" for n in cmd["notes"]) + exports + cmd["shell"] + "\n")
         labels = {"dummy_weights": dummy_weights, "offline_data": bool(spec.data), "gpus": spec.gpus,

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from experiments.base import runfiles
+
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = ("checkpoint-", "optimizer.pt", "adapter_model", "val_dataset.jsonl", "rng_state", "scheduler.pt",
            "training_args.bin", "last-checkpoint")
@@ -63,7 +65,7 @@ def logged_steps(log: Path) -> list[dict]:
 
 def _runner_of(run_dir: Path) -> int | None:
     try:
-        return (json.loads((run_dir / "run.json").read_text()).get("runner") or {}).get("pid")
+        return (json.loads((run_dir / runfiles.RUN_JSON).read_text()).get("runner") or {}).get("pid")
     except (OSError, ValueError):
         return None
 
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if run_dir is None:  # the run folder this runner works in (run.json names it as the run's `runner`)
             run_dir = next((d for d in sorted(folder.glob("*")) if _runner_of(d) == first.pid), None)
-        steps = logged_steps(run_dir / "logging.jsonl") if run_dir else []
+        steps = logged_steps(run_dir / runfiles.LOGGING) if run_dir else []
         step = max((int(d["global_step/max_steps"].split("/")[0]) for d in steps), default=0)
         time.sleep(0.5)
     t_kill = time.time()
@@ -106,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     left_s = round(time.time() - t_kill, 1)
     weights = [str(x) for x in Path(a.results).rglob("*") if x.name.startswith(WEIGHTS)]
     second = subprocess.run(cmd, cwd=ROOT)
-    status = json.loads((run_dir / "run.json").read_text())
+    status = json.loads((run_dir / runfiles.RUN_JSON).read_text())
     resume = (status.get("resumes") or [None])[-1]
-    lines = [json.loads(x) for x in (run_dir / "logging.jsonl").read_text().splitlines() if x.strip()]
+    lines = [json.loads(x) for x in (run_dir / runfiles.LOGGING).read_text().splitlines() if x.strip()]
     cut = resume["log_lines_before"] if resume else len(lines)
 
     def losses(part):
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if resume and first_line:  # ms-swift's own clock: from the trainer's start (after model and checkpoint load)
         n = int(first_line["global_step/max_steps"].split("/")[0]) - resume["from_step"]
         report["first_step_since_train_begin_s"] = round(float(first_line["train_speed(s/it)"]) * n, 2)
-    (run_dir / "resume_check.json").write_text(json.dumps(report, indent=2))
+    (run_dir / runfiles.RESUME_CHECK).write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
     ok = not left and not weights and second.returncode == 0 and resume is not None and status.get("status") == "ok"
     return 0 if ok else 1

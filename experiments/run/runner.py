@@ -36,6 +36,7 @@ import socket
 import sys
 from pathlib import Path
 
+from experiments.base import runfiles
 from experiments.base.errors import InputError
 from experiments.launch import quick
 from experiments.recipes import catalog, recipes
@@ -78,7 +79,7 @@ def run_notebook(spec: RunSpec, run_dir: Path, progress: bool = True) -> None:
     # the console shows training progress (watch_progress), not notebook cells; the kernel's own warnings (e.g.
     # ipykernel's "running over TCP without encryption") stay off it
     with watch_progress(run_dir, spec, enabled=progress):
-        pm.execute_notebook(str(NOTEBOOK), str(run_dir / "sft.ipynb"), parameters=params, cwd=str(ROOT),
+        pm.execute_notebook(str(NOTEBOOK), str(run_dir / runfiles.NOTEBOOK), parameters=params, cwd=str(ROOT),
                             progress_bar=False, log_output=False, kernel_name="python3",
                             extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
 
@@ -100,7 +101,7 @@ def watch_progress(run_dir: Path, spec: RunSpec, enabled: bool = True, period_s:
 
     def poll():
         seen, step = 0, 0
-        log = Path(run_dir) / "logging.jsonl"
+        log = Path(run_dir) / runfiles.LOGGING
         while not stop.wait(period_s):
             new, total, seen = progress_from_log(log, seen)
             if total and bar.total != total:

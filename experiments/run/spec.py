@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from experiments.base import runfiles
 from experiments.base.errors import InputError
 from experiments.launch import quick
 from experiments.recipes import catalog, recipes
@@ -12,7 +13,7 @@ from experiments.recipes import catalog, recipes
 ROOT = Path(__file__).resolve().parents[2]
 
 
-NOTEBOOK = Path(__file__).resolve().parent / "sft.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent / runfiles.NOTEBOOK
 
 
 CACHE = ROOT / ".cache"

@@ -36,7 +36,11 @@ from pathlib import Path
 
 try:
     from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+    from packaging.utils import (
+        InvalidWheelFilename,
+        canonicalize_name,
+        parse_wheel_filename,
+    )
     from packaging.version import InvalidVersion, Version
 except ImportError:  # pragma: no cover - pip always vendors a copy
     from pip._vendor.packaging.requirements import (  # type: ignore[no-redef]

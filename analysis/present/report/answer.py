@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from experiments.base import hardware
 from analysis.core.seeds import published_recipe
 from analysis.estimate import planner
 from analysis.estimate.validate import planner_error
@@ -21,6 +20,7 @@ from analysis.parse.record import RunRecord
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
+from experiments.base import hardware
 
 # The GPU classes a reader asks about (the article's four, the 80 GB A100, the H100 and the H200 we measure on)
 PREDICTED = ("a10", "rtx4090", "a100", "a100-80gb", "h100", "h200")

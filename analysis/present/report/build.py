@@ -21,11 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-from experiments.base import hardware, paths
-from experiments.base.errors import SKIPPED_EXIT, InputError
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.parse.results import Scan, roots_of, run_folders, scan
 from analysis.present.report.context import DEFAULT_HARDWARE, hardware_list
+from experiments.base import hardware, paths
+from experiments.base.errors import SKIPPED_EXIT, InputError
 
 NOTEBOOK = paths.NOTEBOOKS / "report.ipynb"
 HTML_NAME = "index.html"

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from experiments.base.paths import relative
 from analysis.judge import config, frames
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
+from experiments.base.paths import relative
 
 RECIPE_SEED = "ms_swift_hw_test.yaml"
 # Claims of the recipe article for which this report shows data (the verdicts are for the Claims section).

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.base import hardware
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.judge.published import short
 from analysis.judge.seed_checks import load_seeds
@@ -20,6 +19,7 @@ from analysis.parse.record import RunRecord
 from analysis.parse.results import Roots, collect, is_matrix, latest_per_group
 from analysis.present import plots
 from analysis.present.tables import convergence_table, speedup_table
+from experiments.base import hardware
 
 DEFAULT_HARDWARE = ("a10", "rtx4090", "a100", "h100", "h200")
 

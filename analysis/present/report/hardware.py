@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.base import hardware, paths
 from analysis.core.seeds import published_recipe
 from analysis.judge import published as P
 from analysis.measure import steps
@@ -20,8 +19,9 @@ from analysis.parse.record import RunRecord
 from analysis.parse.results import matrix_experiments
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
+from experiments.base import hardware, paths, runfiles
 
-COMMAND_FILE = "command.sh"
+COMMAND_FILE = runfiles.COMMAND_SH
 NO_COMMAND = "no command recorded"
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 
-from experiments.base import paths
 from analysis.judge import published as P
 from analysis.parse.record import RunRecord
 from analysis.parse.results import latest_per_group
 from analysis.present.report.context import Context
 from analysis.present.report.html import e, join, style
+from experiments.base import paths
 
 # why a run folder is not behind the report's numbers, in the order the header lists them
 NOT_USED = {

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from experiments.base import hardware
 from analysis.measure import compare, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from analysis.present.tables import baseline_name
+from experiments.base import hardware
 
 SPEED_FORMATS = {
     "ms_per_sample": "{:.1f}", "ms_per_step": "{:.1f}", "ms_per_micro_step": "{:.1f}", "tokens_per_s": "{:,.0f}", "tokens_per_s_low": "{:,.0f}",
