@@ -20,9 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def _swift_parser():
     """ms-swift's own `swift sft` parser (HfArgumentParser over SftArguments, with swift's type-hint patch) and the
     names of its fields."""
-    from transformers import HfArgumentParser
-
     from swift.arguments import SftArguments
+    from transformers import HfArgumentParser
 
     try:
         from swift.utils.utils import _patch_get_type_hints

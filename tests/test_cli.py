@@ -93,6 +93,7 @@ def test_version_is_the_distribution_s():
 
 def test_version_falls_back_to_pyproject(monkeypatch):
     import importlib.metadata as md
+
     import tomllib
 
     from analysis import cli

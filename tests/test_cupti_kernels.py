@@ -3,8 +3,8 @@ CUPTI lays its records (the offsets were checked on the H200 against torch.profi
 profiler-overhead)."""
 import ctypes
 
-from experiments.probes import cupti_kernels as ck
 from experiments.launch.launcher import union_ns
+from experiments.probes import cupti_kernels as ck
 
 
 def _buffer(records):

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from analysis.parse.results import scan
 from experiments.base import hardware
 from experiments.base.runfiles import digest
-from analysis.parse.results import scan
 from experiments.cloud import fleet
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,9 +3,9 @@ import csv
 import time
 
 import pytest
+from fake_nvml import FakeNVML
 
 from experiments.record import gpu
-from fake_nvml import FakeNVML
 
 
 def test_matching_gpu_passes():

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_nvml import FakeNVML
 
 from experiments.base import hardware
 from experiments.record import gpu
-from fake_nvml import FakeNVML
 
 # nvmlDeviceGetName() as clouds report it -> the class
 CLOUD_NAMES = {

@@ -4,8 +4,9 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from experiments.record import gpu, host
 from fake_nvml import FakeNVML
+
+from experiments.record import gpu, host
 
 CPUINFO = """processor\t: 0
 vendor_id\t: GenuineIntel

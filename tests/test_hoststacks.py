@@ -1,9 +1,9 @@
 """The host stack sampler (experiments/launch/hoststacks.py): it attributes a busy thread's time to the frames it runs and
 counts a waiting thread idle."""
 import json
-from pathlib import Path
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pytest

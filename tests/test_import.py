@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from experiments.base.errors import SKIPPED_EXIT
-from analysis.parse.results import read_run
 from conftest import SHARED
+
+from analysis.parse.results import read_run
+from experiments.base.errors import SKIPPED_EXIT
 
 REPO = Path(__file__).resolve().parents[1]
 STEM = "01_lgc-FINANCE_DeepClima-R1_root"  # ms-swift 3.x, DeepSeek-R1-0528-Qwen3-8B LoRA, 438 steps, complete

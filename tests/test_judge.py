@@ -9,8 +9,6 @@ import re
 import pytest
 import yaml
 
-from experiments.base.errors import InputError
-from experiments.base.paths import ROOT
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, load_seed
 from analysis.judge import cli, combo, config, frames, quote, rules_speed, select, swift_info
 from analysis.judge.rules import RULES
@@ -18,8 +16,10 @@ from analysis.judge.verdicts import claims_table
 from analysis.measure.memory import common_peaks, peak_at
 from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
-from experiments.recipes import catalog, recipes
+from experiments.base.errors import InputError
+from experiments.base.paths import ROOT
 from experiments.launch import launcher as launch
+from experiments.recipes import catalog, recipes
 from experiments.run import spec as run_spec
 
 

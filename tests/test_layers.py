@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("analysis", "experiments")
 LEVELS = {  # the longest matching prefix decides

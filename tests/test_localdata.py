@@ -11,8 +11,14 @@ import yaml
 
 from experiments.base.errors import InputError
 from experiments.offline import localdata
-from experiments.offline.localdata import (HUB_TO_LOCAL, dataset_args, fill_self_cognition, make_tiny_local_data,
-                                   name_pair, prepare_local_data)
+from experiments.offline.localdata import (
+    HUB_TO_LOCAL,
+    dataset_args,
+    fill_self_cognition,
+    make_tiny_local_data,
+    name_pair,
+    prepare_local_data,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("SWIFTBENCH_SHARED_DATA", REPO.parent / "shared" / "data"))

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.base.errors import InputError
 from analysis.parse.logs import parse_dataset_stats, parse_elapsed, parse_param_info, read_log
+from experiments.base.errors import InputError
 
 
 @pytest.mark.parametrize("text,seconds", [("7s", 7), ("3m 7s", 187), ("1h 2m 3s", 3723), ("1d 0h 5m 2s", 86702),

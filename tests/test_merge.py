@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.base.errors import SKIPPED_EXIT
 from analysis.parse.results import UNLABELLED, scan
+from experiments.base.errors import SKIPPED_EXIT
 from experiments.run import folders as run_folders
 from experiments.run import spec as run_spec
 

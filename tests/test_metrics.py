@@ -6,12 +6,12 @@ import statistics
 
 import pytest
 
-from experiments.base import hardware
 from analysis.measure import flops, loss, steps, throughput
 from analysis.measure.summary import run_summary
 from analysis.parse.logs import read_log
 from analysis.parse.record import record_from_log
 from analysis.parse.results import records_under
+from experiments.base import hardware
 
 
 def _record(path):

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from experiments.base.errors import InputError
 from analysis.measure import compare, interconnect, throughput
 from analysis.parse import bench
 from analysis.parse.results import read_run
-from experiments.record import allreduce
+from experiments.base.errors import InputError
 from experiments.recipes import recipes
+from experiments.record import allreduce
 from experiments.run import execute as run_execute
 from experiments.run import prepare as run_prepare
 from experiments.run.spec import RunSpec

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from experiments.base import hardware
-from experiments.base.errors import InputError
 from analysis.estimate import planner, validate
 from analysis.measure import flops as measure_flops
 from analysis.measure.steps import step_time
 from analysis.parse.results import collect
+from experiments.base import hardware
+from experiments.base.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

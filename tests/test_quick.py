@@ -618,10 +618,9 @@ def test_the_report_shows_each_quick_run_against_its_full_run(tmp_path, monkeypa
     the same-steps ratios, and the figure of the pairs' common steps (written with the table as CSV)."""
     import pandas as pd
 
+    from analysis.present import plots
     from analysis.present.report import estimates
     from analysis.present.report.context import Context
-
-    from analysis.present import plots
 
     drawn = []
     real = plots.quick_pair_steps

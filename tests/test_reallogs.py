@@ -6,10 +6,10 @@ memory (None where the log has no memory key, e.g. Ascend NPU runs).
 import shutil
 
 import pytest
+from conftest import SHARED
 
 from analysis.measure import steps
 from analysis.parse.results import records_under
-from conftest import SHARED
 
 REALLOGS = SHARED / "reallogs"
 EXPECTED = {  # file stem: (global steps, complete, peak GiB, log format)

@@ -1,8 +1,8 @@
 """Recipes as data: the base equals the published command; rendering per ms-swift version."""
 import pytest
 
-from experiments.base.errors import InputError
 from analysis.core.seeds import published_recipe
+from experiments.base.errors import InputError
 from experiments.recipes import recipes
 
 

@@ -607,11 +607,11 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     """The Claims section over the committed claims runs draws its figures (a plotting regression once replaced
     them with 'claims audit not available' and no test noticed): every throughput recipe with a run is a bar, with
     the tokens/s the verdicts use."""
-    from experiments.base.paths import relative
     from analysis.judge import frames
     from analysis.judge.verdicts import claims_table
     from analysis.measure import throughput
     from analysis.present.report import Report
+    from experiments.base.paths import relative
 
     results = REPO / "results"
     if not (results / "h200" / "tp-combo").is_dir():

@@ -10,13 +10,13 @@ import sys
 import pytest
 import yaml
 
-from experiments.recipes import catalog, recipes
 from experiments.launch import launcher as launch
-from experiments.run import runner
+from experiments.recipes import catalog, recipes
 from experiments.run import cache as run_cache
 from experiments.run import execute as run_execute
 from experiments.run import folders as run_folders
 from experiments.run import prepare as run_prepare
+from experiments.run import runner
 from experiments.run import spec as run_spec
 
 

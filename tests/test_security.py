@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.run import reaper, runner
 from experiments.run import cache as run_cache
 from experiments.run import orphans as run_orphans
+from experiments.run import reaper, runner
 from experiments.run import spec as run_spec
 
 REPO = Path(__file__).resolve().parents[1]

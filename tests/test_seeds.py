@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.base.errors import InputError
 from analysis.core.seeds import (
     DEFAULT_SEEDS_DIR,
     HW_KEYS,
@@ -18,6 +17,7 @@ from analysis.core.seeds import (
     published_figures,
     published_recipe,
 )
+from experiments.base.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_FILES = sorted(DEFAULT_SEEDS_DIR.glob("*.yaml"))
