@@ -129,7 +129,7 @@ def test_busbw_formula_and_nccl_log():
     assert allreduce.busbw(100.0, 2) == 100.0 and allreduce.busbw(100.0, 8) == pytest.approx(175.0)
     log = ("vm:827:827 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
            "vm:827:827 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS\n")
-    assert allreduce.nccl_read_vars(log) == {"NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS"}
+    assert bench.nccl_read_vars(log) == {"NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS"}
     assert allreduce.sizes_mib(1, 1024) == [2.0**i for i in range(11)]
 
 

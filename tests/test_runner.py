@@ -185,7 +185,7 @@ def test_the_notebook_runs_the_spec_the_runner_resolved(tmp_path, monkeypatch):
         seen["spec"] = s
         raise Stop
 
-    monkeypatch.setattr(runner, "prepare", fake_prepare)
+    monkeypatch.setattr(run_prepare, "prepare", fake_prepare)
     ns: dict = {}
     exec("".join(params["source"]), ns)
     ns.update(captured)  # what papermill injects after the parameters cell

@@ -42,7 +42,7 @@ def test_a_run_json_work_dir_never_gets_a_folder_deleted(tmp_path):
 
 def test_the_runner_deletes_only_its_own_cache_folder(tmp_path, monkeypatch):
     """remove_work_dir deletes the derived folder inside CHECKPOINTS, and refuses one that is a link out of it."""
-    monkeypatch.setattr(runner, "CHECKPOINTS", tmp_path / "checkpoints")
+    monkeypatch.setattr(run_cache, "CHECKPOINTS", tmp_path / "checkpoints")
     run = tmp_path / "results" / "cpu" / "seed" / "r1"
     run.mkdir(parents=True)
     own = run_cache.work_dir(run)
