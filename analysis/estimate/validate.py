@@ -11,8 +11,8 @@ from pathlib import Path
 from analysis.core import hardware
 from analysis.core.errors import InputError
 from analysis.estimate.planner import (
-    GIB, METHODS, _run_method, constants, flops_per_token, memory, optimizer_step_s, roofline_micro_step,
-    per_gpu_memory, run_tokens_per_sample,
+    GIB, METHODS, _run_method, constants, fit_verdict, flops_per_token, memory, optimizer_step_s,
+    roofline_micro_step, per_gpu_memory, run_tokens_per_sample,
 )
 from analysis.measure.steps import step_time
 from analysis.parse.results import collect
@@ -90,12 +90,17 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
         peak_ok = (bool(ratio >= 0.90 if cut else abs(ratio - 1) <= 0.10)
                    if ratio and check == "reserved peak" else None)
         predicted_fits = bool(mem["live_peak_gib"] <= cap) if cap is not None else None
-        # the planner's own `fits` rule (with its fragmentation margin); the CUDA context sits outside an allocator cap
-        planner_fits = bool(mem["needs_gib"] - mem["cuda_context_gib"] <= cap) if cap is not None else None
+        # the planner's own verdict (yes / tight / no: planner.fit_verdict); the CUDA context sits outside a cap
+        planner_fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, capped=True, c=c) \
+            if cap is not None else None
+        planner_fits = planner_fit == "yes" if cap is not None else None
         rows.append({
             **base, "seq_len": seq, "estimated_peak_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
             "needs_gib": mem["needs_gib"], "cap_gib": cap, "check": check,
-            "predicted_fits": predicted_fits, "planner_fits": planner_fits,
+            "predicted_fits": predicted_fits, "planner_fits": planner_fits, "planner_fit": planner_fit,
+            # the verdict is wrong when a run trained under a `no` or ran out of memory under a `yes`
+            "verdict_correct": (planner_fit != ("no" if r.status == "ok" else "yes"))
+                               if check == "fits under the cap" else None,
             "fits_correct": (predicted_fits == (r.status == "ok")) if check == "fits under the cap" else None,
             "ratio": ratio,
             "peak_rule": ("not below by more than 10 % (cut run)" if cut else "within 10 %")
