@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from analysis.core import hardware, paths
+from analysis.core.argparsing import first_paragraph
 from analysis.core.errors import SKIPPED_EXIT, InputError
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.parse.results import Scan, roots_of, run_folders, scan
@@ -156,7 +157,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _OneLineParser(prog="report", description=__doc__.splitlines()[0])
+    parser = _OneLineParser(prog="report", description=first_paragraph(__doc__))
     _add_arguments(parser)
     args = parser.parse_args(argv)
     try:
