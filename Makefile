@@ -28,6 +28,12 @@ WHEELHOUSE  ?= wheelhouse
 FLEET_VENV  ?= .venv-fleet
 FLEET_PY    := $(FLEET_VENV)/bin/python
 FLEET_STAMP := $(FLEET_VENV)/.swiftbench-fleet-installed
+# The analysis targets (tables, parse, claims) read files only: the training venv where it is set up, else a light
+# one with the package's own dependencies (pandas, scipy, rich, ...: no torch, no ms-swift, no notebook stack)
+LIGHT_VENV  ?= .venv-light
+LIGHT_STAMP := $(LIGHT_VENV)/.swiftbench-light-installed
+AVENV       := $(if $(wildcard $(STAMP)),$(VENV),$(LIGHT_VENV))
+ASTAMP      := $(if $(wildcard $(STAMP)),$(STAMP),$(LIGHT_STAMP))
 FLEET_OUT   ?= .fleet
 BUCKET      ?=
 IMAGE       ?=
@@ -60,6 +66,12 @@ $(STAMP): pyproject.toml experiments/setup/requirements-swift.txt
 # The fleet's venv: the `fleet` extra (SkyPilot), so `make test` checks the tasks with SkyPilot's own parser. The
 # extra's requirements only (the fleet runs from the checkout, as the tests and `make fleet` do): no second editable
 # install of this package racing the main venv's while `make test` builds both side by side.
+$(LIGHT_STAMP): pyproject.toml
+	test -x $(LIGHT_VENV)/bin/python || python3 -m venv $(LIGHT_VENV)
+	$(LIGHT_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LIGHT_VENV)/bin/python -m pip install -q -e .
+	touch $@
+
 $(FLEET_STAMP): pyproject.toml
 	test -x $(FLEET_PY) || python3 -m venv $(FLEET_VENV)
 	$(FLEET_PY) -m pip install -q --upgrade pip
@@ -91,15 +103,15 @@ test-fast: $(STAMP) $(FLEET_STAMP)
 	$(VPY) -m pytest -q -m "not slow and not browser"
 
 # --- analysis -----------------------------------------------------------------------------------
-tables: $(STAMP)
-	$(VENV)/bin/swiftbench tables $(RESULTS) --baseline $(BASELINE)
+tables: $(ASTAMP)
+	$(AVENV)/bin/swiftbench tables $(RESULTS) --baseline $(BASELINE)
 
-parse: $(STAMP)
-	$(VENV)/bin/swiftbench parse $(RESULTS)
+parse: $(ASTAMP)
+	$(AVENV)/bin/swiftbench parse $(RESULTS)
 
-claims: $(STAMP)
-	$(VENV)/bin/swiftbench claims $(RESULTS)
-	$(VPY) -m experiments.recipes.plan
+claims: $(ASTAMP)
+	$(AVENV)/bin/swiftbench claims $(RESULTS)
+	$(AVENV)/bin/python -m experiments.recipes.plan
 
 fixtures: $(STAMP)
 	$(VPY) tests/fixtures/generate.py

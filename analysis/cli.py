@@ -14,7 +14,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from experiments.base.argparsing import OneLineParser
+from experiments.base.argparsing import OneLineParser, first_paragraph
 from experiments.base.errors import InputError
 
 # Subcommand -> the module whose register(subparsers) adds it, in help order.
@@ -76,7 +76,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for ARGV: when it names a subcommand, only that subcommand's module is imported and registered;
     otherwise (help, --version, a wrong name) every subcommand is listed from SUBCOMMAND_HELP without importing any.
     Without ARGV every module is imported and registered (the whole parser)."""
-    parser = OneLineParser(prog="swiftbench", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="swiftbench", description=first_paragraph(__doc__))
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
     wanted = _command_of(argv) if argv is not None else None

@@ -6,6 +6,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -397,3 +398,42 @@ def test_profiler_warmup_window_is_recorded_and_left_out(tmp_path):
     state.global_step = 1
     cb0.on_step_end(None, state, None)
     assert [s["step"] for s in json.loads((tmp_path / "p0.json").read_text())["steps"]] == [1]
+
+
+# ------------------------------------------------------------------------------------------ issue 32
+
+
+def test_claims_does_not_import_ms_swift():
+    """`swiftbench claims` printed ms-swift's `[INFO:swift] Successfully registered ...` first and took 7 s: the tooling
+    claims (does --disable_cuda_graph exist? padding_free with sdpa?) imported ms-swift. They read its answers from
+    analysis/data/swift_sft.json now (of the installed version)."""
+    import subprocess
+    import sys
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    code = ("import sys; from analysis import cli\n"
+            f"rc = cli.main(['claims', {str(results)!r}])\n"
+            "print(sorted(m for m in ('swift', 'transformers', 'torch') if m in sys.modules)); sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-500:]
+    assert p.stdout.strip().splitlines()[-1] == "[]"
+    assert "INFO" not in p.stderr and p.stdout.startswith("[")
+
+
+def test_the_ms_swift_snapshot_is_what_the_installed_ms_swift_says():
+    """analysis/data/swift_sft.json against the installed ms-swift (it imports ms-swift: seconds). A claims.yaml that
+    asks a new flag, or another ms-swift, makes this fail until `python -m analysis.judge.swift_info` rewrites it."""
+    import json
+
+    from analysis.judge import swift_info
+
+    if swift_info.swift_version() is None:
+        pytest.skip("ms-swift is not installed")
+    committed = json.loads(swift_info.FACTS_FILE.read_text())
+    if committed["swift_version"] != swift_info.swift_version():
+        pytest.fail(f"analysis/data/swift_sft.json is of ms-swift {committed['swift_version']}, the installed one is "
+                    f"{swift_info.swift_version()}: run python -m analysis.judge.swift_info")
+    assert json.loads(json.dumps(swift_info.snapshot(), default=str)) == committed
+    for key, report in committed["flag_reports"].items():  # and the reports the claims get are the snapshot's
+        flag, _, value = key.partition("=")
+        assert swift_info.flag_report(flag, value or None) == report

@@ -242,3 +242,49 @@ def test_every_declared_make_target_has_a_recipe():
         m = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", text, re.M)
         assert m and m.group(1).strip(), f"make {target}: no recipe"
     assert re.search(r"^parse:.*\n\t.*swiftbench parse \$\(RESULTS\)", text, re.M)
+
+
+# ------------------------------------------------------------------------------------------ small ones (issue 32)
+
+
+def test_readme_s_parse_glob_of_the_committed_results_exits_0():
+    """README: `swiftbench parse results/h200/*/*`. The glob names the all-reduce benchmark folders too (allreduce.json,
+    no log): said on stderr as not runs, not an exit 2."""
+    folders = sorted(str(p) for p in RESULTS.glob("h200/*/*") if p.is_dir())
+    bench = [f for f in folders if Path(f, "allreduce.json").is_file()]
+    assert bench, "the committed tree has benchmark folders"
+    p = _run("parse", *folders)
+    assert p.returncode == 0, p.stderr[-500:]
+    assert all(f"not a run: {Path(b).relative_to(REPO)}" in p.stderr for b in bench)
+    assert "runs (--json" in p.stdout
+    p = _run("parse", bench[0])  # one benchmark folder alone is still no run to parse
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+
+
+def test_help_descriptions_are_whole_and_every_option_says_what_it_does():
+    """`swiftbench --help` ended mid-list ("..., tables, report,"); run-all's --results and --no-progress and quick's
+    --json had no help. Every option of every subcommand has a help text now."""
+    import argparse
+
+    from analysis import cli
+
+    p = _run("--help")
+    assert "tables, report, import, wheelhouse)." in " ".join(p.stdout.split())
+    sub = cli.build_parser()._subparsers._group_actions[0]
+    missing = [f"{name} {'/'.join(a.option_strings)}" for name, parser in sub.choices.items() for a in parser._actions
+               if a.option_strings and not isinstance(a, argparse._HelpAction) and not a.help]
+    assert missing == [], missing
+
+
+def test_make_tables_parse_and_claims_do_not_need_the_training_venv():
+    """Without .venv (the 2.3 GB training venv: torch, ms-swift), `make tables` builds a light venv of the package's
+    own dependencies and runs there; where .venv is set up it is used."""
+    import shutil as sh
+
+    if sh.which("make") is None:
+        pytest.skip("no make")
+    for target in ("tables", "parse", "claims"):
+        p = subprocess.run(["make", "-n", target, "VENV=/nonexistent-venv"], capture_output=True, text=True, cwd=REPO)
+        assert p.returncode == 0, p.stderr
+        assert "torch" not in p.stdout and "requirements-swift" not in p.stdout and "[run" not in p.stdout, p.stdout
+        assert ".venv-light/bin/swiftbench " + target in p.stdout and "pip install -q -e .\n" in p.stdout

@@ -9,7 +9,13 @@ from types import SimpleNamespace as NS
 import pytest
 
 from experiments.launch import launcher as launch
-from experiments.launch.hoststacks import StackSampler, classify, cpu_between, package, short_path
+from experiments.launch.hoststacks import (
+    StackSampler,
+    classify,
+    cpu_between,
+    package,
+    short_path,
+)
 
 
 def _spin_in_named_function(stop: threading.Event) -> None:

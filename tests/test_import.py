@@ -47,8 +47,22 @@ def test_plain_output_is_pointed_at_import(swift_output):
     assert not [r for r in json.loads(p.stdout)["speedup"] if r["source"] == "measured"]
 
 
+def _as_seed_recipe(swift_output: Path) -> None:
+    """Rewrite the run's args.json to the seed recipe's identity (model, tuner, batch, grad-accum, length, rank)."""
+    from experiments.recipes import recipes
+
+    args_file = next(swift_output.glob("*/v0-*/args.json"))
+    args = json.loads(args_file.read_text())
+    seed = recipes.flags("seed")
+    args.update({k: seed[k] for k in ("model", "per_device_train_batch_size", "gradient_accumulation_steps",
+                                      "max_length", "lora_rank")}, train_type="lora")
+    args.pop("tuner_type", None)
+    args_file.write_text(json.dumps(args))
+
+
 def test_imported_run_joins_the_tables_labelled_imported(swift_output, tmp_path):
     results = tmp_path / "results"
+    _as_seed_recipe(swift_output)
     p = _cli("import", swift_output, "--hw", "a100", "--experiment", "seed", "--results", results)
     assert p.returncode == 0, p.stderr
     (run,) = list((results / "a100" / "seed").iterdir())
@@ -78,7 +92,10 @@ def test_imported_run_joins_the_tables_labelled_imported(swift_output, tmp_path)
 
 
 @pytest.mark.parametrize("argv,needle", [(["--hw", "tpu9", "--experiment", "seed"], "unknown hardware 'tpu9'"),
-                                         (["--hw", "a100", "--experiment", "mine"], "unknown experiment 'mine'")])
+                                         (["--hw", "a100", "--experiment", "seed"], "not the 'seed' recipe"),
+                                         (["--hw", "a100", "--experiment", "qcap24-bs4"], "claims experiment"),
+                                         (["--hw", "a100", "--experiment", "../x"], "experiment name '../x'"),
+                                         (["--hw", "a100", "--experiment", "h100"], "experiment name 'h100'")])
 def test_bad_import_arguments_are_one_line_exit_2(swift_output, tmp_path, argv, needle):
     p = _cli("import", swift_output, *argv, "--results", tmp_path / "results")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr
@@ -92,3 +109,52 @@ def test_a_folder_without_a_log_or_a_runner_folder_is_refused(tmp_path, results_
     p = _cli("import", results_tree / "h200" / "seed" / "run-20261130-000000", "--hw", "h200", "--experiment", "seed",
              "--results", tmp_path / "r")
     assert p.returncode == 2 and "already a swiftbench run folder" in p.stderr
+
+
+def _answer_table(results: Path, out: Path) -> str:
+    """The report's answer table (analysis/present/report/answer.py) of a results tree, as HTML."""
+    from analysis.present.report import answer
+    from analysis.present.report.context import Context
+
+    ctx = Context.load(results, out_dir=out)
+    return answer.table_html(answer.answer_rows(ctx))
+
+
+def test_a_run_of_another_recipe_never_changes_the_answer(swift_output, results_tree, tmp_path):
+    """Issue 32: the DeepSeek-R1-Qwen3-8B run imported as `--hw rtx4090 --experiment seed` became the RTX 4090's
+    measured row and redefined the epoch (94 -> 438 steps). Now it is refused under seed, kept under its own name,
+    and the answer table and the tables stay byte-identical."""
+    before = _answer_table(results_tree, tmp_path / "r1")
+    tables_before = _cli("tables", results_tree, "--format", "json").stdout
+    p = _cli("import", swift_output, "--hw", "rtx4090", "--experiment", "seed", "--results", results_tree)
+    assert p.returncode == 2 and "not the 'seed' recipe" in p.stderr and "model: run deepseek-r1-0528-qwen3-8b" \
+        in p.stderr and p.stderr.count("\n") == 1
+    assert not (results_tree / "rtx4090").exists()
+    p = _cli("import", swift_output, "--hw", "rtx4090", "--experiment", "myrun", "--results", results_tree)
+    assert p.returncode == 0, p.stderr
+    (run,) = list((results_tree / "rtx4090" / "myrun").iterdir())
+    assert read_run(run).experiment == "myrun"
+    assert _answer_table(results_tree, tmp_path / "r2") == before
+    assert _cli("tables", results_tree, "--format", "json").stdout == tables_before
+
+    # the same log under a second label is refused, whatever the label
+    p = _cli("import", swift_output, "--hw", "a100", "--experiment", "other", "--results", results_tree)
+    assert p.returncode == 2 and "already imported as rtx4090/myrun" in p.stderr
+    assert not (results_tree / "a100" / "other").exists()
+
+
+def test_an_older_import_under_a_recipe_it_is_not_is_left_out(swift_output, results_tree, tmp_path):
+    """A tree imported before the recipe check (the run under rtx4090/seed) is skipped with its reason, so the answer
+    table is what it was without it."""
+    before = _answer_table(results_tree, tmp_path / "r1")
+    p = _cli("import", swift_output, "--hw", "rtx4090", "--experiment", "myrun", "--results", results_tree)
+    assert p.returncode == 0, p.stderr
+    (run,) = list((results_tree / "rtx4090" / "myrun").iterdir())
+    (results_tree / "rtx4090" / "seed").mkdir()
+    planted = results_tree / "rtx4090" / "seed" / run.name
+    run.rename(planted)
+    status = json.loads((planted / "run.json").read_text())
+    (planted / "run.json").write_text(json.dumps({**status, "experiment": "seed"}))
+    assert _answer_table(results_tree, tmp_path / "r2") == before
+    p = _cli("tables", results_tree, "--format", "json")
+    assert "imported as 'seed' but not its recipe" in p.stderr

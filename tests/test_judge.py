@@ -10,7 +10,16 @@ import pytest
 import yaml
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, load_seed
-from analysis.judge import cli, combo, config, frames, quote, rules_speed, select, swift_info
+from analysis.judge import (
+    cli,
+    combo,
+    config,
+    frames,
+    quote,
+    rules_speed,
+    select,
+    swift_info,
+)
 from analysis.judge.rules import RULES
 from analysis.judge.verdicts import claims_table
 from analysis.measure.memory import common_peaks, peak_at

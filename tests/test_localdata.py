@@ -159,7 +159,10 @@ def test_shared_data_prepared(shared_data, tmp_path):
 def swift_dataset():
     if importlib.util.find_spec("swift") is None:
         pytest.skip("ms-swift not installed")
-    from swift.dataset.dataset.llm import AlpacaZhPreprocessor, SelfCognitionPreprocessor
+    from swift.dataset.dataset.llm import (
+        AlpacaZhPreprocessor,
+        SelfCognitionPreprocessor,
+    )
     from swift.dataset.dataset_syntax import DatasetSyntax
     return SelfCognitionPreprocessor, AlpacaZhPreprocessor, DatasetSyntax
 

@@ -5,7 +5,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.parse.logs import parse_dataset_stats, parse_elapsed, parse_param_info, read_log
+from analysis.parse.logs import (
+    parse_dataset_stats,
+    parse_elapsed,
+    parse_param_info,
+    read_log,
+)
 from experiments.base.errors import InputError
 
 

@@ -38,6 +38,7 @@ PACKAGE_DATA_GLOBS = [
     "seeds/*.yaml",
     "notebooks/*.ipynb",
     "analysis/data/*.yaml",
+    "analysis/data/*.json",
     "analysis/judge/*.yaml",
     "analysis/present/report/*.css",
     "experiments/*/*.yaml",

@@ -1,8 +1,11 @@
 """`swiftbench plan`: the planner's command line (arguments, the table it prints).
 
-The recipe comes from flags or from a run's args.json (`--from-args`; flags given beside it win). The table gives, per
-GPU class, whether the recipe fits, the largest per-device batch that would, the step and total time and the cost in
-the price table's currency; the assumptions follow once, below it.
+The recipe comes from flags or from a run's args.json (`--from-args`; flags given beside it win). Every flag also
+takes ms-swift's own name (`--per_device_train_batch_size 4 --lora_rank 8`), so a `swift sft` command line's recipe
+flags can be pasted; GPU classes take the names people use ("RTX 4090", "H100 SXM": hardware.yaml aliases). The
+table gives, per GPU class, whether the recipe fits (yes, tight or no), the largest per-device batch that surely
+would, the step and total time and the cost in the price table's currency (none where it does not fit); the
+assumptions follow once, below it.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from analysis.estimate import planner
 from analysis.estimate.planner import DEFAULT_HW, METHODS, estimate
 from experiments.base.errors import InputError
 
-# estimate()'s defaults, for what neither a flag nor --from-args gives
+# estimate()'s defaults (the seed recipe's), for what neither a flag nor --from-args gives; the model: default_model()
 DEFAULTS = {"method": "lora", "max_length": 2048, "batch": 1, "grad_accum": 16, "samples": 1500, "epochs": 1,
             "gradient_checkpointing": True, "lora_rank": 8}
 
@@ -40,25 +43,31 @@ def register(sub) -> None:
     p.add_argument("--from-args", metavar="ARGS_JSON", help="a run's args.json (ms-swift's): model, method, "
                    "max-length, batch, grad-accum, epochs, checkpointing and rank from it, and the epoch's samples and "
                    "longest sample from the log beside it; flags given as well override it")
-    p.add_argument("--model", help="known model name (analysis/data/models.yaml) or a local folder / config.json "
-                                   "(required without --from-args)")
-    p.add_argument("--method", choices=METHODS, help="lora (default), qlora or full")
-    p.add_argument("--max-length", type=int, help="ms-swift --max_length (default 2048)")
+    p.add_argument("--model", help="known model name or alias (analysis/data/models.yaml) or a local folder / "
+                                   "config.json (default: the seed recipe's, Qwen/Qwen2.5-7B-Instruct)")
+    p.add_argument("--method", "--tuner_type", "--train_type", dest="method", choices=METHODS,
+                   help="lora (default), qlora or full (ms-swift's --tuner_type / --train_type)")
+    p.add_argument("--quant_bits", "--quant-bits", dest="quant_bits", type=int, choices=(4,),
+                   help="4: QLoRA (ms-swift's --quant_bits 4 with --tuner_type lora), the same as --method qlora")
+    p.add_argument("--max-length", "--max_length", dest="max_length", type=int,
+                   help="ms-swift --max_length (default 2048)")
     p.add_argument("--seq-len", type=int, help="longest sequence a batch really holds (default: --max-length); "
                                                 "padding makes every sample of the batch this long")
     p.add_argument("--mean-len", type=int, help="mean tokens per sample the GPU processes, padding included, for "
                                                  "the time estimate (default: --seq-len)")
-    p.add_argument("--batch", type=int, help="per-device batch size (default 1)")
-    p.add_argument("--grad-accum", type=int, help="gradient accumulation steps (default 16)")
+    p.add_argument("--batch", "--per_device_train_batch_size", dest="batch", type=int,
+                   help="per-device batch size (default 1)")
+    p.add_argument("--grad-accum", "--gradient_accumulation_steps", dest="grad_accum", type=int,
+                   help="gradient accumulation steps (default 16)")
     p.add_argument("--samples", type=int, help="training samples per epoch (default 1500)")
-    p.add_argument("--epochs", type=int, help="default 1")
+    p.add_argument("--epochs", "--num_train_epochs", dest="epochs", type=int, help="default 1")
     p.add_argument("--hw", help=f"comma-separated GPU classes, any case (default {','.join(DEFAULT_HW)}; any key of "
                                 "analysis/data/hardware.yaml)")
     p.add_argument("--prices", help="YAML mapping hardware key -> price per GPU-hour, and optionally "
                                     "'currency: EUR' (no prices are built in)")
-    p.add_argument("--gradient-checkpointing", type=_bool, metavar="true|false",
-                   help="ms-swift's default is true")
-    p.add_argument("--lora-rank", type=int, help="default 8")
+    p.add_argument("--gradient-checkpointing", "--gradient_checkpointing", dest="gradient_checkpointing", type=_bool,
+                   metavar="true|false", help="ms-swift's default is true")
+    p.add_argument("--lora-rank", "--lora_rank", dest="lora_rank", type=int, help="default 8")
     p.add_argument("--gpus", type=int, help="data-parallel GPUs (default 1); --batch and --grad-accum are per GPU")
     p.add_argument("--parallel", choices=planner.PARALLEL_LAYOUTS,
                    help="ddp (default), zero2 or zero3: how memory is shared over --gpus (per-GPU memory)")
@@ -71,15 +80,27 @@ def recipe(args) -> dict:
     """estimate()'s keyword arguments: the defaults, then --from-args, then the flags given."""
     out = dict(DEFAULTS)
     if args.from_args:
-        out.update(planner.args_from_run(args.from_args))
-    given = {"model": args.model, "method": args.method, "max_length": args.max_length, "seq_len": args.seq_len,
+        out.update(planner.args_from_run(args.from_args, need_model=not args.model))
+    method = args.method
+    if args.quant_bits == 4:
+        if method not in (None, "lora", "qlora"):
+            raise InputError(None, f"--quant_bits 4 is QLoRA: it goes with --tuner_type lora, not {method}")
+        method = "qlora"
+    given = {"model": args.model, "method": method, "max_length": args.max_length, "seq_len": args.seq_len,
              "mean_len": args.mean_len, "batch": args.batch, "grad_accum": args.grad_accum, "samples": args.samples,
              "epochs": args.epochs, "gradient_checkpointing": args.gradient_checkpointing,
              "lora_rank": args.lora_rank, "gpus": args.gpus, "parallel": args.parallel}
     out.update({k: v for k, v in given.items() if v is not None})
     if not out.get("model"):
-        raise InputError(None, "--model or --from-args is required")
+        out["model"] = default_model()
     return out
+
+
+def default_model() -> str:
+    """The seed recipe's model (experiments/recipes.yaml base), as the other defaults are the seed recipe's."""
+    from experiments.recipes import recipes
+
+    return str(recipes.load()["base"]["model"])
 
 
 def run(args) -> int:
@@ -120,9 +141,11 @@ def _print(plans: list[dict], prices: str | None = None) -> None:
                 "GPU-hours", cost_col, "time source"):
         t.add_column(col, justify="left" if col in ("GPU", "fits", "time source") else "right")
     for p in plans:
+        fits = p["fit"] != "no"  # a job that does not fit gets no time and no cost
         t.add_row(p["hw"], f"{p['capacity_gib']:.1f}", f"{p['needs_gib']:.1f}",
-                  "yes" if p["fits"] else "NO", str(p["max_batch"]), _logged(p), f"{p['step_time_s']:.3g}",
-                  _hours(p["total_time_s"]), f"{p['total_hours'] * p['gpus']:.3g}",
+                  {"yes": "yes", "tight": "tight", "no": "NO"}[p["fit"]], str(p["max_batch"]), _logged(p),
+                  f"{p['step_time_s']:.3g}" if fits else "-", _hours(p["total_time_s"]) if fits else "-",
+                  f"{p['total_hours'] * p['gpus']:.3g}" if fits else "-",
                   "-" if p["cost"] is None else f"{p['cost']:.2f}", p["time_source"])
     console.print(t)
     if not prices:
@@ -134,6 +157,13 @@ def _print(plans: list[dict], prices: str | None = None) -> None:
                       highlight=False, markup=False)
     console.print(f"largest batch: the largest per-device batch whose needs fit the GPU with every sample "
                   f"{first['seq_len']} tokens long (--seq-len)", highlight=False, markup=False)
+    if any(p["fit"] == "tight" for p in plans):
+        console.print("tight: the live peak fits, the fragmentation margin does not; under a memory cap such runs "
+                      "both trained and ran out of memory: try it, or take the largest batch", highlight=False,
+                      markup=False)
+    if any(p["fit"] == "no" for p in plans):
+        console.print("NO: not even the live peak fits, so no time and no cost; try a smaller --batch or "
+                      "--max-length, or --method qlora", highlight=False, markup=False)
     if any(p["logged_peak_gib"] is not None and p["logged_peak_gib"] < p["peak_mem_gib"] for p in plans):
         console.print(f"* capped at the GPU's memory: on a GPU with room to spare ms-swift would log "
                       f"{first['peak_mem_gib']:.1f} GiB (cached blocks); here the allocator frees them instead",

@@ -8,7 +8,9 @@ Memory (bytes; T = seq-len, the longest sequence a batch holds, B = per-device b
     live    = B x T x [ L x per-layer + final norm + max(logits 12 V, one recomputed layer + its backward) ]
               per-layer = 2h (checkpointing keeps the layer input) or the layer's saved tensors (no checkpointing)
     peak    = static + allocator_cache_factor x live         (what ms-swift logs: max_memory_reserved; calibrated)
-    needs   = static + (1 + tight_fragmentation) x live + CUDA context;   fits = needs <= memory_gb in GiB
+    needs   = static + (1 + tight_fragmentation) x live + CUDA context
+    fit     = yes: needs <= memory_gb in GiB;  no: static + live + CUDA context does not;  tight: in between (capped
+              runs in that band both trained and ran out of memory; fit_verdict). No time or cost where it is no.
 Time per optimizer step: measured median where results/ has the same recipe on that GPU class, else
     grad_accum x [ max(FLOPs/token x tokens / (peak bf16 x achievable_fraction), weights x passes / bandwidth)
                    + host_overhead ] + optimizer bytes / bandwidth.
@@ -114,11 +116,19 @@ def resolve_model(model: str) -> dict:
 MODEL_CONFIG_NAME = runfiles.MODEL_CONFIG  # the runner's copy of the model's config.json in a run folder
 
 
-def args_from_run(path: str | Path) -> dict[str, Any]:
-    """estimate() keyword arguments from a run's args.json (ms-swift's, as `swift sft` wrote it): model, method,
-    max_length, batch, grad_accum, epochs, gradient_checkpointing, lora_rank; and, from the log beside it where there is
-    one, the epoch's training samples and the longest sample (seq_len). The model is the config.json the runner
-    copied into the folder when the args' model path is not on this machine."""
+# ms-swift's args.json names of the recipe's fields, newest first (1.x wrote batch_size and model_type)
+ARGS_NAMES = {"max_length": ("max_length",), "batch": ("per_device_train_batch_size", "batch_size"),
+              "grad_accum": ("gradient_accumulation_steps",), "epochs": ("num_train_epochs",),
+              "lora_rank": ("lora_rank",)}
+MODEL_NAMES = ("model", "model_id_or_path", "model_type")
+
+
+def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
+    """estimate() keyword arguments from a run's args.json (ms-swift's, as `swift sft` wrote it, 1.x to 4.x): model,
+    method, max_length, batch, grad_accum, epochs, gradient_checkpointing, lora_rank; and, from the log beside it where
+    there is one, the epoch's training samples and the longest sample (seq_len). The model is the config.json the
+    runner copied into the folder when the args' model path is not on this machine. Without NEED_MODEL (--model is
+    given) a model the planner does not know is no error. What it cannot use is bad input naming the file and why."""
     path = Path(path)
     args = read_json_object(path)
     if args is None:
@@ -126,26 +136,35 @@ def args_from_run(path: str | Path) -> dict[str, Any]:
     if not isinstance(args, dict):
         raise InputError(path, "args.json is not a JSON object")
     out: dict[str, Any] = {}
-    model = args.get("model") or args.get("model_id_or_path")
+    field = next((n for n in MODEL_NAMES if args.get(n)), None)
+    model = args.get(field) if field else None
     folder = path.parent
-    if model:
+    if need_model and model is None:
+        raise InputError(path, f"names no model ({' / '.join(MODEL_NAMES)}): pass --model")
+    if model is not None:
         try:
             resolve_model(str(model))
             out["model"] = str(model)
         except InputError:
             if (folder / MODEL_CONFIG_NAME).is_file():
                 out["model"] = str(folder / MODEL_CONFIG_NAME)
-            else:
-                raise
+            elif need_model:
+                old = " (ms-swift 1.x names a model type, not a path)" if field == "model_type" else ""
+                raise InputError(path, f"model {model!r} ({field}{old}) is not in analysis/data/models.yaml and no "
+                                       f"{MODEL_CONFIG_NAME} or config.json is at hand: pass --model with its "
+                                       "config.json (or a models.yaml name of the same shapes)") from None
     method = _run_method(args)
+    if method is not None and method not in METHODS:
+        raise InputError(path, f"tuner {method!r}: the planner models {', '.join(METHODS)} only")
     if method is not None:
         out["method"] = method
-    for key, name in (("max_length", "max_length"), ("batch", "per_device_train_batch_size"),
-                      ("grad_accum", "gradient_accumulation_steps"), ("epochs", "num_train_epochs"),
-                      ("lora_rank", "lora_rank")):
-        value = args.get(name)
+    for key, names in ARGS_NAMES.items():
+        name = next((n for n in names if args.get(n) is not None), None)
+        value = args.get(name) if name else None
         if isinstance(value, float) and value.is_integer():
             value = int(value)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise InputError(path, f"{name} {value!r}: the planner takes a positive whole number")
         if value is not None:
             out[key] = value
     if isinstance(args.get("gradient_checkpointing"), bool):
@@ -172,10 +191,15 @@ def _hw_list(hw: str | list[str] | None) -> list[str]:
         keys = [k.strip() for k in hw.split(",") if k.strip()]
     else:
         keys = list(hw)
-    keys = [k.lower() for k in keys]  # A10, H100: the hardware table's keys are lower case
     if not keys:
         raise InputError(None, "--hw names no GPU class")
-    for key in keys:
+    names, keys = keys, []
+    for name in names:  # "4090", "RTX 4090", "H100 SXM", A10: keys, names and aliases of hardware.yaml
+        key = hardware.resolve(name)
+        if key is None:
+            raise InputError(hardware.HARDWARE_FILE, f"unknown hardware {name!r} (known: {', '.join(hardware.table())}"
+                                                     "; or a name or alias of one)")
+        keys.append(key)
         spec = hardware.require(key)
         if not spec.get("memory_gb") or not spec.get("bf16_dense_tflops") or not spec.get("bandwidth_gbs"):
             raise InputError(hardware.HARDWARE_FILE, f"{key!r} is not a GPU class with memory, bandwidth and "
@@ -338,6 +362,22 @@ def capacity_gib(spec: dict) -> float:
     return float(spec["memory_gb"]) * 1e9 / GIB
 
 
+FIT_VERDICTS = ("yes", "tight", "no")
+
+
+def fit_verdict(needs_gib: float, activations_gib: float, capacity: float, capped: bool = False,
+                c: dict | None = None) -> str:
+    """yes, tight or no: NEEDS_GIB (static + (1 + tight_fragmentation) x activations + CUDA context) within CAPACITY
+    GiB is yes; the live peak alone (the same without the fragmentation margin) above it is no; in between, tight:
+    runs under an allocator cap there both trained (cap24-bs8, qcap24-bs4) and ran out of memory (lcap24-len2048-bs2),
+    so the model cannot call it. CAPPED: CAPACITY is an allocator cap (experiments/launch.py --mem-cap-gib), which
+    the CUDA context sits outside of."""
+    c = c or constants()
+    context = c["memory.cuda_context_gib"] if capped else 0.0
+    sure, live = needs_gib - context, needs_gib - context - c["memory.tight_fragmentation"] * activations_gib
+    return "yes" if sure <= capacity else "no" if live > capacity else "tight"
+
+
 # -------------------------------------------------------------------------------------------------- time
 
 
@@ -468,6 +508,10 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     steps = steps_per_epoch * epochs
     assumptions = _assumptions(shapes, method, seq, mean, batch, gradient_checkpointing, lora_rank, mem, c,
                                mean_source, results_dir)
+    asked = Path(str(model).rstrip("/")).name
+    if not Path(model).exists() and asked.lower() != str(shapes["name"]).lower():
+        assumptions.insert(0, f"model {asked}: the shapes of {shapes['name']} (analysis/data/models.yaml aliases; "
+                              "measured runs of it count as this model's)")
 
     out = []
     for key in keys:
@@ -496,14 +540,18 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
         else:
             step_s = roof_step
             source = "roofline"
-        total_s = step_s * steps
         price = (price_table or {}).get(key)
-        fits = mem["needs_gib"] <= cap
-        rates = _rates(step_s, batch * grad_accum, mean, steps)
+        fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, c=c)
+        fits = fit != "no"
+        if not fits:  # no time and no cost for a job that cannot run (the roofline below keeps its figures)
+            step_s, source, time_note = None, "does not fit", None
+        total_s = step_s * steps if fits else None
+        rates = _rates(step_s, batch * grad_accum, mean, steps) if fits else \
+            {"ms_per_sample": None, "tokens_per_s": None}
         out.append({
             "hw": key, "name": spec["name"], "method": method, "model": shapes["name"],
             "capacity_gib": cap, "peak_mem_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
-            "needs_gib": mem["needs_gib"], "fits": fits, "headroom_gib": cap - mem["needs_gib"],
+            "needs_gib": mem["needs_gib"], "fits": fits, "fit": fit, "headroom_gib": cap - mem["needs_gib"],
             # what ms-swift would log on this class: the allocator cannot reserve more than the GPU has
             "logged_peak_gib": min(mem["peak_mem_gib"], cap) if fits else None,
             "breakdown": {k: mem[k] for k in ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib",
@@ -513,7 +561,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
             "gradient_checkpointing": gradient_checkpointing, "lora_rank": lora_rank if method != "full" else None,
             "tokens_per_sample": mean, "steps": steps, "samples": samples, "epochs": epochs,
             "max_batch": largest_batch(shapes, method, seq, gradient_checkpointing, lora_rank, cap, c),
-            "step_time_s": step_s, "total_time_s": total_s, "total_hours": total_s / 3600,
+            "step_time_s": step_s, "total_time_s": total_s, "total_hours": total_s / 3600 if fits else None,
             "ms_per_sample": rates["ms_per_sample"], "tokens_per_s": rates["tokens_per_s"],
             "time_source": source, "time_note": time_note,
             # the roofline's own figures, also where a measured time is used above (the report's predicted rows)
@@ -523,7 +571,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                          "gpu_busy_frac": gpu_s / roof_step, **_rates(roof_step, batch * grad_accum, mean, steps)},
             "gpus": gpus, "parallel": parallel, "per_gpu": sharded,
             "price_per_gpu_hour": price, "currency": currency if price is not None else None,
-            "cost": None if price is None else total_s / 3600 * price * gpus,
+            "cost": None if price is None or not fits else total_s / 3600 * price * gpus,
             "estimate_only": method not in VALIDATED_METHODS,
             "assumptions": assumptions,
         })
@@ -563,9 +611,10 @@ def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source
         f"peak = static + {c[m + 'allocator_cache_factor']} x activations: what ms-swift logs "
         "(max_memory_reserved) on a GPU with room to spare (calibrated on results/h200, order-dependent)")
     lines.append(
-        f"fits: needs = static + {1 + c[m + 'tight_fragmentation']:.1f} x activations + "
+        f"fits: needs = static + {1 + c[m + 'tight_fragmentation']:.2f} x activations + "
         f"{c[m + 'cuda_context_gib']} GiB CUDA context <= memory_gb x 1e9 / 2^30 (the allocator frees its cache "
-        "before it fails)")
+        "before it fails); tight: the live peak (static + activations + context) fits, needs does not: runs under a "
+        "memory cap there both trained and ran out of memory; no: not even the live peak fits (no time, no cost)")
     lines.append(
         f"roofline step = grad-accum x [max(FLOPs/token x tokens / (peak bf16 x {c['time.achievable_fraction']}), "
         f"weights x passes / bandwidth) + {c['time.host_overhead_s']} s host overhead] + optimizer; "

@@ -632,7 +632,8 @@ def pairs(records: list[RunRecord]) -> list[tuple[RunRecord, RunRecord | None]]:
 def register(sub) -> None:
     p = sub.add_parser("quick", help="quick runs' estimates of the full run, against the full runs where made")
     p.add_argument("results_dir", help="results/ (results/<hw>/<experiment>/<run>/)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true",
+                   help="print the comparison as a JSON list, one object per quick run (its estimate, the full run)")
     p.set_defaults(func=run)
 
 

@@ -13,6 +13,7 @@ from analysis.estimate.planner import (
     METHODS,
     _run_method,
     constants,
+    fit_verdict,
     flops_per_token,
     memory,
     optimizer_step_s,
@@ -98,12 +99,17 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
         peak_ok = (bool(ratio >= 0.90 if cut else abs(ratio - 1) <= 0.10)
                    if ratio and check == "reserved peak" else None)
         predicted_fits = bool(mem["live_peak_gib"] <= cap) if cap is not None else None
-        # the planner's own `fits` rule (with its fragmentation margin); the CUDA context sits outside an allocator cap
-        planner_fits = bool(mem["needs_gib"] - mem["cuda_context_gib"] <= cap) if cap is not None else None
+        # the planner's own verdict (yes / tight / no: planner.fit_verdict); the CUDA context sits outside a cap
+        planner_fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, capped=True, c=c) \
+            if cap is not None else None
+        planner_fits = planner_fit == "yes" if cap is not None else None
         rows.append({
             **base, "seq_len": seq, "estimated_peak_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
             "needs_gib": mem["needs_gib"], "cap_gib": cap, "check": check,
-            "predicted_fits": predicted_fits, "planner_fits": planner_fits,
+            "predicted_fits": predicted_fits, "planner_fits": planner_fits, "planner_fit": planner_fit,
+            # the verdict is wrong when a run trained under a `no` or ran out of memory under a `yes`
+            "verdict_correct": (planner_fit != ("no" if r.status == "ok" else "yes"))
+                               if check == "fits under the cap" else None,
             "fits_correct": (predicted_fits == (r.status == "ok")) if check == "fits under the cap" else None,
             "ratio": ratio,
             "peak_rule": ("not below by more than 10 % (cut run)" if cut else "within 10 %")
@@ -165,12 +171,13 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
     step/grad_accum = o + max(FLOPs/token x tokens / (peak x f), weight reads) of the two experiments.
     """
     c = constants()
-    groups: dict[str, list[dict]] = {}
+    named = c["calibration.runs"]  # planner.yaml: the runs the constants were fitted on
+    groups: dict[str, list] = {}
     for r in collect(results_dir):
         # the recipes as published, on one GPU: a run with its own flags (--set logging_steps=1 of a quick run's
         # full partner) or several GPUs measures something else
         if r.status == "ok" and r.hw == "h200" and r.experiment in ("seed", "bs16") and not r.overrides \
-                and r.gpus == 1:
+                and r.gpus == 1 and r.run in named.get(r.experiment, ()):
             groups.setdefault(r.experiment, []).append(r)
     if set(groups) != {"seed", "bs16"}:
         raise InputError(results_dir, "calibration needs the h200 seed and bs16 runs")

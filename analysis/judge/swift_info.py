@@ -1,8 +1,11 @@
 """What the installed ms-swift says: its version, whether a flag exists and parses, padding-free support, packages.
 
 Claims about flags (does --disable_cuda_graph exist?) and about padding-free batches are decided from ms-swift's own
-argument dataclass and parser, without building the arguments (nothing is loaded). ms-swift, transformers and pip
-are imported lazily, inside the functions that need them.
+argument dataclass and parser, without building the arguments (nothing is loaded). Importing ms-swift takes seconds
+and prints its INFO lines, so what the claims ask of it is kept in analysis/data/swift_sft.json (`python -m
+analysis.judge.swift_info` writes it from the installed ms-swift; tests/test_claims.py checks it against it): the
+reports come from there when the file is of the installed version and holds the question, else from ms-swift itself,
+imported lazily inside the functions that need it.
 """
 from __future__ import annotations
 
@@ -14,8 +17,27 @@ from pathlib import Path
 from typing import Any
 
 from experiments.base import paths
+from experiments.base.datafiles import read_json_object
 
 GPU_REQUIREMENTS = paths.EXPERIMENTS / "setup" / "requirements-gpu.txt"  # what the GPU wheelhouse ships
+FACTS_FILE = paths.DATA / "swift_sft.json"  # what the claims ask of ms-swift, as its installed version answered
+
+
+@functools.lru_cache(maxsize=None)
+def facts(path: str | Path = FACTS_FILE) -> dict | None:
+    """The snapshot of PATH when it is of the installed ms-swift's version, else None."""
+    data = read_json_object(Path(path))
+    if not isinstance(data, dict) or data.get("swift_version") != swift_version():
+        return None
+    return data
+
+
+def _flag_key(flag: str, value: str | None) -> str:
+    return flag if value is None else f"{flag}={value}"
+
+
+def _padding_key(flags: list[str], attn_impl: str) -> str:
+    return f"{','.join(flags)}@{attn_impl}"
 
 
 def swift_version() -> str | None:
@@ -64,11 +86,16 @@ def sft_parser():
 
 
 def flag_report(flag: str, value: str | None = None) -> dict:
-    """Is --FLAG an argument of the installed `swift sft`, and does its parser accept VALUE?
+    """Is --FLAG an argument of the installed `swift sft`, and does its parser accept VALUE? From the snapshot
+    (facts()) where it holds the question, else asked of ms-swift (flag_report_live)."""
+    known = (facts() or {}).get("flag_reports", {}).get(_flag_key(flag, value))
+    return dict(known) if known is not None else flag_report_live(flag, value)
 
-    Uses ms-swift's own parser (HfArgumentParser over SftArguments) without building the arguments, so nothing is
-    loaded: unknown flags come back as remaining strings, which `swift sft` turns into a ValueError.
-    """
+
+def flag_report_live(flag: str, value: str | None = None) -> dict:
+    """flag_report from ms-swift itself: its own parser (HfArgumentParser over SftArguments) without building the
+    arguments, so nothing is loaded: unknown flags come back as remaining strings, which `swift sft` turns into a
+    ValueError."""
     version = swift_version()
     fields = sft_fields()
     f = fields.get(flag)
@@ -96,7 +123,16 @@ def flag_report(flag: str, value: str | None = None) -> dict:
 
 
 def padding_free_report(flags: list[str], attn_impl: str = "sdpa") -> dict:
-    """Does the installed ms-swift allow padding_free / packing with ATTN_IMPL, and is flash-attn importable?"""
+    """Does the installed ms-swift allow padding_free / packing with ATTN_IMPL (the snapshot's answer where it has
+    one, else ms-swift's), and is flash-attn importable here?"""
+    known = (facts() or {}).get("padding_free_reports", {}).get(_padding_key(flags, attn_impl))
+    if known is None:
+        return padding_free_report_live(flags, attn_impl)
+    return {**known, "flash_attn_importable": importlib.util.find_spec("flash_attn") is not None}
+
+
+def padding_free_report_live(flags: list[str], attn_impl: str = "sdpa") -> dict:
+    """padding_free_report from ms-swift's own SftArguments check."""
     from types import SimpleNamespace
 
     from swift.arguments import SftArguments
@@ -151,3 +187,46 @@ def shipped_version(package: str, requirements: str | Path = GPU_REQUIREMENTS) -
         return None
     m = re.search(rf"^{re.escape(package)}==(\S+)", text, flags=re.M)
     return m.group(1) if m else None
+
+
+def snapshot() -> dict:
+    """What the claims (analysis/judge/claims.yaml) ask of ms-swift, answered by the installed one: the content of
+    FACTS_FILE. flash_attn_importable is left out: it is this machine's, asked each time."""
+    from analysis.judge import config
+
+    flags_asked: dict[str, tuple[str, str | None]] = {}
+    padding: dict[str, tuple[list[str], str]] = {}
+    for claim in config.claims():
+        rule = claim["rule"]
+        if rule["kind"] == "tradeoff":
+            flags_asked[_flag_key(rule["flag"], None)] = (rule["flag"], None)
+        elif rule["kind"] == "flags":
+            for f, v in rule["flags"].items():
+                flags_asked[_flag_key(f, v)] = (f, v)
+            for f in rule.get("related", []):
+                flags_asked[_flag_key(f, None)] = (f, None)
+        elif rule["kind"] == "supported":
+            attn = rule.get("attn_impl", "sdpa")
+            padding[_padding_key(rule["flags"], attn)] = (rule["flags"], attn)
+    pad = {}
+    for key, (fl, attn) in sorted(padding.items()):
+        rep = padding_free_report_live(fl, attn)
+        rep.pop("flash_attn_importable")
+        pad[key] = rep
+    return {"swift_version": swift_version(),
+            "written_by": "python -m analysis.judge.swift_info (from the installed ms-swift)",
+            "flag_reports": {k: flag_report_live(*v) for k, v in sorted(flags_asked.items())},
+            "padding_free_reports": pad}
+
+
+def main() -> int:
+    import json
+
+    data = snapshot()
+    FACTS_FILE.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    print(f"wrote {FACTS_FILE} (ms-swift {data['swift_version']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

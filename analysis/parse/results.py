@@ -137,9 +137,32 @@ def _why_unused(run_dir: Path) -> str | None:
         return (f"not in the <hw>/<experiment>/<run> layout ({run_dir.parent.parent.name!r} is not a class of "
                 "analysis/data/hardware.yaml)")
     experiment = ident["experiment"]
+    try:
+        imported = read_status(run_dir).get("imported") if (run_dir / STATUS_NAME).is_file() else None
+    except (InputError, OSError, UnicodeDecodeError):
+        imported = None  # a broken run.json: reading the run says so, with its line
+    if imported is not None:  # swiftbench import: a recipe's name only where args.json is that recipe
+        return imported_label_problem(run_dir, experiment)
     if experiment not in known_experiments():
         return (f"experiment {experiment!r} is neither in experiments/recipes/recipes.yaml nor a claims experiment "
                 "(experiments/recipes/claims/)")
+    return None
+
+
+def imported_label_problem(run_dir: Path, experiment: str) -> str | None:
+    """Why an imported run cannot be read under EXPERIMENT, else None: under a recipes.yaml experiment its args.json
+    must be that recipe (an older import may not be), a claims experiment it cannot be, any other name is its own."""
+    from experiments.recipes import catalog, recipes
+
+    if experiment in matrix_experiments():
+        args = next((read_json_object(run_dir / n) for n in (runfiles.ARGS_JSON, "sft_args.json")
+                     if (run_dir / n).is_file()), None)
+        differ = recipes.recipe_mismatch(experiment, args) if isinstance(args, dict) else ["no args.json"]
+        if differ:
+            return (f"imported as {experiment!r} but not its recipe ({'; '.join(differ)}): move it to a folder of "
+                    "its own name (results/<hw>/myrun/) so it cannot redefine the reference job")
+    elif catalog.experiment(experiment) is not None:
+        return f"imported as the claims experiment {experiment!r}, which only the runner's launcher can make"
     return None
 
 

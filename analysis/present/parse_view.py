@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from analysis.measure.summary import run_summary
+from analysis.parse import bench
 from analysis.parse.logs import LOG_NAME
 from analysis.parse.record import RunRecord
 from analysis.parse.results import STATUS_NAME, read_runs, records_under, run_folders
@@ -88,9 +89,23 @@ def records(path: str | Path, skipped: list[tuple[Path, str]] | None = None) -> 
     return sorted(recs, key=lambda r: str(r.path))
 
 
+def benchmark_folder(path: str | Path) -> bool:
+    """A benchmark's folder beside the runs (results/<hw>/allreduce/<id>/: allreduce.json, no log, no run.json):
+    `swiftbench tables` reads it; it is not a training run."""
+    path = Path(path)
+    return path.is_dir() and (path / bench.FILE).is_file() and not (path / LOG_NAME).exists() \
+        and not (path / STATUS_NAME).exists()
+
+
 def run(args) -> int:
     skipped: list[tuple[Path, str]] = []
-    recs = [rec for path in args.path for rec in records(path, skipped)]
+    paths = list(args.path)
+    if len(paths) > 1:  # `swiftbench parse results/h200/*/*` names the benchmark folders too: said, not an error
+        for path in [p for p in paths if benchmark_folder(p)]:
+            print(f"swiftbench: not a run: {relative(Path(path))} (a benchmark folder: {bench.FILE}; "
+                  "swiftbench tables reads it)", file=sys.stderr)
+        paths = [p for p in paths if not benchmark_folder(p)] or paths
+    recs = [rec for path in paths for rec in records(path, skipped)]
     for folder, why in skipped:  # a bad run folder of a tree: said, left out, and the exit code says so
         print(f"swiftbench: skipped {relative(folder)}: {why}", file=sys.stderr)
     done = SKIPPED_EXIT if skipped else 0

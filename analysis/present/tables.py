@@ -273,7 +273,8 @@ def register(sub) -> None:
     p.add_argument("results_dir", nargs="+", help="results/ (results/<hw>/<experiment>/<run>/); several roots (other "
                    "machines' trees) are merged, a run found twice counted once")
     p.add_argument("--baseline", default="a10", help="hardware the speedup is relative to (default a10)")
-    p.add_argument("--format", choices=["md", "csv", "json"], default="md")
+    p.add_argument("--format", choices=["md", "csv", "json"], default="md",
+                   help="output format: md (Markdown, the default), csv or json")
     p.add_argument("--seeds", default=None, help="folder of published figures (default: the suite's seeds/)")
     p.add_argument("--compact", action="store_true", help="only the main columns")
     p.set_defaults(func=run)

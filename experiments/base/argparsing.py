@@ -9,3 +9,9 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def first_paragraph(doc: str | None) -> str:
+    """A module docstring's first paragraph as one line: a --help description is the whole sentence, never its first
+    line cut mid-list."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())

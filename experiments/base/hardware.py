@@ -32,7 +32,31 @@ def table(path: str | Path = HARDWARE_FILE) -> dict[str, dict]:
             if field not in spec:
                 raise InputError(path, f"hardware entry {key!r} lacks {field!r}")
         spec["key"] = key
+    seen: dict[str, str] = {}
+    for key, spec in data.items():
+        for name in {key, spec["name"], *(spec.get("aliases") or [])}:
+            other = seen.setdefault(_plain(name), key)
+            if other != key:
+                raise InputError(path, f"hardware name {name!r} of {key!r} is also a name of {other!r}")
     return data
+
+
+def _plain(name: str) -> str:
+    """A GPU name as people write it, compared: lower case, no spaces, '-' or '_', no leading NVIDIA / GeForce."""
+    text = re.sub(r"[\s_-]+", "", str(name).lower())
+    return re.sub(r"^(nvidia)?(geforce)?", "", text)
+
+
+def resolve(name: str) -> str | None:
+    """The class key of a name a user gives ("4090", "RTX 4090", "H100 SXM", "h200"): its key, its name or one of
+    its aliases (hardware.yaml), compared as _plain does; None when no class has that name."""
+    if name in table():
+        return name
+    want = _plain(name)
+    for key, spec in table().items():
+        if want in {_plain(n) for n in (key, spec["name"], *(spec.get("aliases") or []))}:
+            return key
+    return None
 
 
 def get(key: str) -> dict | None:
@@ -78,10 +102,10 @@ def shapes_from_config(config: dict) -> dict | None:
 
 
 def lookup_model(name: str) -> dict | None:
-    """Shapes of a known model by id or path basename (case-insensitive), else None."""
+    """Shapes of a known model by id or path basename (case-insensitive; its key or one of its aliases), else None."""
     base = Path(str(name).rstrip("/")).name.lower()
     for key, entry in known_models().items():
-        if key.lower() == base:
+        if base in {n.lower() for n in (key, *(entry.get("aliases") or []))}:
             shapes = shapes_from_config(entry)
             if shapes is not None:
                 shapes["name"] = key
@@ -153,4 +177,5 @@ def describe(key: str) -> str:
 
 
 def as_rows() -> list[dict[str, Any]]:
-    return [{"hw": k, **{f: v for f, v in spec.items() if f != "nvml_names"}} for k, spec in table().items()]
+    return [{"hw": k, **{f: v for f, v in spec.items() if f not in ("nvml_names", "aliases")}}
+            for k, spec in table().items()]

@@ -127,3 +127,43 @@ def recipe_hash(experiment: str, path: str | Path = RECIPES_FILE) -> str:
     """Short hash of an experiment's flags: a changed recipe is a new experiment for resumption."""
     blob = json.dumps(flags(experiment, path), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+# What makes a run one of the matrix's recipes, and the args.json names each has had (ms-swift 4.x, 2.x-3.x, 1.x):
+# a run of other flags on these is another job, whatever it is called.
+RECIPE_IDENTITY = {
+    "model": ("model", "model_id_or_path", "model_type"),
+    "tuner": ("tuner_type", "train_type", "sft_type"),
+    "per_device_train_batch_size": ("per_device_train_batch_size", "batch_size"),
+    "gradient_accumulation_steps": ("gradient_accumulation_steps",),
+    "max_length": ("max_length",),
+    "lora_rank": ("lora_rank",),
+    "quant_bits": ("quant_bits", "quantization_bit"),
+}
+
+
+def _identity_value(args: dict, field: str):
+    for name in RECIPE_IDENTITY[field]:
+        value = args.get(name)
+        if value is not None:
+            if field == "model":
+                return Path(str(value).rstrip("/")).name.lower()
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            return value
+    return None
+
+
+def recipe_mismatch(experiment: str, args: dict, path: str | Path = RECIPES_FILE) -> list[str]:
+    """Why ARGS (a run's args.json) is not EXPERIMENT's recipe: one 'field: run X, recipe Y' per differing field of
+    RECIPE_IDENTITY (model by basename; LoRA rank only for LoRA); [] when it is that recipe. A field the run did not
+    record differs: nothing shows it ran the recipe."""
+    want = flags(experiment, path)
+    out = []
+    for field in RECIPE_IDENTITY:
+        ran, recipe = _identity_value(args, field), _identity_value(want, field)
+        if field == "lora_rank" and _identity_value(want, "tuner") not in ("lora", None):
+            continue
+        if ran != recipe:
+            out.append(f"{field}: run {'not recorded' if ran is None else ran}, recipe {recipe}")
+    return out

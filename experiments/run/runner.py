@@ -361,7 +361,8 @@ def register(sub) -> None:
                         "searches of experiments/recipes/claims/, or plan:N for the plan's command N; default: the whole plan)")
     r.add_argument("--claims", action="store_true",
                    help="run claims experiments (experiments/recipes/claims/) instead of the matrix")
-    r.add_argument("--results", default="results")
+    r.add_argument("--results", default="results",
+                   help="the results tree the run folders go into, results/<hw>/<experiment>/<run>/ (default results)")
     r.add_argument("--force-hw", action="store_true", help="run even if the GPU is not HW (labelled forced)")
     r.add_argument("--timeout", type=float, default=None, help="seconds per run before it is killed")
     r.add_argument("--set", action="append", default=[], metavar="FLAG=VALUE",
@@ -376,7 +377,8 @@ def register(sub) -> None:
     r.add_argument("--kill-orphans", action="store_true",
                    help="stop a training an earlier, killed runner left running on this host (default: report it "
                         "and start nothing)")
-    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--no-progress", action="store_true",
+                   help="no progress bar of optimizer steps per run (for logs and pipes); the run folders are the same")
     r.set_defaults(func=run_command)
 
 

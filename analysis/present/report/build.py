@@ -25,6 +25,7 @@ from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.parse.results import Scan, roots_of, run_folders, scan
 from analysis.present.report.context import DEFAULT_HARDWARE, hardware_list
 from experiments.base import hardware, paths
+from experiments.base.argparsing import first_paragraph
 from experiments.base.errors import SKIPPED_EXIT, InputError
 
 NOTEBOOK = paths.NOTEBOOKS / "report.ipynb"
@@ -156,7 +157,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _OneLineParser(prog="report", description=__doc__.splitlines()[0])
+    parser = _OneLineParser(prog="report", description=first_paragraph(__doc__))
     _add_arguments(parser)
     args = parser.parse_args(argv)
     try:
