@@ -158,3 +158,17 @@ def test_tables_cli_names_one_recommended_recipe_from_a_same_host_full_epoch_pai
     h200 = next(g for g in out["recommended_gpus"] if g["hw"] == "h200")
     assert h200["epoch_s"] == pick["train_runtime_s"] and h200["source"].startswith("measured: full epoch")
     assert all(g["epoch_s"] is None and g["cost"] is None for g in out["recommended_gpus"] if not g["fits"])
+
+
+def test_the_claims_recipes_table_shows_the_break_even_beside_compiled_recipes():
+    from analysis.judge import frames
+
+    rf = frames.recipes_frame(RESULTS).set_index("recipe")
+    row = rf.loc["fast-compile-nocudnn"]
+    compiled = collect(RESULTS / "h200" / "fast-compile-nocudnn")[0]
+    eager = collect(RESULTS / "h200" / "fast-nocudnn")[0]
+    assert row.break_even_vs == "fast-nocudnn"
+    assert row.break_even_steps == round(jobtime.break_even(compiled, eager)["break_even_steps"])
+    assert row.train_runtime_s == jobtime.job_time(compiled)["train_runtime_s"]
+    assert rf.loc["fast-nocudnn"].break_even_vs is None or rf.loc["fast-nocudnn"].break_even_vs != \
+        rf.loc["fast-nocudnn"].break_even_vs  # eager: none

@@ -20,6 +20,10 @@ def money(value: float | None, currency: str | None) -> str:
     return f"{value:.2f} {currency}" if currency else f"{value:.2f}"
 
 
+def _basis(row: dict) -> str:
+    return "measured" if row["source"].startswith("measured") else "the planner's prediction"
+
+
 def gpu_clause(rows: list[dict]) -> str:
     """Then the GPU: which classes the recipe fits, the soonest and the cheapest epoch among them."""
     fit = [r for r in rows if r["fits"] and r["epoch_s"] is not None]
@@ -29,7 +33,7 @@ def gpu_clause(rows: list[dict]) -> str:
         return "; it fits none of the GPU classes shown"
     soonest = min(fit, key=lambda r: r["epoch_s"])
     text = (f"; then the GPU: it fits {len(fit)} of the {len(rows)} classes shown, {short(soonest['hw'])} finishing "
-            f"soonest ({seconds_text(soonest['epoch_s'])}, {soonest['source'].split(':')[0]})")
+            f"soonest ({seconds_text(soonest['epoch_s'])}, {_basis(soonest)})")
     priced = [r for r in fit if r["cost"] is not None]
     if priced:
         cheap = min(priced, key=lambda r: r["cost"])

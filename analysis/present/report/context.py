@@ -12,6 +12,7 @@ import pandas as pd
 
 from analysis.core import hardware
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
+from analysis.estimate import recipe_gpus
 from analysis.judge.published import short
 from analysis.judge.seed_checks import load_seeds
 from analysis.measure import steps
@@ -47,12 +48,14 @@ class Context:
     pub: pd.DataFrame                   # the seeds' published figures
     seeds: dict[str, dict]              # every seed file by name
     util: pd.DataFrame                  # analysis.measure.utilisation.summary of the matrix runs
+    prices: Path | None = None          # the price table for costs (analysis/data/prices.yaml unless given)
     files: list[str] = field(default_factory=list)  # written into OUT, in order
     _cache: dict = field(default_factory=dict, repr=False)  # stage outputs two sections share, made once
 
     @classmethod
     def load(cls, results_dir: str | Path, baseline: str = "a10", hardware_wanted: str | list[str] = "",
-             seeds_dir: str | Path | None = None, out_dir: str | Path = "report") -> Context:
+             seeds_dir: str | Path | None = None, out_dir: str | Path = "report",
+             prices: str | Path | None = None) -> Context:
         hardware.require(baseline)
         wanted = hardware_list(hardware_wanted) or list(DEFAULT_HARDWARE)
         for h in wanted:
@@ -71,7 +74,8 @@ class Context:
             records=records, matrix=matrix, picked=picked,
             speed=speedup_table(results_dir, baseline, seeds_dir, records=picked),
             conv=convergence_table(results_dir, seeds_dir, records=picked),
-            pub=published_figures(seeds_dir), seeds=load_seeds(seeds_dir), util=U.summary(matrix))
+            pub=published_figures(seeds_dir), seeds=load_seeds(seeds_dir), util=U.summary(matrix),
+            prices=Path(prices) if prices else recipe_gpus.DEFAULT_PRICES)
 
     # ------------------------------------------------------------------------------------ the runs
 
