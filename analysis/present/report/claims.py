@@ -134,7 +134,7 @@ def claims_figures(ctx: Context) -> list[str]:
         figs.append(H.figure(ctx, plots.capacity_points(cap, title, labels), "claims_capacity.png",
                              "Capacity probes per cap: trained or out of memory"))
         out.append(H.csv(ctx, cap, "claims_capacity.csv"))
-    return [H.side_by_side(*figs)] + out
+    return figs + out  # one page-wide figure each: side by side they showed at half their size
 
 
 def audited(table: pd.DataFrame) -> dict[tuple[str, str], str]:

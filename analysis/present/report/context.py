@@ -101,12 +101,19 @@ class Context:
         return set(self.pub["hw"].dropna())
 
     def capacities(self) -> list[tuple[float, str]]:
-        """(GB, 'A10 / GeForce RTX 4090: 24 GB') per memory size of the hardware table."""
+        """(GiB, 'A10 / GeForce RTX 4090: 24 GB = 22.4 GiB') per capacity of the hardware table, in the planner's
+        unit (analysis.estimate.planner.capacity_gib): the answer's capacities and the memory axis are one number."""
+        from analysis.estimate.planner import capacity_gib
+
         groups: dict[float, list[str]] = {}
+        marketed: dict[float, float] = {}
         for key, spec in hardware.table().items():
             if spec.get("memory_gb"):
-                groups.setdefault(float(spec["memory_gb"]), []).append(short(key))
-        return [(gb, f"{' / '.join(names)}: {gb:g} GB") for gb, names in sorted(groups.items())]
+                gib = round(capacity_gib(spec), 2)
+                groups.setdefault(gib, []).append(short(key))
+                marketed[gib] = float(spec["memory_gb"])
+        return [(gib, f"{' / '.join(names)}: {marketed[gib]:g} GB = {gib:.1f} GiB")
+                for gib, names in sorted(groups.items())]
 
     def verdicts(self) -> pd.DataFrame:
         """The claims audit's table over every run of the results tree (the answer and the Claims section)."""

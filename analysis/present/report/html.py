@@ -104,7 +104,7 @@ def csv(ctx, df: pd.DataFrame, name: str) -> str:
 def figure(ctx, fig, name: str, caption: str) -> str:
     """Write FIG as OUT/NAME (through the context) and show it with CAPTION."""
     ctx.write_figure(fig, name)
-    return (f'<figure class="sb-figure"><img src="{e(name)}" alt="{e(caption)}">'
+    return (f'<figure class="sb-figure"><div class="sb-figbox"><img src="{e(name)}" alt="{e(caption)}"></div>'
             f"<figcaption>{e(caption)} (<a href=\"{e(name)}\">{e(name)}</a>)</figcaption></figure>")
 
 

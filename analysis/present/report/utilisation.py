@@ -12,12 +12,22 @@ from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 
-FORMATS = {"train_start_s": "{:.1f}", "train_s": "{:.1f}", "util_mean_pct": "{:.1f}", "util_median_pct": "{:.0f}",
-           "power_mean_w": "{:.0f}", "power_median_w": "{:.0f}", "power_fraction": "{:.0%}",
-           "power_capped_pct": "{:.0f}", "sm_clock_mean_mhz": "{:.0f}", "sm_clock_median_mhz": "{:.0f}",
+def _share(v: float) -> str:
+    """A 0-1 share as a percentage, in the one form the table uses for every percentage."""
+    return f"{v * 100:.0f} %"
+
+
+def _share1(v: float) -> str:
+    return f"{v * 100:.1f} %"
+
+
+# every percentage in one form, "31 %" (MFU and HFU with one decimal: they are a few per cent)
+FORMATS = {"train_start_s": "{:.1f}", "train_s": "{:.1f}", "util_mean_pct": "{:.0f} %", "util_median_pct": "{:.0f} %",
+           "power_mean_w": "{:.0f}", "power_median_w": "{:.0f}", "power_fraction": _share,
+           "power_capped_pct": "{:.0f} %", "sm_clock_mean_mhz": "{:.0f}", "sm_clock_median_mhz": "{:.0f}",
            "energy_run_j": "{:,.0f}", "energy_train_j": "{:,.0f}", "energy_steady_j": "{:,.0f}",
-           "steady_s": "{:.1f}", "tokens_steady": "{:,.0f}", "j_per_1k_tokens": "{:.1f}", "mfu": "{:.2%}",
-           "hfu": "{:.2%}", "board_power_w": "{:.0f}", "gpm_busy_pct": "{:.0f}"}
+           "steady_s": "{:.1f}", "tokens_steady": "{:,.0f}", "j_per_1k_tokens": "{:.1f}", "mfu": _share1,
+           "hfu": _share1, "board_power_w": "{:.0f}", "gpm_busy_pct": "{:.0f} %"}
 MAIN_COLUMNS = ["hw", "experiment", "run", "train_s", "gpm_busy_pct", "util_median_pct", "util_mean_pct",
                 "power_median_w",
                 "power_mean_w", "power_fraction", "power_capped_pct", "sm_clock_median_mhz", "sm_clock_mean_mhz",
@@ -60,7 +70,7 @@ def timelines(ctx: Context) -> list[str]:
                               + labels))
     if not groups:
         return [H.note("No run has an nvml.csv: utilisation, power, clocks and energy were not measured.")]
-    return [H.side_by_side(*parts[i:i + 2]) for i in range(0, len(parts), 2)]
+    return parts  # one page-wide figure each: side by side they showed at a fraction of their size
 
 
 def gpm_steps(ctx: Context) -> list[str]:
