@@ -121,7 +121,7 @@ def claims_figures(ctx: Context) -> list[str]:
                          "claims_host_time.png",
                          "Main thread's milliseconds per profiled step by the library frame it was in (stack samples "
                          "of --profile-host-stacks), against the step's GPU-busy time; runs of one host in one device "
-                         "call compare"),
+                         "call compare", folded="<b>Where the host time of a profiled step goes</b> (the figure)"),
                 H.csv(ctx, host, "claims_host_time.csv")]
     cap = frames.capacity_frame(ctx.results_dir, records=ctx.records)
     if not cap.empty:

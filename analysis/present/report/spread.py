@@ -86,6 +86,7 @@ def spread_section(ctx: Context) -> str:
                H.html_table(runs_df, RUN_FORMATS)),
         H.csv(ctx, runs_df, "runs.csv"),
         H.figure(ctx, fig, "step_time_spread.png", "Seconds per optimizer step of every logged interval "
-                 "(box: steady-state intervals; colours: why an interval is excluded). " + labels),
+                 "(box: steady-state intervals; colours: why an interval is excluded). " + labels,
+                 folded="<b>Every logged interval's step time</b> per run (the figure)"),
         H.csv(ctx, iv_df, "step_intervals.csv"),
     ])

@@ -67,7 +67,8 @@ def timelines(ctx: Context) -> list[str]:
                                          f"Utilisation over time: {hw} · {exp}", labels)
         parts.append(H.figure(ctx, fig, f"utilisation_{hw}_{exp}.png", f"GPU utilisation, power and SM clock of "
                               f"{hw} · {exp} runs (x = 0 at the start of training; green: the training window). "
-                              + labels))
+                              + labels, folded=f"<b>Utilisation over time</b>: {H.e(hw)} · {H.e(exp)} "
+                              f"({len(frames)} runs, one row each)"))
     if not groups:
         return [H.note("No run has an nvml.csv: utilisation, power, clocks and energy were not measured.")]
     return parts  # one page-wide figure each: side by side they showed at a fraction of their size
@@ -90,7 +91,8 @@ def gpm_steps(ctx: Context) -> list[str]:
     return [H.figure(ctx, fig, "gpm_steps.png", "Every optimizer step's wall time split by NVML's GPM counters into "
                      "the time a context was active on the GPU (dark) and the rest, the host's (light); steady steps "
                      "solid, warm-up, eval/save and profiled steps faded (analysis.measure.profile.gpm_step_rows). "
-                     + labels)]
+                     + labels, folded="<b>Each step's GPU-active and host time</b> (GPM counters, "
+                     f"{len(frames)} runs)")]
 
 
 def utilisation_section(ctx: Context) -> str:
