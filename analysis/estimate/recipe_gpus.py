@@ -51,7 +51,7 @@ def gpu_rows(kwargs: dict, classes: list[str], measured: dict | None = None, pri
         fits = peak <= p["capacity_gib"] if peak else p["fits"]
         if measured and p["hw"] == measured.get("hw") and measured.get("train_runtime_s"):
             epoch_s = measured["train_runtime_s"]
-            source = f"measured: full epoch {measured['run']} (host {measured.get('host') or '?'})"
+            source = f"measured: full-epoch run, host {(measured.get('host') or '?')[:8]}"
         elif fits:
             epoch_s, source = p["total_time_s"], f"planner ({p['time_source']})"
         else:

@@ -37,7 +37,8 @@ def gpu_clause(rows: list[dict]) -> str:
     priced = [r for r in fit if r["cost"] is not None]
     if priced:
         cheap = min(priced, key=lambda r: r["cost"])
-        text += f" and {short(cheap['hw'])} the cheapest ({money(cheap['cost'], cheap['currency'])} at list price)"
+        text += (f" and {short(cheap['hw'])} the cheapest "
+                 f"({money(cheap['cost'], cheap['currency'])} at the price table's rate)")
     return text
 
 
