@@ -55,11 +55,12 @@ def gpu_rows(kwargs: dict, classes: list[str], measured: dict | None = None, pri
         elif fits:
             epoch_s, source = p["total_time_s"], f"planner ({p['time_source']})"
         else:
-            epoch_s, source = None, "planner: does not fit"
+            epoch_s, source = None, "does not fit (" + ("the run's peak" if peak else "planner") + ")"
         hours = epoch_s / 3600 * gpus if epoch_s is not None else None
         price = p["price_per_gpu_hour"]
-        rows.append({"hw": p["hw"], "name": p["name"], "capacity_gib": p["capacity_gib"], "needs_gib": peak or p["needs_gib"],
-                     "planner_needs_gib": p["needs_gib"], "fits": fits,
-                     "fit_basis": "measured peak" if peak else "planner memory model", "epoch_s": epoch_s, "gpu_hours": hours, "price_per_gpu_hour": price,
-                     "currency": p["currency"], "cost": cost(hours, price), "source": source})
+        rows.append({"hw": p["hw"], "name": p["name"], "capacity_gib": p["capacity_gib"],
+                     "needs_gib": peak or p["needs_gib"], "planner_needs_gib": p["needs_gib"], "fits": fits,
+                     "fit_basis": "measured peak" if peak else "planner memory model", "epoch_s": epoch_s,
+                     "gpu_hours": hours, "price_per_gpu_hour": price, "currency": p["currency"],
+                     "cost": cost(hours, price), "source": source})
     return rows

@@ -2,9 +2,9 @@
 the recommended recipe for the job: one sentence, the matrix recipes by time to finish the epoch, and the recommended
 recipe per GPU class with its cost at a price table.
 
-`swiftbench tables RESULTS_DIR [--baseline a10] [--format md|csv|json] [--compact] [--prices FILE]`. Rows come from the run records
-(analysis.parse.results: one picked run per hardware and matrix experiment) and the reviewed published figures
-(seeds/); every number is what analysis.measure (step time, tokens/s, MFU, losses, speed-ups) or
+`swiftbench tables RESULTS_DIR [--baseline a10] [--format md|csv|json] [--compact] [--prices FILE]`. Rows come from
+the run records (analysis.parse.results: one picked run per hardware and matrix experiment) and the reviewed published
+figures (seeds/); every number is what analysis.measure (step time, tokens/s, MFU, losses, speed-ups) or
 analysis.judge.published (measured vs published) returns: this module chooses rows and formats them, it computes no
 statistic. The recommendation is analysis.judge.recommend's, its per-GPU rows analysis.estimate.recipe_gpus'.
 """
