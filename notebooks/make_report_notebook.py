@@ -20,16 +20,18 @@ CELLS = [
 [Planner](#Estimates-vs-measurements) · [Hardware and environment](#Hardware-and-environment) · [Files](#Files)"""),
     ("code", """# Parameters (papermill overrides these; swiftbench report passes absolute paths)
 # hardware: comma-separated classes to give a section, empty for a10,rtx4090,a100,h100,h200 (and any with runs)
-# seeds_dir: empty for the suite's seeds/
+# seeds_dir: empty for the suite's seeds/; prices: empty for analysis/data/prices.yaml (dated list prices)
 results_dir = "results"
 baseline = "a10"
 hardware = ""
 seeds_dir = ""
 out_dir = "report"
+prices = ""
 """, ["parameters"]),
     ("code", """from analysis.present.report import Report
 
-rep = Report(results_dir, baseline=baseline, hardware_list=hardware, seeds_dir=seeds_dir or None, out_dir=out_dir)
+rep = Report(results_dir, baseline=baseline, hardware_list=hardware, seeds_dir=seeds_dir or None, out_dir=out_dir,
+             prices=prices or None)
 rep.header()"""),
     ("markdown", "## The answer"),
     ("code", "rep.answer_section()"),

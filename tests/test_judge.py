@@ -682,7 +682,9 @@ def test_seed_baseline_prefers_the_candidates_host():
     runs = select.runs_by_experiment(None, "h200", recs)
     assert {r.host_id for r in runs.get("fast-seed")} >= {"dc93a79a73d2", "df773cc3ad55"}
     for name, host in (("fast-best", "dc93a79a73d2"), ("fast-compile-nocudnn", "df773cc3ad55")):
-        rec = select.pick(runs, name)
+        # the newest candidate run that has a fast-seed run on its host (call 46's compiled run on 363c2fc28e7a has
+        # none: it must not push call 30's paired one out of the 20x claim)
+        rec = select.pick_paired(runs, name, ["fast-seed"])
         assert rec.host_id == host
         assert select.seed_baseline(["fast-seed"], runs, host_id=rec.host_id).host_id == host
     newest = select.seed_baseline(["fast-seed"], runs)

@@ -118,3 +118,24 @@ def test_report_csvs_print_the_measure_stage(tmp_path, expected):
         assert measured.loc[host, "tokens_per_s"] == pytest.approx(expected[key]["tokens_per_s"], rel=1e-12)
     h100 = answer[(answer.hw == "h100") & (answer.source == "predicted")].iloc[0]
     assert h100.best_x_seed == round(expected["pair"]["factor"], 2) and h100.best_x_seed_hosts == "same host"
+
+
+def test_time_to_finish_the_job_has_one_producer():
+    """train_runtime (the time to finish the job) and the start-up beside it: the tables' recipes rows are
+    analysis.measure.jobtime.job_time's, and no module outside the parse and measure stages reads the log's train_runtime
+    itself (quick.py's estimate of a full run from a cut one is its own quantity)."""
+    from analysis.measure import jobtime
+
+    p = subprocess.run([sys.executable, "-m", "analysis.cli", "tables", str(RESULTS), "--format", "json"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["recipes"]
+    assert rows
+    recs = {(r.experiment, r.run): r for r in collect(RESULTS)}
+    for row in rows:
+        jt = jobtime.job_time(recs[(row["experiment"], row["run"])])
+        assert row["train_runtime_s"] == jt["train_runtime_s"] and row["load_s"] == pytest.approx(jt["load_s"])
+    readers = [str(f.relative_to(REPO)) for f in (REPO / "analysis").rglob("*.py")
+               if ".train_runtime_s" in f.read_text() and f.parts[-2] not in ("parse", "measure")
+               and f.name != "quick.py"]
+    assert readers == []

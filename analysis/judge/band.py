@@ -34,3 +34,32 @@ def loss_check(rec: RunRecord, spread: list[str], runs: Runs) -> dict:
         out.update(counts=dev <= band["range"], loss_dev_from_seed_mean=rnd(dev), seed_range=rnd(band["range"]),
                    seed_mean=rnd(band["mean"]), seeds_at_step=band["n"])
     return out
+
+
+def latest_band(runs: Runs, names: list[str], step: int) -> dict | None:
+    """The seed band at STEP, else at the latest step before it where 2+ seeds were evaluated (the spread seeds of
+    the claims audit stop at their own, shorter, schedule): its `step` says which."""
+    band = seed_band(runs, names, step)
+    if band:
+        return band
+    steps = sorted({int(s) for n in names if pick(runs, n) for s, _ in pick(runs, n).eval_loss if int(s) < step},
+                   reverse=True)
+    return next((b for b in (seed_band(runs, names, s) for s in steps) if b), None)
+
+
+def loss_against(rec: RunRecord, ref: RunRecord, spread: list[str], runs: Runs) -> dict:
+    """Does REC's eval loss equal REF's (the seed recipe's run on the same schedule) within the seed band's range?
+    Both at REC's last eval step; the range is the SPREAD seeds' there, else at their latest eval step before it
+    (latest_band; `band_step` says which). {'eval_step', 'eval_loss', 'ref_eval_loss', 'loss_dev', 'seed_range',
+    'band_step', 'counts' (None without both losses and a band)}."""
+    step = rec.last_eval_step
+    mine, theirs = (eval_at(rec, step), eval_at(ref, step)) if step else (None, None)
+    band = latest_band(runs, spread, step) if step else None
+    out: dict[str, Any] = {"eval_step": step, "eval_loss": rnd(mine), "ref_eval_loss": rnd(theirs), "loss_dev": None,
+                           "seed_range": rnd(band["range"]) if band else None,
+                           "band_step": band["step"] if band else None, "counts": None}
+    if mine is not None and theirs is not None:
+        out["loss_dev"] = rnd(abs(mine - theirs))
+        if band:
+            out["counts"] = abs(mine - theirs) <= band["range"]
+    return out

@@ -19,6 +19,7 @@ from analysis.judge.select import (
     seed_baseline,
 )
 from analysis.measure.compare import CROSS_HOST, host_relation, speedup
+from analysis.measure.jobtime import break_even, job_time
 from analysis.measure.profile import busy_fraction, profiled_steps
 from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
@@ -35,7 +36,9 @@ def _runs(results_dir, hw: str | None, records: list[RunRecord] | None) -> Runs:
 def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
     """One row per throughput recipe that has a run (claims.yaml figures.recipes.runs): measured tokens/s with its
     95 % range, the multiple of the seed recipe's tokens/s, peak memory, the eval loss at its last eval step and
-    whether it stays in the seed band. attrs: seed_tokens_per_s, seed_run, seed_host."""
+    whether it stays in the seed band; the time it took (train_runtime over its steps, start-up beside it) and, for a
+    compiled recipe with an eager one named in figures.recipes.eager_of, the step count where compiling pays
+    (measure.jobtime.break_even). attrs: seed_tokens_per_s, seed_run, seed_host."""
     import pandas as pd
 
     fig = config.figures("recipes")
@@ -44,6 +47,7 @@ def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] |
     seed_tps = throughput(seed).tokens_per_s if seed else None
     base = pick(runs, fig["baseline"])
     hidden = set(fig["hide_flags"])
+    eager_of = fig.get("eager_of") if isinstance(fig.get("eager_of"), dict) else {}
     table = []
     for name in fig["runs"]:
         rec = pick(runs, name)
@@ -58,13 +62,20 @@ def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] |
             + (f" ({cap:g} GiB cap)" if cap else "")
         if base is not None and host_relation(rec, base) == CROSS_HOST:  # host-bound steps: the host is in the result
             label += " (other host)"
+        jt = job_time(rec)
+        eager = pick(runs, eager_of[name]) if name in eager_of else None
+        be = break_even(rec, eager) if eager is not None else {}
         table.append({"recipe": name, "label": label,
                       "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or f"({fig['baseline_label']})",
                       "cap_gib": cap, "tokens_per_s": rnd(t.tokens_per_s, 1), "low": rnd(t.low, 1),
                       "high": rnd(t.high, 1), "x_seed": rnd(xs.factor if xs else None, 2),
                       "x_seed_hosts": xs.hosts if xs else None,
                       "steady_steps": t.steady_steps, "tokens_source": t.source,
-                      "peak_gib": rec.peak_mem_gib, "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
+                      "peak_gib": rec.peak_mem_gib, "steps": jt["steps"], "train_runtime_s": jt["train_runtime_s"],
+                      "load_s": rnd(jt["load_s"], 1), "compile_s": rnd(be.get("compile_s"), 1),
+                      "break_even_vs": eager_of.get(name) if eager is not None else None,
+                      "break_even_steps": rnd(be.get("break_even_steps"), 0),
+                      "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
                       "loss_counts": lc["counts"], "gpu_busy_frac": rnd(busy_fraction(rec), 3),
                       "host": rec.host, "labels": "; ".join(rec.labels), "run": relative(rec.path)})
     df = pd.DataFrame(table)

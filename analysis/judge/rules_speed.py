@@ -9,7 +9,7 @@ from analysis.judge import swift_info
 from analysis.judge.band import loss_check
 from analysis.judge.quote import host_note, paired_note, seed_multiple, speedup_numbers
 from analysis.judge.result import not_run, result, rnd
-from analysis.judge.select import Runs, pick, seed_baseline
+from analysis.judge.select import Runs, pick, pick_paired, seed_baseline
 from analysis.measure.compare import SAME_HOST, host_relation
 from analysis.measure.memory import common_peaks
 from analysis.measure.profile import busy_fraction
@@ -151,7 +151,7 @@ def rule_recipe(claim: dict, runs: Runs, **_) -> dict:
 def rule_target_speedup(claim: dict, runs: Runs, **_) -> dict:
     """The best recipe's tokens/s as a multiple of the seed recipe's, against a bar (`factor`), loss counting."""
     rule = claim["rule"]
-    rec = pick(runs, rule["run"], allow_oom=True)
+    rec = pick_paired(runs, rule["run"], rule["seed_runs"], allow_oom=True)
     seed = seed_baseline(rule["seed_runs"], runs, host_id=rec.host_id if rec is not None else None)
     if rec is None or seed is None:
         return not_run(claim, runs)

@@ -267,7 +267,7 @@ EVAL_MARKERS = ["o", "s", "^", "D", "v", "P"]
 
 def loss_curves(df: pd.DataFrame, title: str, labels: str, same_as: dict[str, str] | None = None,
                 cut: set[str] | None = None) -> plt.Figure:
-    """Train loss as a line and eval loss as markers only, one panel per experiment, one colour per run. Runs of one
+    """Train loss as a line and eval loss as markers only, one panel (a row) per experiment, one colour per run. Runs of one
     recipe that logged the same losses would hide each other: each later one is drawn thinner and dashed over the
     earlier, its eval markers smaller, and the legend says which it coincides with. A cut run ends in a bar at its
     last step.
@@ -278,8 +278,13 @@ def loss_curves(df: pd.DataFrame, title: str, labels: str, same_as: dict[str, st
         return _empty(title, labels, "no loss logged")
     same_as, cut = same_as or {}, cut or set()
     exps = list(dict.fromkeys(df["experiment"]))
-    fig, axes = plt.subplots(1, len(exps), figsize=(6.2 * len(exps), 4.4), layout="constrained", squeeze=False)
-    for ax, exp in zip(axes[0], exps):
+    # one panel a row, its legend beside it (a page-wide figure, shown near its natural size); each panel as tall
+    # as its legend: a legend below a narrow panel collapsed the constrained layout (a UserWarning on the page)
+    entries = max(df[df["experiment"] == e]["name"].nunique() for e in exps) + 2
+    panel_h = max(3.6, 0.16 * entries + 0.8)
+    fig, axes = plt.subplots(len(exps), 1, figsize=(12.4, panel_h * len(exps)), layout="constrained",
+                             squeeze=False)
+    for ax, exp in zip(axes.flat, exps):
         part = df[df["experiment"] == exp]
         names = list(dict.fromkeys(part["name"]))
         colors = sns.color_palette("tab10", max(len(names), 3))
@@ -308,7 +313,7 @@ def loss_curves(df: pd.DataFrame, title: str, labels: str, same_as: dict[str, st
         handles += [plt.Line2D([], [], ls="none", marker="o", mfc="none", color="#333"),
                     plt.Line2D([], [], ls="none", marker="|", ms=12, mew=2, color="#333")]
         texts += ["eval loss (markers only)", "a cut run stops here"]
-        ax.legend(handles, texts, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
+        ax.legend(handles, texts, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1,
                   framealpha=0.95)
         hws = ", ".join(sorted(part["hw"].dropna().unique())) if "hw" in part else ""
         ax.set(title=f"experiment {exp}" + (f" ({hws})" if hws else ""), xlabel="optimizer step",
@@ -329,13 +334,15 @@ def utilisation_timeline(df: pd.DataFrame, windows: dict[str, float], board_powe
     if df.empty:
         return _empty(title, labels, "no NVML samples")
     names = list(dict.fromkeys(df["name"]))
-    fig, axes = plt.subplots(3, len(names), figsize=(max(6.0, 4.4 * len(names)), 7), layout="constrained",
-                             squeeze=False, sharey="row")
+    # one row per run, one column per metric: a page-wide figure however many runs (a column per run made an
+    # 8,000-pixel-wide strip shown at a tenth of its size)
+    fig, axes = plt.subplots(len(names), 3, figsize=(12, 1.7 * len(names) + 1.3), layout="constrained",
+                             squeeze=False, sharey="col")
     metrics = [("util_gpu_pct", "GPU utilisation %"), ("power_w", "power W"), ("sm_clock_mhz", "SM clock MHz")]
     for j, name in enumerate(names):
         part = df[df["name"] == name]
         for i, (col, ylab) in enumerate(metrics):
-            ax = axes[i][j]
+            ax = axes[j][i]
             ax.plot(part["t_rel_s"], part[col], lw=0.9, color=MEASURED_COLOR)
             if col == "util_gpu_pct":
                 ax.set_ylim(-3, 105)
@@ -346,10 +353,10 @@ def utilisation_timeline(df: pd.DataFrame, windows: dict[str, float], board_powe
                 ax.text(part["t_rel_s"].min(), board_power[name], " board limit", va="bottom", fontsize=7,
                         color="#d62728")
             if j == 0:
-                ax.set_ylabel(ylab)
+                ax.set_title(ylab, fontsize=10)
             if i == 0:
-                ax.set_title(name, fontsize=9)
-            if i == 2:
+                ax.set_ylabel(name, fontsize=8, rotation=0, ha="right", va="center")
+            if j == len(names) - 1:
                 ax.set_xlabel("seconds since training started (green: training)")
     return _finish(fig, title, labels)
 

@@ -1,10 +1,12 @@
-"""Speed-up and convergence tables of a results tree, the seed article's published rows beside the measured ones.
+"""Speed-up and convergence tables of a results tree, the seed article's published rows beside the measured ones, and
+the recommended recipe for the job: one sentence, the matrix recipes by time to finish the epoch, and the recommended
+recipe per GPU class with its cost at a price table.
 
-`swiftbench tables RESULTS_DIR [--baseline a10] [--format md|csv|json] [--compact]`. Rows come from the run records
-(analysis.parse.results: one picked run per hardware and matrix experiment) and the reviewed published figures
-(seeds/); every number is what analysis.measure (step time, tokens/s, MFU, losses, speed-ups) or
+`swiftbench tables RESULTS_DIR [--baseline a10] [--format md|csv|json] [--compact] [--prices FILE]`. Rows come from
+the run records (analysis.parse.results: one picked run per hardware and matrix experiment) and the reviewed published
+figures (seeds/); every number is what analysis.measure (step time, tokens/s, MFU, losses, speed-ups) or
 analysis.judge.published (measured vs published) returns: this module chooses rows and formats them, it computes no
-statistic.
+statistic. The recommendation is analysis.judge.recommend's, its per-GPU rows analysis.estimate.recipe_gpus'.
 """
 from __future__ import annotations
 
@@ -16,10 +18,13 @@ import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import quick as quick_estimate
+from analysis.estimate import recipe_gpus
 from analysis.judge import published as P
+from analysis.judge import recommend
 from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
+from analysis.present import recommend_view
 from experiments.base import hardware
 from experiments.base.errors import SKIPPED_EXIT
 
@@ -277,19 +282,62 @@ def register(sub) -> None:
                    help="output format: md (Markdown, the default), csv or json")
     p.add_argument("--seeds", default=None, help="folder of published figures (default: the suite's seeds/)")
     p.add_argument("--compact", action="store_true", help="only the main columns")
+    p.add_argument("--prices", default=str(recipe_gpus.DEFAULT_PRICES), metavar="FILE",
+                   help="price table for the recommended recipe's cost per GPU class (YAML 'h100: 2.5' per GPU-hour, "
+                        "optionally 'currency: EUR'; default: analysis/data/prices.yaml, dated list prices)")
     p.set_defaults(func=run)
 
 
+RECIPE_COLUMNS = ["hw", "experiment", "host", "run", "steps", "train_runtime_s", "load_s", "tokens_per_s", "peak_gib",
+                  "seed_run", "seed_train_runtime_s", "x_seed", "eval_step", "eval_loss", "seed_eval_loss", "loss_dev",
+                  "seed_range", "band_step", "loss_counts", "same_host_seed", "recommended", "labels"]
+RECOMMENDED_COLUMNS = ["experiment", "hw", "host", "run", "steps", "train_runtime_s", "load_s", "seed_run",
+                       "seed_train_runtime_s", "x_seed", "eval_loss", "seed_eval_loss", "seed_range", "loss_counts",
+                       "same_host_pair", "note", "sentence"]
+GPU_COLUMNS = ["experiment", "hw", "name", "capacity_gib", "needs_gib", "planner_needs_gib", "fits", "fit_basis",
+               "epoch_s", "gpu_hours", "price_per_gpu_hour", "currency", "cost", "source"]
+GPU_CLASSES = ("a10", "rtx4090", "a100", "a100-80gb", "h100", "h200")  # the classes a reader asks about
+
+
+def recommendation(records: list[RunRecord], prices: str | Path | None = recipe_gpus.DEFAULT_PRICES,
+                   results_dir=None) -> dict:
+    """{"recipes": every full-epoch matrix recipe per host by time to finish the job (analysis.judge.recommend),
+    "pick": the recommended one, "gpus": its rows per GPU class (analysis.estimate.recipe_gpus), "sentence"}."""
+    rows = recommend.candidates(records)
+    pick = recommend.recommend(records, rows)
+    gpus = []
+    if pick.get("path"):
+        rec = next(r for r in records if r.path == pick["path"])
+        measured = pick if pick["same_host_pair"] else {"peak_gib": pick.get("peak_gib")}
+        gpus = [{"experiment": pick["experiment"], **g} for g in recipe_gpus.gpu_rows(
+            recipe_gpus.recipe_kwargs(rec), [k for k in GPU_CLASSES if hardware.get(k)], measured, prices,
+            results_dir)]
+    for r in rows:
+        r["recommended"] = bool(pick["same_host_pair"] and r["path"] == pick["path"])
+    return {"recipes": rows, "pick": pick, "gpus": gpus, "sentence": recommend_view.sentence(pick, gpus)}
+
+
 def tables(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path | None = None,
-           compact: bool = False) -> dict[str, pd.DataFrame]:
-    """{"speedup": ..., "convergence": ...} of RESULTS_DIR (COMPACT: only the main columns)."""
+           compact: bool = False, prices: str | Path | None = recipe_gpus.DEFAULT_PRICES,
+           planner_results: str | Path | None = None) -> dict[str, pd.DataFrame]:
+    """{"speedup", "convergence", "scaling", "recommended" (one row: the recipe for the job and its sentence),
+    "recipes" (every full-epoch matrix recipe by time to finish the job), "recommended_gpus" (the recommended recipe
+    per GPU class; PLANNER_RESULTS: the tree the planner takes measured steps and sample lengths from, by default
+    RESULTS_DIR where it is one folder)} of RESULTS_DIR (COMPACT: only the main columns of the first two)."""
     records = measured_records(results_dir)
     speed = speedup_table(results_dir, baseline, seeds_dir, records=records)
     conv = convergence_table(results_dir, seeds_dir, records=records)
     scale = scaling_table(records)
+    everything = results_dir.records if isinstance(results_dir, Scan) else collect(results_dir)
+    if planner_results is None and isinstance(results_dir, (str, Path)):
+        planner_results = results_dir
+    rec = recommendation(everything, prices, planner_results)
     if compact:
         speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
-    return {"speedup": speed, "convergence": conv, "scaling": scale}
+    return {"speedup": speed, "convergence": conv, "scaling": scale,
+            "recommended": pd.DataFrame([{**rec["pick"], "sentence": rec["sentence"]}], columns=RECOMMENDED_COLUMNS),
+            "recipes": pd.DataFrame(rec["recipes"], columns=RECIPE_COLUMNS),
+            "recommended_gpus": pd.DataFrame(rec["gpus"], columns=GPU_COLUMNS)}
 
 
 def run(args) -> int:
@@ -298,12 +346,20 @@ def run(args) -> int:
     for line in found.lines():  # folders left out and copies counted once, one line each; exit 3 if any was left out
         print(f"swiftbench: {line}", file=sys.stderr)
     done = SKIPPED_EXIT if found.skipped else 0
-    t = tables(found, args.baseline, args.seeds, args.compact)
+    t = tables(found, args.baseline, args.seeds, args.compact, args.prices, args.results_dir[0])
     speed, conv = t["speedup"], t["convergence"]
     if args.format == "json":
         print(json.dumps({name: json.loads(df.to_json(orient="records", double_precision=15))
                           for name, df in t.items()}, indent=2))
         return done
+    if args.format == "md":
+        print(f"{t['recommended'].iloc[0]['sentence']}\n")
+        print("## Recipes by time to finish the job (full-epoch runs; train_runtime, start-up beside it)\n")
+        print(render(t["recipes"].drop(columns=["labels"]), "md"))
+        if not t["recommended_gpus"].empty:
+            print("\n## The recommended recipe per GPU class\n")
+            print(render(t["recommended_gpus"], "md"))
+        print()
     if args.format == "md":
         print(f"## Speedup (baseline {args.baseline}; slowest measured where it has no run)\n")
     print(render(speed, args.format))

@@ -8,16 +8,20 @@ recipes the claims audit (analysis.judge), published rows the seeds. This module
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from analysis.core.seeds import published_recipe
-from analysis.estimate import planner
+from analysis.estimate import planner, recipe_gpus
 from analysis.estimate.validate import planner_error
 from analysis.judge import config
 from analysis.judge import published as P
 from analysis.measure import profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.present import plots
+from analysis.present import tables as T
+from analysis.present.recommend_view import money, seconds_text
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base import hardware
@@ -276,6 +280,80 @@ def error_text(err: dict) -> str:
     return "; ".join(parts) if parts else "no run to check it against"
 
 
+# ------------------------------------------------------------------------------------------ the recommendation
+
+
+def recommendation(ctx: Context) -> dict:
+    """analysis.present.tables.recommendation of the report's runs (made once)."""
+    if "recommendation" not in ctx._cache:
+        root = ctx.results_dir if isinstance(ctx.results_dir, Path) else None  # several roots: the planner reads none
+        ctx._cache["recommendation"] = T.recommendation(ctx.records, ctx.prices, root)
+    return ctx._cache["recommendation"]
+
+
+def gpu_table_html(rows: list[dict]) -> str:
+    """The recommended recipe per GPU class: fit, epoch, GPU-hours, price and cost (none where it does not fit)."""
+    if not rows:
+        return ""
+    head = ["GPU", "fits? peak / capacity GiB", "epoch", "GPU\u2011h", "price / GPU\u2011h", "cost", "time from"]
+    body = []
+    for r in rows:
+        fit = ("fits" if r["fits"] else "does NOT fit") + f" {r['needs_gib']:.1f} / {r['capacity_gib']:.1f}"
+        cells = [_gpu(r["hw"]), fit, seconds_text(r["epoch_s"]), H.fmt(r["gpu_hours"], "{:.3f}"),
+                 money(r["price_per_gpu_hour"], r["currency"]), money(r["cost"], r["currency"]), r["source"]]
+        body.append("<tr>" + "".join(f"<td>{H.e(c)}</td>" for c in cells) + "</tr>")
+    return ('<table class="sb-table sb-answer" id="recommended-gpus"><thead><tr>'
+            + "".join(f"<th>{H.e(c)}</th>" for c in head) + f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def recipes_table_html(rows: list[dict]) -> str:
+    """Every full-epoch matrix recipe per host by time to finish the job, start-up beside it, steady tokens/s: the
+    hosts with a full-epoch seed run first (their x seed is a same-host ratio), the others folded below."""
+    df = pd.DataFrame(rows, columns=T.RECIPE_COLUMNS)
+    if df.empty:
+        return ""
+    df = df.sort_values(["x_seed", "train_runtime_s"], ascending=[False, True], na_position="last")
+    df["host"] = df["host"].map(lambda h: h[:8] if isinstance(h, str) else "?")
+    df["experiment"] = [f"{x} ★" if rec else x for x, rec in zip(df["experiment"], df["recommended"])]
+    df["eval loss (seed's)"] = [f"{a:.4f}" + (f" ({b:.4f})" if not H.missing(b) else "")
+                                for a, b in zip(df["eval_loss"], df["seed_eval_loss"])]
+    cols = ["experiment", "host", "train_runtime_s", "load_s", "tokens_per_s", "x_seed", "eval loss (seed's)",
+            "loss_counts"]
+    spec = {"formats": {"train_runtime_s": "{:.1f}", "load_s": "{:.1f}", "tokens_per_s": "{:,.0f}",
+                        "x_seed": "{:.1f}x"},
+            "columns": cols,
+            "rename": {"train_runtime_s": "epoch s", "load_s": "start-up s", "tokens_per_s": "steady tokens/s",
+                       "x_seed": "x seed (epoch)", "loss_counts": "in band"}}
+    paired, other = df[df["same_host_seed"]], df[~df["same_host_seed"]]
+    return (H.html_table(paired, **spec) if not paired.empty else "") + H.fold(
+        f"{len(other)} more full epochs on hosts without a full-epoch seed run (no same-host ratio)",
+        H.html_table(other, **spec) if not other.empty else "")
+
+
+def recommendation_html(ctx: Context) -> str:
+    rec = recommendation(ctx)
+    source = recipe_gpus.price_source(ctx.prices)
+    prices = (f"Prices: <code>{H.e(ctx.prices.name)}</code>"
+              + (f" ({H.e(source)})" if source else "") + "; yours with <code>--prices FILE</code>.")
+    note = ("<i>epoch</i>: train_runtime of the whole epoch (ms-swift's clock: every step, eval and save); "
+            "<i>start-up</i>: the run's wall time outside it (model load, data, final save). The recipe is the "
+            "matrix recipe whose full-epoch run finished soonest against a full-epoch seed run of the same host, "
+            "eval loss within the seed band. Other classes: the planner's time for the recipe's batch and "
+            "checkpointing (it models no padding-free rows or Liger kernels), the fit from the run's logged peak. "
+            + prices)
+    pick = rec["pick"]
+    title = f"The recommended recipe ({H.e(pick['experiment'])}) per GPU class" if pick.get("experiment") else ""
+    return H.join([
+        f'<p class="sb-box" id="recommendation"><b>{H.e(rec["sentence"])}</b></p>',
+        H.side_by_side(
+            (f"<h3>{title}</h3>" if title else "") + gpu_table_html(rec["gpus"]),
+            "<h3>Matrix recipes by time to finish the job (full epochs)</h3>" + recipes_table_html(rec["recipes"])),
+        H.note(note),
+        H.csv(ctx, pd.DataFrame(rec["gpus"], columns=T.GPU_COLUMNS), "recommended_gpus.csv"),
+        H.csv(ctx, pd.DataFrame(rec["recipes"], columns=T.RECIPE_COLUMNS), "recipes_by_job_time.csv"),
+    ])
+
+
 def answer_section(ctx: Context) -> str:
     rows = answer_rows(ctx)
     df = frame(rows)
@@ -298,12 +376,13 @@ def answer_section(ctx: Context) -> str:
             "measured on the H200's hosts: no prediction for another GPU has been checked on that GPU); "
             "<b>published</b>: the ms-swift hardware article, ms per sample only (its tokens/s assume "
             "2,048 tokens a sample; its memory column is illegible). <i>epoch</i>: the epoch at the steady median "
-            "step; <i>GPU-h</i> x your price per GPU-hour = its cost (none built in: <code>swiftbench plan --prices"
-            "</code>); <i>GPU busy</i>: share of a step the GPU computes (measured: two profiled steps; predicted: the "
+            "step; <i>GPU-h</i> x your price per GPU-hour = its cost (the recommended recipe's table above prices "
+            "it); <i>GPU busy</i>: share of a step the GPU computes (measured: two profiled steps; predicted: the "
             "roofline's). <i>best recipe</i>: the fastest recipe that trained within the class's memory, run on the "
             "H200 under an allocator cap of that size (the H200's speed with the class's memory), x its speed-up over "
             "the seed recipe (95 % range), same host where a same-host pair ran it.")
     return H.join([
+        recommendation_html(ctx),
         H.p(f"For {recipe}: what each GPU class gives. Then the claims, the details of speed, memory and loss, "
             "published against measured, utilisation, the planner's validation and the environment."),
         '<div class="sb-answer-row"><div class="sb-answer-table">' + table_html(rows)

@@ -84,7 +84,7 @@ def render_html(nb_path: Path, html_path: Path) -> Path:
 
 def build(results: str | Path = "results", out: str | Path = "report", baseline: str = "a10",
           hardware_wanted: str | list[str] = "", seeds: str | Path | None = None, timeout_s: int = 600,
-          notebook: str | Path = NOTEBOOK) -> dict:
+          notebook: str | Path = NOTEBOOK, prices: str | Path | None = None) -> dict:
     """Execute the report notebook and render it; returns the paths and seconds taken. InputError for bad input,
     ReportFailed when a cell fails (nothing is rendered then)."""
     t0 = time.monotonic()
@@ -94,6 +94,11 @@ def build(results: str | Path = "results", out: str | Path = "report", baseline:
     seeds = Path(seeds).resolve() if seeds else DEFAULT_SEEDS_DIR
     hw = hardware_list(hardware_wanted)
     found = check_inputs(results, baseline, hw, seeds, out, notebook)
+    if prices:
+        from analysis.estimate import planner
+
+        prices = Path(prices).resolve()
+        planner.read_prices(prices)  # a bad price table is bad input: one line, exit 2, before the kernel
     import papermill as pm
 
     out.mkdir(parents=True, exist_ok=True)
@@ -108,7 +113,8 @@ def build(results: str | Path = "results", out: str | Path = "report", baseline:
                             execution_timeout=timeout_s, extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
                             parameters={"results_dir": [str(r) for r in roots] if len(roots) > 1 else str(results),
                                         "baseline": baseline,
-                                        "hardware": ",".join(hw), "seeds_dir": str(seeds), "out_dir": str(out)})
+                                        "hardware": ",".join(hw), "seeds_dir": str(seeds), "out_dir": str(out),
+                                        "prices": str(prices) if prices else ""})
     except pm.PapermillExecutionError as exc:
         raise ReportFailed(f"notebook cell {exc.exec_count} failed: {exc.ename}: {exc.evalue} (see {nb_out})") from None
     html_path = render_html(nb_out, out / HTML_NAME)
@@ -127,6 +133,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", default=None, help="folder of published figures (default: the suite's seeds/)")
     parser.add_argument("--out", default="report", help="output folder (default report)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds one notebook cell may take")
+    parser.add_argument("--prices", default=None, metavar="FILE",
+                        help="price table for the cost columns (YAML 'h100: 2.5' per GPU-hour, optionally "
+                             "'currency: EUR'; default: analysis/data/prices.yaml, dated list prices)")
 
 
 def register(sub) -> None:
@@ -139,7 +148,8 @@ def register(sub) -> None:
 def run(args) -> int:
     """Entry of `swiftbench report`; InputError propagates to the CLI (one line, exit 2)."""
     try:
-        info = build(args.results, args.out, args.baseline, args.hardware, args.seeds, args.timeout)
+        info = build(args.results, args.out, args.baseline, args.hardware, args.seeds, args.timeout,
+                     prices=args.prices)
     except ReportFailed as exc:
         print(f"report: failed: {exc}", file=sys.stderr)
         return 1

@@ -73,10 +73,28 @@ def recipes_figure(ctx: Context, rec: pd.DataFrame) -> tuple[str, list[str]]:
                f"{H.e(rec.attrs.get('seed_host') or 'unknown')}). " + cut
                + "<i>other host</i>: made on another machine than the baseline (the host column), which matters for "
                "host-bound steps.") if seed_tps else "",
+        break_even_note(rec),
         H.fold(f"throughput recipes: the table ({len(rec)} rows)", H.html_table(
             rec.drop(columns=["run", "labels"]).assign(run=[p.rsplit("/", 1)[-1] for p in rec["run"]]))),
         H.csv(ctx, rec, "claims_recipes.csv"),
     ]
+
+
+def break_even_note(rec: pd.DataFrame) -> str:
+    """Per compiled recipe: its compile seconds, and the step count where it finishes together with its eager twin
+    (the recipes frame's break_even_steps, analysis.measure.jobtime)."""
+    if "break_even_steps" not in rec:
+        return ""
+    parts = []
+    for _, r in rec[rec["break_even_vs"].notna()].iterrows():
+        n = r["break_even_steps"]
+        when = ("never (its steady step is not faster)" if n == float("inf")
+                else "–" if H.missing(n) else f"after {n:,.0f} optimizer steps")
+        parts.append(f"<b>{H.e(r['recipe'])}</b> compiles for {H.fmt(r['compile_s'], '{:.0f}')} s and pays against "
+                     f"{H.e(r['break_even_vs'])} {when} (its {r['steps']:.0f} steps took {r['train_runtime_s']:.1f} s "
+                     "of train_runtime)")
+    return H.note("Where compiling pays (break-even: compile seconds / (eager step - compiled step)): "
+                  + "; ".join(parts) + ".") if parts else ""
 
 
 def claims_figures(ctx: Context) -> list[str]:
@@ -103,7 +121,7 @@ def claims_figures(ctx: Context) -> list[str]:
                          "claims_host_time.png",
                          "Main thread's milliseconds per profiled step by the library frame it was in (stack samples "
                          "of --profile-host-stacks), against the step's GPU-busy time; runs of one host in one device "
-                         "call compare"),
+                         "call compare", folded="<b>Where the host time of a profiled step goes</b> (the figure)"),
                 H.csv(ctx, host, "claims_host_time.csv")]
     cap = frames.capacity_frame(ctx.results_dir, records=ctx.records)
     if not cap.empty:
@@ -116,7 +134,7 @@ def claims_figures(ctx: Context) -> list[str]:
         figs.append(H.figure(ctx, plots.capacity_points(cap, title, labels), "claims_capacity.png",
                              "Capacity probes per cap: trained or out of memory"))
         out.append(H.csv(ctx, cap, "claims_capacity.csv"))
-    return [H.side_by_side(*figs)] + out
+    return figs + out  # one page-wide figure each: side by side they showed at half their size
 
 
 def audited(table: pd.DataFrame) -> dict[tuple[str, str], str]:

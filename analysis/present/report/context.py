@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
+from analysis.estimate import recipe_gpus
 from analysis.judge.published import short
 from analysis.judge.seed_checks import load_seeds
 from analysis.measure import steps
@@ -47,12 +48,14 @@ class Context:
     pub: pd.DataFrame                   # the seeds' published figures
     seeds: dict[str, dict]              # every seed file by name
     util: pd.DataFrame                  # analysis.measure.utilisation.summary of the matrix runs
+    prices: Path | None = None          # the price table for costs (analysis/data/prices.yaml unless given)
     files: list[str] = field(default_factory=list)  # written into OUT, in order
     _cache: dict = field(default_factory=dict, repr=False)  # stage outputs two sections share, made once
 
     @classmethod
     def load(cls, results_dir: str | Path, baseline: str = "a10", hardware_wanted: str | list[str] = "",
-             seeds_dir: str | Path | None = None, out_dir: str | Path = "report") -> Context:
+             seeds_dir: str | Path | None = None, out_dir: str | Path = "report",
+             prices: str | Path | None = None) -> Context:
         hardware.require(baseline)
         wanted = hardware_list(hardware_wanted) or list(DEFAULT_HARDWARE)
         for h in wanted:
@@ -71,7 +74,8 @@ class Context:
             records=records, matrix=matrix, picked=picked,
             speed=speedup_table(results_dir, baseline, seeds_dir, records=picked),
             conv=convergence_table(results_dir, seeds_dir, records=picked),
-            pub=published_figures(seeds_dir), seeds=load_seeds(seeds_dir), util=U.summary(matrix))
+            pub=published_figures(seeds_dir), seeds=load_seeds(seeds_dir), util=U.summary(matrix),
+            prices=Path(prices) if prices else recipe_gpus.DEFAULT_PRICES)
 
     # ------------------------------------------------------------------------------------ the runs
 
@@ -97,12 +101,19 @@ class Context:
         return set(self.pub["hw"].dropna())
 
     def capacities(self) -> list[tuple[float, str]]:
-        """(GB, 'A10 / GeForce RTX 4090: 24 GB') per memory size of the hardware table."""
+        """(GiB, 'A10 / GeForce RTX 4090: 24 GB = 22.4 GiB') per capacity of the hardware table, in the planner's
+        unit (analysis.estimate.planner.capacity_gib): the answer's capacities and the memory axis are one number."""
+        from analysis.estimate.planner import capacity_gib
+
         groups: dict[float, list[str]] = {}
+        marketed: dict[float, float] = {}
         for key, spec in hardware.table().items():
             if spec.get("memory_gb"):
-                groups.setdefault(float(spec["memory_gb"]), []).append(short(key))
-        return [(gb, f"{' / '.join(names)}: {gb:g} GB") for gb, names in sorted(groups.items())]
+                gib = round(capacity_gib(spec), 2)
+                groups.setdefault(gib, []).append(short(key))
+                marketed[gib] = float(spec["memory_gb"])
+        return [(gib, f"{' / '.join(names)}: {marketed[gib]:g} GB = {gib:.1f} GiB")
+                for gib, names in sorted(groups.items())]
 
     def verdicts(self) -> pd.DataFrame:
         """The claims audit's table over every run of the results tree (the answer and the Claims section)."""

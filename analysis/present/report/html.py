@@ -101,10 +101,18 @@ def csv(ctx, df: pd.DataFrame, name: str) -> str:
     return f'<p class="sb-files">Table as CSV: <a href="{e(name)}">{e(name)}</a></p>'
 
 
-def figure(ctx, fig, name: str, caption: str) -> str:
-    """Write FIG as OUT/NAME (through the context) and show it with CAPTION."""
+def figure(ctx, fig, name: str, caption: str, folded: str | None = None) -> str:
+    """Write FIG as OUT/NAME (through the context) and show it with CAPTION; FOLDED: under that one-line summary,
+    closed (a detail figure: the page stays short, the figure keeps its size when opened)."""
     ctx.write_figure(fig, name)
-    return (f'<figure class="sb-figure"><img src="{e(name)}" alt="{e(caption)}">'
+    if folded:
+        return fold(folded, figure_html(name, caption))
+    return figure_html(name, caption)
+
+
+def figure_html(name: str, caption: str) -> str:
+    """The figure element of OUT/NAME with CAPTION."""
+    return (f'<figure class="sb-figure"><div class="sb-figbox"><img src="{e(name)}" alt="{e(caption)}"></div>'
             f"<figcaption>{e(caption)} (<a href=\"{e(name)}\">{e(name)}</a>)</figcaption></figure>")
 
 

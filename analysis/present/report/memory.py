@@ -18,8 +18,8 @@ def memory_frame(ctx: Context, records) -> pd.DataFrame:
                          "grad_accum": r.grad_accum, "max_length": r.max_length,
                          "gradient_checkpointing": r.gradient_checkpointing, "peak_gib": r.peak_mem_gib}
                         for r in records], columns=COLUMNS)
-    for gb, _ in ctx.capacities():
-        mem[f"fits {gb:g} GB"] = ["yes" if p < gb else "no" for p in mem["peak_gib"]]
+    for gib, _ in ctx.capacities():
+        mem[f"fits {gib:.1f} GiB"] = ["yes" if p < gib else "no" for p in mem["peak_gib"]]
     return mem
 
 
@@ -36,10 +36,10 @@ def memory_section(ctx: Context) -> str:
     return H.join([
         H.p("Peak memory torch reserved during each run (ms-swift's <code>memory(GiB)</code>; the CUDA context "
             "and other processes come on top) against the capacity of each GPU class of "
-            f"analysis/data/hardware.yaml. Capacities are the marketed sizes ({', '.join(f'{gb:g}' for gb, _ in caps)} "
-            "GB) drawn on the GiB axis: GPU memory is sold in binary units in practice"
-            + (f" (NVML reported {gpu_mib / 1024:.1f} GiB for the GPU of these runs)" if gpu_mib else "")
-            + ", and the usable part is a little smaller. <i>fits</i> = peak below the capacity, "
+            "analysis/data/hardware.yaml, in GiB as the answer's table has them (the planner's capacity: the "
+            f"marketed GB as 10^9 bytes, {', '.join(f'{gib:.1f}' for gib, _ in caps)} GiB)"
+            + (f"; NVML reported {gpu_mib / 1024:.1f} GiB for the GPU of these runs" if gpu_mib else "")
+            + ". <i>fits</i> = peak below the capacity, "
             "without headroom for the context."),
         H.figure(ctx, fig, "memory.png", "Peak reserved GiB per run; dashed lines: GPU class capacities. " + labels),
         H.fold(f"peak and fits per run ({len(mem)} runs)", H.html_table(mem.drop(columns=["name"]),

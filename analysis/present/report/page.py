@@ -36,8 +36,8 @@ class Report:
     tables (CSV) and figures (PNG) into the output folder."""
 
     def __init__(self, results_dir: str | Path, baseline: str = "a10", hardware_list: str | list = "",
-                 seeds_dir: str | Path | None = None, out_dir: str | Path = "report"):
-        self.ctx = Context.load(results_dir, baseline, hardware_list, seeds_dir, out_dir)
+                 seeds_dir: str | Path | None = None, out_dir: str | Path = "report", prices: str | Path | None = None):
+        self.ctx = Context.load(results_dir, baseline, hardware_list, seeds_dir, out_dir, prices)
 
     def header(self):
         return _html(header.header(self.ctx))

@@ -13,7 +13,7 @@ from analysis.present.report.context import Context
 RUN_FORMATS = {"ms_per_step": "{:.1f}", "ms_ci95_low": "{:.1f}", "ms_ci95_high": "{:.1f}",
                "ms_per_micro_step": "{:.1f}",
                "tokens_per_s": "{:,.0f}", "peak_gib": "{:.2f}", "steps": "{:.0f}", "steady_intervals": "{:.0f}"}
-SPREAD_COLUMNS = ["hw", "experiment", "runs", "ms_per_step of each run", "min", "max", "spread_pct", "same steps"]
+SPREAD_COLUMNS = ["hw", "experiment", "gpus", "runs", "ms_per_step of each run", "min", "max", "spread_pct", "same steps"]
 INTERVAL_COLUMNS = ["name", "hw", "experiment", "run", "from_step", "to_step", "step_time_ms", "interval"]
 
 
@@ -36,20 +36,23 @@ def runs_frame(ctx: Context, records: list[RunRecord]) -> pd.DataFrame:
 
 
 def spread_frame(records: list[RunRecord]) -> pd.DataFrame:
-    """Per hardware and experiment with two runs or more: each run's median ms per step, the fastest and slowest, and
-    how much faster the fastest is than the slowest by those times (analysis.measure.compare.time_speedup(slowest ms,
-    fastest ms).pct)."""
+    """Per hardware, experiment and GPU layout (GPU count and parallel mode: a 2-GPU step is another quantity, and
+    mixing the two made the seed's spread 120 %) with two runs or more: each run's median ms per step, the fastest
+    and slowest, and how much faster the fastest is than the slowest by those times
+    (analysis.measure.compare.time_speedup(slowest ms, fastest ms).pct)."""
     groups: dict[tuple, list[tuple[RunRecord, float]]] = {}
     for r in records:
         median = steps.step_time(r)["median"]
         if median:
-            groups.setdefault((r.hw, r.experiment), []).append((r, median * 1000))
+            groups.setdefault((r.hw, r.experiment, r.layout), []).append((r, median * 1000))
     rows = []
-    for (hw, exp), runs in groups.items():
+    for (hw, exp, _), runs in groups.items():
         if len(runs) < 2:
             continue
         slowest, fastest = max(runs, key=lambda x: x[1]), min(runs, key=lambda x: x[1])
-        rows.append({"hw": hw, "experiment": exp, "runs": len(runs),
+        gpus = runs[0][0].gpus
+        rows.append({"hw": hw, "experiment": exp,
+                     "gpus": f"{gpus:g}" + (f" ({runs[0][0].parallel})" if gpus > 1 else ""), "runs": len(runs),
                      "ms_per_step of each run": ", ".join(f"{ms:.1f} ({r.run})" for r, ms in runs),
                      "min": fastest[1], "max": slowest[1],
                      "spread_pct": compare.time_speedup(slowest[1], fastest[1]).pct,
@@ -83,6 +86,7 @@ def spread_section(ctx: Context) -> str:
                H.html_table(runs_df, RUN_FORMATS)),
         H.csv(ctx, runs_df, "runs.csv"),
         H.figure(ctx, fig, "step_time_spread.png", "Seconds per optimizer step of every logged interval "
-                 "(box: steady-state intervals; colours: why an interval is excluded). " + labels),
+                 "(box: steady-state intervals; colours: why an interval is excluded). " + labels,
+                 folded="<b>Every logged interval's step time</b> per run (the figure)"),
         H.csv(ctx, iv_df, "step_intervals.csv"),
     ])

@@ -12,12 +12,23 @@ from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 
-FORMATS = {"train_start_s": "{:.1f}", "train_s": "{:.1f}", "util_mean_pct": "{:.1f}", "util_median_pct": "{:.0f}",
-           "power_mean_w": "{:.0f}", "power_median_w": "{:.0f}", "power_fraction": "{:.0%}",
-           "power_capped_pct": "{:.0f}", "sm_clock_mean_mhz": "{:.0f}", "sm_clock_median_mhz": "{:.0f}",
+
+def _share(v: float) -> str:
+    """A 0-1 share as a percentage, in the one form the table uses for every percentage."""
+    return f"{v * 100:.0f} %"
+
+
+def _share1(v: float) -> str:
+    return f"{v * 100:.1f} %"
+
+
+# every percentage in one form, "31 %" (MFU and HFU with one decimal: they are a few per cent)
+FORMATS = {"train_start_s": "{:.1f}", "train_s": "{:.1f}", "util_mean_pct": "{:.0f} %", "util_median_pct": "{:.0f} %",
+           "power_mean_w": "{:.0f}", "power_median_w": "{:.0f}", "power_fraction": _share,
+           "power_capped_pct": "{:.0f} %", "sm_clock_mean_mhz": "{:.0f}", "sm_clock_median_mhz": "{:.0f}",
            "energy_run_j": "{:,.0f}", "energy_train_j": "{:,.0f}", "energy_steady_j": "{:,.0f}",
-           "steady_s": "{:.1f}", "tokens_steady": "{:,.0f}", "j_per_1k_tokens": "{:.1f}", "mfu": "{:.2%}",
-           "hfu": "{:.2%}", "board_power_w": "{:.0f}", "gpm_busy_pct": "{:.0f}"}
+           "steady_s": "{:.1f}", "tokens_steady": "{:,.0f}", "j_per_1k_tokens": "{:.1f}", "mfu": _share1,
+           "hfu": _share1, "board_power_w": "{:.0f}", "gpm_busy_pct": "{:.0f} %"}
 MAIN_COLUMNS = ["hw", "experiment", "run", "train_s", "gpm_busy_pct", "util_median_pct", "util_mean_pct",
                 "power_median_w",
                 "power_mean_w", "power_fraction", "power_capped_pct", "sm_clock_median_mhz", "sm_clock_mean_mhz",
@@ -57,10 +68,11 @@ def timelines(ctx: Context) -> list[str]:
                                          f"Utilisation over time: {hw} · {exp}", labels)
         parts.append(H.figure(ctx, fig, f"utilisation_{hw}_{exp}.png", f"GPU utilisation, power and SM clock of "
                               f"{hw} · {exp} runs (x = 0 at the start of training; green: the training window). "
-                              + labels))
+                              + labels, folded=f"<b>Utilisation over time</b>: {H.e(hw)} · {H.e(exp)} "
+                              f"({len(frames)} runs, one row each)"))
     if not groups:
         return [H.note("No run has an nvml.csv: utilisation, power, clocks and energy were not measured.")]
-    return [H.side_by_side(*parts[i:i + 2]) for i in range(0, len(parts), 2)]
+    return parts  # one page-wide figure each: side by side they showed at a fraction of their size
 
 
 def gpm_steps(ctx: Context) -> list[str]:
@@ -80,7 +92,8 @@ def gpm_steps(ctx: Context) -> list[str]:
     return [H.figure(ctx, fig, "gpm_steps.png", "Every optimizer step's wall time split by NVML's GPM counters into "
                      "the time a context was active on the GPU (dark) and the rest, the host's (light); steady steps "
                      "solid, warm-up, eval/save and profiled steps faded (analysis.measure.profile.gpm_step_rows). "
-                     + labels)]
+                     + labels, folded="<b>Each step's GPU-active and host time</b> (GPM counters, "
+                     f"{len(frames)} runs)")]
 
 
 def utilisation_section(ctx: Context) -> str:

@@ -1,0 +1,70 @@
+"""A recipe per GPU class: does it fit the class's memory, how long is its epoch, how many GPU-hours, what cost at a
+price table (analysis/data/prices.yaml, dated list prices with their source; `--prices FILE` for yours).
+
+Memory fit and time are the planner's (analysis.estimate.planner.estimate: its memory model and roofline, or a
+measured step of the same recipe); where a committed full-epoch run of the recipe exists for a class, its
+train_runtime (analysis.measure.jobtime) is the epoch time instead. A class the recipe does not fit gets no time and
+no cost.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.estimate import planner
+from analysis.parse.record import RunRecord
+from experiments.base import runfiles
+
+DEFAULT_PRICES = Path(__file__).resolve().parents[1] / "data" / "prices.yaml"
+
+
+def price_source(path: str | Path | None = DEFAULT_PRICES) -> str | None:
+    """The `# source:` comment line of a price table (where and when its prices were listed), None without one."""
+    if path is None or not Path(path).is_file():
+        return None
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("# source:"):
+            return line.removeprefix("# source:").strip()
+    return None
+
+
+def cost(gpu_hours: float | None, price: float | None) -> float | None:
+    """GPU-hours x price per GPU-hour; None where either is unknown."""
+    return None if gpu_hours is None or price is None else gpu_hours * price
+
+
+def recipe_kwargs(rec: RunRecord) -> dict:
+    """planner.estimate's keyword arguments for the recipe REC trained (its args.json: planner.args_from_run)."""
+    return planner.args_from_run(Path(rec.path) / runfiles.ARGS_JSON)
+
+
+def gpu_rows(kwargs: dict, classes: list[str], measured: dict | None = None, prices: str | Path | None = DEFAULT_PRICES,
+             results: str | Path | None = None) -> list[dict]:
+    """One row per class of CLASSES: {hw, name, capacity_gib, needs_gib, fits, epoch_s, gpu_hours, price, currency,
+    cost, source}. MEASURED ({hw, train_runtime_s, run, host, peak_gib}): that class's epoch is the run's
+    train_runtime, and its logged peak decides the fit on every class (the planner's memory model knows no
+    padding-free rows and no Liger kernels, so for such a recipe it overstates the peak; `planner_needs_gib` keeps its
+    figure)."""
+    plans = planner.estimate(hw=classes, prices=prices, results=results, **kwargs)
+    rows = []
+    for p in plans:
+        gpus = p["gpus"]
+        peak = (measured or {}).get("peak_gib")
+        fits = peak <= p["capacity_gib"] if peak else p["fits"]
+        if measured and p["hw"] == measured.get("hw") and measured.get("train_runtime_s"):
+            epoch_s = measured["train_runtime_s"]
+            source = f"measured: full-epoch run, host {(measured.get('host') or '?')[:8]}"
+        elif fits and p["total_time_s"] is not None:
+            epoch_s, source = p["total_time_s"], f"planner ({p['time_source']})"
+        elif fits:  # fits by the run's own peak, while the planner's model (no padding-free, no Liger) says no
+            epoch_s, source = None, "fits (the run's peak); time not modelled: the planner models no padding-free " \
+                                    "rows or Liger kernels, and no run of it on this class"
+        else:
+            epoch_s, source = None, "does not fit (" + ("the run's peak" if peak else "planner") + ")"
+        hours = epoch_s / 3600 * gpus if epoch_s is not None else None
+        price = p["price_per_gpu_hour"]
+        rows.append({"hw": p["hw"], "name": p["name"], "capacity_gib": p["capacity_gib"],
+                     "needs_gib": peak or p["needs_gib"], "planner_needs_gib": p["needs_gib"], "fits": fits,
+                     "fit_basis": "measured peak" if peak else "planner memory model", "epoch_s": epoch_s,
+                     "gpu_hours": hours, "price_per_gpu_hour": price, "currency": p["currency"],
+                     "cost": cost(hours, price), "source": source})
+    return rows

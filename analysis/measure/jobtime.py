@@ -1,0 +1,70 @@
+"""Time to finish the job: a run's whole-epoch train_runtime (ms-swift's own clock, every step, eval and save of the
+epoch) with the start-up outside it, and where compiling the model pays for its compile time.
+
+Steady tokens/s ranks recipes by their step; the job is done when the epoch is, and a compiled recipe pays its compile
+seconds first, so for a short epoch the eager recipe can finish first although its steady step is slower. The
+tables and the report format these numbers; nothing else computes them (tests/test_one_producer.py).
+"""
+from __future__ import annotations
+
+import math
+
+from analysis.measure.steps import epoch_steps, step_time
+from analysis.parse.record import RunRecord
+
+
+def _num(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        else None
+
+
+def job_time(rec: RunRecord) -> dict:
+    """{train_runtime_s: ms-swift's train_runtime (None where the log has no summary), load_s: the run's wall time
+    (run.json wall_s) outside train_runtime, i.e. model load and data preparation before the first step plus the
+    final save, steps, epoch_steps, full_epoch: the run trained its whole epoch and finished (only then is
+    train_runtime the time to finish the job)}."""
+    runtime = _num(rec.train_runtime_s)
+    wall = _num((rec.run_status or {}).get("wall_s"))
+    n = epoch_steps(rec)
+    full = bool(rec.ok and rec.complete and runtime and n and (rec.global_steps or 0) >= n)
+    load = wall - runtime if wall is not None and runtime is not None and wall >= runtime else None
+    return {"train_runtime_s": runtime, "load_s": load, "steps": rec.global_steps, "epoch_steps": n,
+            "full_epoch": full}
+
+
+def compile_s(rec: RunRecord) -> float | None:
+    """One-time seconds before a run's steady pace: the first logged step's seconds since training began less that
+    many steady median steps (for a compiled run: the compile; for an eager one: its first-step warm-up)."""
+    median = step_time(rec)["median"]
+    if not rec.elapsed or not median:
+        return None
+    step, seconds = rec.elapsed[0]
+    return max(seconds - step * median, 0.0)
+
+
+def break_even_steps(compiled_step_s: float | None, eager_step_s: float | None,
+                     compile_seconds: float | None) -> float | None:
+    """The optimizer-step count where a compiled and an eager run finish together: compile seconds / (eager step -
+    compiled step). Longer jobs finish sooner compiled, shorter ones eager. None where a part is unknown; inf where
+    the compiled step is not faster (compiling never pays)."""
+    if not compiled_step_s or not eager_step_s or compile_seconds is None:
+        return None
+    gain = eager_step_s - compiled_step_s
+    return compile_seconds / gain if gain > 0 else math.inf
+
+
+def break_even(compiled: RunRecord, eager: RunRecord) -> dict:
+    """Break-even of a compiled run against an eager one: their steady median steps, the compiled run's compile
+    seconds (compile_s) and the step count where both finish together (break_even_steps)."""
+    c, e = step_time(compiled)["median"], step_time(eager)["median"]
+    cs = compile_s(compiled)
+    return {"compiled_step_s": c, "eager_step_s": e, "compile_s": cs, "break_even_steps": break_even_steps(c, e, cs)}
+
+
+def job_speedup(base: RunRecord, test: RunRecord) -> float | None:
+    """How many times sooner TEST finishes the job than BASE: BASE's train_runtime / TEST's, both whole epochs
+    (None otherwise: a cut run's train_runtime is not the job's)."""
+    b, t = job_time(base), job_time(test)
+    if not (b["full_epoch"] and t["full_epoch"]):
+        return None
+    return b["train_runtime_s"] / t["train_runtime_s"]
