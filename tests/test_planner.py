@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 MODEL = "Qwen2.5-7B-Instruct"
 GIB = 2 ** 30
-H, I, KV, V, LAYERS = 3584, 18944, 512, 152064, 28
+H, INTER, KV, V, LAYERS = 3584, 18944, 512, 152064, 28
 SEED_RUN = "20261130-074229"
 # the planner's measured seed-recipe step: the least cut committed run (the full 94-step epoch of call 21)
 SEED_TIME_RUN = "20261201-105624-5f4daf78e2ab"
@@ -95,7 +95,7 @@ def test_hand_computed_memory_components_of_the_7b(shapes):
 
 def test_activations_without_checkpointing_keep_every_layer(shapes):
     per = planner.activation_bytes_per_token(shapes, "lora", False, 1, 2048)
-    layer = 24 * H + 8 * I + 4 * KV + 6 * H + 1 * I  # saved tensors + dropout masks
+    layer = 24 * H + 8 * INTER + 4 * KV + 6 * H + 1 * INTER  # saved tensors + dropout masks
     assert per["layer_per_token"] == layer == 280_064
     assert per["total_per_token"] == LAYERS * layer + 4 * H + 12 * V
     with_gc = planner.activation_bytes_per_token(shapes, "lora", True, 1, 2048)

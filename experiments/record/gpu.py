@@ -40,7 +40,7 @@ def gpus(lib=None) -> list[dict]:
         mem = lib.nvmlDeviceGetMemoryInfo(h)
         try:  # the enforced board power limit, for "power well below the limit" verdicts
             power_limit_w = lib.nvmlDeviceGetEnforcedPowerLimit(h) / 1000
-        except Exception:
+        except Exception:  # noqa: BLE001 - an optional NVML query: no power limit, an empty field
             power_limit_w = None
         out.append({"index": i, "name": _s(lib.nvmlDeviceGetName(h)), "memory_mib": mem.total // 2**20,
                     "power_limit_w": power_limit_w})
@@ -230,7 +230,7 @@ class Sampler:
         def safe(fn, *a):
             try:
                 return fn(*a)
-            except Exception:
+            except Exception:  # noqa: BLE001 - one failed NVML read leaves a cell empty, never stops the sampler
                 return None
 
         util = safe(lib.nvmlDeviceGetUtilizationRates, h)
@@ -259,7 +259,7 @@ class Sampler:
         for i, h in handles.items():
             try:
                 e0[i] = lib.nvmlDeviceGetTotalEnergyConsumption(h)
-            except Exception:
+            except Exception:  # noqa: BLE001 - no energy counter on this board: energy stays empty
                 e0[i] = None
         with self.path.open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=NVML_FIELDS)

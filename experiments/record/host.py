@@ -60,7 +60,7 @@ def _read(path: Path) -> str | None:
 def _safe(fn, *args):
     try:
         return fn(*args)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a probe of an optional facility must never stop a run
         return None
 
 
@@ -376,7 +376,7 @@ def probe(device: str | None = None, budget_s: float = 20.0) -> dict:
     else:
         try:
             cuda = torch.cuda.is_available()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a broken CUDA setup means no CUDA, never a failed probe
             cuda = False
         want_cuda = device is None or str(device).startswith("cuda")
         dev = "cuda" if want_cuda and cuda else "cpu"
@@ -393,7 +393,7 @@ def probe(device: str | None = None, budget_s: float = 20.0) -> dict:
                 continue
             try:
                 out[name] = fn(torch, dev, deadline)
-            except Exception as exc:  # an odd device or build: a reason, never an exception
+            except Exception as exc:  # noqa: BLE001 - an odd device or build: a reason, never an exception
                 out[name] = {**skip[name], "reason": f"{type(exc).__name__}: {exc}"[:300]}
     parts = ("python_loop", "dispatch", "lora_step")
     out["truncated"] = bool(out.pop("truncated_before_torch", False)) or any(
@@ -411,7 +411,7 @@ def _cuda_in_child() -> bool:
         return False
     try:
         return bool(torch.cuda.is_available()) and not torch.cuda.is_initialized()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken CUDA setup means no child probe, never a failed run
         return False
 
 

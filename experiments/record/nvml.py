@@ -16,7 +16,7 @@ def nvml():
         return None
     try:
         pynvml.nvmlInit()
-    except Exception:  # NVMLError_LibraryNotFound / DriverNotLoaded on machines without a GPU
+    except Exception:  # noqa: BLE001 - NVMLError_LibraryNotFound / DriverNotLoaded on machines without a GPU
         return None
     return pynvml
 

@@ -230,7 +230,7 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
                 signal.signal(sig, handler)
         exc.run_dir = run_dir
         raise
-    except Exception as exc:  # the notebook records the reason in run.json; keep going
+    except Exception as exc:  # noqa: BLE001 - the notebook records the reason in run.json; keep going
         status = read_status(run_dir)
         if status.get("status") in (None, "running"):
             write_status(run_dir, status="failed", reason=f"notebook: {type(exc).__name__}: {str(exc)[:300]}")
