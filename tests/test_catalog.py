@@ -1,5 +1,7 @@
-"""The claims audit's runs as data (experiments/recipes/catalog.py) and its GPU plan (experiments/recipes/plan.py): loading and
-checking experiments/recipes/claims/, capacity-search probes, plan expansion and estimates, resolved recipes of combinations."""
+"""The claims audit's runs as data (experiments/recipes/catalog.py) and its GPU plan (experiments/recipes/plan.py):
+loading and
+checking experiments/recipes/claims/, capacity-search probes, plan expansion and estimates, resolved recipes of
+combinations."""
 import contextlib
 import dataclasses
 import functools

@@ -1,5 +1,6 @@
 """Claims runs (issue 5): the launcher (memory-cap arithmetic, patches, a real in-process run) and the runner's
-claims experiments end to end. The verdicts themselves are tests/test_judge.py's, the catalog tests/test_catalog.py's."""
+claims experiments end to end. The verdicts themselves are tests/test_judge.py's, the catalog
+tests/test_catalog.py's."""
 import json
 import os
 import shutil

@@ -1,7 +1,8 @@
 """Predict a full run from a short one: a step-time model fitted on the measured steps, applied to the full schedule.
 
 A run's batches are known before it starts (schedule.jsonl: real and padded tokens and micro-batches of every
-optimizer step, experiments/launch/schedule.py), so what a cut run leaves open is the cost of a step, not what the steps hold.
+optimizer step, experiments/launch/schedule.py), so what a cut run leaves open is the cost of a step, not what the steps
+hold.
 
 **The model.** The time of optimizer step s is
 

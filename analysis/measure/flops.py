@@ -29,7 +29,8 @@ def flops_per_token(matmul_params: int, trainable_params: int, method: str = "lo
 
 
 def run_flops(rec: RunRecord) -> dict:
-    """FLOPs per token of a run's model and LoRA (its shapes from model_config.json, the model folder or models.yaml)."""
+    """FLOPs per token of a run's model and LoRA (its shapes from model_config.json, the model folder or
+    models.yaml)."""
     args = rec.args or {}
     shapes = hardware.model_shapes(args, Path(rec.path))
     if shapes is None:

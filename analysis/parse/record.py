@@ -1,7 +1,8 @@
 """The typed run record: everything one run folder's raw files say, and nothing computed from it.
 
 A run folder holds ms-swift's `logging.jsonl` (+ `args.json`), the runner's `env.json` and `run.json`, and the
-launcher's `tokens.jsonl`, `profile.json`, `schedule.jsonl` and `gpm.jsonl`. `read_run(folder)` turns them into one `RunRecord`; every later stage
+launcher's `tokens.jsonl`, `profile.json`, `schedule.jsonl` and `gpm.jsonl`. `read_run(folder)` turns them into one
+`RunRecord`; every later stage
 (measure, estimate, judge, present) reads records, never the files or nested dicts. Statistics over the record
 (steady step time, tokens/s, speed-ups, MFU) are the measure stage's (analysis/measure/): a record holds facts.
 """
@@ -176,7 +177,8 @@ class RunRecord:
 
     @property
     def host_id(self) -> str | None:
-        """The stable host id of env.json's host fingerprint (experiments/record/host.py); None for runs made before it."""
+        """The stable host id of env.json's host fingerprint (experiments/record/host.py); None for runs made before
+        it."""
         return runfiles.host_id(self.env)
 
     @property

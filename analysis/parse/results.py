@@ -249,7 +249,8 @@ def labels(env: dict, status: dict) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def matrix_experiments() -> frozenset[str]:
-    """The hardware matrix's experiments (experiments/recipes/recipes.yaml, matrix: true): what the speed and convergence
+    """The hardware matrix's experiments (experiments/recipes/recipes.yaml, matrix: true): what the speed and
+    convergence
     tables compare across GPUs. Claims experiments have their own tables."""
     from experiments.recipes import recipes
 
@@ -269,7 +270,8 @@ def known_experiments() -> frozenset[str]:
 
 
 def latest_per_group(records: list[RunRecord]) -> list[RunRecord]:
-    """One record per (hw, experiment, host id, GPU layout): the successful run with the most steps (the least cut), newest first
+    """One record per (hw, experiment, host id, GPU layout): the successful run with the most steps (the least cut),
+    newest first
     among equals; else the newest failed one. Runs from two hosts stay two rows (a host-bound step moves with the
     host); runs made before host fingerprints share one group. The tables show these; the report lists every run."""
     groups: dict[tuple, list[RunRecord]] = {}

@@ -2,7 +2,8 @@
 `schedule.jsonl` (every step's tokens, known before training), `gpm.jsonl` (each step's GPU share from NVML's GPM
 counters, experiments/record/gpm.py) and launch.json's quick-stop record.
 
-experiments/launch/launcher.py writes them beside ms-swift's log. A missing file is None (a run made without the launcher);
+experiments/launch/launcher.py writes them beside ms-swift's log. A missing file is None (a run made without the
+launcher);
 an unreadable line is skipped, as a torn last line of a killed run would be.
 """
 from __future__ import annotations

@@ -16,7 +16,8 @@ does the same in-process, after what follows. Several GPUs: `torchrun --nproc_pe
                   batches); per step it records the wall time and the GPU busy time (union of the device's kernel and
                   copy intervals) into DIR/profile.json (DIR: --profile-out, default the run's --output_dir).
                   --profile-activities cuda records GPU activity alone: the host-side operator recording of the
-                  default (all) slowed the seed recipe's profiled steps by about 40 % (8.5-9.0 s against a 6.3 s median).
+                  default (all) slowed the seed recipe's profiled steps by about 40 % (8.5-9.0 s against a 6.3 s
+                  median).
                   `cuda` still traces every CUDA runtime call (cudaLaunchKernel): on slow H200 hosts the seed recipe's
                   ~177,000 launches made its profiled steps 16-18 % longer than its steady ones. `kernels` records the
                   GPU's kernels, copies and memsets alone (torch's per-type activity filter, where the installed torch
@@ -32,7 +33,8 @@ does the same in-process, after what follows. Several GPUs: `torchrun --nproc_pe
                   order), so its eval loss at step N can be set beside the full runs' eval at step N. (--max_steps
                   instead shrinks the warm-up and cosine decay to N steps.)
 --sdpa-padding-free  Let --padding_free run with SDPA attention. ms-swift 4.6.0 refuses padding_free unless
-                  attn_impl is a flash-attention one (SftArguments._check_padding_free), but transformers >= 4.54 builds a
+                  attn_impl is a flash-attention one (SftArguments._check_padding_free), but transformers >= 4.54 builds
+                  a
                   block-diagonal causal mask from the packed rows' position_ids for SDPA/eager
                   (masking_utils.find_packed_sequence_indices), so each sample attends only to itself, as when padded.
                   Applied only when that function exists; recorded in launch.json.
@@ -43,7 +45,8 @@ Always: the real (attention-mask) and padded token count of every micro-batch, s
 <output_dir>/tokens.jsonl, so tokens/s is measured rather than inferred from the data's mean length (a
 length-grouped order makes some steps long and others short). And, unless --no-schedule, the same counts for
 every step of the full schedule, computed from ms-swift's dataset and sampler before training starts, go to
-<output_dir>/schedule.jsonl (experiments/recipes/schedule_core.py): what a quick run's estimate of the full run rests on.
+<output_dir>/schedule.jsonl (experiments/recipes/schedule_core.py): what a quick run's estimate of the full run rests
+on.
 --quick-budget-s S / --quick-max-steps N: a quick run (experiments/launch/quick.py): stop within S seconds of this
 process (model load included) or after step N, with two evaluations and saves at the end.
 
@@ -378,7 +381,8 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
     WARMUP: that many steps right before (skip-warmup+1 .. skip) run under the profiler too, unmeasured (profile.json
     lists them with `warmup: true` and only their wall time): the first profiled step of a run came out 1.18-1.26x
     the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window).
-    HOST_STACKS: each measured step also samples every Python thread's stack (experiments/launch/hoststacks.py), stored as
+    HOST_STACKS: each measured step also samples every Python thread's stack (experiments/launch/hoststacks.py), stored
+    as
     the step's `host_stacks`."""
     warmup = max(0, min(int(warmup), skip))
     import torch

@@ -3,7 +3,8 @@
     python -m experiments.launch.schedule [--out FILE] [launcher options] -- <swift sft args...>
 
 The same arguments as experiments/launch/launcher.py: SftArguments parses them, SwiftSft prepares the dataset with the
-processor in place of the model (no weights are read), and experiments.recipes.schedule_core counts every optimizer step of the
+processor in place of the model (no weights are read), and experiments.recipes.schedule_core counts every optimizer step
+of the
 full schedule as the training loop will meet it (launcher options that change batches are applied with the launcher's
 own patches). Writes FILE, else <output_dir>/schedule.jsonl: one JSON line per step, tokens.jsonl's fields + samples.
 """

@@ -1,6 +1,7 @@
 """The claims audit's runs as data: experiments and capacity searches of experiments/recipes/claims/.
 
-experiments/recipes/claims/experiments.yaml holds `defaults` and `experiments`, experiments/recipes/claims/searches.yaml the capacity
+experiments/recipes/claims/experiments.yaml holds `defaults` and `experiments`, experiments/recipes/claims/searches.yaml
+the capacity
 `searches`; the defaults apply to both. `load()` checks them (InputError naming the file) and expands every search
 into one experiment per rung of its ladder (probe ids <search>-bs<N>), so a probe runs like any other experiment.
 

@@ -1,7 +1,9 @@
 """The GPU plan of the claims audit (experiments/recipes/claims/plan.yaml): device calls of chains, one lane per GPU.
 
-Each plan command is one chain of claims experiments / searches (experiments/recipes/catalog.py) run one after another on
-one GPU by `swiftbench run-all --claims --experiments plan:NAME`; experiments/cloud/claims_gpu.sh CALL runs the chains of
+Each plan command is one chain of claims experiments / searches (experiments/recipes/catalog.py) run one after another
+on
+one GPU by `swiftbench run-all --claims --experiments plan:NAME`; experiments/cloud/claims_gpu.sh CALL runs the chains
+of
 one device call side by side.
 
     python -m experiments.recipes.plan                 the plan with its estimated GPU time per chain and per call

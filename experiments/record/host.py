@@ -225,7 +225,8 @@ def host_id(machine_id: str | None, boot_id: str | None, every_gpu: list[dict]) 
 
 
 def fingerprint(lib=None, root: Path | str = "/") -> dict:
-    """The host's fingerprint (see the module docstring). `lib`: an NVML module (None: experiments.record.nvml.nvml())."""
+    """The host's fingerprint (see the module docstring). `lib`: an NVML module (None:
+    experiments.record.nvml.nvml())."""
     root = Path(root)
     lib = _nvml(lib)
     every, visible = gpus(lib)

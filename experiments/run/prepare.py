@@ -25,7 +25,8 @@ from experiments.run.spec import CACHE, DUMMY, DUMMY_TINY, RunSpec
 
 def parallel_overrides(spec: RunSpec, base_flags: dict) -> dict:
     """The swift flags that spread SPEC over its GPUs with the global batch kept: grad-accum divided by the GPU
-    count, else the per-device batch (per-device batch x grad-accum x GPUs stays the recipe's), and ZeRO through ms-swift's shipped DeepSpeed
+    count, else the per-device batch (per-device batch x grad-accum x GPUs stays the recipe's), and ZeRO through
+    ms-swift's shipped DeepSpeed
     configs. A grad-accum the GPU count does not divide would change the global batch: refused."""
     out = {}
     if spec.gpus > 1:

@@ -1,6 +1,7 @@
 """Run experiments: one `swift sft` run per experiment, each in its own never-overwritten run folder.
 
-`swiftbench run-all --hw h200 ...` (or `python -m experiments.run.runner run-all ...`) executes experiments/run/sft.ipynb
+`swiftbench run-all --hw h200 ...` (or `python -m experiments.run.runner run-all ...`) executes
+experiments/run/sft.ipynb
 through papermill once per experiment of the matrix, skipping experiments that already have a complete run with the
 same inputs (resumable after a kill). The notebook calls `prepare` and `execute` below; they can also be used
 without a notebook. With --claims it runs the claims audit's experiments and capacity searches
@@ -245,7 +246,8 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
 
 
 def _run_search(name: str, hw: str, console, progress: bool, **kw) -> list[dict]:
-    """A capacity search (experiments/recipes/claims/searches.yaml): probe per-device batches until one that trained sits
+    """A capacity search (experiments/recipes/claims/searches.yaml): probe per-device batches until one that trained
+    sits
     next to an OOM."""
     results, outcomes = [], {}
     while True:
