@@ -18,7 +18,7 @@ schedule follows them when they change:
   step takes `gradient_accumulation_steps` micro-batches, the epoch's last step the remainder, `set_epoch(epoch)`
   before every epoch, up to `max_steps` (else `num_train_epochs` x steps per epoch);
 - the counts: experiments.launch.launcher.batch_token_counts, the function that writes tokens.jsonl during training, so
-the two
+  the two
   files compare line by line; launcher options that change batches (--longest-first, --pad-to, --sdpa-padding-free)
   are the launcher's own patches.
 
