@@ -143,7 +143,8 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
                                                                                                "qcap24-bs4"}
     for r in rows:
         if r.get("check") != "reserved peak":
-            assert not isinstance(r.get("check"), str) or r["check"].startswith(("not modelled", "not checked", "fits")), r
+            assert (not isinstance(r.get("check"), str)
+                    or r["check"].startswith(("not modelled", "not checked", "fits"))), r
             continue
         assert r["measured_peak_gib"], r
         assert r["within_10pct"], (f"{r['hw']}/{r['experiment']}/{r['run']}: estimated "

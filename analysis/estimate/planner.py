@@ -386,7 +386,8 @@ def run_tokens_per_sample(rec: RunRecord, shapes: dict) -> float | None:
     """Tokens the GPU processed per sample in a run, padding included, from Hugging Face's total_flos
     (= 6 x input_ids.numel() x parameters without embeddings, summed over the training steps)."""
     flos, steps, sps = rec.total_flos, rec.global_steps, rec.samples_per_step
-    lora = hardware.lora_params(shapes, {"lora_rank": (rec.args or {}).get("lora_rank"), "target_modules": "all-linear"})
+    lora = hardware.lora_params(shapes, {"lora_rank": (rec.args or {}).get("lora_rank"),
+                                         "target_modules": "all-linear"})
     if not flos or not steps or not sps:
         return None
     n_hf = hardware.total_params(shapes) + (lora or 0) - shapes["hidden_size"] * shapes["vocab_size"]
@@ -595,7 +596,8 @@ def per_gpu_memory(mem: dict[str, Any], gpus: int = 1, parallel: str = "ddp", c:
     d = "memory.data_parallel."
     n = max(int(gpus), 1)
     trainable = mem["params"]["lora"] if mem["adapters_gib"] else mem["params"]["trainable"]
-    weights, adapters, grads, optim = (mem[k] for k in ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib"))
+    weights, adapters, grads, optim = (mem[k] for k in
+                                       ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib"))
     extra = 0.0
     if parallel == "ddp":
         if n > 1:

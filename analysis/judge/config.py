@@ -93,7 +93,8 @@ def _check_figures(path: Path, figures) -> dict:
             value = got.get(key)
             ok = isinstance(value, kind) and (kind is str or all(isinstance(x, str) for x in value))
             if not ok:
-                raise InputError(path, f"figures.{table}.{key}: must be a {'list of names' if kind is list else 'name'}")
+                raise InputError(path, f"figures.{table}.{key}: must be a "
+                                       f"{'list of names' if kind is list else 'name'}")
     return figures
 
 

@@ -169,7 +169,8 @@ def rule_fits(claim: dict, runs: Runs, **_) -> dict:
         shipped = swift_info.shipped_version(rule["package"])
         if shipped:
             res = not_run(claim, runs)
-            res["detail"] += (f"; {rule['package']} {shipped} is in the GPU wheelhouse (experiments/setup/requirements-gpu.txt,"
+            res["detail"] += (f"; {rule['package']} {shipped} is in the GPU wheelhouse "
+                              "(experiments/setup/requirements-gpu.txt,"
                               " slimmed to the host's CUDA 13.0 library), so the run is possible")
             res["numbers"] = {**nums, "shipped": shipped}
             return res

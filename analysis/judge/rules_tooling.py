@@ -105,7 +105,8 @@ def rule_seed_spread(claim: dict, runs: Runs, seeds_dir=None, **_) -> dict:
     step = common[-1]
     losses = [eval_at(r, step) for r in have]
     band = {st: seed_band(runs, claim["rule"]["runs"], st) for st in common}
-    nums.update({"eval_step": step, "seed_losses": [rnd(x) for x in losses], "seed_range": rnd(max(losses) - min(losses)),
+    nums.update({"eval_step": step, "seed_losses": [rnd(x) for x in losses],
+                 "seed_range": rnd(max(losses) - min(losses)),
                  "seed_sd": rnd(statistics.stdev(losses)) if len(losses) > 1 else None, "n_seeds": len(losses),
                  "seed_range_by_step": {st: rnd(b["range"]) for st, b in band.items() if b}})
     detail = (f"seed-to-seed range {nums['seed_range']} over {len(losses)} seeds at step {step} (eval loss "

@@ -56,6 +56,7 @@ def mfu(rec: RunRecord, tokens_per_s: float | None = None) -> dict:
     if spec is None or not spec["bf16_dense_tflops"] or tokens_per_s is None or flops["flops_per_token"] is None:
         return out
     peak = spec["bf16_dense_tflops"] * 1e12 * (rec.world_size or 1)
-    out.update(mfu=tokens_per_s * flops["flops_per_token"] / peak, hfu=tokens_per_s * flops["hw_flops_per_token"] / peak,
+    out.update(mfu=tokens_per_s * flops["flops_per_token"] / peak,
+               hfu=tokens_per_s * flops["hw_flops_per_token"] / peak,
                peak_source=f"{spec['name']} dense BF16 {spec['bf16_dense_tflops']} TFLOPS ({spec['source']})")
     return out

@@ -96,7 +96,7 @@ class RunRecord:
     profile: dict | None = None                     # profile.json (torch.profiler summary of a few steps)
     schedule: list[dict] | None = None              # schedule.jsonl: every step's token counts, known before training
     quick: dict | None = None                       # launch.json's quick stop (a quick run: where and why it stopped)
-    gpm_by_step: dict[int, dict] | None = None      # gpm.jsonl: each step's wall and GPM utilisation (experiments/record/gpm.py)
+    gpm_by_step: dict[int, dict] | None = None      # gpm.jsonl (experiments/record/gpm.py): each step's wall, GPM use
 
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property
@@ -401,7 +401,8 @@ def log_facts(run: RunLog) -> dict:
                             "size): samples/s, tokens/s and MFU are left out")
 
     rest = [ln for ln in run.lines if ln.kind != "train"]
-    memory = list(zip(run.train, _column(run.train, "memory(GiB)", memo))) + list(zip(rest, column(rest, "memory(GiB)")))
+    memory = (list(zip(run.train, _column(run.train, "memory(GiB)", memo)))
+              + list(zip(rest, column(rest, "memory(GiB)"))))
     mem_values = [v for _, v in memory if v is not None and 0 <= v < math.inf]
     negative = sorted(ln.line_no for ln, v in memory if v is not None and v < 0)
     if negative:

@@ -107,9 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which Liger kernels --use_liger_kernel applies (transformers' liger_kernel_config)")
     p.add_argument("--no-fast-exit", action="store_true", help="let the interpreter tear down normally")
     p.add_argument("--no-schedule", action="store_true",
-                   help="write no schedule.jsonl (every step's tokens, before training: experiments/recipes/schedule_core.py)")
+                   help="write no schedule.jsonl (every step's tokens, before training: "
+                        "experiments/recipes/schedule_core.py)")
     p.add_argument("--quick-budget-s", type=float, default=None,
-                   help="a quick run: stop cleanly within this many seconds of the process (experiments/launch/quick.py)")
+                   help="a quick run: stop cleanly within this many seconds of the process "
+                        "(experiments/launch/quick.py)")
     p.add_argument("--quick-max-steps", type=int, default=None, help="a quick run: stop by this step at the latest")
     return p
 
@@ -319,7 +321,7 @@ def top_gpu_ops(by_name: dict[str, list], n: int = 15) -> list[dict]:
     return rows[:n]
 
 
-GPU_ONLY_KINDS = ("CONCURRENT_KERNEL", "GPU_MEMCPY", "GPU_MEMSET")  # CUPTI activity kinds of `--profile-activities kernels`
+GPU_ONLY_KINDS = ("CONCURRENT_KERNEL", "GPU_MEMCPY", "GPU_MEMSET")  # CUPTI kinds of `--profile-activities kernels`
 
 
 def profiler_activities(torch, which: str, cuda: bool) -> tuple[list, list[str], str | None]:
@@ -822,7 +824,7 @@ def main(argv: list[str] | None = None) -> int:
         callbacks.append(make_profiler_callback(opts.profile_steps, opts.profile_skip, out_dir / PROFILE_FILE, record,
                                                 opts.profile_activities, opts.profile_warmup,
                                                 opts.profile_host_stacks))
-    if rank() == 0:  # every run: each step's GPU share from GPM counters, no per-launch cost (experiments/record/gpm.py)
+    if rank() == 0:  # every run: each step's GPU share, GPM counters, no per-launch cost (experiments/record/gpm.py)
         from experiments.record import gpm
 
         cb = gpm.make_callback(Path(output_dir or ".") / gpm.GPM_FILE, record)

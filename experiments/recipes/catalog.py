@@ -24,7 +24,8 @@ CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 EXPERIMENTS_FILE = "experiments.yaml"
 SEARCHES_FILE = "searches.yaml"
 LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "profile_activities", "profile_warmup",
-                 "profile_host_stacks", "longest_first", "pad_to", "fast_exit", "stop_after", "sdpa_padding_free", "env",
+                 "profile_host_stacks", "longest_first", "pad_to", "fast_exit", "stop_after", "sdpa_padding_free",
+                 "env",
                  "liger_config", "sdp_backends"}
 EXPERIMENT_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "matrix", "est_gpu_s",
                    "requires", "blocked", "combine", "search", "probe"}

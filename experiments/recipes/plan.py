@@ -116,7 +116,8 @@ def call_estimates(folder: str | Path = catalog.CLAIMS_DIR) -> dict[int, dict]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.recipes.plan", description=__doc__.splitlines()[0])
     p.add_argument("--chains", type=int, default=None, metavar="CALL",
-                   help="print device call CALL's chains as `GPU LANE NAME` lines (for experiments/cloud/claims_gpu.sh)")
+                   help="print device call CALL's chains as `GPU LANE NAME` lines "
+                        "(for experiments/cloud/claims_gpu.sh)")
     a = p.parse_args(argv)
     try:
         if a.chains is not None:

@@ -95,7 +95,8 @@ def import_output(src: str | Path, hw: str, experiment: str,
     src, results = Path(src), Path(results)
     hardware.require(hw)
     if not known_experiment(experiment):
-        raise InputError(None, f"unknown experiment {experiment!r}: one of experiments/recipes/recipes.yaml (seed, bs16, ...) "
+        raise InputError(None, f"unknown experiment {experiment!r}: one of experiments/recipes/recipes.yaml "
+                               "(seed, bs16, ...) "
                                "or a claims experiment, so the tables know what the run is")
     if not src.is_dir():
         raise InputError(src, "no such folder")

@@ -63,7 +63,8 @@ def check_orphans(results_dir: str | Path, kill: bool, console=None) -> None:
     for run_dir, training, why in find_orphans(results_dir):
         pgid = training.get("pgid") or training.get("pid")
         if why is not None:
-            raise InputError(run_dir / runfiles.RUN_JSON, f"names live process group {pgid} as its training, which cannot be "
+            raise InputError(run_dir / runfiles.RUN_JSON, f"names live process group {pgid} as its training, "
+                                                   "which cannot be "
                                                    f"verified ({why}): nothing was signalled; stop it yourself if it "
                                                    f"is yours, or mark the run failed")
         if not kill:

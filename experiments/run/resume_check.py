@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                            for s in sorted(set(old) & set(new))],
         "first_resumed_step": min((s for s in new if resume and s > resume["from_step"]), default=None),
     }
-    first_line = next((d for d in lines[cut:] if isinstance(d, dict) and "loss" in d and "train_speed(s/it)" in d), None)
+    first_line = next((d for d in lines[cut:] if isinstance(d, dict) and "loss" in d and "train_speed(s/it)" in d),
+                      None)
     if resume and first_line:  # ms-swift's own clock: from the trainer's start (after model and checkpoint load)
         n = int(first_line["global_step/max_steps"].split("/")[0]) - resume["from_step"]
         report["first_step_since_train_begin_s"] = round(float(first_line["train_speed(s/it)"]) * n, 2)

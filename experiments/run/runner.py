@@ -347,7 +347,8 @@ def run_all(hw: str, experiments: list[str] | None = None, progress: bool = True
 def register(sub) -> None:
     """`run-all` (for analysis.cli's SUBCOMMAND_MODULES, and `python -m experiments.run.runner run-all`)."""
     r = sub.add_parser("run-all", help="every experiment of the matrix for one hardware class (or --claims)",
-                       description="Run every experiment of the matrix (experiments/recipes/recipes.yaml) for one hardware "
+                       description="Run every experiment of the matrix (experiments/recipes/recipes.yaml) "
+                                   "for one hardware "
                                    "class, or with --claims the claims audit's experiments; complete runs are skipped.")
     r.add_argument("--hw", required=True, help="a class of analysis/data/hardware.yaml, or auto (the GPU's, from NVML)")
     r.add_argument("--model", default="Qwen/Qwen2.5-7B-Instruct",
@@ -359,8 +360,9 @@ def register(sub) -> None:
                         "(model load included; experiments/launch/quick.py)")
     r.add_argument("--budget", default=None, metavar="SECONDS", help="quick runs of this budget each (180 or 180s)")
     r.add_argument("--experiments", default=None,
-                   help="comma-separated subset of experiments/recipes/recipes.yaml (with --claims: claims experiments and "
-                        "searches of experiments/recipes/claims/, or plan:N for the plan's command N; default: the whole plan)")
+                   help="comma-separated subset of experiments/recipes/recipes.yaml (with --claims: claims experiments "
+                        "and searches of experiments/recipes/claims/, or plan:N for the plan's command N; "
+                        "default: the whole plan)")
     r.add_argument("--claims", action="store_true",
                    help="run claims experiments (experiments/recipes/claims/) instead of the matrix")
     r.add_argument("--results", default="results")
