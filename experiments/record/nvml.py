@@ -7,6 +7,7 @@ in a fake module wherever `lib` is a parameter.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 
 def nvml():
@@ -26,7 +27,7 @@ def _s(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def visible_indices(lib, env: dict | None = None) -> list[int]:
+def visible_indices(lib, env: Mapping[str, str] | None = None) -> list[int]:
     """NVML indices of the GPUs this process may use: NVML sees every GPU of the host, CUDA only those in
     CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUIDs). Two runs side by side on one host, each on its own GPU,
     must each sample and describe their own."""
