@@ -84,7 +84,7 @@ def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
             util = float(d["graphics_util"])
             if not (wall > 0 and 0 <= util <= 100.5):  # NaN, negative or impossible: a broken line, skipped
                 continue
-            row = {"wall_s": wall}
+            row: dict[str, float | None] = {"wall_s": wall}
             for name in GPM_METRICS:
                 v = d.get(name)
                 row[name] = float(v) if v is not None else None
