@@ -99,7 +99,7 @@ def steady_share(rec: RunRecord) -> dict:
     rows = [r for r in gpm_step_rows(rec) if r["steady"]]
     if not rows:
         return empty
-    by_step = rec.gpm_by_step
+    by_step = rec.gpm_by_step or {}  # not None: rows came from it
     wall = sum(r["wall_s"] for r in rows)
     busy = sum(r["busy_s"] for r in rows)
 
@@ -128,7 +128,7 @@ def _mean_shares(rows_per_window: list[list[dict]], key: str, value: str, top: i
         for r in rows:
             total[r[key]] = total.get(r[key], 0.0) + (r.get(value) or 0.0)
     n = max(len(rows_per_window), 1)
-    out = [{key: k, value: round(v / n, 4)} for k, v in total.items()]
+    out: list[dict] = [{key: k, value: round(v / n, 4)} for k, v in total.items()]
     out.sort(key=lambda r: -r[value])
     return out[:top]
 

@@ -81,7 +81,7 @@ def _intervals(rec: RunRecord) -> list[Interval]:
     warmup = min(WARMUP_FRACTION * (epoch_steps(rec) or points[-1][0]), WARMUP_MAX_STEPS)
     profiled = sorted(rec.profiled_steps)
     events = sorted(rec.event_steps)
-    out = []
+    out: list[Interval] = []
     append = out.append
     ei = pi = 0  # the steps rise from line to line: the first event >= a and profiled step > a move forward only
     ne, npr = len(events), len(profiled)

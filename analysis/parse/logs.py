@@ -28,7 +28,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 from analysis.parse import megatron
 from experiments.base import runfiles
@@ -630,5 +630,5 @@ def column(lines: list[Line], key: str) -> list[float | None]:
     return [v if v is None or v.__class__ is float else to_float(v) for v in raw]
 
 
-def is_finite(value: float | None) -> bool:
+def is_finite(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value)

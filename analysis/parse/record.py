@@ -373,8 +373,8 @@ def log_facts(run: RunLog) -> dict:
     memo: dict = {}  # the columns several facts read, once
     summary = run.summary.data if run.summary else {}
     last_step = max((ln.step for ln in run.lines if ln.step is not None), default=None)
-    if _int_or_none(summary.get("global_step")) is not None:
-        last_step = max(last_step or 0, _int_or_none(summary["global_step"]))
+    if (summary_step := _int_or_none(summary.get("global_step"))) is not None:
+        last_step = max(last_step or 0, summary_step)
     max_steps = next((ln.max_steps for ln in reversed(run.lines) if ln.max_steps), None)
     if max_steps is None:
         ms = _int_or_none(args.get("max_steps"))

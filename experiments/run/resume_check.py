@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     left_s = round(time.time() - t_kill, 1)
     weights = [str(x) for x in Path(a.results).rglob("*") if x.name.startswith(WEIGHTS)]
     second = subprocess.run(cmd, cwd=ROOT)
+    assert run_dir is not None  # the loop above left it only after steps were logged there
     status = json.loads((run_dir / runfiles.RUN_JSON).read_text())
     resume = (status.get("resumes") or [None])[-1]
     lines = [json.loads(x) for x in (run_dir / runfiles.LOGGING).read_text().splitlines() if x.strip()]
