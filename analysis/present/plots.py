@@ -319,7 +319,7 @@ def loss_curves(df: pd.DataFrame, title: str, labels: str, same_as: dict[str, st
 # ------------------------------------------------------------------------------------- utilisation
 
 
-def utilisation_timeline(df: pd.DataFrame, windows: dict[str, float], board_power: dict[str, float | None],
+def utilisation_timeline(df: pd.DataFrame, windows: dict[str, float | None], board_power: dict[str, float | None],
                          title: str, labels: str) -> plt.Figure:
     """GPU utilisation, power and SM clock over time, one column per run; the training window shaded.
 
