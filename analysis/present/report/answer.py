@@ -114,7 +114,7 @@ def best_recipe(hw: str, bests: list[tuple[float, dict]], pair: dict | None) -> 
 
 
 def _gpu(hw: str | None) -> str | None:
-    return P.short(hw) if hw else hw  # short(None) was None, short("") is ""
+    return P.short(hw) if hw else hw  # no class: its None (or "") as it is
 
 
 def _minutes(seconds: float | None) -> str:
