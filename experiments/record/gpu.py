@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 from experiments.base import hardware
 from experiments.record.nvml import _s, nvml, visible_indices  # noqa: F401 - re-exported
@@ -85,11 +86,11 @@ def detect_hw(lib=None) -> str:
     if len(set(classes.values())) > 1:
         raise InputError(None, f"--hw auto: GPUs of several classes are visible ({', '.join(sorted(classes))}); "
                                "pick them with CUDA_VISIBLE_DEVICES")
-    return next(iter(classes.values()))
+    return cast(str, next(iter(classes.values())))  # a class: unknown names were refused above
 
 
 def _versions() -> dict:
-    out = {}
+    out: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             out[name] = md.version(name)
