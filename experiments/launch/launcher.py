@@ -254,7 +254,8 @@ def apply_memory_cap(cap_gib: float, torch_mod=None, device: int | None = None) 
 
 def union_ns(intervals: list[tuple[int, int]]) -> int:
     """Total length covered by [start, end) intervals (overlaps counted once)."""
-    total, cur_s, cur_e = 0, None, None
+    total, cur_s = 0, 0  # cur_s is read only once cur_e is set
+    cur_e: int | None = None
     for s, e in sorted(intervals):
         if e <= s:
             continue
@@ -289,7 +290,8 @@ def _device_intervals(prof) -> tuple[list[tuple[int, int]], int, list[tuple[int,
     from torch.autograd import DeviceType
 
     results = prof.profiler.kineto_results
-    gpu, host, comm, by_name = [], 0, [], {}
+    by_name: dict[str, list] = {}
+    gpu, host, comm = [], 0, []
     for e in results.events():
         if e.device_type() == DeviceType.CUDA:
             # gpu_user_annotation ranges span kernels rather than being GPU work themselves
@@ -608,7 +610,7 @@ def install_token_counter(out_file: Path, record: dict) -> None:
                 record["tokens"]["error"] = f"{type(exc).__name__}: {exc}"
         return batches, num_items
 
-    Trainer.get_batch_samples = get_batch_samples
+    Trainer.get_batch_samples = get_batch_samples  # type: ignore[method-assign]  # patching the library on purpose
 
 
 # ------------------------------------------------------------------------------------------- ms-swift patches

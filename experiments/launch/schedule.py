@@ -10,12 +10,12 @@ own patches). Writes FILE, else <output_dir>/schedule.jsonl: one JSON line per s
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 from experiments.recipes.schedule_core import SCHEDULE_FILE, steps_of, write
 
@@ -50,8 +50,8 @@ def build(swift_args: list[str], opts=None) -> list[dict]:
     from experiments.launch.launcher import batch_token_counts, install_patches
 
     if opts is not None and (opts.longest_first or opts.pad_to or opts.sdpa_padding_free):
-        install_patches(SimpleNamespace(longest_first=opts.longest_first, pad_to=opts.pad_to,
-                                        sdpa_padding_free=opts.sdpa_padding_free), {}, [])
+        install_patches(argparse.Namespace(longest_first=opts.longest_first, pad_to=opts.pad_to,
+                                           sdpa_padding_free=opts.sdpa_padding_free), {}, [])
 
     class ScheduleSft(SwiftSft):
         """SwiftSft with the processor in place of the model, writing no eval split."""
