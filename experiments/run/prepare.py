@@ -28,7 +28,7 @@ def parallel_overrides(spec: RunSpec, base_flags: dict) -> dict:
     count, else the per-device batch (per-device batch x grad-accum x GPUs stays the recipe's), and ZeRO through
     ms-swift's shipped DeepSpeed
     configs. A grad-accum the GPU count does not divide would change the global batch: refused."""
-    out = {}
+    out: dict[str, int | str] = {}
     if spec.gpus > 1:
         flags = {**base_flags, **spec.overrides}
         ga = int(flags.get("gradient_accumulation_steps", 1))

@@ -229,7 +229,7 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
         finally:
             for sig, handler in ignored.items():
                 signal.signal(sig, handler)
-        exc.run_dir = run_dir
+        exc.run_dir = run_dir  # type: ignore[attr-defined]  # for main()'s getattr, on any KeyboardInterrupt
         raise
     except Exception as exc:  # noqa: BLE001 - the notebook records the reason in run.json; keep going
         status = read_status(run_dir)
@@ -247,9 +247,9 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
 
 def _run_search(name: str, hw: str, console, progress: bool, **kw) -> list[dict]:
     """A capacity search (experiments/recipes/claims/searches.yaml): probe per-device batches until one that trained
-    sits
-    next to an OOM."""
-    results, outcomes = [], {}
+    sits next to an OOM."""
+    results: list[dict] = []
+    outcomes: dict[int, str] = {}
     while True:
         batch = catalog.next_probe(name, outcomes)
         if batch is None:
@@ -431,7 +431,7 @@ def run_command(a) -> int:
             handlers[sig] = signal.signal(sig, _raise_interrupted)
     try:
         if a.claims:
-            results = run_claims(a.hw, names, first_ok=first_ok, **common)
+            results = run_claims(a.hw, names or [], first_ok=first_ok, **common)  # a list: plan.expand's
         else:
             results = run_all(a.hw, names, gpus=counts, parallels=layouts, **common)
     except KeyboardInterrupt as exc:
