@@ -153,7 +153,7 @@ def fill_self_cognition(
             raise InputError(path, f"row {i}: not a self-cognition row (query/response/tag)")
         row = dict(row)
         for key in ("name", "author"):
-            val = pairs[key]
+            val: tuple[str, str] | str | None = pairs[key]
             if val is None:
                 continue
             val = val[0] if row.get("tag") == "zh" else val[1]
