@@ -459,8 +459,8 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                                  gradient_checkpointing, lora_rank)
     if mean_len is not None:
         mean, mean_source = float(mean_len), "--mean-len"
-    elif recipe_runs and run_tokens_per_sample(recipe_runs[0], shapes):
-        mean = min(float(seq), run_tokens_per_sample(recipe_runs[0], shapes))
+    elif recipe_runs and (run_mean := run_tokens_per_sample(recipe_runs[0], shapes)):
+        mean = min(float(seq), run_mean)
         mean_source = f"what {_run_label(recipe_runs[0])} processed (same recipe; pass --mean-len for other data)"
     else:
         mean, mean_source = float(seq), "= --seq-len, every sample as long as the longest; pass --mean-len " \

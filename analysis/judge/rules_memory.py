@@ -10,6 +10,7 @@ from analysis.judge.result import dummy, not_run, result, rnd
 from analysis.judge.select import Runs, pick
 from analysis.measure.loss import eval_at
 from analysis.measure.memory import common_peaks
+from experiments.base.errors import InputError
 from experiments.recipes import catalog
 
 
@@ -65,7 +66,11 @@ def search_result(name: str, runs: Runs) -> dict:
     """Probes of one capacity search: the largest batch that trained, the smallest above it that OOMed, and whether
     the two are next to each other on the ladder (bracketed: the search is finished)."""
     s = catalog.search(name)
-    ok, oom, other = {}, {}, {}
+    if s is None:
+        raise InputError(catalog.CLAIMS_DIR, f"no capacity search {name!r}")
+    ok: dict[int | None, Any] = {}  # read with .get(None) below
+    oom: dict[int | None, Any] = {}
+    other: dict[int, Any] = {}
     for b in s["ladder"]:
         recs = runs.get(catalog.probe_name(name, b))
         rec = next((r for r in recs if r.ok or r.is_oom), recs[0] if recs else None)
