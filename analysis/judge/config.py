@@ -39,7 +39,7 @@ RULE_KINDS: dict[str, tuple[str, ...]] = {
     "resume_time": ("max_s",),
 }
 # figures: table -> its keys, each a run name (str) or a list of them
-FIGURE_KEYS = {
+FIGURE_KEYS: dict[str, dict[str, type[list] | type[str]]] = {
     "recipes": {"runs": list, "baseline": str, "baseline_label": str, "seed_runs": list, "spread": list,
                 "hide_flags": list},
     "time_breakdown": {"runs": list},

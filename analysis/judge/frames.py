@@ -50,7 +50,7 @@ def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] |
         if rec is None:
             continue
         t = throughput(rec)
-        xs = speedup(seed, rec, pair=False) if seed_tps and t.tokens_per_s else None
+        xs = speedup(seed, rec, pair=False) if seed and seed_tps and t.tokens_per_s else None
         lc = loss_check(rec, fig["spread"], runs)
         flags = {k: v for k, v in rec.overrides.items() if k not in hidden}
         cap = rec.cap_gib

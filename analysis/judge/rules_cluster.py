@@ -64,10 +64,12 @@ def rule_nccl_env(claim: dict, runs: Runs, **_) -> dict:
                                      "(experiments/cloud/scaling_gpu.sh with ALLREDUCE=1)", {}, [])
     without, with_ = pairs[-1]
     eff = interconnect.env_effect(without, with_)
-    big = interconnect.busbw_at(with_)
+    big, big_without = interconnect.busbw_at(with_), interconnect.busbw_at(without)
+    if big is None or big_without is None:  # never: env_effect has read both sweeps' sizes
+        return result("not run yet", "an all-reduce sweep without message sizes", {}, [])
     nums = {"gain_pct_1mib": rnd(eff["gain_pct_small"], 2), "gain_pct_largest": rnd(eff["gain_pct_large"], 2),
             "max_gain_pct": rnd(eff["max_gain_pct"], 2), "busbw_gbs_largest_without":
-            rnd(interconnect.busbw_at(without)["busbw_gbs"], 1), "busbw_gbs_largest_with": rnd(big["busbw_gbs"], 1),
+            rnd(big_without["busbw_gbs"], 1), "busbw_gbs_largest_with": rnd(big["busbw_gbs"], 1),
             "read_by_nccl": eff["read"], "ignored_by_nccl": eff["ignored"], "ranks": eff["ranks"],
             "nccl": eff["nccl_version"]}
     detail = (f"{eff['ranks']} GPUs, host {eff['host_id']}, NCCL {eff['nccl_version']}: all-reduce time "

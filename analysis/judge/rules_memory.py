@@ -68,8 +68,8 @@ def search_result(name: str, runs: Runs) -> dict:
     s = catalog.search(name)
     if s is None:
         raise InputError(catalog.CLAIMS_DIR, f"no capacity search {name!r}")
-    ok: dict[int | None, Any] = {}  # read with .get(None) below
-    oom: dict[int | None, Any] = {}
+    ok: dict[int, Any] = {}
+    oom: dict[int, Any] = {}
     other: dict[int, Any] = {}
     for b in s["ladder"]:
         recs = runs.get(catalog.probe_name(name, b))
@@ -90,7 +90,8 @@ def search_result(name: str, runs: Runs) -> dict:
     return {"search": name, "cap_gib": s["launcher"].get("mem_cap_gib"), "largest_ok": largest_ok,
             "first_oom": first_oom, "bracketed": bracketed,
             "peak_gib_at_largest": ok[largest_ok].peak_mem_gib if largest_ok else None,
-            "runs": [r for r in (ok.get(largest_ok), oom.get(first_oom)) if r],
+            "runs": [r for r in (ok.get(largest_ok) if largest_ok is not None else None,
+                                 oom.get(first_oom) if first_oom is not None else None) if r],
             "failed_other": {b: r.failure for b, r in other.items()}}
 
 

@@ -177,7 +177,7 @@ def scan(results_dir: str | Path | Sequence[str | Path]) -> Scan:
     skipped with its reason; a folder with the same run.json/env.json/logging.jsonl bytes as one already read (the
     same run copied into two roots) is counted once; a folder with only ms-swift's files is an unlabelled run."""
     out = Scan()
-    seen: dict[str, Path] = {}
+    seen: dict[str | None, Path] = {}  # digest: None for a folder without identity files
     for run_dir in run_folders(results_dir):
         why = _why_unused(run_dir)
         if why is not None:

@@ -173,7 +173,7 @@ def pick_baseline(rows: list[dict], baseline: str) -> dict | None:
     return max(usable, key=lambda r: r["ms_per_sample"]) if usable else None
 
 
-def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path | None = None,
+def speedup_table(results_dir: str | Path | Scan, baseline: str = "a10", seeds_dir: str | Path | None = None,
                   records: list[RunRecord] | None = None) -> pd.DataFrame:
     """Measured rows (one per hw x experiment x host) and published rows, speed-up versus the baseline.
 
@@ -200,6 +200,7 @@ def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str
         for row, rec in members:
             row["baseline"] = baseline_name(base)
             if source == "measured":
+                assert base_rec is not None and rec is not None  # measured rows carry their records
                 sp = compare.speedup(base_rec, rec)
                 row.update(speedup=sp.factor, speedup_basis=sp.how, speedup_hosts=sp.hosts)
             else:
@@ -233,7 +234,7 @@ def scaling_table(records: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SCALING_COLUMNS)
 
 
-def convergence_table(results_dir: str | Path, seeds_dir: str | Path | None = None,
+def convergence_table(results_dir: str | Path | Scan, seeds_dir: str | Path | None = None,
                       records: list[RunRecord] | None = None) -> pd.DataFrame:
     """Per picked run: steps, final train / eval loss, eval token accuracy, the training loss's drop
     (analysis.measure.loss), wall time to the last eval; and the article's final losses and accuracies."""
@@ -282,7 +283,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def tables(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path | None = None,
+def tables(results_dir: str | Path | Scan, baseline: str = "a10", seeds_dir: str | Path | None = None,
            compact: bool = False) -> dict[str, pd.DataFrame]:
     """{"speedup": ..., "convergence": ...} of RESULTS_DIR (COMPACT: only the main columns)."""
     records = measured_records(results_dir)
