@@ -147,7 +147,7 @@ def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
 # ------------------------------------------------------------------------------------------- tables
 
 
-def baseline_name(row: dict) -> str:
+def baseline_name(row: dict | pd.Series) -> str:
     """How the `baseline` column names a row: its hardware, and its host id where it has one."""
     host = row.get("host")
     return row["hw"] + (f" ({host})" if isinstance(host, str) and host else "")

@@ -25,7 +25,7 @@ SPEED_FORMATS = {
 HIDDEN = ("status", "samples_per_s")
 
 
-def baselines(ctx: Context) -> dict[tuple[str, str], tuple[str, float, RunRecord | None]]:
+def baselines(ctx: Context) -> dict[tuple[str | None, str], tuple[str, float, RunRecord | None]]:
     """(experiment, source) -> (baseline, its ms per sample, its run record; None for published rows), as the speed
     table chose them."""
     by_id = {(r.hw, r.experiment, r.run): r for r in ctx.picked}
