@@ -2,8 +2,7 @@
 
 A check is data (`formula`, the stored `result`, what the article printed, a tolerance and a `consistent` verdict
 reviewed by hand); `safe_eval` recomputes the formula as plain arithmetic in floats, never as code, and `checks_frame`
-sets the
-recomputed value beside the stored one (`result_ok`: they agree to 0.1 %).
+sets the recomputed value beside the stored one (`result_ok`: they agree to 0.1 %).
 """
 from __future__ import annotations
 

@@ -84,8 +84,7 @@ def gpm_step_rows(rec: RunRecord) -> list[dict]:
 
 def steady_share(rec: RunRecord) -> dict:
     """The GPU's share of the run's steady steps from gpm.jsonl (experiments/record/gpm.py), next to step_share's
-    profiled
-    two. GPM reads hardware counters at each step's end, so these are the unprofiled steps themselves, with no
+    profiled two. GPM reads hardware counters at each step's end, so these are the unprofiled steps themselves, with no
     tracer's cost in their host time (issue 12: a traced seed-recipe step runs 1.1-1.3x). Over the optimizer steps
     of steady_intervals: busy = wall x graphics_util (time a context was active on the GPU), host = wall - busy,
     means (the counter windows join end to end: work queued past a step's end lands in the next step, so sums and

@@ -250,8 +250,7 @@ def labels(env: dict, status: dict) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def matrix_experiments() -> frozenset[str]:
     """The hardware matrix's experiments (experiments/recipes/recipes.yaml, matrix: true): what the speed and
-    convergence
-    tables compare across GPUs. Claims experiments have their own tables."""
+    convergence tables compare across GPUs. Claims experiments have their own tables."""
     from experiments.recipes import recipes
 
     return frozenset(recipes.experiments(matrix_only=False))

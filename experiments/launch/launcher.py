@@ -34,8 +34,7 @@ does the same in-process, after what follows. Several GPUs: `torchrun --nproc_pe
                   instead shrinks the warm-up and cosine decay to N steps.)
 --sdpa-padding-free  Let --padding_free run with SDPA attention. ms-swift 4.6.0 refuses padding_free unless
                   attn_impl is a flash-attention one (SftArguments._check_padding_free), but transformers >= 4.54 builds
-                  a
-                  block-diagonal causal mask from the packed rows' position_ids for SDPA/eager
+                  a block-diagonal causal mask from the packed rows' position_ids for SDPA/eager
                   (masking_utils.find_packed_sequence_indices), so each sample attends only to itself, as when padded.
                   Applied only when that function exists; recorded in launch.json.
 --no-fast-exit    By default the process ends with os._exit once sft returned and its files are written, skipping
@@ -386,8 +385,7 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
     lists them with `warmup: true` and only their wall time): the first profiled step of a run came out 1.18-1.26x
     the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window).
     HOST_STACKS: each measured step also samples every Python thread's stack (experiments/launch/hoststacks.py), stored
-    as
-    the step's `host_stacks`."""
+    as the step's `host_stacks`."""
     warmup = max(0, min(int(warmup), skip))
     import torch
     from transformers import TrainerCallback

@@ -1,6 +1,5 @@
 """Does GPM's busy share mean what the suite uses it for? GPM (experiments/record/gpm.py) against windows whose GPU-busy
-share
-is known, and against torch.profiler's kernel union on a launch-bound window. Needs CUDA and a GPU with GPM.
+share is known, and against torch.profiler's kernel union on a launch-bound window. Needs CUDA and a GPU with GPM.
 
     python -m experiments.probes.gpm_probe [--out FILE] [--seconds S]
 

@@ -3,8 +3,7 @@
 Each plan command is one chain of claims experiments / searches (experiments/recipes/catalog.py) run one after another
 on
 one GPU by `swiftbench run-all --claims --experiments plan:NAME`; experiments/cloud/claims_gpu.sh CALL runs the chains
-of
-one device call side by side.
+of one device call side by side.
 
     python -m experiments.recipes.plan                 the plan with its estimated GPU time per chain and per call
     python -m experiments.recipes.plan --chains CALL   device call CALL's chains as `GPU LANE NAME` lines

@@ -1,8 +1,7 @@
 """NVML access: the initialised pynvml module (None without a driver) and the GPUs this process may use.
 
 Shared by experiments/record/gpu.py (checks, sampling, env.json) and experiments/record/host.py (the host fingerprint);
-tests hand
-in a fake module wherever `lib` is a parameter.
+tests hand in a fake module wherever `lib` is a parameter.
 """
 from __future__ import annotations
 
