@@ -39,10 +39,11 @@ BUCKET      ?=
 IMAGE       ?=
 DRYRUN      ?=
 
-.PHONY: chromium help venv test test-fast tables claims parse run-all claims-gpu report wheelhouse wheelhouse-lite install-offline fixtures clean fleet fleet-collect
+.PHONY: chromium help venv lint test test-fast tables claims parse run-all claims-gpu report wheelhouse wheelhouse-lite install-offline fixtures clean fleet fleet-collect
 
 help:
-	@echo "make test                         set up .venv (CPU torch, ms-swift) and run every test"
+	@echo "make test                         set up .venv (CPU torch, ms-swift), lint, and run every test"
+	@echo "make lint                         ruff and mypy (pyproject.toml's settings)"
 	@echo "make report                       executed report notebook -> report/index.html"
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
 	@echo "make parse [RESULTS=results]      one row per run folder: status, complete, steps, ms/step, tokens/s, peak, MFU"
@@ -87,11 +88,17 @@ chromium:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "chromium not installed: the browser test will skip"; }
 
+# ruff and mypy, their settings in pyproject.toml; `make test` runs it first (so CI does: .ci/run calls `make test`).
+lint: $(STAMP)
+	$(VPY) -m ruff check experiments analysis tests notebooks seeds
+	$(VPY) -m mypy
+
 # The two venvs are independent: built side by side. The slow tests (real CPU trainings through run-all, each in its
 # own tmp folders) run beside the others, the tiny stand-in model built once before (both would build it); the
 # exit code is the worse of the two, the slow tests' report printed after the others'.
 test: chromium
 	$(MAKE) -j2 $(STAMP) $(FLEET_STAMP)
+	$(MAKE) lint
 	$(VPY) -c "from experiments.run.prepare import resolve_model; resolve_model('dummy:tiny', 'cpu')"
 	@rm -f .pytest-slow.log; \
 	$(VPY) -m pytest -q -p no:cacheprovider -m slow --durations=10 >.pytest-slow.log 2>&1 & slow=$$!; \

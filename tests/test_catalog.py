@@ -1,5 +1,7 @@
-"""The claims audit's runs as data (experiments/recipes/catalog.py) and its GPU plan (experiments/recipes/plan.py): loading and
-checking experiments/recipes/claims/, capacity-search probes, plan expansion and estimates, resolved recipes of combinations."""
+"""The claims audit's runs as data (experiments/recipes/catalog.py) and its GPU plan (experiments/recipes/plan.py):
+loading and
+checking experiments/recipes/claims/, capacity-search probes, plan expansion and estimates, resolved recipes of
+combinations."""
 import contextlib
 import dataclasses
 import functools
@@ -202,8 +204,8 @@ def test_plan_of_another_folder_and_its_errors(tmp_path):
 
 
 def test_plan_command_line():
-    p = subprocess.run([sys.executable, "-m", "experiments.recipes.plan", "--chains", "1"], capture_output=True, text=True,
-                       cwd=ROOT)
+    p = subprocess.run([sys.executable, "-m", "experiments.recipes.plan", "--chains", "1"], capture_output=True,
+                       text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["0 a 1a", "1 a 1b", "1 b 1c"]
     p = subprocess.run([sys.executable, "-m", "experiments.recipes.plan"], capture_output=True, text=True, cwd=ROOT)
@@ -211,7 +213,8 @@ def test_plan_command_line():
     assert "call 1 gpu 0a  plan:1a     tier 1  ~ 6.1 min  spread-s42,tp-pf,tp-best,tp-nogc,tp-liger" in p.stdout
     assert "plan:best24 tier 2  ~ 1.2 min (all candidates 2.4)" in p.stdout
     assert "call 1: ~7.2 min (set-up 1.0 + the longest lane)" in p.stdout and "all calls: ~" in p.stdout
-    assert "python3 -m experiments.recipes.plan --chains" in (ROOT / "experiments" / "cloud" / "claims_gpu.sh").read_text()
+    claims_gpu = (ROOT / "experiments" / "cloud" / "claims_gpu.sh").read_text()
+    assert "python3 -m experiments.recipes.plan --chains" in claims_gpu
 
 
 # ------------------------------------------------------------------------------- resolved recipes (combine)

@@ -1,5 +1,6 @@
 """Claims runs (issue 5): the launcher (memory-cap arithmetic, patches, a real in-process run) and the runner's
-claims experiments end to end. The verdicts themselves are tests/test_judge.py's, the catalog tests/test_catalog.py's."""
+claims experiments end to end. The verdicts themselves are tests/test_judge.py's, the catalog
+tests/test_catalog.py's."""
 import json
 import os
 import shutil
@@ -347,7 +348,8 @@ def test_regional_compile_with_dynamic_shapes_trains_the_same_losses(tmp_path):
                "--torch_dtype", "float32", "--max_steps", "4", "--per_device_train_batch_size", "4",
                "--gradient_accumulation_steps", "1", "--logging_steps", "1", "--output_dir", str(out),
                "--add_version", "false", "--check_model", "false", "--lora_dropout", "0",
-               "--split_dataset_ratio", "0.05", "--dataloader_num_workers", "0", "--eval_steps", "50", "--padding_free", "true", "--attn_impl", "sdpa",
+               "--split_dataset_ratio", "0.05", "--dataloader_num_workers", "0", "--eval_steps", "50",
+               "--padding_free", "true", "--attn_impl", "sdpa",
                "--gradient_checkpointing", "false", *extra]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=tmp_path)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

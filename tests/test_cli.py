@@ -61,7 +61,8 @@ def test_tables_json(results_tree):
     assert {"speedup", "convergence"} <= data.keys()
 
 
-@pytest.mark.parametrize("argv,needle", [(["parse"], "required: path"), (["tables", "x", "--format", "xml"], "invalid choice"),
+@pytest.mark.parametrize("argv,needle", [(["parse"], "required: path"),
+                                         (["tables", "x", "--format", "xml"], "invalid choice"),
                                          (["nope"], "invalid choice")])
 def test_argument_errors_are_one_line(argv, needle):
     p = _run(*argv)
@@ -157,7 +158,7 @@ def test_every_subcommand_module_exists_and_registers(monkeypatch, tmp_path):
 
 
 
-# ------------------------------------------------------------------------------------------ as a user meets them (issue 13)
+# -------------------------------------------------------------------------------------- as a user meets them (issue 13)
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 REPO = RESULTS.parent

@@ -1,4 +1,5 @@
-"""experiments.probes.cupti_kernels reads CUPTI activity records by offset; checked here on a hand-built buffer laid out as
+"""experiments.probes.cupti_kernels reads CUPTI activity records by offset; checked here on a hand-built buffer laid out
+as
 CUPTI lays its records (the offsets were checked on the H200 against torch.profiler: results/calls/2026-12-01-call23-26-
 profiler-overhead)."""
 import ctypes

@@ -124,11 +124,11 @@ def test_hf_hub_offline_not_set_by_default():
 
 
 def test_dockerignore_keeps_results_and_drops_local_state():
-    lines = {l.strip().rstrip("/") for l in (REPO / ".dockerignore").read_text().splitlines()
-             if l.strip() and not l.startswith("#")}
+    lines = {ln.strip().rstrip("/") for ln in (REPO / ".dockerignore").read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")}
     for path in (".venv", ".git", "wheelhouse", "scratch", ".data", ".models", "report"):
         assert path in lines, path
-    assert not any(l.startswith("results") for l in lines)
+    assert not any(ln.startswith("results") for ln in lines)
 
 
 # --------------------------------------------------------------------------- pins vs GPU-HOST.md

@@ -113,7 +113,8 @@ def test_7b_config_from_yaml_has_exact_parameter_count():
 
 def test_7b_lora_r8_all_linear_trainable_count():
     cfg = dummy.QWEN25_7B_CONFIG
-    h, i, kv = cfg.hidden_size, cfg.intermediate_size, cfg.num_key_value_heads * (cfg.hidden_size // cfg.num_attention_heads)
+    h, i = cfg.hidden_size, cfg.intermediate_size
+    kv = cfg.num_key_value_heads * (cfg.hidden_size // cfg.num_attention_heads)
     pairs = [(h, h), (h, kv), (h, kv), (h, h), (h, i), (h, i), (i, h)]  # q k v o gate up down
     assert cfg.num_hidden_layers * sum(8 * (a + b) for a, b in pairs) == 20_185_088
 

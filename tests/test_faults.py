@@ -237,7 +237,8 @@ def test_random_mutations_of_a_real_log_never_give_a_traceback_nan_or_negative_t
                 del out[i]
         return ("\n".join(out) + "\n").encode()
 
-    @settings(max_examples=int(os.environ.get("SB_EXAMPLES", 250)), deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=int(os.environ.get("SB_EXAMPLES", 250)), deadline=None,
+              suppress_health_check=list(HealthCheck))
     @given(data=mutated())
     def check(data):
         folder = tmp_path_factory.mktemp("mut")
@@ -247,7 +248,7 @@ def test_random_mutations_of_a_real_log_never_give_a_traceback_nan_or_negative_t
     check()
 
 
-# --------------------------------------------------------------------------------------------- one line, not a traceback
+# -------------------------------------------------------------------------------------------- one line, not a traceback
 
 
 def _without_dac_override():
@@ -496,7 +497,8 @@ def test_the_supervisor_takes_the_whole_tree_down(tmp_path, how):
 
 def test_the_supervisor_ends_as_its_command_did():
     reaper_py = str(REPO / "experiments" / "run" / "reaper.py")
-    assert subprocess.run([sys.executable, reaper_py, "--", sys.executable, "-c", "raise SystemExit(3)"]).returncode == 3
+    p = subprocess.run([sys.executable, reaper_py, "--", sys.executable, "-c", "raise SystemExit(3)"])
+    assert p.returncode == 3
     p = subprocess.run([sys.executable, reaper_py, "--", sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
     assert p.returncode == -9
 
@@ -522,7 +524,8 @@ def test_a_training_left_by_an_earlier_runner_is_reported_before_anything_starts
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    orphan = subprocess.Popen([sys.executable, str(REPO / "experiments" / "run" / "reaper.py"), "--", sys.executable, "-c",
+    orphan = subprocess.Popen([sys.executable, str(REPO / "experiments" / "run" / "reaper.py"), "--", sys.executable,
+                               "-c",
                                "import subprocess, sys, time; subprocess.Popen([sys.executable, "
                                "'-c', 'import time; time.sleep(120)']); time.sleep(120)"], start_new_session=True)
     time.sleep(0.5)  # the supervisor's argv is in /proc once it has exec'd

@@ -110,7 +110,8 @@ def test_task_config_fills_the_template_per_class():
 
 def test_pip_setup_installs_the_dockerfile_torch():
     """Both setups run the same torch: the template's pip pin is the Dockerfile base image's version and CUDA."""
-    base = re.search(r"^FROM pytorch/pytorch:(\d+\.\d+\.\d+)-cuda(\d+)\.(\d+)-", (REPO / "Dockerfile").read_text(), re.M)
+    base = re.search(r"^FROM pytorch/pytorch:(\d+\.\d+\.\d+)-cuda(\d+)\.(\d+)-", (REPO / "Dockerfile").read_text(),
+                     re.M)
     envs = yaml.safe_load(fleet.TEMPLATE.read_text())["envs"]
     assert envs["TORCH"] == f"torch=={base[1]}"
     assert envs["TORCH_INDEX"].endswith(f"/cu{base[2]}{base[3]}")
@@ -126,8 +127,8 @@ def test_classes_skypilot_cannot_ask_for_are_bad_input(hw, needle):
 
 
 def test_a_launch_needs_a_bucket(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.cloud.fleet", "launch", "--hw", "a10", "--out", str(tmp_path)],
-                       cwd=REPO, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "experiments.cloud.fleet", "launch", "--hw", "a10", "--out",
+                        str(tmp_path)], cwd=REPO, capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "BUCKET" in p.stderr
     assert not any(tmp_path.iterdir())
 

@@ -1,4 +1,5 @@
-"""experiments/record/gpm.py against a fake NVML: the metrics between two marks, the per-step lines, and no GPM on CPU."""
+"""experiments/record/gpm.py against a fake NVML: the metrics between two marks, the per-step lines, and no GPM on
+CPU."""
 import json
 import types
 

@@ -1,4 +1,5 @@
-"""experiments/record/host.py: host fingerprint (fake /proc + /etc tree, fake NVML) and the host-speed probe on the CPU."""
+"""experiments/record/host.py: host fingerprint (fake /proc + /etc tree, fake NVML) and the host-speed probe on the
+CPU."""
 import hashlib
 import time
 from pathlib import Path

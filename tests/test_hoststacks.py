@@ -1,5 +1,5 @@
-"""The host stack sampler (experiments/launch/hoststacks.py): it attributes a busy thread's time to the frames it runs and
-counts a waiting thread idle."""
+"""The host stack sampler (experiments/launch/hoststacks.py): it attributes a busy thread's time to the frames it runs
+and counts a waiting thread idle."""
 import json
 import threading
 import time

@@ -542,10 +542,12 @@ def test_best_recipe_target_and_class_verdicts(tmp_path):
     # the seed run from a host with other CPUs: both named, the verdict unchanged
     lines, args = _synthetic(20, 5.0, 17.0, 10.4, jitter=0.0, bs=1, ga=16)
     _tokens(_write_run(root, "seed-w4", lines=lines, args=args), {s: 2000 for s in range(1, 21)})
-    (seed_run / "env.json").write_text(json.dumps({"hw": "h200", "cpu_model": "Xeon", "cpu_count": 16, "ram_gib": 125.9}))
+    (seed_run / "env.json").write_text(json.dumps({"hw": "h200", "cpu_model": "Xeon", "cpu_count": 16,
+                                                   "ram_gib": 125.9}))
     for run in (root / "h200").glob("*/*/"):
         if run != seed_run:
-            (run / "env.json").write_text(json.dumps({"hw": "h200", "cpu_model": "Xeon", "cpu_count": 32, "ram_gib": 251.8}))
+            (run / "env.json").write_text(json.dumps({"hw": "h200", "cpu_model": "Xeon", "cpu_count": 32,
+                                                      "ram_gib": 251.8}))
     unpaired = {"id": "x", "experiments": ["tp-best"],
                 "rule": {"kind": "target_speedup", "run": "tp-best", "seed_runs": ["seed", "workers4"], "factor": 12,
                          "spread": ["spread-s42", "spread-s43", "spread-s44"], "also_against": ["seed-w4"]}}
@@ -614,7 +616,8 @@ def test_speedups_on_the_same_batches_are_paired_step_by_step(tmp_path):
     # steady intervals 2->3 .. 19->20 (1->2 is the first of the 20-step schedule): 18 pairs
     assert sp["paired_steps"] == 18 and sp["other_host"] is None
     assert sp["speedup_pct"] == pytest.approx(25.0, abs=0.01)
-    assert sp["speedup_pct_low"] == pytest.approx(25.0, abs=0.05) and sp["speedup_pct_high"] == pytest.approx(25.0, abs=0.05)
+    assert sp["speedup_pct_low"] == pytest.approx(25.0, abs=0.05)
+    assert sp["speedup_pct_high"] == pytest.approx(25.0, abs=0.05)
     _tokens(test_run, {**tokens, 7: 1999})  # one batch differs: no pairing, the two runs' own ranges instead
     sp = numbers()
     assert sp["paired_steps"] is None and sp["speedup_pct"] == pytest.approx(25.0, abs=0.5)

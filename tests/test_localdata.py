@@ -83,7 +83,7 @@ def test_tiny_data_prepared_like_the_real_files(tmp_path):
 
     local = prepare_local_data(tmp_path / "src", tmp_path / "run" / "data", "swift-robot", "swift")
     assert set(local) == set(HUB_TO_LOCAL)
-    for hub_id, path in local.items():
+    for path in local.values():
         assert Path(path).is_absolute() and Path(path).parent == (tmp_path / "run" / "data")
         assert "{{" not in Path(path).read_text(encoding="utf-8")
     sc = _rows(local["swift/self-cognition"])

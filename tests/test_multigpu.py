@@ -142,7 +142,8 @@ def test_committed_sweeps_and_the_nccl_verdict_numbers():
     assert big["busbw_gbs"] == pytest.approx(big["bytes"] / (big["time_us"] / 1e6) / 1e9, rel=1e-3)  # 2 ranks: = algbw
     eff = interconnect.env_effect(plain, env)
     raw_env = json.loads((env["path"] / "allreduce.json").read_text())
-    assert eff["gain_pct_small"] == pytest.approx((raw["sizes"][0]["time_us"] / raw_env["sizes"][0]["time_us"] - 1) * 100)
+    assert eff["gain_pct_small"] == pytest.approx(
+        (raw["sizes"][0]["time_us"] / raw_env["sizes"][0]["time_us"] - 1) * 100)
     assert eff["ignored"] == ["NCCL_FASTRAK_ENABLE", "NCCL_NVSWITCH_USE"]
     assert eff["read"] == {"NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS"}
 
@@ -290,7 +291,8 @@ def test_the_committed_h200_resume_check():
     assert check["finished"] and check["left_behind"] == 0 and check["weights_in_results"] == 0
     # the resumed training's first step from the trainer's start: ms-swift's train_speed x steps since the resume
     lines = [json.loads(x) for x in (check["path"] / "logging.jsonl").read_text().splitlines() if x.strip()]
-    first = next(d for d in lines[status["resumes"][-1]["log_lines_before"]:] if "train_speed(s/it)" in d and "loss" in d)
+    first = next(d for d in lines[status["resumes"][-1]["log_lines_before"]:]
+                 if "train_speed(s/it)" in d and "loss" in d)
     step = int(first["global_step/max_steps"].split("/")[0])
     assert check["trainer_to_first_step_s"] == round(first["train_speed(s/it)"] * (step - check["from_step"]), 2)
     t = claims_table(REPO / "results").set_index("id")

@@ -122,7 +122,8 @@ def test_report_csvs_print_the_measure_stage(tmp_path, expected):
 
 def test_time_to_finish_the_job_has_one_producer():
     """train_runtime (the time to finish the job) and the start-up beside it: the tables' recipes rows are
-    analysis.measure.jobtime.job_time's, and no module outside the parse and measure stages reads the log's train_runtime
+    analysis.measure.jobtime.job_time's, and no module outside the parse and measure stages reads the log's
+    train_runtime
     itself (quick.py's estimate of a full run from a cut one is its own quantity)."""
     from analysis.measure import jobtime
 

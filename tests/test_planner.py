@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 MODEL = "Qwen2.5-7B-Instruct"
 GIB = 2 ** 30
-H, I, KV, V, LAYERS = 3584, 18944, 512, 152064, 28
+H, INTER, KV, V, LAYERS = 3584, 18944, 512, 152064, 28
 SEED_RUN = "20261130-074229"
 # the planner's measured seed-recipe step: the least cut committed run, newest first (the full epoch of call 44)
 SEED_TIME_RUN = "20261202-145024-363c2fc28e7a"
@@ -95,7 +95,7 @@ def test_hand_computed_memory_components_of_the_7b(shapes):
 
 def test_activations_without_checkpointing_keep_every_layer(shapes):
     per = planner.activation_bytes_per_token(shapes, "lora", False, 1, 2048)
-    layer = 24 * H + 8 * I + 4 * KV + 6 * H + 1 * I  # saved tensors + dropout masks
+    layer = 24 * H + 8 * INTER + 4 * KV + 6 * H + 1 * INTER  # saved tensors + dropout masks
     assert per["layer_per_token"] == layer == 280_064
     assert per["total_per_token"] == LAYERS * layer + 4 * H + 12 * V
     with_gc = planner.activation_bytes_per_token(shapes, "lora", True, 1, 2048)
@@ -143,7 +143,8 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
                                                                                "qcap24-bs4", "lcap24-len2048-bs2"}
     for r in rows:
         if r.get("check") != "reserved peak":
-            assert not isinstance(r.get("check"), str) or r["check"].startswith(("not modelled", "not checked", "fits")), r
+            assert (not isinstance(r.get("check"), str)
+                    or r["check"].startswith(("not modelled", "not checked", "fits"))), r
             continue
         assert r["measured_peak_gib"], r
         assert r["within_10pct"], (f"{r['hw']}/{r['experiment']}/{r['run']}: estimated "
@@ -432,7 +433,7 @@ def test_plan_from_a_runs_args_json():
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no such args.json" in proc.stderr
 
 
-# ------------------------------------------------------------------------------- as an ms-swift user meets it (issue 32)
+# ---------------------------------------------------------------------------- as an ms-swift user meets it (issue 32)
 
 
 def test_fit_verdict_against_every_committed_capped_run(validation):
@@ -507,7 +508,8 @@ REAL = ROOT.parent / "shared" / "reallogs"
 @pytest.mark.skipif(not REAL.is_dir(), reason="../shared/reallogs is not present")
 def test_from_args_of_every_real_args_json_works_or_says_why():
     """Each real args.json (ms-swift 1.x to 4.x): a plan, or one line naming the file and why. The 1.x file names its
-    model by model_type and its batch as batch_size; with --model given, its recipe is read (QLoRA, no checkpointing)."""
+    model by model_type and its batch as batch_size; with --model given, its recipe is read (QLoRA, no
+    checkpointing)."""
     files = sorted(REAL.glob("*.args.json"))
     assert len(files) >= 5
     for f in files:

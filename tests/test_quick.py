@@ -1,7 +1,7 @@
 """Issue 17: predict a full run from a short one.
 
-- the token schedule (experiments/launch/schedule.py) equals, step by step, what the launcher's token counter records during
-  a real CPU run of a tiny model (the in-process schedule.jsonl and the standalone command alike);
+- the token schedule (experiments/launch/schedule.py) equals, step by step, what the launcher's token counter records
+  during a real CPU run of a tiny model (the in-process schedule.jsonl and the standalone command alike);
 - the step-time model (analysis/estimate/quick.py) against hand computations: weighted least squares, held-out
   error, the choice of form, slow outliers;
 - a synthetic run with known costs: the full run's training time (steps, evals and saves) is recovered;

@@ -89,7 +89,8 @@ def test_bad_run_all_input_is_one_line(tmp_path, argv, needle):
 def test_the_runner_imports_no_analysis_stage():
     """Level 1 imports only analysis.core: no parser, no measurement, no verdict code (tests/test_layers.py checks
     the source; this checks what an import really loads)."""
-    code = ("import sys, experiments.run.runner, experiments.recipes.catalog, experiments.recipes.plan, experiments.setup.wheelhouse;"
+    code = ("import sys, experiments.run.runner, experiments.recipes.catalog, experiments.recipes.plan, "
+            "experiments.setup.wheelhouse;"
             "print(sorted(m for m in sys.modules if m.startswith('analysis.') and not m.startswith('analysis.core')))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=run_spec.ROOT)
     assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
@@ -117,7 +118,8 @@ def test_runspec_resolves_claims_experiments_and_keeps_matrix_keys():
     # profiled after the warm-up), which are part of their key: runs made before (plain swift sft) do not match.
     key = run_spec.RunSpec(hw="h200", experiment="seed").key()
     assert set(key) == {"experiment", "recipe", "model", "data", "max_steps", "overrides", "launcher"}
-    assert key["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "kernels", "profile_warmup": 1}
+    assert key["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "kernels",
+                               "profile_warmup": 1}
     assert run_spec.RunSpec(hw="h200", experiment="seed", launcher={}).key()["launcher"] == {}
 
 

@@ -1,5 +1,5 @@
-"""experiments/probes/sdpa_shapes.py (what a new packed-row length costs an attention call's host time) and the launcher's
---sdp-backends switch it motivates."""
+"""experiments/probes/sdpa_shapes.py (what a new packed-row length costs an attention call's host time) and the
+launcher's --sdp-backends switch it motivates."""
 import json
 import random
 

@@ -165,7 +165,8 @@ def test_prose_numbers_recorded(figures):
     assert by_id["rtx4090.share_of_a100_speed_pct"] == 70
     assert by_id["h100.step_time_pct_of_a10"] == 31
     assert by_id["all.lora_rank4_mem_saving_pct"] == 25
-    assert (by_id["all.dataloader_workers8_speedup_pct_min"], by_id["all.dataloader_workers8_speedup_pct_max"]) == (15, 20)
+    assert (by_id["all.dataloader_workers8_speedup_pct_min"],
+            by_id["all.dataloader_workers8_speedup_pct_max"]) == (15, 20)
     assert by_id["a100.memory_bandwidth_claimed_tbs"] == 2
     assert (by_id["a10.memory_bandwidth_claimed_gbs"], by_id["h100.memory_bandwidth_claimed_tbs"]) == (600, 4)
     assert by_id["all.lora_7b_sufficient_gpu_mem_gb"] == 24
@@ -215,7 +216,8 @@ def test_fragment_checks_use_the_published_step_times_and_fragments(hw_seed, fig
 
 def test_key_inconsistencies_recorded(hw_seed):
     checks = {c["id"]: c for claim in hw_seed["claims"] for c in claim.get("internal_checks", [])}
-    assert checks["optimizer_steps_per_epoch"]["result"] == 94 and checks["optimizer_steps_per_epoch"]["consistent"] is False
+    assert checks["optimizer_steps_per_epoch"]["result"] == 94
+    assert checks["optimizer_steps_per_epoch"]["consistent"] is False
     assert checks["a100_40gb_bandwidth"]["consistent"] is False
     assert checks["h100_sxm_bandwidth"]["consistent"] is False
     assert checks["a10_over_rtx4090"]["consistent"] is True

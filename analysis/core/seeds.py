@@ -104,7 +104,8 @@ def _check_legible_items(path: Path, section: str, items: Any, allowed: set) -> 
         if "text" not in item or "legible" not in item:
             raise InputError(path, f"{section} {name!r}: needs text and legible")
         if item["legible"] not in allowed:
-            raise InputError(path, f"{section} {name!r}: legible {item['legible']!r} is not one of {sorted(map(str, allowed))}")
+            raise InputError(path, f"{section} {name!r}: legible {item['legible']!r} is not one of "
+                                   f"{sorted(map(str, allowed))}")
 
 
 def load_seed(path: str | Path) -> dict:

@@ -426,7 +426,8 @@ def run_tokens_per_sample(rec: RunRecord, shapes: dict) -> float | None:
     """Tokens the GPU processed per sample in a run, padding included, from Hugging Face's total_flos
     (= 6 x input_ids.numel() x parameters without embeddings, summed over the training steps)."""
     flos, steps, sps = rec.total_flos, rec.global_steps, rec.samples_per_step
-    lora = hardware.lora_params(shapes, {"lora_rank": (rec.args or {}).get("lora_rank"), "target_modules": "all-linear"})
+    lora = hardware.lora_params(shapes, {"lora_rank": (rec.args or {}).get("lora_rank"),
+                                         "target_modules": "all-linear"})
     if not flos or not steps or not sps:
         return None
     n_hf = hardware.total_params(shapes) + (lora or 0) - shapes["hidden_size"] * shapes["vocab_size"]
@@ -498,8 +499,8 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                                  gradient_checkpointing, lora_rank)
     if mean_len is not None:
         mean, mean_source = float(mean_len), "--mean-len"
-    elif recipe_runs and run_tokens_per_sample(recipe_runs[0], shapes):
-        mean = min(float(seq), run_tokens_per_sample(recipe_runs[0], shapes))
+    elif recipe_runs and (run_mean := run_tokens_per_sample(recipe_runs[0], shapes)):
+        mean = min(float(seq), run_mean)
         mean_source = f"what {_run_label(recipe_runs[0])} processed (same recipe; pass --mean-len for other data)"
     else:
         mean, mean_source = float(seq), "= --seq-len, every sample as long as the longest; pass --mean-len " \
@@ -531,6 +532,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                 time_note = (f"measured run {_run_label(measured)} processed {run_mean:.0f} tokens/sample, "
                              f"not --mean-len {mean_len}: roofline used")
                 measured = None
+        step_s: float | None
         if measured is not None:
             step_s = float(step_time(measured)["median"])
             source = f"measured: {_run_label(measured)}"
@@ -545,8 +547,8 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
         fits = fit != "no"
         if not fits:  # no time and no cost for a job that cannot run (the roofline below keeps its figures)
             step_s, source, time_note = None, "does not fit", None
-        total_s = step_s * steps if fits else None
-        rates = _rates(step_s, batch * grad_accum, mean, steps) if fits else \
+        total_s = step_s * steps if step_s is not None else None
+        rates = _rates(step_s, batch * grad_accum, mean, steps) if step_s is not None else \
             {"ms_per_sample": None, "tokens_per_s": None}
         out.append({
             "hw": key, "name": spec["name"], "method": method, "model": shapes["name"],
@@ -561,7 +563,8 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
             "gradient_checkpointing": gradient_checkpointing, "lora_rank": lora_rank if method != "full" else None,
             "tokens_per_sample": mean, "steps": steps, "samples": samples, "epochs": epochs,
             "max_batch": largest_batch(shapes, method, seq, gradient_checkpointing, lora_rank, cap, c),
-            "step_time_s": step_s, "total_time_s": total_s, "total_hours": total_s / 3600 if fits else None,
+            "step_time_s": step_s, "total_time_s": total_s,
+            "total_hours": total_s / 3600 if total_s is not None else None,
             "ms_per_sample": rates["ms_per_sample"], "tokens_per_s": rates["tokens_per_s"],
             "time_source": source, "time_note": time_note,
             # the roofline's own figures, also where a measured time is used above (the report's predicted rows)
@@ -571,7 +574,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                          "gpu_busy_frac": gpu_s / roof_step, **_rates(roof_step, batch * grad_accum, mean, steps)},
             "gpus": gpus, "parallel": parallel, "per_gpu": sharded,
             "price_per_gpu_hour": price, "currency": currency if price is not None else None,
-            "cost": None if price is None or not fits else total_s / 3600 * price * gpus,
+            "cost": None if price is None or total_s is None else total_s / 3600 * price * gpus,
             "estimate_only": method not in VALIDATED_METHODS,
             "assumptions": assumptions,
         })
@@ -644,7 +647,8 @@ def per_gpu_memory(mem: dict[str, Any], gpus: int = 1, parallel: str = "ddp", c:
     d = "memory.data_parallel."
     n = max(int(gpus), 1)
     trainable = mem["params"]["lora"] if mem["adapters_gib"] else mem["params"]["trainable"]
-    weights, adapters, grads, optim = (mem[k] for k in ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib"))
+    weights, adapters, grads, optim = (mem[k] for k in
+                                       ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib"))
     extra = 0.0
     if parallel == "ddp":
         if n > 1:

@@ -1,7 +1,8 @@
 """Predict a full run from a short one: a step-time model fitted on the measured steps, applied to the full schedule.
 
 A run's batches are known before it starts (schedule.jsonl: real and padded tokens and micro-batches of every
-optimizer step, experiments/launch/schedule.py), so what a cut run leaves open is the cost of a step, not what the steps hold.
+optimizer step, experiments/launch/schedule.py), so what a cut run leaves open is the cost of a step, not what the steps
+hold.
 
 **The model.** The time of optimizer step s is
 
@@ -239,7 +240,7 @@ class QuickEstimate:
     @property
     def label(self) -> str:
         """How tables name it: a quick estimate, the steps behind it."""
-        if self.train_s is None:
+        if self.train_s is None or self.model is None:  # no train_s without a model
             return f"quick estimate: none ({'; '.join(self.notes) or 'no model'})"
         return (f"quick estimate from {self.steps_run} of {self.steps_full} steps ({self.fit_steps} steady steps "
                 f"fitted, form {self.model.form})")
@@ -502,7 +503,7 @@ def same_step_rows(first: RunRecord, second: RunRecord) -> list[dict]:
     gb = {r["step"]: r for r in gpm_step_rows(second)}
     rows = []
     for f, t in sorted(set(a) & set(b)):
-        row = {"from_step": f, "to_step": t, "first_s": a[(f, t)], "second_s": b[(f, t)]}
+        row: dict = {"from_step": f, "to_step": t, "first_s": a[(f, t)], "second_s": b[(f, t)]}
         steps = range(f + 1, t + 1)
         have = all(s in ga and s in gb for s in steps)
         for who, g in (("first", ga), ("second", gb)):
@@ -548,7 +549,8 @@ def error_parts(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> di
         return None
     model_s = lambda f, t: sum(est.model.step_s(schedule[s - 1]) for s in range(f + 1, t + 1))  # noqa: E731
     events_at = sorted(full.event_steps)
-    with_events, plain = [], []
+    with_events: list[measure_steps.Interval] = []
+    plain: list[measure_steps.Interval] = []
     for iv in measure_steps.intervals(full):
         if iv.from_step >= a:  # an event at e with from_step <= e < to_step: the interval holds it
             (with_events if measure_steps.any_in(events_at, iv.from_step, iv.to_step) else plain).append(iv)
@@ -602,7 +604,7 @@ def compare(quick_rec: RunRecord, full: RunRecord, est: QuickEstimate | None = N
            "full_event_costs": full_event_costs(est, quick_rec.schedule or [], full), **_behind(est)}
     if est.train_s is not None and measured:
         out["error_pct"] = (est.train_s - measured) / measured * 100
-        if est.train_s_low is not None:
+        if est.train_s_low is not None and est.train_s_high is not None:  # set together
             out["inside"] = est.train_s_low <= measured <= est.train_s_high
     if est.tokens_per_s is not None and tp:
         out["tokens_per_s_error_pct"] = (est.tokens_per_s - tp) / tp * 100

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 from analysis.estimate.planner import (
     GIB,
@@ -22,6 +23,7 @@ from analysis.estimate.planner import (
     run_tokens_per_sample,
 )
 from analysis.measure.steps import step_time
+from analysis.parse.record import RunRecord
 from analysis.parse.results import collect
 from experiments.base import hardware
 from experiments.base.errors import InputError
@@ -41,7 +43,7 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
         args = (r.args or {})
         shapes = hardware.model_shapes(args, Path(r.path) if r.path else None)
         method = _run_method(args)
-        rank = args.get("lora_rank") if isinstance(args.get("lora_rank"), int) else 8
+        rank = lr if isinstance(lr := args.get("lora_rank"), int) else 8
         base = {"hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status,
                 "method": method, "gpus": r.gpus, "parallel": r.parallel, "per_device_batch": r.per_device_batch,
                 "grad_accum": r.grad_accum,
@@ -172,7 +174,7 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
     """
     c = constants()
     named = c["calibration.runs"]  # planner.yaml: the runs the constants were fitted on
-    groups: dict[str, list] = {}
+    groups: dict[str, list[RunRecord]] = {}
     for r in collect(results_dir):
         # the recipes as published, on one GPU: a run with its own flags (--set logging_steps=1 of a quick run's
         # full partner) or several GPUs measures something else
@@ -189,17 +191,24 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
         args = (r0.args or {})
         shapes = hardware.model_shapes(args, Path(r0.path))
         rank = args.get("lora_rank")
+        if (shapes is None or not isinstance(rank, int) or r0.train_tokens_max is None or r0.max_length is None
+                or not r0.per_device_batch or not r0.grad_accum):
+            raise InputError(r0.path, "calibration: the run's model shapes, LoRA rank, lengths or batch are unknown")
         seq = min(int(r0.train_tokens_max), int(r0.max_length))
         mem = memory(shapes, "lora", seq, r0.per_device_batch, True, rank, c)
         static = (mem["live_peak_gib"] - mem["activations_gib"])
         micro = sum(step_time(r)["median"] for r in runs) / len(runs) / r0.grad_accum
-        tokens = sum(run_tokens_per_sample(r, shapes) for r in runs) / len(runs) * r0.per_device_batch
+        per_sample = [run_tokens_per_sample(r, shapes) for r in runs]
+        peaks = [r.peak_mem_gib for r in runs]
+        if any(x is None for x in per_sample + peaks):
+            raise InputError(r0.path, "calibration: a run's tokens per sample or peak memory is unknown")
+        tokens = sum(cast(list[float], per_sample)) / len(runs) * r0.per_device_batch  # no None: checked above
         spec = hardware.require("h200")
         fpt = flops_per_token(shapes, "lora", True, rank)
         passes = c["time.weight_passes"]["gradient_checkpointing"]
         reads = mem["weights_gib"] * GIB * passes / (spec["bandwidth_gbs"] * 1e9)
         points[exp] = {"static": static, "act": mem["activations_gib"],
-                       "peak": sum(r.peak_mem_gib for r in runs) / len(runs),
+                       "peak": sum(cast(list[float], peaks)) / len(runs),
                        "micro": micro, "a": fpt * tokens / (spec["bf16_dense_tflops"] * 1e12), "reads": reads}
     s, b = points["seed"], points["bs16"]
     # minimax relative error: static_s + k act_s = P_s (1 + e), static_b + k act_b = P_b (1 - e)

@@ -29,7 +29,7 @@ def loss_check(rec: RunRecord, spread: list[str], runs: Runs) -> dict:
     step = rec.last_eval_step
     band = seed_band(runs, spread, step) if step else None
     out: dict[str, Any] = {"eval_step": step, "eval_loss": rnd(eval_at(rec, step)) if step else None, "counts": None}
-    if band and out["eval_loss"] is not None:
+    if band and step and out["eval_loss"] is not None:  # a band only at a step
         dev = abs(eval_at(rec, step) - band["mean"])
         out.update(counts=dev <= band["range"], loss_dev_from_seed_mean=rnd(dev), seed_range=rnd(band["range"]),
                    seed_mean=rnd(band["mean"]), seeds_at_step=band["n"])
@@ -42,8 +42,8 @@ def latest_band(runs: Runs, names: list[str], step: int) -> dict | None:
     band = seed_band(runs, names, step)
     if band:
         return band
-    steps = sorted({int(s) for n in names if pick(runs, n) for s, _ in pick(runs, n).eval_loss if int(s) < step},
-                   reverse=True)
+    picked = [rec for rec in (pick(runs, n) for n in names) if rec is not None]
+    steps = sorted({int(s) for rec in picked for s, _ in rec.eval_loss if int(s) < step}, reverse=True)
     return next((b for b in (seed_band(runs, names, s) for s in steps) if b), None)
 
 

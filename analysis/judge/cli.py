@@ -44,7 +44,8 @@ def _table_parser(prog: str) -> OneLineParser:
 
 
 def _resolve_parser(prog: str) -> OneLineParser:
-    r = OneLineParser(prog=f"{prog} resolve", usage="%(prog)s (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]",
+    r = OneLineParser(prog=f"{prog} resolve",
+                      usage="%(prog)s (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]",
                 description="write the resolved recipe of a `combine` experiment, which the runner reads")
     r.add_argument("words", nargs="*", metavar="NAME | RESULTS",
                    help="the combine experiment (none with --all), then optionally the results folder")

@@ -67,6 +67,8 @@ def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None,
     launcher: dict = {}
     for member in ordered:
         m = catalog.experiment(member)
+        if m is None:  # never: recipe_outcome above found its runs
+            raise InputError(catalog.CLAIMS_DIR, f"`combine` names {member!r}, which is no claims experiment")
         for k, v in (m["overrides"] or {}).items():
             overrides.setdefault(k, v)
         # a member's launcher options that change the training itself (--sdpa-padding-free) travel with its

@@ -39,7 +39,7 @@ RULE_KINDS: dict[str, tuple[str, ...]] = {
     "resume_time": ("max_s",),
 }
 # figures: table -> its keys, each a run name (str) or a list of them
-FIGURE_KEYS = {
+FIGURE_KEYS: dict[str, dict[str, type[list] | type[str]]] = {
     "recipes": {"runs": list, "baseline": str, "baseline_label": str, "seed_runs": list, "spread": list,
                 "hide_flags": list},
     "time_breakdown": {"runs": list},
@@ -93,7 +93,8 @@ def _check_figures(path: Path, figures) -> dict:
             value = got.get(key)
             ok = isinstance(value, kind) and (kind is str or all(isinstance(x, str) for x in value))
             if not ok:
-                raise InputError(path, f"figures.{table}.{key}: must be a {'list of names' if kind is list else 'name'}")
+                raise InputError(path, f"figures.{table}.{key}: must be a "
+                                       f"{'list of names' if kind is list else 'name'}")
     return figures
 
 

@@ -47,14 +47,15 @@ def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] |
     seed_tps = throughput(seed).tokens_per_s if seed else None
     base = pick(runs, fig["baseline"])
     hidden = set(fig["hide_flags"])
-    eager_of = fig.get("eager_of") if isinstance(fig.get("eager_of"), dict) else {}
+    given = fig.get("eager_of")
+    eager_of: dict = given if isinstance(given, dict) else {}
     table = []
     for name in fig["runs"]:
         rec = pick(runs, name)
         if rec is None:
             continue
         t = throughput(rec)
-        xs = speedup(seed, rec, pair=False) if seed_tps and t.tokens_per_s else None
+        xs = speedup(seed, rec, pair=False) if seed and seed_tps and t.tokens_per_s else None
         lc = loss_check(rec, fig["spread"], runs)
         flags = {k: v for k, v in rec.overrides.items() if k not in hidden}
         cap = rec.cap_gib

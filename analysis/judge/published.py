@@ -82,19 +82,21 @@ def ms_per_step(rec: RunRecord) -> float | None:
     return median * 1000 if median else None
 
 
-def nearest(hw: str, pub: pd.DataFrame) -> tuple[str | None, str]:
+def nearest(hw: str | None, pub: pd.DataFrame) -> tuple[str | None, str]:
     """The published class to compare HW with (the same class, else the one with the nearest dense BF16 peak), and
     how the comparison is labelled."""
     pub_hws = hardware_with(pub, "ms_per_step")
     if hw in pub_hws:
         return hw, "same hardware"
-    spec = hardware.get(hw)
+    spec = hardware.get(hw) if hw else None
+    if hw is None:  # as a class without a spec
+        return None, "no comparable published class"
     if not spec or not spec.get("bf16_dense_tflops") or not pub_hws:
         return None, "no comparable published class"
     peak = spec["bf16_dense_tflops"]
-    best = min(pub_hws, key=lambda h: (abs(math.log(peak / hardware.get(h)["bf16_dense_tflops"])),
-                                       -hardware.get(h)["bf16_dense_tflops"]))
-    b = hardware.get(best)
+    best = min(pub_hws, key=lambda h: (abs(math.log(peak / hardware.require(h)["bf16_dense_tflops"])),
+                                       -hardware.require(h)["bf16_dense_tflops"]))
+    b = hardware.require(best)
     same = b["bf16_dense_tflops"] == peak
     return best, (f"cross-hardware: {short(hw)} measured vs {short(best)} published "
                   f"({'same' if same else 'nearest'} dense BF16 peak {b['bf16_dense_tflops']:g} TFLOPS; "
@@ -136,7 +138,7 @@ def comparison_frame(picked: list[RunRecord], ok_records: list[RunRecord], pub: 
     """Each published figure beside ours, one row per quantity (COMPARISON_COLUMNS). PICKED: one run per (hw,
     experiment); OK_RECORDS: every successful run with a step time (a fallback for the recipe's numbers)."""
     order = hw_order or []
-    rank = {h: i for i, h in enumerate(order)}
+    rank: dict[str | None, int] = {h: i for i, h in enumerate(order)}
     tokens_per_step = article_tokens_per_step(seeds_dir)
     rows = []
     for r in sorted(seed_runs(picked), key=lambda r: rank.get(r.hw, len(order))):
@@ -145,6 +147,8 @@ def comparison_frame(picked: list[RunRecord], ok_records: list[RunRecord], pub: 
             continue
         pub_ms = value(pub, ref, "ms_per_step")
         opt_ms, micro = ms_per_step(r), steps.micro_step_ms(r)
+        if pub_ms is None or opt_ms is None:  # neither is: ref has a legible step time, r a steady one (seed_runs)
+            continue
         base = {"our hw": r.hw, "our run": f"{r.experiment} · {r.run}", "labels": "; ".join(r.labels),
                 "published hw": ref, "comparison": relation}
         rows.append({**base, "quantity": "ms per step: published step vs our micro-step (one forward-backward of one "
@@ -217,6 +221,8 @@ def speed_facts(picked: list[RunRecord], ok_records: list[RunRecord], pub: pd.Da
     out: dict = {"max_length": max_len, "published": [], "tokens_per_sample": None, "epoch": None, "steps": []}
     for h in hardware_with(pub, "ms_per_step"):
         ms = value(pub, h, "ms_per_step")
+        if ms is None:  # never: hardware_with keeps legible values only
+            continue
         out["published"].append({"hw": h, "ms": ms, "tokens_per_s": max_len * 1000 / ms,
                                  "printed": text(pub, h, "tokens_per_s")})
     means = [r.train_tokens_mean for r in ok_records if r.train_tokens_mean]
@@ -237,6 +243,8 @@ def speed_facts(picked: list[RunRecord], ok_records: list[RunRecord], pub: pd.Da
             continue
         p = value(pub, ref, "ms_per_step")
         micro, opt = steps.micro_step_ms(r), ms_per_step(r)
+        if p is None or micro is None or opt is None:  # never: a legible ref, and r has a micro-step (checked above)
+            continue
         out["steps"].append({"hw": r.hw, "labels": list(r.labels), "micro_ms": micro, "opt_ms": opt,
                              "grad_accum": r.grad_accum, "published_hw": ref, "relation": relation,
                              "published_ms": p, "micro_over_published": micro / p, "opt_over_published": opt / p})

@@ -23,6 +23,7 @@ def speedup_numbers(base: RunRecord, test: RunRecord) -> dict:
     Keys: base_step_s, test_step_s, base_tokens_per_s, test_tokens_per_s, base_n, test_n, paired_steps, other_host,
     speedup_pct, and speedup_pct_low / speedup_pct_high where there is a range."""
     sp = speedup(base, test)
+    assert sp.base is not None and sp.test is not None  # speedup() measures both runs
     out = {"base_step_s": rnd(step_time(base)["median"]), "test_step_s": rnd(step_time(test)["median"]),
            "base_tokens_per_s": rnd(sp.base.tokens_per_s, 1), "test_tokens_per_s": rnd(sp.test.tokens_per_s, 1),
            "base_n": sp.base.n_intervals, "test_n": sp.test.n_intervals, "paired_steps": sp.paired_steps,
@@ -42,6 +43,7 @@ def seed_multiple(test: RunRecord, seed: RunRecord, paired: bool = False) -> dic
     seed_tokens_per_s, tokens_source, seed_tokens_source, hosts, how, paired_steps, and ratio / ratio_low /
     ratio_high where measured."""
     sp = speedup(seed, test, pair=paired)
+    assert sp.base is not None and sp.test is not None  # speedup() measures both runs
     out = {"tokens_per_s": rnd(sp.test.tokens_per_s, 1), "seed_tokens_per_s": rnd(sp.base.tokens_per_s, 1),
            "tokens_source": sp.test.source, "seed_tokens_source": sp.base.source}
     if paired:

@@ -24,8 +24,9 @@ from analysis.parse.results import is_matrix
 NO_PAIR = "no same-host full-epoch pair yet"
 
 
-def _newest(recs: list[RunRecord]) -> RunRecord | None:
-    return max(recs, key=lambda r: r.run) if recs else None
+def _newest(recs: list[RunRecord]) -> RunRecord:
+    """The newest of RECS (never empty: a group exists because it has a run)."""
+    return max(recs, key=lambda r: r.run)
 
 
 def full_epoch_runs(records: list[RunRecord]) -> list[RunRecord]:
@@ -71,7 +72,8 @@ def candidates(records: list[RunRecord]) -> list[dict]:
 
 def recommend(records: list[RunRecord], rows: list[dict] | None = None) -> dict:
     """The pick: the candidate that finishes soonest against its host's full-epoch seed run (the largest x_seed; the
-    shorter train_runtime among equals) among those whose eval loss counts (`same_host_pair` True, `note` None). Else `same_host_pair` False, `note` saying what is
+    shorter train_runtime among equals) among those whose eval loss counts (`same_host_pair` True, `note` None).
+    Else `same_host_pair` False, `note` saying what is
     missing, and the candidate that finishes soonest on any host (or none) named as the best candidate, its x_seed
     left empty."""
     rows = candidates(records) if rows is None else rows
@@ -89,11 +91,11 @@ def recommend(records: list[RunRecord], rows: list[dict] | None = None) -> dict:
         why = "no full-epoch run of a recipe was made on a host with a full-epoch seed run"
     else:
         why = "no same-host recipe's eval loss is within the seed band (or no seed band to judge it by)"
-    best = min(others, key=lambda r: r["train_runtime_s"]) if others else None
+    cand = min(others, key=lambda r: r["train_runtime_s"]) if others else None
     base = {k: None for k in ("hw", "experiment", "host", "run", "train_runtime_s", "load_s", "tokens_per_s",
                                "peak_gib", "path")}
-    pick = {**base, **(best or {}), "x_seed": None, "same_host_pair": False,
-            "note": f"{NO_PAIR}: {why}" + (f"; best candidate {best['experiment']} (unpaired: its "
-                                          f"{best['train_runtime_s']:.1f} s is on host {best['host'] or '?'}, "
-                                          "against no seed run of that host)" if best else "")}
+    pick = {**base, **(cand or {}), "x_seed": None, "same_host_pair": False,
+            "note": f"{NO_PAIR}: {why}" + (f"; best candidate {cand['experiment']} (unpaired: its "
+                                          f"{cand['train_runtime_s']:.1f} s is on host {cand['host'] or '?'}, "
+                                          "against no seed run of that host)" if cand else "")}
     return pick

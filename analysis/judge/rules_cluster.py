@@ -64,16 +64,20 @@ def rule_nccl_env(claim: dict, runs: Runs, **_) -> dict:
                                      "(experiments/cloud/scaling_gpu.sh with ALLREDUCE=1)", {}, [])
     without, with_ = pairs[-1]
     eff = interconnect.env_effect(without, with_)
-    big = interconnect.busbw_at(with_)
+    big, big_without = interconnect.busbw_at(with_), interconnect.busbw_at(without)
+    if big is None or big_without is None:  # never: env_effect has read both sweeps' sizes
+        return result("not run yet", "an all-reduce sweep without message sizes", {}, [])
     nums = {"gain_pct_1mib": rnd(eff["gain_pct_small"], 2), "gain_pct_largest": rnd(eff["gain_pct_large"], 2),
             "max_gain_pct": rnd(eff["max_gain_pct"], 2), "busbw_gbs_largest_without":
-            rnd(interconnect.busbw_at(without)["busbw_gbs"], 1), "busbw_gbs_largest_with": rnd(big["busbw_gbs"], 1),
+            rnd(big_without["busbw_gbs"], 1), "busbw_gbs_largest_with": rnd(big["busbw_gbs"], 1),
             "read_by_nccl": eff["read"], "ignored_by_nccl": eff["ignored"], "ranks": eff["ranks"],
             "nccl": eff["nccl_version"]}
     detail = (f"{eff['ranks']} GPUs, host {eff['host_id']}, NCCL {eff['nccl_version']}: all-reduce time "
-              f"{eff['gain_pct_small']:+.1f} % faster at {eff['sizes'][0]['mib']:g} MiB and {eff['gain_pct_large']:+.1f} % "
+              f"{eff['gain_pct_small']:+.1f} % faster at {eff['sizes'][0]['mib']:g} MiB and "
+              f"{eff['gain_pct_large']:+.1f} % "
               f"at {eff['sizes'][-1]['mib']:g} MiB with the variables (busbw {nums['busbw_gbs_largest_without']} -> "
-              f"{nums['busbw_gbs_largest_with']} GB/s); NCCL read {', '.join(f'{k}={v}' for k, v in eff['read'].items()) or 'none'}"
+              f"{nums['busbw_gbs_largest_with']} GB/s); NCCL read "
+              f"{', '.join(f'{k}={v}' for k, v in eff['read'].items()) or 'none'}"
               f", ignored {', '.join(eff['ignored']) or 'none'}")
     paths = [without["path"], with_["path"]]
     if eff["max_gain_pct"] is not None and eff["max_gain_pct"] >= need:
@@ -105,7 +109,8 @@ def rule_resume_time(claim: dict, runs: Runs, **_) -> dict:
         losses = (f"{len(c['repeated'])} repeated steps' losses within {d:.2%} of the first attempt's" if d is not None
                   else f"{len(c['repeated'])} repeated steps")
         parts.append(
-            f"{c['hw']} {c['experiment']} (host {c['host_id'] or '?'}), {c['signal']} after step {c['killed_after_step']}, "
+            f"{c['hw']} {c['experiment']} (host {c['host_id'] or '?'}), {c['signal']} after step "
+            f"{c['killed_after_step']}, "
             f"resumed from step {c['from_step']}: {c['restart_to_first_step_s']:.1f} s from the restart to the first "
             f"resumed step, {c['trainer_to_first_step_s'] if c['trainer_to_first_step_s'] is not None else '?'} s of "
             f"it after the trainer started (checkpoint load and the step); {losses}")

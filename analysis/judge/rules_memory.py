@@ -10,6 +10,7 @@ from analysis.judge.result import dummy, not_run, result, rnd
 from analysis.judge.select import Runs, pick
 from analysis.measure.loss import eval_at
 from analysis.measure.memory import common_peaks
+from experiments.base.errors import InputError
 from experiments.recipes import catalog
 
 
@@ -65,7 +66,11 @@ def search_result(name: str, runs: Runs) -> dict:
     """Probes of one capacity search: the largest batch that trained, the smallest above it that OOMed, and whether
     the two are next to each other on the ladder (bracketed: the search is finished)."""
     s = catalog.search(name)
-    ok, oom, other = {}, {}, {}
+    if s is None:
+        raise InputError(catalog.CLAIMS_DIR, f"no capacity search {name!r}")
+    ok: dict[int, Any] = {}
+    oom: dict[int, Any] = {}
+    other: dict[int, Any] = {}
     for b in s["ladder"]:
         recs = runs.get(catalog.probe_name(name, b))
         rec = next((r for r in recs if r.ok or r.is_oom), recs[0] if recs else None)
@@ -85,7 +90,8 @@ def search_result(name: str, runs: Runs) -> dict:
     return {"search": name, "cap_gib": s["launcher"].get("mem_cap_gib"), "largest_ok": largest_ok,
             "first_oom": first_oom, "bracketed": bracketed,
             "peak_gib_at_largest": ok[largest_ok].peak_mem_gib if largest_ok else None,
-            "runs": [r for r in (ok.get(largest_ok), oom.get(first_oom)) if r],
+            "runs": [r for r in (ok.get(largest_ok) if largest_ok is not None else None,
+                                 oom.get(first_oom) if first_oom is not None else None) if r],
             "failed_other": {b: r.failure for b, r in other.items()}}
 
 
@@ -169,7 +175,8 @@ def rule_fits(claim: dict, runs: Runs, **_) -> dict:
         shipped = swift_info.shipped_version(rule["package"])
         if shipped:
             res = not_run(claim, runs)
-            res["detail"] += (f"; {rule['package']} {shipped} is in the GPU wheelhouse (experiments/setup/requirements-gpu.txt,"
+            res["detail"] += (f"; {rule['package']} {shipped} is in the GPU wheelhouse "
+                              "(experiments/setup/requirements-gpu.txt,"
                               " slimmed to the host's CUDA 13.0 library), so the run is possible")
             res["numbers"] = {**nums, "shipped": shipped}
             return res

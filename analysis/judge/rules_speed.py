@@ -164,7 +164,8 @@ def rule_target_speedup(claim: dict, runs: Runs, **_) -> dict:
     need = rule["factor"]
     detail = (f"{nums.get('tokens_per_s')} tokens/s vs the seed recipe's {nums.get('seed_tokens_per_s')} "
               f"({seed.experiment}, {seed.run}): {nums.get('ratio')}x (95 % range "
-              f"{nums.get('ratio_low')} .. {nums.get('ratio_high')}x; bar {need}x); eval loss {lc['eval_loss']} at step "
+              f"{nums.get('ratio_low')} .. {nums.get('ratio_high')}x; bar {need}x); eval loss {lc['eval_loss']} "
+              "at step "
               f"{lc['eval_step']}" + ("" if lc["counts"] is None else
                                       f", {'within' if lc['counts'] else 'OUTSIDE'} the seed band (|dev| "
                                       f"{lc.get('loss_dev_from_seed_mean')} vs range {lc.get('seed_range')})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from analysis.judge import swift_info
 from analysis.judge.band import seed_band
@@ -62,7 +62,7 @@ def rule_bound(claim: dict, runs: Runs, **_) -> dict:
     frac = busy_fraction(rec)
     prof = rec.profile or {}
     steps = measured_windows(rec)
-    nums = {"gpu_busy_frac": rnd(frac, 3), "profiled_steps": [s.get("step") for s in steps],
+    nums: dict[str, Any] = {"gpu_busy_frac": rnd(frac, 3), "profiled_steps": [s.get("step") for s in steps],
             "step_wall_s": [s.get("wall_s") for s in steps]}
     if frac is None:
         return result("cannot be tested here",
@@ -103,9 +103,10 @@ def rule_seed_spread(claim: dict, runs: Runs, seeds_dir=None, **_) -> dict:
         res["numbers"] = nums
         return res
     step = common[-1]
-    losses = [eval_at(r, step) for r in have]
+    losses = cast(list[float], [eval_at(r, step) for r in have])  # no None: each has an eval at a common step
     band = {st: seed_band(runs, claim["rule"]["runs"], st) for st in common}
-    nums.update({"eval_step": step, "seed_losses": [rnd(x) for x in losses], "seed_range": rnd(max(losses) - min(losses)),
+    nums.update({"eval_step": step, "seed_losses": [rnd(x) for x in losses],
+                 "seed_range": rnd(max(losses) - min(losses)),
                  "seed_sd": rnd(statistics.stdev(losses)) if len(losses) > 1 else None, "n_seeds": len(losses),
                  "seed_range_by_step": {st: rnd(b["range"]) for st, b in band.items() if b}})
     detail = (f"seed-to-seed range {nums['seed_range']} over {len(losses)} seeds at step {step} (eval loss "

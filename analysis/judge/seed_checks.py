@@ -1,21 +1,23 @@
 """The seed articles' own arithmetic re-checked: each `internal_checks` formula of seeds/*.yaml recomputed.
 
 A check is data (`formula`, the stored `result`, what the article printed, a tolerance and a `consistent` verdict
-reviewed by hand); `safe_eval` recomputes the formula as plain arithmetic in floats, never as code, and `checks_frame` sets the
-recomputed value beside the stored one (`result_ok`: they agree to 0.1 %).
+reviewed by hand); `safe_eval` recomputes the formula as plain arithmetic in floats, never as code, and `checks_frame`
+sets the recomputed value beside the stored one (`result_ok`: they agree to 0.1 %).
 """
 from __future__ import annotations
 
 import ast
 import math
 import operator
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, load_seed
 
-FUNCTIONS = {"ceil": math.ceil, "floor": math.floor, "round": round, "min": min, "max": max, "abs": abs}
+FUNCTIONS: dict[str, Callable] = {"ceil": math.ceil, "floor": math.floor, "round": round, "min": min, "max": max,
+                                  "abs": abs}
 ALLOWED_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Add, ast.Sub, ast.Mult, ast.Div,
                  ast.FloorDiv, ast.Mod, ast.Pow, ast.USub, ast.UAdd, ast.Call, ast.Name, ast.Load)
 REL_TOL = ABS_TOL = 1e-3  # a stored result agrees with its formula within 0.1 % (results are rounded to 4 digits)
@@ -52,7 +54,7 @@ def _evaluate(node) -> float:
     """The node's value in floats, never Python's unbounded integers: 9**9**9**9 overflows at once instead of
     computing a number with billions of digits (OverflowError, so safe_eval says None)."""
     if isinstance(node, ast.Constant):
-        return float(node.value)
+        return float(node.value)  # type: ignore[arg-type]  # typeshed: any literal; float() refuses the others
     if isinstance(node, ast.UnaryOp):
         value = _evaluate(node.operand)
         return -value if isinstance(node.op, ast.USub) else value

@@ -65,7 +65,7 @@ def hw_choice(records: list[RunRecord]) -> str | None:
     for rec in records:
         if rec.experiment in names and rec.hw:
             counts[rec.hw] = counts.get(rec.hw, 0) + 1
-    return max(counts, key=counts.get) if counts else None
+    return max(counts, key=lambda h: counts[h]) if counts else None
 
 
 def runs_by_experiment(results_dir: str | Path | None, hw: str | None = None,
@@ -76,7 +76,7 @@ def runs_by_experiment(results_dir: str | Path | None, hw: str | None = None,
     names = set(catalog.load()["experiments"])
     out = Runs(records=recs, hw=hw, results_dir=Path(results_dir) if results_dir is not None else None)
     for rec in recs:
-        if rec.experiment not in names or (hw and rec.hw != hw):
+        if rec.experiment is None or rec.experiment not in names or (hw and rec.hw != hw):
             continue
         if not defined_as(rec, rec.experiment):
             continue

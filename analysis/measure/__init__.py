@@ -1,1 +1,2 @@
-"""Stage 3, measurements of records: each quantity (step time, tokens/s, speed-up, MFU, memory, energy) has one function."""
+"""Stage 3, measurements of records: each quantity (step time, tokens/s, speed-up, MFU, memory, energy) has one
+function."""

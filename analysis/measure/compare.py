@@ -145,7 +145,8 @@ def scaling_pairs(records: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, 
     for many in ok:
         if many.gpus <= 1:
             continue
-        ones = [r for r in ok if r.gpus == 1 and r.parallel == "ddp" and (r.hw, r.experiment) == (many.hw, many.experiment)
+        ones = [r for r in ok if r.gpus == 1 and r.parallel == "ddp"
+                and (r.hw, r.experiment) == (many.hw, many.experiment)
                 and r.host_id and r.host_id == many.host_id]
         if ones:
             one = max(ones, key=lambda r: (r.global_steps or 0, r.run))

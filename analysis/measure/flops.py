@@ -29,7 +29,8 @@ def flops_per_token(matmul_params: int, trainable_params: int, method: str = "lo
 
 
 def run_flops(rec: RunRecord) -> dict:
-    """FLOPs per token of a run's model and LoRA (its shapes from model_config.json, the model folder or models.yaml)."""
+    """FLOPs per token of a run's model and LoRA (its shapes from model_config.json, the model folder or
+    models.yaml)."""
     args = rec.args or {}
     shapes = hardware.model_shapes(args, Path(rec.path))
     if shapes is None:
@@ -55,6 +56,7 @@ def mfu(rec: RunRecord, tokens_per_s: float | None = None) -> dict:
     if spec is None or not spec["bf16_dense_tflops"] or tokens_per_s is None or flops["flops_per_token"] is None:
         return out
     peak = spec["bf16_dense_tflops"] * 1e12 * (rec.world_size or 1)
-    out.update(mfu=tokens_per_s * flops["flops_per_token"] / peak, hfu=tokens_per_s * flops["hw_flops_per_token"] / peak,
+    out.update(mfu=tokens_per_s * flops["flops_per_token"] / peak,
+               hfu=tokens_per_s * flops["hw_flops_per_token"] / peak,
                peak_source=f"{spec['name']} dense BF16 {spec['bf16_dense_tflops']} TFLOPS ({spec['source']})")
     return out

@@ -1,6 +1,7 @@
 """The interconnect between the GPUs of one host, from all-reduce sweeps (analysis.parse.bench).
 
-busbw at the largest message (nccl-tests' bus bandwidth, measured by experiments/record/allreduce.py), and the effect of a set
+busbw at the largest message (nccl-tests' bus bandwidth, measured by experiments/record/allreduce.py), and the effect of
+a set
 of NCCL variables: for every message size both sweeps timed, gain % = (time without / time with - 1) x 100 (positive:
 the variables made the all-reduce faster; the 1 MiB all-reduce is the latency end, 1 GiB the bandwidth end).
 """

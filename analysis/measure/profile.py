@@ -83,8 +83,8 @@ def gpm_step_rows(rec: RunRecord) -> list[dict]:
 
 
 def steady_share(rec: RunRecord) -> dict:
-    """The GPU's share of the run's steady steps from gpm.jsonl (experiments/record/gpm.py), next to step_share's profiled
-    two. GPM reads hardware counters at each step's end, so these are the unprofiled steps themselves, with no
+    """The GPU's share of the run's steady steps from gpm.jsonl (experiments/record/gpm.py), next to step_share's
+    profiled two. GPM reads hardware counters at each step's end, so these are the unprofiled steps themselves, with no
     tracer's cost in their host time (issue 12: a traced seed-recipe step runs 1.1-1.3x). Over the optimizer steps
     of steady_intervals: busy = wall x graphics_util (time a context was active on the GPU), host = wall - busy,
     means (the counter windows join end to end: work queued past a step's end lands in the next step, so sums and
@@ -98,7 +98,7 @@ def steady_share(rec: RunRecord) -> dict:
     rows = [r for r in gpm_step_rows(rec) if r["steady"]]
     if not rows:
         return empty
-    by_step = rec.gpm_by_step
+    by_step = rec.gpm_by_step or {}  # not None: rows came from it
     wall = sum(r["wall_s"] for r in rows)
     busy = sum(r["busy_s"] for r in rows)
 
@@ -127,7 +127,7 @@ def _mean_shares(rows_per_window: list[list[dict]], key: str, value: str, top: i
         for r in rows:
             total[r[key]] = total.get(r[key], 0.0) + (r.get(value) or 0.0)
     n = max(len(rows_per_window), 1)
-    out = [{key: k, value: round(v / n, 4)} for k, v in total.items()]
+    out: list[dict] = [{key: k, value: round(v / n, 4)} for k, v in total.items()]
     out.sort(key=lambda r: -r[value])
     return out[:top]
 

@@ -3,7 +3,8 @@
 An interval is left out of the steady state when it is the first, starts in the warm-up (the first 10 % of the full
 epoch's optimizer steps, at most 10 steps: the same absolute steps for a full run and for any run cut from it, so runs
 of one schedule are judged over the same steps; 9.4 for the recipe's 94-step epoch), holds an eval or a checkpoint
-save, or holds a step the profiler watched (profiling slows it). Every step time, tokens/s and energy figure of the suite is taken over these steady intervals.
+save, or holds a step the profiler watched (profiling slows it). Every step time, tokens/s and energy figure of the
+suite is taken over these steady intervals.
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def _intervals(rec: RunRecord) -> list[Interval]:
     warmup = min(WARMUP_FRACTION * (epoch_steps(rec) or points[-1][0]), WARMUP_MAX_STEPS)
     profiled = sorted(rec.profiled_steps)
     events = sorted(rec.event_steps)
-    out = []
+    out: list[Interval] = []
     append = out.append
     ei = pi = 0  # the steps rise from line to line: the first event >= a and profiled step > a move forward only
     ne, npr = len(events), len(profiled)

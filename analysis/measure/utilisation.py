@@ -51,6 +51,7 @@ import datetime as dt
 import math
 import re
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -252,11 +253,11 @@ def run_utilisation(rec: RunRecord) -> dict:
     """Utilisation, energy and verdict of one run (see the module docstring)."""
     from analysis.measure.flops import mfu
 
-    out = {k: None for k in COLUMNS}
+    out: dict[str, Any] = {k: None for k in COLUMNS}
     util = mfu(rec) if rec.has_log else {"mfu": None, "hfu": None}
     out.update({"hw": rec.hw, "experiment": rec.experiment, "run": rec.run, "labels": "; ".join(rec.labels),
                 "mfu": util["mfu"], "hfu": util["hfu"], "nvml_samples": 0,
-                "board_power_w": BOARD_POWER_W.get(rec.hw)})
+                "board_power_w": BOARD_POWER_W.get(rec.hw) if rec.hw else None})
     run_dir = Path(rec.path)
     nv = read_nvml(run_dir)
     if nv is None:
@@ -293,7 +294,7 @@ def run_utilisation(rec: RunRecord) -> dict:
         energies = [energy_between(nv, a, b) for a, b in spans]
         out["steady_s"] = sum(b - a for a, b in spans)
         if all(e is not None for e in energies):
-            out["energy_steady_j"] = sum(energies)
+            out["energy_steady_j"] = sum(cast(list[float], energies))  # no None: checked above
         counted, _ = steady_tokens(rec)
         if counted and len(counted) == len(kept):
             out["tokens_steady"] = sum(t for _, t in counted)

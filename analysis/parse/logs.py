@@ -28,7 +28,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from analysis.parse import megatron
 from experiments.base import runfiles
@@ -151,7 +151,7 @@ class Line:
     kind: str  # train | eval | train_end | summary | other
     step: int | None
     max_steps: int | None
-    data: dict
+    data: Mapping  # the line's object, or a Row of it (lines of one key order share an index)
     line_no: int
     start: int | None = None
 
@@ -266,6 +266,8 @@ def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | Non
         raw = megatron.normalise(obj)["global_step/max_steps"]
     if raw.__class__ is str and "/" in raw:
         a, _, b = raw.partition("/")
+        step: int | None
+        total: int | None
         try:
             step, total = int(a), int(b)
         except ValueError:
@@ -284,7 +286,7 @@ def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | Non
     return None, None
 
 
-def _same_values(a: dict, b: dict) -> bool:
+def _same_values(a: Mapping, b: Mapping) -> bool:
     """Two lines say the same but for what differs between the copies two node masters write (their speeds)."""
     def key(obj):
         return json.dumps({k: v for k, v in obj.items() if k not in VOLATILE_KEYS}, sort_keys=True, default=str)
@@ -429,13 +431,14 @@ class _Reader:
         if dropped:
             gone = {id(ln) for ln in dropped}
             lines[:] = [ln for ln in lines if id(ln) not in gone]
+            dropped_steps = [ln.step for ln in dropped if ln.step is not None]  # all of them (the filter above)
             self.run.warnings.append(
                 f"line {line_no}: resumed from the checkpoint of step {step} (run.json): {len(dropped)} lines of "
-                f"steps {min(ln.step for ln in dropped)}-{max(ln.step for ln in dropped)} logged before the "
+                f"steps {min(dropped_steps)}-{max(dropped_steps)} logged before the "
                 f"interrupt are replaced by the resumed training's")
         for kind in self.by_kind:
             kept = [ln for ln in lines if ln.kind == kind and ln.step is not None]
-            self.by_kind[kind] = ([ln.step for ln in kept], kept)
+            self.by_kind[kind] = ([cast(int, ln.step) for ln in kept], kept)  # not None: the filter above
         self.stepless.clear()
         self.start = step
 
@@ -572,7 +575,7 @@ def gc_paused():
             gc.enable()
 
 
-_SCAN = json.JSONDecoder().scan_once
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__; typeshed lacks it
 
 
 def _loads(text: str) -> Any:
@@ -600,7 +603,7 @@ def transpose(lines: list[Line]) -> tuple[dict[str, int], list[tuple]] | None:
     index = lines[0].data._index
     if not all((d := ln.data).__class__ is Row and d._index is index for ln in lines):
         return None
-    return index, list(zip(*[ln.data._values for ln in lines]))
+    return index, list(zip(*[cast(Row, ln.data)._values for ln in lines]))  # Rows: checked just above
 
 
 def as_floats(values) -> list[float | None]:
@@ -627,5 +630,5 @@ def column(lines: list[Line], key: str) -> list[float | None]:
     return [v if v is None or v.__class__ is float else to_float(v) for v in raw]
 
 
-def is_finite(value: float | None) -> bool:
+def is_finite(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value)

@@ -7,12 +7,13 @@ translated once, as it is read, so every later stage sees one format and says wh
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 FORMAT = "megatron"
 _ITER = re.compile(r"^\s*\d+\s*/\s*\d+\s*$")
 
 
-def is_megatron_line(line: dict) -> bool:
+def is_megatron_line(line: Mapping) -> bool:
     it = line.get("iteration")
     return "global_step/max_steps" not in line and isinstance(it, str) and bool(_ITER.match(it))
 

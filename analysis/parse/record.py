@@ -1,7 +1,8 @@
 """The typed run record: everything one run folder's raw files say, and nothing computed from it.
 
 A run folder holds ms-swift's `logging.jsonl` (+ `args.json`), the runner's `env.json` and `run.json`, and the
-launcher's `tokens.jsonl`, `profile.json`, `schedule.jsonl` and `gpm.jsonl`. `read_run(folder)` turns them into one `RunRecord`; every later stage
+launcher's `tokens.jsonl`, `profile.json`, `schedule.jsonl` and `gpm.jsonl`. `read_run(folder)` turns them into one
+`RunRecord`; every later stage
 (measure, estimate, judge, present) reads records, never the files or nested dicts. Statistics over the record
 (steady step time, tokens/s, speed-ups, MFU) are the measure stage's (analysis/measure/): a record holds facts.
 """
@@ -95,7 +96,7 @@ class RunRecord:
     profile: dict | None = None                     # profile.json (torch.profiler summary of a few steps)
     schedule: list[dict] | None = None              # schedule.jsonl: every step's token counts, known before training
     quick: dict | None = None                       # launch.json's quick stop (a quick run: where and why it stopped)
-    gpm_by_step: dict[int, dict] | None = None      # gpm.jsonl: each step's wall and GPM utilisation (experiments/record/gpm.py)
+    gpm_by_step: dict[int, dict] | None = None      # gpm.jsonl (experiments/record/gpm.py): each step's wall, GPM use
 
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property
@@ -176,7 +177,8 @@ class RunRecord:
 
     @property
     def host_id(self) -> str | None:
-        """The stable host id of env.json's host fingerprint (experiments/record/host.py); None for runs made before it."""
+        """The stable host id of env.json's host fingerprint (experiments/record/host.py); None for runs made before
+        it."""
         return runfiles.host_id(self.env)
 
     @property
@@ -371,8 +373,8 @@ def log_facts(run: RunLog) -> dict:
     memo: dict = {}  # the columns several facts read, once
     summary = run.summary.data if run.summary else {}
     last_step = max((ln.step for ln in run.lines if ln.step is not None), default=None)
-    if _int_or_none(summary.get("global_step")) is not None:
-        last_step = max(last_step or 0, _int_or_none(summary["global_step"]))
+    if (summary_step := _int_or_none(summary.get("global_step"))) is not None:
+        last_step = max(last_step or 0, summary_step)
     max_steps = next((ln.max_steps for ln in reversed(run.lines) if ln.max_steps), None)
     if max_steps is None:
         ms = _int_or_none(args.get("max_steps"))
@@ -399,7 +401,8 @@ def log_facts(run: RunLog) -> dict:
                             "size): samples/s, tokens/s and MFU are left out")
 
     rest = [ln for ln in run.lines if ln.kind != "train"]
-    memory = list(zip(run.train, _column(run.train, "memory(GiB)", memo))) + list(zip(rest, column(rest, "memory(GiB)")))
+    memory = (list(zip(run.train, _column(run.train, "memory(GiB)", memo)))
+              + list(zip(rest, column(rest, "memory(GiB)"))))
     mem_values = [v for _, v in memory if v is not None and 0 <= v < math.inf]
     negative = sorted(ln.line_no for ln, v in memory if v is not None and v < 0)
     if negative:

@@ -200,7 +200,7 @@ def scan(results_dir: str | Path | Sequence[str | Path]) -> Scan:
     skipped with its reason; a folder with the same run.json/env.json/logging.jsonl bytes as one already read (the
     same run copied into two roots) is counted once; a folder with only ms-swift's files is an unlabelled run."""
     out = Scan()
-    seen: dict[str, Path] = {}
+    seen: dict[str | None, Path] = {}  # digest: None for a folder without identity files
     for run_dir in run_folders(results_dir):
         why = _why_unused(run_dir)
         if why is not None:
@@ -272,8 +272,8 @@ def labels(env: dict, status: dict) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def matrix_experiments() -> frozenset[str]:
-    """The hardware matrix's experiments (experiments/recipes/recipes.yaml, matrix: true): what the speed and convergence
-    tables compare across GPUs. Claims experiments have their own tables."""
+    """The hardware matrix's experiments (experiments/recipes/recipes.yaml, matrix: true): what the speed and
+    convergence tables compare across GPUs. Claims experiments have their own tables."""
     from experiments.recipes import recipes
 
     return frozenset(recipes.experiments(matrix_only=False))
@@ -292,7 +292,8 @@ def known_experiments() -> frozenset[str]:
 
 
 def latest_per_group(records: list[RunRecord]) -> list[RunRecord]:
-    """One record per (hw, experiment, host id, GPU layout): the successful run with the most steps (the least cut), newest first
+    """One record per (hw, experiment, host id, GPU layout): the successful run with the most steps (the least cut),
+    newest first
     among equals; else the newest failed one. Runs from two hosts stay two rows (a host-bound step moves with the
     host); runs made before host fingerprints share one group. The tables show these; the report lists every run."""
     groups: dict[tuple, list[RunRecord]] = {}

@@ -2,7 +2,8 @@
 `schedule.jsonl` (every step's tokens, known before training), `gpm.jsonl` (each step's GPU share from NVML's GPM
 counters, experiments/record/gpm.py) and launch.json's quick-stop record.
 
-experiments/launch/launcher.py writes them beside ms-swift's log. A missing file is None (a run made without the launcher);
+experiments/launch/launcher.py writes them beside ms-swift's log. A missing file is None (a run made without the
+launcher);
 an unreadable line is skipped, as a torn last line of a killed run would be.
 """
 from __future__ import annotations
@@ -83,7 +84,7 @@ def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
             util = float(d["graphics_util"])
             if not (wall > 0 and 0 <= util <= 100.5):  # NaN, negative or impossible: a broken line, skipped
                 continue
-            row = {"wall_s": wall}
+            row: dict[str, float | None] = {"wall_s": wall}
             for name in GPM_METRICS:
                 v = d.get(name)
                 row[name] = float(v) if v is not None else None

@@ -267,7 +267,8 @@ EVAL_MARKERS = ["o", "s", "^", "D", "v", "P"]
 
 def loss_curves(df: pd.DataFrame, title: str, labels: str, same_as: dict[str, str] | None = None,
                 cut: set[str] | None = None) -> plt.Figure:
-    """Train loss as a line and eval loss as markers only, one panel (a row) per experiment, one colour per run. Runs of one
+    """Train loss as a line and eval loss as markers only, one panel (a row) per experiment, one colour per run.
+    Runs of one
     recipe that logged the same losses would hide each other: each later one is drawn thinner and dashed over the
     earlier, its eval markers smaller, and the legend says which it coincides with. A cut run ends in a bar at its
     last step.
@@ -324,7 +325,7 @@ def loss_curves(df: pd.DataFrame, title: str, labels: str, same_as: dict[str, st
 # ------------------------------------------------------------------------------------- utilisation
 
 
-def utilisation_timeline(df: pd.DataFrame, windows: dict[str, float], board_power: dict[str, float | None],
+def utilisation_timeline(df: pd.DataFrame, windows: dict[str, float | None], board_power: dict[str, float | None],
                          title: str, labels: str) -> plt.Figure:
     """GPU utilisation, power and SM clock over time, one column per run; the training window shaded.
 

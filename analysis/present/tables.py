@@ -117,15 +117,18 @@ def speed_row(rec: RunRecord) -> dict:
     return {
         **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st["median"]),
         "ms_per_step_ci95": ci, "ms_per_micro_step": steps.micro_step_ms(rec), "tokens_per_s": tp.tokens_per_s,
-        "tokens_per_s_per_gpu": tp.tokens_per_s / rec.gpus if tp.tokens_per_s else None, "tokens_per_s_low": tp.low, "tokens_per_s_high": tp.high,
+        "tokens_per_s_per_gpu": tp.tokens_per_s / rec.gpus if tp.tokens_per_s else None, "tokens_per_s_low": tp.low,
+        "tokens_per_s_high": tp.high,
         "tokens_source": tp.source if tp.tokens_per_s is not None else None,
         "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share["gpu_busy_ms"],
-        "host_ms_per_step": share["host_ms"], "comm_ms_per_step": share["comm_ms"], "gpu_busy_frac": share["gpu_busy_frac"], "bound": share["bound"],
+        "host_ms_per_step": share["host_ms"], "comm_ms_per_step": share["comm_ms"],
+        "gpu_busy_frac": share["gpu_busy_frac"], "bound": share["bound"],
         "profiled_over_steady": share["profiled_over_steady"], "gpm_busy_ms_per_step": gpm["gpm_busy_ms"],
         "gpm_host_ms_per_step": gpm["gpm_host_ms"], "gpm_busy_frac": gpm["gpm_busy_frac"],
         "gpm_steps": gpm["gpm_steps"] or None, "gpm_over_profiler": gpm["gpm_over_profiler"],
         "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
-        "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"], "host_lora_ms": probe["lora_ms"],
+        "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"],
+        "host_lora_ms": probe["lora_ms"],
         "steady_steps": len(steps.steady_steps(rec)) or None,
         **estimate_cells(rec),
     }
@@ -149,7 +152,7 @@ def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
 # ------------------------------------------------------------------------------------------- tables
 
 
-def baseline_name(row: dict) -> str:
+def baseline_name(row: dict | pd.Series) -> str:
     """How the `baseline` column names a row: its hardware, and its host id where it has one."""
     host = row.get("host")
     return row["hw"] + (f" ({host})" if isinstance(host, str) and host else "")
@@ -175,7 +178,7 @@ def pick_baseline(rows: list[dict], baseline: str) -> dict | None:
     return max(usable, key=lambda r: r["ms_per_sample"]) if usable else None
 
 
-def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path | None = None,
+def speedup_table(results_dir: str | Path | Scan, baseline: str = "a10", seeds_dir: str | Path | None = None,
                   records: list[RunRecord] | None = None) -> pd.DataFrame:
     """Measured rows (one per hw x experiment x host) and published rows, speed-up versus the baseline.
 
@@ -202,6 +205,7 @@ def speedup_table(results_dir: str | Path, baseline: str = "a10", seeds_dir: str
         for row, rec in members:
             row["baseline"] = baseline_name(base)
             if source == "measured":
+                assert base_rec is not None and rec is not None  # measured rows carry their records
                 sp = compare.speedup(base_rec, rec)
                 row.update(speedup=sp.factor, speedup_basis=sp.how, speedup_hosts=sp.hosts)
             else:
@@ -235,7 +239,7 @@ def scaling_table(records: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SCALING_COLUMNS)
 
 
-def convergence_table(results_dir: str | Path, seeds_dir: str | Path | None = None,
+def convergence_table(results_dir: str | Path | Scan, seeds_dir: str | Path | None = None,
                       records: list[RunRecord] | None = None) -> pd.DataFrame:
     """Per picked run: steps, final train / eval loss, eval token accuracy, the training loss's drop
     (analysis.measure.loss), wall time to the last eval; and the article's final losses and accuracies."""
@@ -317,7 +321,7 @@ def recommendation(records: list[RunRecord], prices: str | Path | None = recipe_
     return {"recipes": rows, "pick": pick, "gpus": gpus, "sentence": recommend_view.sentence(pick, gpus)}
 
 
-def tables(results_dir: str | Path, baseline: str = "a10", seeds_dir: str | Path | None = None,
+def tables(results_dir: str | Path | Scan, baseline: str = "a10", seeds_dir: str | Path | None = None,
            compact: bool = False, prices: str | Path | None = recipe_gpus.DEFAULT_PRICES,
            planner_results: str | Path | None = None) -> dict[str, pd.DataFrame]:
     """{"speedup", "convergence", "scaling", "recommended" (one row: the recipe for the job and its sentence),

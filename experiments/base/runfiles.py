@@ -70,8 +70,8 @@ def read_env(run_dir: str | Path) -> dict:
 
 
 def host_id(env: dict) -> str | None:
-    """The stable host id in env.json's host fingerprint (experiments/record/host.py); None for runs made before it. The one
-    reader of that field: the parser, the benchmark readers and the runner's "made on this host" test use it."""
+    """The stable host id in env.json's host fingerprint (experiments/record/host.py); None for runs made before it. The
+    one reader of that field: the parser, the benchmark readers and the runner's "made on this host" test use it."""
     host = env.get("host") if isinstance(env, dict) else None
     fingerprint = host.get("fingerprint") if isinstance(host, dict) else None
     return fingerprint.get("host_id") if isinstance(fingerprint, dict) else None

@@ -2,7 +2,7 @@
 
     python -m experiments.cloud.fleet launch --hw a10,rtx4090,a100,h100 [--dry-run] [--bucket s3://b] [--image IMG]
     python -m experiments.cloud.fleet upload SRC DST          # in the job: the runs of SRC into the bucket mount
-    python -m experiments.cloud.fleet collect --bucket s3://b [--results results]   # home: the bucket's runs into results/
+    python -m experiments.cloud.fleet collect --bucket s3://b [--results results]  # home: the runs into results/
 
 (`make fleet HW=... [DRYRUN=1]`, `make fleet-collect BUCKET=...`). `launch` fills experiments/cloud/fleet_task.yaml once
 per class (the GPU from hardware.yaml's sky_accelerator), parses every task with SkyPilot's own parser and then
@@ -88,7 +88,8 @@ def write_tasks(hws: list[str], out_dir: str | Path, **kw) -> list[Path]:
     paths = []
     for hw in hws:
         path = out_dir / f"swiftbench-{hw}.yaml"
-        head = f"# {hw}: written by experiments/cloud/fleet.py from experiments/cloud/fleet_task.yaml (its comments say why)\n"
+        head = (f"# {hw}: written by experiments/cloud/fleet.py from experiments/cloud/fleet_task.yaml "
+                "(its comments say why)\n")
         path.write_text(head + yaml.dump(task_config(hw, **kw), Dumper=_Dumper, sort_keys=False, width=120),
                         encoding="utf-8")
         paths.append(path)

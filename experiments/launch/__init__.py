@@ -1,1 +1,2 @@
-"""The in-process launcher (`python -m experiments.launch`): swift sft with token counts, profiler, memory caps and SDPA switches."""
+"""The in-process launcher (`python -m experiments.launch`): swift sft with token counts, profiler, memory caps and SDPA
+switches."""

@@ -110,7 +110,7 @@ def task_cpu() -> dict[int, tuple[str, float]] | None:
     return out
 
 
-def cpu_between(before: dict | None, after: dict | None, wall_s: float, python_names: dict[int, str],
+def cpu_between(before: dict | None, after: dict | None, wall_s: float, python_names: dict[int | None, str],
                 top: int = 8) -> list[dict] | None:
     """The threads that used CPU between two task_cpu() snapshots, most first: OS name, the Python thread's name
     where there is one, CPU seconds and their share of WALL_S."""
@@ -135,9 +135,10 @@ class StackSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.rounds = 0
-        self.t0 = self.t1 = None
+        self.t0: float | None = None
+        self.t1: float | None = None
         self.counts: dict[int, dict] = {}
-        self.cpu0 = None
+        self.cpu0: dict[int, tuple[str, float]] | None = None
 
     def start(self) -> "StackSampler":
         self._thread = threading.Thread(target=self._run, name="swiftbench-stack-sampler", daemon=True)
@@ -175,6 +176,7 @@ class StackSampler:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.t1 = time.perf_counter()
+        assert self.t0 is not None, "stop() before start()"
         cpu1 = task_cpu()
         names = {t.ident: t.name for t in threading.enumerate()}
         native = {t.native_id: ("main" if t is threading.main_thread() else t.name) for t in threading.enumerate()}

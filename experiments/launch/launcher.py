@@ -16,7 +16,8 @@ does the same in-process, after what follows. Several GPUs: `torchrun --nproc_pe
                   batches); per step it records the wall time and the GPU busy time (union of the device's kernel and
                   copy intervals) into DIR/profile.json (DIR: --profile-out, default the run's --output_dir).
                   --profile-activities cuda records GPU activity alone: the host-side operator recording of the
-                  default (all) slowed the seed recipe's profiled steps by about 40 % (8.5-9.0 s against a 6.3 s median).
+                  default (all) slowed the seed recipe's profiled steps by about 40 % (8.5-9.0 s against a 6.3 s
+                  median).
                   `cuda` still traces every CUDA runtime call (cudaLaunchKernel): on slow H200 hosts the seed recipe's
                   ~177,000 launches made its profiled steps 16-18 % longer than its steady ones. `kernels` records the
                   GPU's kernels, copies and memsets alone (torch's per-type activity filter, where the installed torch
@@ -32,8 +33,8 @@ does the same in-process, after what follows. Several GPUs: `torchrun --nproc_pe
                   order), so its eval loss at step N can be set beside the full runs' eval at step N. (--max_steps
                   instead shrinks the warm-up and cosine decay to N steps.)
 --sdpa-padding-free  Let --padding_free run with SDPA attention. ms-swift 4.6.0 refuses padding_free unless
-                  attn_impl is a flash-attention one (SftArguments._check_padding_free), but transformers >= 4.54 builds a
-                  block-diagonal causal mask from the packed rows' position_ids for SDPA/eager
+                  attn_impl is a flash-attention one (SftArguments._check_padding_free), but transformers >= 4.54 builds
+                  a block-diagonal causal mask from the packed rows' position_ids for SDPA/eager
                   (masking_utils.find_packed_sequence_indices), so each sample attends only to itself, as when padded.
                   Applied only when that function exists; recorded in launch.json.
 --no-fast-exit    By default the process ends with os._exit once sft returned and its files are written, skipping
@@ -43,7 +44,8 @@ Always: the real (attention-mask) and padded token count of every micro-batch, s
 <output_dir>/tokens.jsonl, so tokens/s is measured rather than inferred from the data's mean length (a
 length-grouped order makes some steps long and others short). And, unless --no-schedule, the same counts for
 every step of the full schedule, computed from ms-swift's dataset and sampler before training starts, go to
-<output_dir>/schedule.jsonl (experiments/recipes/schedule_core.py): what a quick run's estimate of the full run rests on.
+<output_dir>/schedule.jsonl (experiments/recipes/schedule_core.py): what a quick run's estimate of the full run rests
+on.
 --quick-budget-s S / --quick-max-steps N: a quick run (experiments/launch/quick.py): stop within S seconds of this
 process (model load included) or after step N, with two evaluations and saves at the end.
 
@@ -104,9 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which Liger kernels --use_liger_kernel applies (transformers' liger_kernel_config)")
     p.add_argument("--no-fast-exit", action="store_true", help="let the interpreter tear down normally")
     p.add_argument("--no-schedule", action="store_true",
-                   help="write no schedule.jsonl (every step's tokens, before training: experiments/recipes/schedule_core.py)")
+                   help="write no schedule.jsonl (every step's tokens, before training: "
+                        "experiments/recipes/schedule_core.py)")
     p.add_argument("--quick-budget-s", type=float, default=None,
-                   help="a quick run: stop cleanly within this many seconds of the process (experiments/launch/quick.py)")
+                   help="a quick run: stop cleanly within this many seconds of the process "
+                        "(experiments/launch/quick.py)")
     p.add_argument("--quick-max-steps", type=int, default=None, help="a quick run: stop by this step at the latest")
     return p
 
@@ -249,7 +253,8 @@ def apply_memory_cap(cap_gib: float, torch_mod=None, device: int | None = None) 
 
 def union_ns(intervals: list[tuple[int, int]]) -> int:
     """Total length covered by [start, end) intervals (overlaps counted once)."""
-    total, cur_s, cur_e = 0, None, None
+    total, cur_s = 0, 0  # cur_s is read only once cur_e is set
+    cur_e: int | None = None
     for s, e in sorted(intervals):
         if e <= s:
             continue
@@ -284,7 +289,8 @@ def _device_intervals(prof) -> tuple[list[tuple[int, int]], int, list[tuple[int,
     from torch.autograd import DeviceType
 
     results = prof.profiler.kineto_results
-    gpu, host, comm, by_name = [], 0, [], {}
+    by_name: dict[str, list] = {}
+    gpu, host, comm = [], 0, []
     for e in results.events():
         if e.device_type() == DeviceType.CUDA:
             # gpu_user_annotation ranges span kernels rather than being GPU work themselves
@@ -316,7 +322,7 @@ def top_gpu_ops(by_name: dict[str, list], n: int = 15) -> list[dict]:
     return rows[:n]
 
 
-GPU_ONLY_KINDS = ("CONCURRENT_KERNEL", "GPU_MEMCPY", "GPU_MEMSET")  # CUPTI activity kinds of `--profile-activities kernels`
+GPU_ONLY_KINDS = ("CONCURRENT_KERNEL", "GPU_MEMCPY", "GPU_MEMSET")  # CUPTI kinds of `--profile-activities kernels`
 
 
 def profiler_activities(torch, which: str, cuda: bool) -> tuple[list, list[str], str | None]:
@@ -378,8 +384,8 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
     WARMUP: that many steps right before (skip-warmup+1 .. skip) run under the profiler too, unmeasured (profile.json
     lists them with `warmup: true` and only their wall time): the first profiled step of a run came out 1.18-1.26x
     the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window).
-    HOST_STACKS: each measured step also samples every Python thread's stack (experiments/launch/hoststacks.py), stored as
-    the step's `host_stacks`."""
+    HOST_STACKS: each measured step also samples every Python thread's stack (experiments/launch/hoststacks.py), stored
+    as the step's `host_stacks`."""
     warmup = max(0, min(int(warmup), skip))
     import torch
     from transformers import TrainerCallback
@@ -602,7 +608,7 @@ def install_token_counter(out_file: Path, record: dict) -> None:
                 record["tokens"]["error"] = f"{type(exc).__name__}: {exc}"
         return batches, num_items
 
-    Trainer.get_batch_samples = get_batch_samples
+    Trainer.get_batch_samples = get_batch_samples  # type: ignore[method-assign]  # patching the library on purpose
 
 
 # ------------------------------------------------------------------------------------------- ms-swift patches
@@ -818,7 +824,7 @@ def main(argv: list[str] | None = None) -> int:
         callbacks.append(make_profiler_callback(opts.profile_steps, opts.profile_skip, out_dir / PROFILE_FILE, record,
                                                 opts.profile_activities, opts.profile_warmup,
                                                 opts.profile_host_stacks))
-    if rank() == 0:  # every run: each step's GPU share from GPM counters, no per-launch cost (experiments/record/gpm.py)
+    if rank() == 0:  # every run: each step's GPU share, GPM counters, no per-launch cost (experiments/record/gpm.py)
         from experiments.record import gpm
 
         cb = gpm.make_callback(Path(output_dir or ".") / gpm.GPM_FILE, record)

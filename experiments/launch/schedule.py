@@ -3,18 +3,19 @@
     python -m experiments.launch.schedule [--out FILE] [launcher options] -- <swift sft args...>
 
 The same arguments as experiments/launch/launcher.py: SftArguments parses them, SwiftSft prepares the dataset with the
-processor in place of the model (no weights are read), and experiments.recipes.schedule_core counts every optimizer step of the
+processor in place of the model (no weights are read), and experiments.recipes.schedule_core counts every optimizer step
+of the
 full schedule as the training loop will meet it (launcher options that change batches are applied with the launcher's
 own patches). Writes FILE, else <output_dir>/schedule.jsonl: one JSON line per step, tokens.jsonl's fields + samples.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 from experiments.recipes.schedule_core import SCHEDULE_FILE, steps_of, write
 
@@ -49,8 +50,8 @@ def build(swift_args: list[str], opts=None) -> list[dict]:
     from experiments.launch.launcher import batch_token_counts, install_patches
 
     if opts is not None and (opts.longest_first or opts.pad_to or opts.sdpa_padding_free):
-        install_patches(SimpleNamespace(longest_first=opts.longest_first, pad_to=opts.pad_to,
-                                        sdpa_padding_free=opts.sdpa_padding_free), {}, [])
+        install_patches(argparse.Namespace(longest_first=opts.longest_first, pad_to=opts.pad_to,
+                                           sdpa_padding_free=opts.sdpa_padding_free), {}, [])
 
     class ScheduleSft(SwiftSft):
         """SwiftSft with the processor in place of the model, writing no eval split."""

@@ -153,7 +153,7 @@ def fill_self_cognition(
             raise InputError(path, f"row {i}: not a self-cognition row (query/response/tag)")
         row = dict(row)
         for key in ("name", "author"):
-            val = pairs[key]
+            val: tuple[str, str] | str | None = pairs[key]
             if val is None:
                 continue
             val = val[0] if row.get("tag") == "zh" else val[1]
@@ -234,7 +234,13 @@ _EN_WORDS = (
     "quick small large simple clear short long number list write explain describe give name three "
     "ways reasons example story poem summary table value compare improve check plan build test"
 ).split()
-_ZH_CHARS = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处理"
+_ZH_CHARS = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多"
+    "定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因"
+    "由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解"
+    "问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少"
+    "图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处理"
+)
 
 
 def _en_sentence(rng: random.Random, lo: int, hi: int) -> str:

@@ -1,1 +1,2 @@
-"""One-off probes: each answers one dated question (its header says which, and the answer). Nothing imports them; not in the wheel."""
+"""One-off probes: each answers one dated question (its header says which, and the answer). Nothing imports them; not in
+the wheel."""

@@ -1,5 +1,5 @@
-"""Does GPM's busy share mean what the suite uses it for? GPM (experiments/record/gpm.py) against windows whose GPU-busy share
-is known, and against torch.profiler's kernel union on a launch-bound window. Needs CUDA and a GPU with GPM.
+"""Does GPM's busy share mean what the suite uses it for? GPM (experiments/record/gpm.py) against windows whose GPU-busy
+share is known, and against torch.profiler's kernel union on a launch-bound window. Needs CUDA and a GPU with GPM.
 
     python -m experiments.probes.gpm_probe [--out FILE] [--seconds S]
 
@@ -52,7 +52,8 @@ def probe(seconds: float = 1.5) -> dict:
             kernel_s += e0.elapsed_time(e1) / 1000
             time.sleep((1 - duty) * period)
         m = gpm.mark()
-        out["rows"].append({"window": f"sleep kernels, duty {duty:.0%}", "known_busy_frac": round(kernel_s / m["wall_s"], 4),
+        out["rows"].append({"window": f"sleep kernels, duty {duty:.0%}",
+                            "known_busy_frac": round(kernel_s / m["wall_s"], 4),
                             **m})
     x = torch.zeros(1, device="cuda")
     prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])

@@ -4,7 +4,8 @@
                                       [--out FILE]
 
 The best recipe packs a step's 16 samples into one row (padding-free) whose length changes every step (1,062-3,007
-tokens over the 94 steps of the epoch, 1,410-2,528 between the 10th and 90th percentile), and SDPA gets a block-diagonal causal mask. On the H200 hosts torch picks cuDNN's attention for it
+tokens over the 94 steps of the epoch, 1,410-2,528 between the 10th and 90th percentile), and SDPA gets a block-diagonal
+causal mask. On the H200 hosts torch picks cuDNN's attention for it
 (`cudnn_generated_fort_native_sdpa_sm90_flash_*` in every profile of the recipe), and cuDNN builds an execution
 graph per new shape: tens of milliseconds of host time (pytorch#155958 added TORCH_CUDNN_SDPA_AVOID_RECOMPILE for
 it; flashinfer measured 55-70 ms per plan build). The host-stack samples of fast-best put 15-16 % of its step inside

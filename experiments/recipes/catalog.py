@@ -1,6 +1,7 @@
 """The claims audit's runs as data: experiments and capacity searches of experiments/recipes/claims/.
 
-experiments/recipes/claims/experiments.yaml holds `defaults` and `experiments`, experiments/recipes/claims/searches.yaml the capacity
+experiments/recipes/claims/experiments.yaml holds `defaults` and `experiments`, experiments/recipes/claims/searches.yaml
+the capacity
 `searches`; the defaults apply to both. `load()` checks them (InputError naming the file) and expands every search
 into one experiment per rung of its ladder (probe ids <search>-bs<N>), so a probe runs like any other experiment.
 
@@ -23,7 +24,8 @@ CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 EXPERIMENTS_FILE = "experiments.yaml"
 SEARCHES_FILE = "searches.yaml"
 LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "profile_activities", "profile_warmup",
-                 "profile_host_stacks", "longest_first", "pad_to", "fast_exit", "stop_after", "sdpa_padding_free", "env",
+                 "profile_host_stacks", "longest_first", "pad_to", "fast_exit", "stop_after", "sdpa_padding_free",
+                 "env",
                  "liger_config", "sdp_backends"}
 EXPERIMENT_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "matrix", "est_gpu_s",
                    "requires", "blocked", "combine", "search", "probe"}

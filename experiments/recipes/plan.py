@@ -1,8 +1,9 @@
 """The GPU plan of the claims audit (experiments/recipes/claims/plan.yaml): device calls of chains, one lane per GPU.
 
-Each plan command is one chain of claims experiments / searches (experiments/recipes/catalog.py) run one after another on
-one GPU by `swiftbench run-all --claims --experiments plan:NAME`; experiments/cloud/claims_gpu.sh CALL runs the chains of
-one device call side by side.
+Each plan command is one chain of claims experiments / searches (experiments/recipes/catalog.py) run one after another
+on
+one GPU by `swiftbench run-all --claims --experiments plan:NAME`; experiments/cloud/claims_gpu.sh CALL runs the chains
+of one device call side by side.
 
     python -m experiments.recipes.plan                 the plan with its estimated GPU time per chain and per call
     python -m experiments.recipes.plan --chains CALL   device call CALL's chains as `GPU LANE NAME` lines
@@ -114,7 +115,8 @@ def call_estimates(folder: str | Path = catalog.CLAIMS_DIR) -> dict[int, dict]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.recipes.plan", description=__doc__.splitlines()[0])
     p.add_argument("--chains", type=int, default=None, metavar="CALL",
-                   help="print device call CALL's chains as `GPU LANE NAME` lines (for experiments/cloud/claims_gpu.sh)")
+                   help="print device call CALL's chains as `GPU LANE NAME` lines "
+                        "(for experiments/cloud/claims_gpu.sh)")
     a = p.parse_args(argv)
     try:
         if a.chains is not None:

@@ -1,7 +1,8 @@
 """The token schedule of a `swift sft` run, known before it trains: real and padded tokens of every optimizer step.
 
 The launcher (experiments/launch/launcher.py) computes it in the training process (`install`); the command
-`python -m experiments.launch.schedule` (experiments/launch/schedule.py) computes it without a model or a GPU. Both use this module.
+`python -m experiments.launch.schedule` (experiments/launch/schedule.py) computes it without a model or a GPU. Both use
+this module.
 
 The batches of a run are fixed before it starts: the data, its split and order (ms-swift's `data_seed`), the template
 and the sampler decide every step's token count. Everything here is ms-swift's and transformers' own code, so the
@@ -16,7 +17,8 @@ schedule follows them when they change:
 - the steps: transformers' Trainer loop (set_initial_training_values, _run_epoch), re-told in `_steps`: an optimizer
   step takes `gradient_accumulation_steps` micro-batches, the epoch's last step the remainder, `set_epoch(epoch)`
   before every epoch, up to `max_steps` (else `num_train_epochs` x steps per epoch);
-- the counts: experiments.launch.launcher.batch_token_counts, the function that writes tokens.jsonl during training, so the two
+- the counts: experiments.launch.launcher.batch_token_counts, the function that writes tokens.jsonl during training, so
+  the two
   files compare line by line; launcher options that change batches (--longest-first, --pad-to, --sdpa-padding-free)
   are the launcher's own patches.
 

@@ -37,7 +37,7 @@ class Gpm:
         self.lib, self.handle, self.index = lib, handle, index
         self._prev = lib.nvmlGpmSampleAlloc()
         self._cur = lib.nvmlGpmSampleAlloc()
-        self._t = None
+        self._t: float | None = None
 
     @classmethod
     def open(cls, lib=None, index: int | None = None) -> tuple["Gpm | None", str]:
@@ -71,7 +71,7 @@ class Gpm:
         lib = self.lib
         lib.nvmlGpmSampleGet(self.handle, self._cur)
         t = time.perf_counter()
-        out = None
+        out: dict | None = None
         if self._t is not None:
             mg = lib.c_nvmlGpmMetricsGet_t()
             mg.version = lib.NVML_GPM_METRICS_GET_VERSION
@@ -92,7 +92,7 @@ class Gpm:
         for s in (self._prev, self._cur):
             try:
                 self.lib.nvmlGpmSampleFree(s)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a sample that will not free must not stop the run
                 pass
 
 
@@ -111,7 +111,8 @@ def make_callback(out_file: Path, record: dict, lib=None):
             nonlocal gpm
             if why is not None:
                 record["gpm"]["status"] = f"stopped: {why}"
-            gpm.close()
+            if gpm is not None:  # always: every caller checked
+                gpm.close()
             gpm = None
 
         def _mark(self):
@@ -119,7 +120,7 @@ def make_callback(out_file: Path, record: dict, lib=None):
                 return None
             try:
                 return gpm.mark()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - sampling errors end the sampling, never the run
                 self._stop(f"{type(exc).__name__}: {exc}")
                 return None
 

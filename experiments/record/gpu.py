@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 from experiments.base import hardware
 from experiments.record.nvml import _s, nvml, visible_indices  # noqa: F401 - re-exported
@@ -40,7 +41,7 @@ def gpus(lib=None) -> list[dict]:
         mem = lib.nvmlDeviceGetMemoryInfo(h)
         try:  # the enforced board power limit, for "power well below the limit" verdicts
             power_limit_w = lib.nvmlDeviceGetEnforcedPowerLimit(h) / 1000
-        except Exception:
+        except Exception:  # noqa: BLE001 - an optional NVML query: no power limit, an empty field
             power_limit_w = None
         out.append({"index": i, "name": _s(lib.nvmlDeviceGetName(h)), "memory_mib": mem.total // 2**20,
                     "power_limit_w": power_limit_w})
@@ -85,11 +86,11 @@ def detect_hw(lib=None) -> str:
     if len(set(classes.values())) > 1:
         raise InputError(None, f"--hw auto: GPUs of several classes are visible ({', '.join(sorted(classes))}); "
                                "pick them with CUDA_VISIBLE_DEVICES")
-    return next(iter(classes.values()))
+    return cast(str, next(iter(classes.values())))  # a class: unknown names were refused above
 
 
 def _versions() -> dict:
-    out = {}
+    out: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             out[name] = md.version(name)
@@ -230,7 +231,7 @@ class Sampler:
         def safe(fn, *a):
             try:
                 return fn(*a)
-            except Exception:
+            except Exception:  # noqa: BLE001 - one failed NVML read leaves a cell empty, never stops the sampler
                 return None
 
         util = safe(lib.nvmlDeviceGetUtilizationRates, h)
@@ -259,7 +260,7 @@ class Sampler:
         for i, h in handles.items():
             try:
                 e0[i] = lib.nvmlDeviceGetTotalEnergyConsumption(h)
-            except Exception:
+            except Exception:  # noqa: BLE001 - no energy counter on this board: energy stays empty
                 e0[i] = None
         with self.path.open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=NVML_FIELDS)

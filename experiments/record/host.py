@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 PY_LOOP_ITERS = 2_000_000
 PY_LOOP_REPS = 3
@@ -60,7 +61,7 @@ def _read(path: Path) -> str | None:
 def _safe(fn, *args):
     try:
         return fn(*args)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a probe of an optional facility must never stop a run
         return None
 
 
@@ -84,7 +85,7 @@ def parse_cpuinfo(text: str) -> dict:
     of the first processor, MHz of every one."""
     blocks = []
     for chunk in text.split("\n\n"):
-        d = {}
+        d: dict[str, str] = {}
         for line in chunk.splitlines():
             if ":" in line:
                 k, v = line.split(":", 1)
@@ -122,7 +123,7 @@ def _cpufreq_mhz(root: Path) -> list[float]:
     out = []
     for f in sorted((root / "sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq")):
         try:
-            out.append(int(_read(f).strip()) / 1000)
+            out.append(int((_read(f) or "").strip()) / 1000)  # unreadable: "", a ValueError
         except (AttributeError, ValueError):
             pass
     return out
@@ -225,7 +226,8 @@ def host_id(machine_id: str | None, boot_id: str | None, every_gpu: list[dict]) 
 
 
 def fingerprint(lib=None, root: Path | str = "/") -> dict:
-    """The host's fingerprint (see the module docstring). `lib`: an NVML module (None: experiments.record.nvml.nvml())."""
+    """The host's fingerprint (see the module docstring). `lib`: an NVML module (None:
+    experiments.record.nvml.nvml())."""
     root = Path(root)
     lib = _nvml(lib)
     every, visible = gpus(lib)
@@ -256,8 +258,8 @@ def _spin(n: int) -> int:
 
 
 def _python_loop(deadline: float) -> dict:
-    out = {"value": None, "unit": "ns/iter", "stat": f"best of {PY_LOOP_REPS}", "iterations": PY_LOOP_ITERS,
-           "reps": 0}
+    out: dict[str, Any] = {"value": None, "unit": "ns/iter", "stat": f"best of {PY_LOOP_REPS}",
+                           "iterations": PY_LOOP_ITERS, "reps": 0}
     best = last = None
     for _ in range(PY_LOOP_REPS):
         if time.perf_counter() + (last or 0) > deadline:
@@ -282,8 +284,9 @@ def _sync(torch, dev: str):
 
 
 def _dispatch(torch, dev: str, deadline: float) -> dict:
-    out = {"value": None, "unit": "us/op", "stat": f"best of {DISPATCH_REPS}", "device": dev, "ops": DISPATCH_OPS,
-           "op": "x.add_(1) on a 1-element float32 tensor, one sync per rep", "reps": 0}
+    out: dict[str, Any] = {"value": None, "unit": "us/op", "stat": f"best of {DISPATCH_REPS}", "device": dev,
+                           "ops": DISPATCH_OPS, "op": "x.add_(1) on a 1-element float32 tensor, one sync per rep",
+                           "reps": 0}
     x = torch.zeros(1, device=dev)
     for _ in range(DISPATCH_WARMUP):
         x.add_(1)
@@ -311,9 +314,9 @@ def _dispatch(torch, dev: str, deadline: float) -> dict:
 def _lora(torch, dev: str, deadline: float) -> dict:
     d = LORA_DIM[dev]
     dtype = torch.bfloat16 if dev == "cuda" else torch.float32
-    out = {"value": None, "unit": "ms/iter", "stat": "median", "device": dev, "in": d, "out": d, "rank": LORA_RANK,
-           "tokens": LORA_TOKENS, "dtype": str(dtype).replace("torch.", ""), "warmup": LORA_WARMUP,
-           "iters_planned": LORA_ITERS, "iters": 0}
+    out: dict[str, Any] = {"value": None, "unit": "ms/iter", "stat": "median", "device": dev, "in": d, "out": d,
+                           "rank": LORA_RANK, "tokens": LORA_TOKENS, "dtype": str(dtype).replace("torch.", ""),
+                           "warmup": LORA_WARMUP, "iters_planned": LORA_ITERS, "iters": 0}
     F = torch.nn.functional
     gen = torch.Generator(device=dev).manual_seed(0)  # its own generator: the caller's RNG state stays as it was
 
@@ -332,7 +335,7 @@ def _lora(torch, dev: str, deadline: float) -> dict:
         y.backward(gy)
         a.grad = b.grad = x.grad = None
 
-    times = []
+    times: list[float] = []
     with torch.enable_grad():
         for i in range(LORA_WARMUP + LORA_ITERS):
             if time.perf_counter() + (times[-1] / 1e3 if times else 0) > deadline:
@@ -361,7 +364,7 @@ def probe(device: str | None = None, budget_s: float = 20.0) -> dict:
     out: dict = {"requested_device": device, "device": None, "budget_s": budget_s}
     out["python_loop"] = _python_loop(deadline)
     skip = {"dispatch": {"value": None, "unit": "us/op"}, "lora_step": {"value": None, "unit": "ms/iter"}}
-    torch = None
+    torch: Any = None
     if time.perf_counter() >= deadline:
         reason = "budget spent"
         out["truncated_before_torch"] = True
@@ -376,7 +379,7 @@ def probe(device: str | None = None, budget_s: float = 20.0) -> dict:
     else:
         try:
             cuda = torch.cuda.is_available()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a broken CUDA setup means no CUDA, never a failed probe
             cuda = False
         want_cuda = device is None or str(device).startswith("cuda")
         dev = "cuda" if want_cuda and cuda else "cpu"
@@ -393,7 +396,7 @@ def probe(device: str | None = None, budget_s: float = 20.0) -> dict:
                 continue
             try:
                 out[name] = fn(torch, dev, deadline)
-            except Exception as exc:  # an odd device or build: a reason, never an exception
+            except Exception as exc:  # noqa: BLE001 - an odd device or build: a reason, never an exception
                 out[name] = {**skip[name], "reason": f"{type(exc).__name__}: {exc}"[:300]}
     parts = ("python_loop", "dispatch", "lora_step")
     out["truncated"] = bool(out.pop("truncated_before_torch", False)) or any(
@@ -411,7 +414,7 @@ def _cuda_in_child() -> bool:
         return False
     try:
         return bool(torch.cuda.is_available()) and not torch.cuda.is_initialized()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken CUDA setup means no child probe, never a failed run
         return False
 
 

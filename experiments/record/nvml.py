@@ -1,11 +1,12 @@
 """NVML access: the initialised pynvml module (None without a driver) and the GPUs this process may use.
 
-Shared by experiments/record/gpu.py (checks, sampling, env.json) and experiments/record/host.py (the host fingerprint); tests hand
-in a fake module wherever `lib` is a parameter.
+Shared by experiments/record/gpu.py (checks, sampling, env.json) and experiments/record/host.py (the host fingerprint);
+tests hand in a fake module wherever `lib` is a parameter.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 
 def nvml():
@@ -16,7 +17,7 @@ def nvml():
         return None
     try:
         pynvml.nvmlInit()
-    except Exception:  # NVMLError_LibraryNotFound / DriverNotLoaded on machines without a GPU
+    except Exception:  # noqa: BLE001 - NVMLError_LibraryNotFound / DriverNotLoaded on machines without a GPU
         return None
     return pynvml
 
@@ -25,7 +26,7 @@ def _s(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def visible_indices(lib, env: dict | None = None) -> list[int]:
+def visible_indices(lib, env: Mapping[str, str] | None = None) -> list[int]:
     """NVML indices of the GPUs this process may use: NVML sees every GPU of the host, CUDA only those in
     CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUIDs). Two runs side by side on one host, each on its own GPU,
     must each sample and describe their own."""

@@ -1,1 +1,2 @@
-"""Stage 2, running it: the runner (run folders, resume, supervision), the papermill notebook, quick runs, imports of outside runs."""
+"""Stage 2, running it: the runner (run folders, resume, supervision), the papermill notebook, quick runs, imports of
+outside runs."""

@@ -39,7 +39,8 @@ def drop_weights_and_data(run_dir: Path) -> None:
 CHECKPOINTS = CACHE / "checkpoints"
 
 
-LINKED_FILES = (runfiles.LOGGING, runfiles.ARGS_JSON, runfiles.TOKENS, runfiles.PROFILE_JSON, runfiles.LAUNCH_JSON, runfiles.SCHEDULE,
+LINKED_FILES = (runfiles.LOGGING, runfiles.ARGS_JSON, runfiles.TOKENS, runfiles.PROFILE_JSON, runfiles.LAUNCH_JSON,
+                runfiles.SCHEDULE,
                 runfiles.GPM)
 
 

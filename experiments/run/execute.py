@@ -19,7 +19,8 @@ from experiments.run.cache import INTERRUPTED, drop_weights_and_data, remove_wor
 from experiments.run.folders import read_status, write_status
 from experiments.run.spec import OOM_PATTERNS, ROOT, RunSpec
 
-# what the supervisor prints when it stops a training whose runner (or notebook kernel) is gone (experiments/run/reaper.py)
+# what the supervisor prints when it stops a training whose runner (or notebook kernel) is gone
+# (experiments/run/reaper.py)
 REAPER_STOP = re.compile(r"^reaper: (.+): stopping the training", re.M)
 
 

@@ -3,8 +3,8 @@
 Kept as code so the notebook's source is reviewable in diffs; re-run after editing:
 `python experiments/run/make_notebook.py` (tests/test_notebooks.py fails while the committed notebook is stale).
 
-The notebook runs one experiment through experiments.run (prepare.prepare, execute.execute) and shows the run's metrics by
-running `swiftbench parse` in a process of its own: the experiments layer imports no analysis stage.
+The notebook runs one experiment through experiments.run (prepare.prepare, execute.execute) and shows the run's metrics
+by running `swiftbench parse` in a process of its own: the experiments layer imports no analysis stage.
 """
 import sys
 from pathlib import Path

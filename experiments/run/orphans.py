@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 from pathlib import Path
+from typing import cast
 
 from experiments.base import runfiles
 from experiments.base.errors import InputError
@@ -30,7 +31,7 @@ def find_orphans(results_dir: str | Path) -> list[tuple[Path, dict, str | None]]
     Only a training that reaper.is_supervisor verifies (live pid with the recorded start time and boot id, leading
     its group, running reaper.py) may be stopped; a run.json that names a live pid or group it cannot verify (runs
     made before the supervisor recorded `training` name a bare `swift_pid`) is reported, never signalled."""
-    out = []
+    out: list[tuple[Path, dict, str | None]] = []
     for status_file in sorted(Path(results_dir).glob("*/*/*/run.json")):
         status = read_status(status_file.parent)
         if status.get("status") != "running" or status.get("host") != socket.gethostname():
@@ -63,14 +64,15 @@ def check_orphans(results_dir: str | Path, kill: bool, console=None) -> None:
     for run_dir, training, why in find_orphans(results_dir):
         pgid = training.get("pgid") or training.get("pid")
         if why is not None:
-            raise InputError(run_dir / runfiles.RUN_JSON, f"names live process group {pgid} as its training, which cannot be "
+            raise InputError(run_dir / runfiles.RUN_JSON, f"names live process group {pgid} as its training, "
+                                                   "which cannot be "
                                                    f"verified ({why}): nothing was signalled; stop it yourself if it "
                                                    f"is yours, or mark the run failed")
         if not kill:
             raise InputError(run_dir, f"the training of an earlier runner is still running (process group {pgid}, "
                                       f"whose runner is gone): stop it (kill -TERM -- -{pgid}) or run again with "
                                       f"--kill-orphans")
-        reaper.stop_group(pgid, grace_s=10, root=training.get("pid"))
+        reaper.stop_group(cast(int, pgid), grace_s=10, root=training.get("pid"))  # an int: is_supervisor passed
         write_status(run_dir, status="failed", reason=f"{INTERRUPTED} (left behind by an earlier runner; stopped by "
                      "--kill-orphans)", finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
         if console is not None:

@@ -25,9 +25,10 @@ from experiments.run.spec import CACHE, DUMMY, DUMMY_TINY, RunSpec
 
 def parallel_overrides(spec: RunSpec, base_flags: dict) -> dict:
     """The swift flags that spread SPEC over its GPUs with the global batch kept: grad-accum divided by the GPU
-    count, else the per-device batch (per-device batch x grad-accum x GPUs stays the recipe's), and ZeRO through ms-swift's shipped DeepSpeed
+    count, else the per-device batch (per-device batch x grad-accum x GPUs stays the recipe's), and ZeRO through
+    ms-swift's shipped DeepSpeed
     configs. A grad-accum the GPU count does not divide would change the global batch: refused."""
-    out = {}
+    out: dict[str, int | str] = {}
     if spec.gpus > 1:
         flags = {**base_flags, **spec.overrides}
         ga = int(flags.get("gradient_accumulation_steps", 1))
@@ -136,14 +137,15 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
         cmd = recipes.render(spec.recipe_name, swift_version, output_dir=str(work), model=model_arg,
                              datasets=datasets, max_steps=spec.max_steps, overrides=overrides)
         cmd["notes"].append("--output_dir is a cache folder (checkpoints stay out of results/); logging.jsonl, "
-                            "args.json, tokens.jsonl, profile.json, launch.json, schedule.jsonl, gpm.jsonl, runs/ and images/ "
+                            "args.json, tokens.jsonl, profile.json, launch.json, schedule.jsonl, gpm.jsonl, runs/ "
+                            "and images/ "
                             "there link into the run folder")
         if spec.recipe is not None:  # say which flags come from the claims experiment, not from the machine
             own = set((catalog.experiment(spec.experiment) or {}).get("overrides") or {})
             cmd["notes"] = [n.replace(": set by the runner", f": claims experiment {spec.experiment}")
                             if n.startswith("--") and n.split(" ", 1)[0][2:] in own else n for n in cmd["notes"]]
         launch_argv = None
-        if spec.launcher is not None:  # in-process swift sft with a memory cap / profiler / ... (experiments/launch/launcher.py)
+        if spec.launcher is not None:  # in-process swift sft (memory cap, profiler...): experiments/launch/launcher.py
             from experiments.launch.launcher import option_argv
 
             launch_opts = option_argv(spec.launcher)

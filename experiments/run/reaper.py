@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -114,7 +115,7 @@ def is_supervisor(training: object) -> str | None:
         return "recorded on another boot"
     if not alive(pid, started):
         return f"process {pid} is gone or is another process now (start time differs)"
-    fields = _stat(pid)
+    fields = _stat(cast(int, pid))  # an int: checked above
     if fields is None or int(fields[2]) != pid:
         return f"process {pid} does not lead process group {pid}"
     argv = cmdline(pid) or []
@@ -265,8 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.getppid() != parent and stop["why"] is None:
             stop["why"] = f"its parent {parent} exited"
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_signal)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, on_signal)
     signal.signal(PARENT_DEATH_SIGNAL, on_parent_death)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, PARENT_DEATH_SIGNAL)

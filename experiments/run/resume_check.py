@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     left_s = round(time.time() - t_kill, 1)
     weights = [str(x) for x in Path(a.results).rglob("*") if x.name.startswith(WEIGHTS)]
     second = subprocess.run(cmd, cwd=ROOT)
+    assert run_dir is not None  # the loop above left it only after steps were logged there
     status = json.loads((run_dir / runfiles.RUN_JSON).read_text())
     resume = (status.get("resumes") or [None])[-1]
     lines = [json.loads(x) for x in (run_dir / runfiles.LOGGING).read_text().splitlines() if x.strip()]
@@ -126,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
                            for s in sorted(set(old) & set(new))],
         "first_resumed_step": min((s for s in new if resume and s > resume["from_step"]), default=None),
     }
-    first_line = next((d for d in lines[cut:] if isinstance(d, dict) and "loss" in d and "train_speed(s/it)" in d), None)
+    first_line = next((d for d in lines[cut:] if isinstance(d, dict) and "loss" in d and "train_speed(s/it)" in d),
+                      None)
     if resume and first_line:  # ms-swift's own clock: from the trainer's start (after model and checkpoint load)
         n = int(first_line["global_step/max_steps"].split("/")[0]) - resume["from_step"]
         report["first_step_since_train_begin_s"] = round(float(first_line["train_speed(s/it)"]) * n, 2)

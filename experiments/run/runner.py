@@ -1,6 +1,7 @@
 """Run experiments: one `swift sft` run per experiment, each in its own never-overwritten run folder.
 
-`swiftbench run-all --hw h200 ...` (or `python -m experiments.run.runner run-all ...`) executes experiments/run/sft.ipynb
+`swiftbench run-all --hw h200 ...` (or `python -m experiments.run.runner run-all ...`) executes
+experiments/run/sft.ipynb
 through papermill once per experiment of the matrix, skipping experiments that already have a complete run with the
 same inputs (resumable after a kill). The notebook calls `prepare` and `execute` below; they can also be used
 without a notebook. With --claims it runs the claims audit's experiments and capacity searches
@@ -228,9 +229,9 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
         finally:
             for sig, handler in ignored.items():
                 signal.signal(sig, handler)
-        exc.run_dir = run_dir
+        exc.run_dir = run_dir  # type: ignore[attr-defined]  # for main()'s getattr, on any KeyboardInterrupt
         raise
-    except Exception as exc:  # the notebook records the reason in run.json; keep going
+    except Exception as exc:  # noqa: BLE001 - the notebook records the reason in run.json; keep going
         status = read_status(run_dir)
         if status.get("status") in (None, "running"):
             write_status(run_dir, status="failed", reason=f"notebook: {type(exc).__name__}: {str(exc)[:300]}")
@@ -245,9 +246,10 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
 
 
 def _run_search(name: str, hw: str, console, progress: bool, **kw) -> list[dict]:
-    """A capacity search (experiments/recipes/claims/searches.yaml): probe per-device batches until one that trained sits
-    next to an OOM."""
-    results, outcomes = [], {}
+    """A capacity search (experiments/recipes/claims/searches.yaml): probe per-device batches until one that trained
+    sits next to an OOM."""
+    results: list[dict] = []
+    outcomes: dict[int, str] = {}
     while True:
         batch = catalog.next_probe(name, outcomes)
         if batch is None:
@@ -345,7 +347,8 @@ def run_all(hw: str, experiments: list[str] | None = None, progress: bool = True
 def register(sub) -> None:
     """`run-all` (for analysis.cli's SUBCOMMAND_MODULES, and `python -m experiments.run.runner run-all`)."""
     r = sub.add_parser("run-all", help="every experiment of the matrix for one hardware class (or --claims)",
-                       description="Run every experiment of the matrix (experiments/recipes/recipes.yaml) for one hardware "
+                       description="Run every experiment of the matrix (experiments/recipes/recipes.yaml) "
+                                   "for one hardware "
                                    "class, or with --claims the claims audit's experiments; complete runs are skipped.")
     r.add_argument("--hw", required=True, help="a class of analysis/data/hardware.yaml, or auto (the GPU's, from NVML)")
     r.add_argument("--model", default="Qwen/Qwen2.5-7B-Instruct",
@@ -357,8 +360,9 @@ def register(sub) -> None:
                         "(model load included; experiments/launch/quick.py)")
     r.add_argument("--budget", default=None, metavar="SECONDS", help="quick runs of this budget each (180 or 180s)")
     r.add_argument("--experiments", default=None,
-                   help="comma-separated subset of experiments/recipes/recipes.yaml (with --claims: claims experiments and "
-                        "searches of experiments/recipes/claims/, or plan:N for the plan's command N; default: the whole plan)")
+                   help="comma-separated subset of experiments/recipes/recipes.yaml (with --claims: claims experiments "
+                        "and searches of experiments/recipes/claims/, or plan:N for the plan's command N; "
+                        "default: the whole plan)")
     r.add_argument("--claims", action="store_true",
                    help="run claims experiments (experiments/recipes/claims/) instead of the matrix")
     r.add_argument("--results", default="results",
@@ -429,7 +433,7 @@ def run_command(a) -> int:
             handlers[sig] = signal.signal(sig, _raise_interrupted)
     try:
         if a.claims:
-            results = run_claims(a.hw, names, first_ok=first_ok, **common)
+            results = run_claims(a.hw, names or [], first_ok=first_ok, **common)  # a list: plan.expand's
         else:
             results = run_all(a.hw, names, gpus=counts, parallels=layouts, **common)
     except KeyboardInterrupt as exc:

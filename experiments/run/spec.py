@@ -50,7 +50,7 @@ class RunSpec:
     parallel: str = "ddp"            # ddp | zero2 | zero3 (ms-swift's shipped DeepSpeed configs)
     budget_s: float | None = None    # a quick run within this many seconds (experiments/launch/quick.py)
 
-    def __post_init__(self):
+    def _resolve(self):
         """A claims experiment (experiments/recipes/claims/) brings its recipe, overrides, launcher, steps and limit;
         what the caller gave explicitly wins (a CLI --max-steps, --set FLAG=VALUE, --timeout)."""
         if not isinstance(self.gpus, int) or self.gpus < 1:
@@ -72,8 +72,6 @@ class RunSpec:
             self.launcher = dict(definition.get("launcher") or {})
         self.max_steps = self.max_steps or definition.get("max_steps")
         self.timeout_s = self.timeout_s or definition.get("timeout_s")
-
-    _resolve = __post_init__
 
     def __post_init__(self):
         """The experiment's definition (above), then a quick run's launcher options and logging on top of it."""

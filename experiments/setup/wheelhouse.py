@@ -43,16 +43,17 @@ try:
     )
     from packaging.version import InvalidVersion, Version
 except ImportError:  # pragma: no cover - pip always vendors a copy
-    from pip._vendor.packaging.requirements import (  # type: ignore[no-redef]
+    # pip's vendored packaging: the same API, other classes to mypy
+    from pip._vendor.packaging.requirements import (  # type: ignore[no-redef,assignment]
         InvalidRequirement,
         Requirement,
     )
-    from pip._vendor.packaging.utils import (  # type: ignore[no-redef]
+    from pip._vendor.packaging.utils import (  # type: ignore[no-redef,assignment]
         InvalidWheelFilename,
         canonicalize_name,
         parse_wheel_filename,
     )
-    from pip._vendor.packaging.version import InvalidVersion, Version  # type: ignore[no-redef]
+    from pip._vendor.packaging.version import InvalidVersion, Version  # type: ignore[no-redef,assignment]
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_REQUIREMENTS = HERE / "requirements-gpu.txt"

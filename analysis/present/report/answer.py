@@ -9,6 +9,7 @@ recipes the claims audit (analysis.judge), published rows the seeds. This module
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -38,9 +39,9 @@ CSV_COLUMNS = ["hw", "gpu", "source", "run", "host", "gpus", "labels", "ms_per_s
 def classes(ctx: Context) -> list[str]:
     """The classes with a row: the ones asked about, then any other with a measured seed-recipe run, by memory size
     and peak."""
-    keys = [k for k in PREDICTED if hardware.get(k)] + [r.hw for r in P.seed_runs(ctx.picked)]
+    keys = [k for k in PREDICTED if hardware.get(k)] + [r.hw for r in P.seed_runs(ctx.picked) if r.hw]
     keys = [k for k in dict.fromkeys(keys) if k and hardware.get(k)]
-    return sorted(keys, key=lambda k: (hardware.get(k)["memory_gb"], hardware.get(k)["bf16_dense_tflops"]))
+    return sorted(keys, key=lambda k: (hardware.require(k)["memory_gb"], hardware.require(k)["bf16_dense_tflops"]))
 
 
 # ------------------------------------------------------------------------------------------ the recipe
@@ -94,12 +95,12 @@ def best_recipe(hw: str, bests: list[tuple[float, dict]], pair: dict | None) -> 
     """The best recipe that fits HW's memory (the class_best claim with the largest cap not above it) and its speed-up
     over the seed recipe: the same-host pair's where the pair ran that recipe, else the audit's with its host
     relation."""
-    gb = float(hardware.get(hw)["memory_gb"])
+    gb = float(hardware.require(hw)["memory_gb"])
     fitting = [row for cap, row in bests if cap <= gb]
     if not fitting:
         return {"text": "–", "recipe": None}
     row = fitting[-1]
-    n = row.get("numbers") if isinstance(row.get("numbers"), dict) else {}
+    n = numbers if isinstance(numbers := row.get("numbers"), dict) else {}
     if not n.get("recipe"):
         return {"text": f"{row['verdict']} ({row['id']})", "recipe": None}
     name = n["recipe"]
@@ -117,8 +118,8 @@ def best_recipe(hw: str, bests: list[tuple[float, dict]], pair: dict | None) -> 
 # ------------------------------------------------------------------------------------------ rows
 
 
-def _gpu(hw: str) -> str:
-    return P.short(hw)
+def _gpu(hw: str | None) -> str | None:
+    return P.short(hw) if hw else hw  # no class: its None (or "") as it is
 
 
 def _minutes(seconds: float | None) -> str:
@@ -138,9 +139,9 @@ def measured_row(rec: RunRecord, capacity: float, best: dict) -> dict:
     extra = [f"{gpus} GPUs" if gpus > 1 else None,
              f"{rec.global_steps} steps" if rec.is_cut_run and rec.global_steps else None,
              "forced" if any(lab.startswith("forced") for lab in rec.labels) else None]
-    extra = [x for x in extra if x]
+    named = [x for x in extra if x]
     return {"hw": rec.hw, "gpu": _gpu(rec.hw), "source": "measured", "run": rec.run, "host": rec.host_id, "gpus": gpus,
-            "labels": "; ".join(rec.labels), "detail": " · ".join([_host(rec)] + extra),
+            "labels": "; ".join(rec.labels), "detail": " · ".join([_host(rec)] + named),
             "ms_per_sample": steps.sample_ms(rec), "ms_per_step": st * 1000 if st else None,
             "tokens_per_s": throughput.throughput(rec).tokens_per_s, "peak_gib": rec.peak_mem_gib,
             "capacity_gib": capacity, "fits": None, "gpu_busy_frac": profile.busy_fraction(rec),
@@ -178,7 +179,7 @@ def answer_rows(ctx: Context) -> list[dict]:
     measured = P.seed_runs(ctx.picked)
     rows = []
     for hw in classes(ctx):
-        cap = planner.capacity_gib(hardware.get(hw))
+        cap = planner.capacity_gib(hardware.require(hw))
         best = best_recipe(hw, bests, pair)
         runs = sorted([r for r in measured if r.hw == hw], key=lambda r: (r.host_id is None, r.host_id or "", r.run))
         rows += [measured_row(r, cap, best) for r in runs]
@@ -232,7 +233,7 @@ def table_html(rows: list[dict]) -> str:
             if c == "GPU":
                 if first:
                     tds.append(f'<td rowspan="{n}" class="sb-gpu" data-col="GPU">{H.e(r["gpu"])}<br><small>'
-                               f'{H.e(hardware.get(r["hw"])["memory_gb"])} GB</small></td>')
+                               f'{H.e(hardware.require(r["hw"])["memory_gb"])} GB</small></td>')
             elif c == "source":
                 detail = {"measured": r["detail"], "predicted": "planner" if r["fits"] in (None, True)
                           else "planner · does NOT fit", "published": "article"}[r["source"]]
@@ -319,7 +320,7 @@ def recipes_table_html(rows: list[dict]) -> str:
                                 for a, b in zip(df["eval_loss"], df["seed_eval_loss"])]
     cols = ["experiment", "host", "train_runtime_s", "load_s", "tokens_per_s", "x_seed", "eval loss (seed's)",
             "loss_counts"]
-    spec = {"formats": {"train_runtime_s": "{:.1f}", "load_s": "{:.1f}", "tokens_per_s": "{:,.0f}",
+    spec: dict[str, Any] = {"formats": {"train_runtime_s": "{:.1f}", "load_s": "{:.1f}", "tokens_per_s": "{:,.0f}",
                         "x_seed": "{:.1f}x"},
             "columns": cols,
             "rename": {"train_runtime_s": "epoch s", "load_s": "start-up s", "tokens_per_s": "steady tokens/s",
@@ -333,7 +334,7 @@ def recipes_table_html(rows: list[dict]) -> str:
 def recommendation_html(ctx: Context) -> str:
     rec = recommendation(ctx)
     source = recipe_gpus.price_source(ctx.prices)
-    prices = (f"Prices: <code>{H.e(ctx.prices.name)}</code>"
+    prices = (f"Prices: <code>{H.e(ctx.prices.name if ctx.prices else 'none')}</code>"
               + (f" ({H.e(source)})" if source else "") + "; yours with <code>--prices FILE</code>.")
     note = ("<i>epoch</i>: train_runtime of the whole epoch (ms-swift's clock: every step, eval and save); "
             "<i>start-up</i>: the run's wall time outside it (model load, data, final save). The recipe is the "

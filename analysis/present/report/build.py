@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
@@ -58,7 +59,7 @@ def check_inputs(results: Path | list[Path], baseline: str, hardware_wanted: lis
     if not seeds.is_dir():
         raise InputError(seeds, "no such seeds folder")
     if not run_folders(results):
-        raise InputError(results, "no run folders (run.json or logging.jsonl) below this folder")
+        raise InputError(str(results), "no run folders (run.json or logging.jsonl) below this folder")
     found = scan(results)
     published_figures(seeds)
     return found
@@ -82,7 +83,7 @@ def render_html(nb_path: Path, html_path: Path) -> Path:
     return html_path
 
 
-def build(results: str | Path = "results", out: str | Path = "report", baseline: str = "a10",
+def build(results: str | Path | Sequence[str | Path] = "results", out: str | Path = "report", baseline: str = "a10",
           hardware_wanted: str | list[str] = "", seeds: str | Path | None = None, timeout_s: int = 600,
           notebook: str | Path = NOTEBOOK, prices: str | Path | None = None) -> dict:
     """Execute the report notebook and render it; returns the paths and seconds taken. InputError for bad input,

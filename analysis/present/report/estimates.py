@@ -8,6 +8,7 @@ import pandas as pd
 
 from analysis.estimate import quick as Q
 from analysis.estimate.validate import planner_error
+from analysis.parse.record import RunRecord
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.answer import error_text
@@ -65,7 +66,7 @@ def quick_section(ctx: Context) -> list[str]:
     if not rows:
         return [H.p("<b>Quick runs.</b> None in these results (<code>make run-all ... QUICK=1</code>).")]
     df = quick_frame(rows)
-    by_run = {(r.hw, r.experiment, r.run): r for r in ctx.records}
+    by_run: dict[tuple, RunRecord] = {(r.hw, r.experiment, r.run): r for r in ctx.records}
     frames, runs = [], []
     for r in rows:
         q, full = by_run.get((r["hw"], r["experiment"], r["quick_run"])), by_run.get(

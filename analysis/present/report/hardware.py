@@ -71,7 +71,7 @@ def run_command(rec: RunRecord) -> tuple[dict | None, list[str], str | None, str
     if isinstance(command, list):
         return argv_flags(command), list(rec.run_status.get("notes") or []), shell, "run.json / command.sh"
     argv = shell_argv(shell) if shell else None
-    if argv is not None:
+    if argv is not None and shell:  # a parsed argv: there was a shell line
         return argv_flags(argv), shell_notes(shell), shell, COMMAND_FILE
     return None, [f"{rec.name}: {NO_COMMAND} (no command in run.json, no readable {COMMAND_FILE})"], shell, "none"
 
@@ -167,7 +167,7 @@ def env_frame(runs: list[RunRecord]) -> pd.DataFrame:
 
 
 def measured_list(ctx: Context, hw: str, runs: list[RunRecord]) -> str:
-    exps = sorted({r.experiment for r in runs})
+    exps = sorted({r.experiment for r in runs if r.experiment is not None})
     ok = [r for r in runs if r.ok]
     with_nvml = [r for r in runs if (Path(r.path) / U.NVML_NAME).is_file()]
     measured = [f"step time, tokens/s, samples/s and MFU: {len(ok)} successful run(s) of {', '.join(exps)}",

@@ -91,9 +91,9 @@ def runs_line(ctx: Context) -> str:
 
 
 def header(ctx: Context) -> str:
-    versions = sorted({(r.env.get("packages") or {}).get("ms-swift") or r.swift_version for r in ctx.records}
-                      - {None})
-    started = sorted(r.run_status.get("started") for r in ctx.records if r.run_status.get("started"))
+    versions = sorted({v for r in ctx.records
+                       if (v := (r.env.get("packages") or {}).get("ms-swift") or r.swift_version) is not None})
+    started = sorted(s for r in ctx.records if (s := r.run_status.get("started")))
     measured_hw = sorted({r.hw for r in ctx.records if r.hw}, key=ctx.hw_rank)
     commit = git_commit()
     article_hw = in_words([P.short(h) for h in P.hardware_with(ctx.pub, "ms_per_step")])

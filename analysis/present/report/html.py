@@ -123,8 +123,8 @@ def fold(summary: str, body: str, open_: bool = False) -> str:
 
 def side_by_side(*parts: str) -> str:
     """PARTS (figures, usually) in one row, each an equal share of the page's width."""
-    parts = [x for x in parts if x]
-    return '<div class="sb-row">' + "".join(f"<div>{x}</div>" for x in parts) + "</div>" if parts else ""
+    shown = [x for x in parts if x]
+    return '<div class="sb-row">' + "".join(f"<div>{x}</div>" for x in shown) + "</div>" if shown else ""
 
 
 def clip(text, width: int) -> str:

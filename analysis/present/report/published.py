@@ -84,7 +84,7 @@ def not_in_article(ctx: Context) -> str:
     out = []
     for hw in sorted({r.hw for r in P.seed_runs(ctx.picked)} - ctx.published_hw, key=ctx.hw_rank):
         ref, relation = P.nearest(hw, ctx.pub)
-        if ref is not None:
+        if ref is not None and hw is not None:  # nearest gives a class only for a class
             out.append(f"The {P.short(hw)} is not in the article: its nearest published class is the "
                        f"{P.short(ref)} ({relation.split('(', 1)[-1].rstrip(')')}), and those rows are labelled as a "
                        "cross-hardware comparison.")

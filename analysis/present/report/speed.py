@@ -13,7 +13,8 @@ from analysis.present.tables import baseline_name
 from experiments.base import hardware
 
 SPEED_FORMATS = {
-    "ms_per_sample": "{:.1f}", "ms_per_step": "{:.1f}", "ms_per_micro_step": "{:.1f}", "tokens_per_s": "{:,.0f}", "tokens_per_s_low": "{:,.0f}",
+    "ms_per_sample": "{:.1f}", "ms_per_step": "{:.1f}", "ms_per_micro_step": "{:.1f}", "tokens_per_s": "{:,.0f}",
+    "tokens_per_s_low": "{:,.0f}",
     "tokens_per_s_high": "{:,.0f}", "samples_per_s": "{:.2f}", "peak_gib": "{:.2f}", "mfu": "{:.2%}",
     "speedup": "{:.2f}", "published_ms_per_sample": "{:.0f}", "measured_over_published": "{:.3f}",
     "gpu_busy_ms_per_step": "{:.1f}", "host_ms_per_step": "{:.1f}", "gpu_busy_frac": "{:.0%}",
@@ -24,7 +25,7 @@ SPEED_FORMATS = {
 HIDDEN = ("status", "samples_per_s")
 
 
-def baselines(ctx: Context) -> dict[tuple[str, str], tuple[str, float, RunRecord | None]]:
+def baselines(ctx: Context) -> dict[tuple[str | None, str], tuple[str, float, RunRecord | None]]:
     """(experiment, source) -> (baseline, its ms per sample, its run record; None for published rows), as the speed
     table chose them."""
     by_id = {(r.hw, r.experiment, r.run): r for r in ctx.picked}
@@ -129,7 +130,8 @@ def scaling_block(ctx: Context) -> str:
     return H.join([
         H.figure(ctx, fig, "scaling.png", "Scaling efficiency of every N-GPU run over the 1-GPU run of the same "
                  "recipe on the same host, made one right after the other (global batch kept: grad-accum or the "
-                 "per-device batch divided by N); 95 % range from bootstrapping both runs' steady intervals. " + labels),
+                 "per-device batch divided by N); 95 % range from bootstrapping both runs' steady intervals. "
+                 + labels),
         H.fold(f"the scaling table ({len(sc)} rows)",
                H.html_table(sc.drop(columns=["name"]), {"speedup": "{:.2f}", "efficiency": "{:.0%}",
                                                         "efficiency_low": "{:.0%}", "efficiency_high": "{:.0%}",

@@ -13,7 +13,8 @@ from analysis.present.report.context import Context
 RUN_FORMATS = {"ms_per_step": "{:.1f}", "ms_ci95_low": "{:.1f}", "ms_ci95_high": "{:.1f}",
                "ms_per_micro_step": "{:.1f}",
                "tokens_per_s": "{:,.0f}", "peak_gib": "{:.2f}", "steps": "{:.0f}", "steady_intervals": "{:.0f}"}
-SPREAD_COLUMNS = ["hw", "experiment", "gpus", "runs", "ms_per_step of each run", "min", "max", "spread_pct", "same steps"]
+SPREAD_COLUMNS = ["hw", "experiment", "gpus", "runs", "ms_per_step of each run", "min", "max", "spread_pct",
+                  "same steps"]
 INTERVAL_COLUMNS = ["name", "hw", "experiment", "run", "from_step", "to_step", "step_time_ms", "interval"]
 
 
