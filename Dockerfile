@@ -7,7 +7,7 @@
 # h100, h200, ..., or auto: the class of the GPU NVML shows), and optionally -e MODEL=...
 # -e MAX_STEPS=... -e EXPERIMENTS=a,b -e DATA=dir.
 #
-# For the cloud fleet (`make fleet IMAGE=...`, README "Fleet"), push it where SkyPilot can pull it:
+# For the cloud fleet (`make fleet IMAGE=...`, docs/fleet.md), push it where SkyPilot can pull it:
 #   docker build -t ghcr.io/<you>/swiftbench:<tag> . && docker push ghcr.io/<you>/swiftbench:<tag>
 # (Docker Hub, GHCR, ECR, Artifact Registry; a private registry's login goes into the task's
 # SKYPILOT_DOCKER_USERNAME / _PASSWORD / _SERVER envs). SkyPilot runs the job inside it with the

@@ -158,7 +158,7 @@ wheelhouse:
 # The device tool carries at most 64 MiB with the tracked tree: a wheel set without deepspeed, hjson and bitsandbytes
 # (multi-GPU ZeRO and QLoRA runs only; deepspeed's sdist does not build on every machine) and without jedi and debugpy
 # (optional for IPython and ipykernel), 25 MB. On the GPU host, drop the same lines from requirements-gpu.txt before
-# installing (LITE_DROP below; results/README.md has the command line).
+# installing (LITE_DROP below; docs/running.md has the command line).
 LITE_DROP := /^(deepspeed|hjson|bitsandbytes|jedi|debugpy)==/d; /^\# [a-z-]+ \((deepspeed|bitsandbytes|hjson)\)/d
 wheelhouse-lite:
 	@req=$$(mktemp); sed -E '$(LITE_DROP)' experiments/setup/requirements-gpu.txt >$$req; \

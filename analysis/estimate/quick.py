@@ -716,5 +716,5 @@ def run(args) -> int:
               f"| {_fmt(r['predicted_tokens_per_s'], '.0f')} ({_fmt(r['tokens_per_s_low'], '.0f')}-"
               f"{_fmt(r['tokens_per_s_high'], '.0f')}) / {_fmt(r.get('measured_tokens_per_s'), '.0f')} | {tok} |")
     print("\nThe 95 % range covers the quick run's own step noise, not how the next run on the host will go: where a "
-          "step is host-bound, compare the same-steps host ratio (README, 'Quick runs').")
+          "step is host-bound, compare the same-steps host ratio (docs/quick-runs.md).")
     return 0

@@ -286,6 +286,10 @@ def register(sub) -> None:
                    help="output format: md (Markdown, the default), csv or json")
     p.add_argument("--seeds", default=None, help="folder of published figures (default: the suite's seeds/)")
     p.add_argument("--compact", action="store_true", help="only the main columns")
+    p.add_argument("--answer", action="store_true",
+                   help="only the answer (README's): the recommendation sentence, the recipes measured beside a "
+                        "full seed epoch of their own host, and the recommended recipe per GPU class; Markdown, "
+                        "without host ids (the full tables name the hosts and runs)")
     p.add_argument("--prices", default=str(recipe_gpus.DEFAULT_PRICES), metavar="FILE",
                    help="price table for the recommended recipe's cost per GPU class (YAML 'h100: 2.5' per GPU-hour, "
                         "optionally 'currency: EUR'; default: analysis/data/prices.yaml, dated list prices)")
@@ -344,6 +348,30 @@ def tables(results_dir: str | Path | Scan, baseline: str = "a10", seeds_dir: str
             "recommended_gpus": pd.DataFrame(rec["gpus"], columns=GPU_COLUMNS)}
 
 
+ANSWER_RECIPES = {"experiment": "recipe", "hw": "GPU", "pair": "host", "steps": "steps", "train_runtime_s": "epoch s",
+                  "load_s": "start-up s", "tokens_per_s": "steady tokens/s", "x_seed": "x seed (epoch)",
+                  "eval_loss": "eval loss", "seed_eval_loss": "seed's eval loss", "loss_counts": "in band"}
+ANSWER_GPUS = {"hw": "GPU class", "capacity_gib": "GiB", "needs_gib": "needs GiB", "fits": "fits", "epoch_s": "epoch s",
+               "gpu_hours": "GPU-h", "price_per_gpu_hour": "price/h", "cost": "cost", "source": "how"}
+
+
+def answer_md(t: dict[str, pd.DataFrame]) -> str:
+    """The answer as README shows it: the sentence, the same-host recipe rows (fastest first), the recommended
+    recipe per GPU class. Formats only what tables() computed; host ids stay in the full tables."""
+    rec = t["recipes"]
+    paired = rec[rec["same_host_seed"].astype(bool)].sort_values("train_runtime_s").copy()
+    letters = {h: chr(ord("A") + i) for i, h in enumerate(dict.fromkeys(paired["host"]))}
+    paired["pair"] = paired["host"].map(letters)  # which rows share a host (a ratio is of one host's runs)
+    gpus = t["recommended_gpus"].copy()
+    if not gpus.empty:
+        gpus["source"] = gpus["source"].str.replace(r",? ?host [0-9a-f]+", "", regex=True)
+    parts = [str(t["recommended"].iloc[0]["sentence"]), "",
+             render(paired[list(ANSWER_RECIPES)].rename(columns=ANSWER_RECIPES), "md")]
+    if not gpus.empty:
+        parts += ["", render(gpus[list(ANSWER_GPUS)].rename(columns=ANSWER_GPUS), "md")]
+    return "\n".join(parts)
+
+
 def run(args) -> int:
     hardware.require(args.baseline)  # an unknown baseline is bad input (exit 2, the known names), as in report
     found = scan(args.results_dir)
@@ -352,6 +380,9 @@ def run(args) -> int:
     done = SKIPPED_EXIT if found.skipped else 0
     t = tables(found, args.baseline, args.seeds, args.compact, args.prices, args.results_dir[0])
     speed, conv = t["speedup"], t["convergence"]
+    if getattr(args, "answer", False):
+        print(answer_md(t))
+        return done
     if args.format == "json":
         print(json.dumps({name: json.loads(df.to_json(orient="records", double_precision=15))
                           for name, df in t.items()}, indent=2))

@@ -10,7 +10,7 @@
 #
 # PRIME=EXPERIMENT (first form): before the pairs, a throwaway cut run of that experiment (12 steps, evaluating and
 # saving at steps 5, 10 and 12) into a scratch results folder that is never packed: it pays a fresh machine's
-# one-time costs (first runs of a recipe on a machine ran their steps and first save slower, README "Quick runs")
+# one-time costs (first runs of a recipe on a machine ran their steps and first save slower, docs/quick-runs.md)
 # so that the timed pairs do not. Say so beside any result it precedes. Call 39 (PRIME=best, then two seed runs):
 # the first best run after it had no slow steps 2 and 6, but still step 27, beyond the prime's 12 steps.
 #
@@ -18,7 +18,8 @@
 # the results.
 #
 # ORDER="full quick" (either form): each pair's full run first, then its quick run (default "quick full"): a quick run
-# made on a machine that has already run the recipe to the end (call 42: the best pair's one-time costs, README).
+# made on a machine that has already run the recipe to the end (call 42: the best pair's one-time costs,
+# results/findings/quick-runs_h200_2026-12-02.md).
 #
 # RESUME=EXPERIMENT (either form): before the runs (after the wait), issue 19's resume check on that experiment
 # (experiments/run/resume_check.py: a 40-step cut run killed at step 25 and resumed from its step-20 checkpoint).

@@ -91,7 +91,7 @@ def quick_section(ctx: Context) -> list[str]:
             "<i>same_steps_host_ratio</i>: the same for the GPU-active and host seconds (GPM counters). The bar set "
             "for a quick estimate: within 3 % of the measured time, and inside its range. The range covers the quick "
             "run's own step noise, not how the next run on the host will go: where the step is host-bound, the full "
-            "run's host seconds over the very same batches differed from the quick run's (README, 'Quick runs')."),
+            "run's host seconds over the very same batches differed from the quick run's (docs/quick-runs.md)."),
         H.html_table(df, formats, columns=QUICK_COLUMNS),
         H.csv(ctx, df, "quick_runs.csv"),
     ]
