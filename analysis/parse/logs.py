@@ -368,7 +368,7 @@ def _load_json_file(p: Path) -> Any:
     if what is not None:
         raise InputError(p, what)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        return json.loads(p.read_text(encoding="utf-8-sig"))  # a BOM (a Windows editor's save) is no error
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(p, f"not valid JSON: {exc}", getattr(exc, "lineno", None)) from None
     except RecursionError:
@@ -379,13 +379,13 @@ def _load_json_file(p: Path) -> Any:
 
 def read_args(run_dir: Path) -> dict | None:
     """`args.json` beside the log (`sft_args.json` in 1.x), or None; a broken one is bad input."""
-    for name in (ARGS_NAME, "sft_args.json"):
+    for name in (ARGS_NAME, runfiles.ARGS_JSON_1X):
         p = run_dir / name
         if os.path.lexists(p):
             data = _load_json_file(p)
             if not isinstance(data, dict):
                 raise InputError(p, "args file is not a JSON object")
-            return data
+            return runfiles.check(p, data)
     return None
 
 
@@ -524,6 +524,8 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
         try:
             for raw in f:
                 line_no += 1
+                if line_no == 1 and raw[:3] == b"\xef\xbb\xbf":  # a BOM (a Windows editor's save) is no error
+                    raw = raw[3:]
                 torn = not raw.endswith(b"\n")  # only a last line lacks its newline
                 try:
                     text = raw.decode("utf-8")

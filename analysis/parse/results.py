@@ -29,7 +29,7 @@ SWIFT_RUN = re.compile(r"^v\d+-\d{8}-\d{6}$")  # the folder `swift sft` makes un
 def read_env(run_dir: str | Path) -> dict:
     """env.json of a run folder ({} when absent), with `hw` filled from the path when env.json lacks it."""
     run_dir = Path(run_dir)
-    env = read_json_object(run_dir / ENV_NAME) or {}
+    env = runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {})
     if "hw" not in env:
         ident = identity(run_dir)
         if ident["hw"]:
@@ -38,7 +38,8 @@ def read_env(run_dir: str | Path) -> dict:
 
 
 def read_status(run_dir: str | Path) -> dict:
-    return read_json_object(Path(run_dir) / STATUS_NAME) or {}
+    """run.json of a run folder ({} when absent); a field of the wrong type or out of range is bad input."""
+    return runfiles.check(Path(run_dir) / STATUS_NAME, read_json_object(Path(run_dir) / STATUS_NAME) or {})
 
 
 def identity(run_dir: str | Path) -> dict:
