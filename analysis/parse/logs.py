@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.parse import megatron
-from experiments.base import runfiles
+from experiments.base import runfiles, runschema
 from experiments.base.errors import InputError
 
 LOG_NAME = runfiles.LOGGING
@@ -492,6 +492,9 @@ class _Reader:
                     speed = to_float(speed)
                 if speed is not None and speed <= 0:
                     raise InputError(self.path, f"{key} is {'zero' if speed == 0 else 'negative'}", line_no)
+                if speed is not None and speed > runschema.LOG_SPEED.hi:  # 1e308 s/it: no step, no speed is that
+                    raise InputError(self.path, f"{key} is {speed:g}, beyond any plausible speed "
+                                                f"(at most {runschema.LOG_SPEED.hi:g})", line_no)
         self.run.lines.append(line)
 
     def finish(self) -> None:

@@ -31,7 +31,8 @@ from analysis.parse.logs import (
     to_float,
     transpose,
 )
-from experiments.base import runfiles
+from experiments.base import runfiles, runschema
+from experiments.base.errors import InputError
 
 Curve = list  # [[step, value], ...] as logged (JSON-friendly)
 
@@ -386,6 +387,11 @@ def log_facts(run: RunLog) -> dict:
 
     train_stats = parse_dataset_stats(summary.get("train_dataset"))
     val_stats = parse_dataset_stats(summary.get("val_dataset"))
+    for name, stats in (("train_dataset", train_stats), ("val_dataset", val_stats)):
+        for stat, value in (stats or {}).items():  # a negative token count made a negative tokens/s (issue 30)
+            if not runschema.DATASET_STAT.lo <= value <= runschema.DATASET_STAT.hi:
+                raise InputError(run.path, f"{name}'s {stat} is {value:g}: no token count is that",
+                                 run.summary.line_no)
     params = parse_param_info(summary.get("model_parameter_info") or summary.get("model_info"))
 
     warnings = list(run.warnings)

@@ -81,6 +81,25 @@ def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
     return out
 
 
+def check_hardware(run_dir: Path, env: dict, status: dict, folder_hw: str | None) -> None:
+    """The folder's hardware class (results/<hw>/...) against what env.json and run.json say: env.json's `hw: a10`
+    in a results/h200/ folder used to make an A10 row (and the speed-up baseline) of an H200 run. A GPU whose NVML
+    name is another class's is bad input too, unless the runner recorded the label as forced (--force-hw)."""
+    if folder_hw is None:
+        return
+    for path, data in ((run_dir / ENV_NAME, env), (run_dir / STATUS_NAME, status)):
+        hw = data.get("hw")
+        if hw is not None and hw != folder_hw:
+            raise InputError(path, f"hw {hw!r} but the folder is under {folder_hw}/: which GPU made this run is "
+                                   "unclear")
+    forced = status.get("forced_hw") or (env.get("gpu_check") or {}).get("forced")
+    name = env.get("gpu_name")
+    matched = hardware.match_nvml(name) if name and not forced else None
+    if matched is not None and matched != folder_hw:
+        raise InputError(run_dir / ENV_NAME, f"gpu_name {name!r} is a {matched} GPU but the folder is under "
+                                             f"{folder_hw}/ and run.json does not say the label was forced")
+
+
 def read_run(run_dir: str | Path) -> RunRecord:
     """The RunRecord of one run folder: run.json, env.json, and the log when there is one (a failed run without
     a log comes back failed, with its reason)."""
@@ -88,8 +107,9 @@ def read_run(run_dir: str | Path) -> RunRecord:
     env = read_env(run_dir)
     status = read_status(run_dir)
     ident = identity(run_dir)
+    check_hardware(run_dir, env, status, ident["hw"])
     info = {
-        "hw": env.get("hw") or ident["hw"],
+        "hw": ident["hw"] or env.get("hw"),
         "experiment": status.get("experiment") or ident["experiment"],
         "run": ident["run"],
         "status": status.get("status", "ok"),
@@ -101,7 +121,13 @@ def read_run(run_dir: str | Path) -> RunRecord:
     if not (run_dir / STATUS_NAME).is_file() and not (run_dir / ENV_NAME).is_file():
         info["labels"].append(UNLABELLED)
     if (run_dir / LOG_NAME).is_file():
-        return record_from_log(read_log(run_dir), **info)
+        rec = record_from_log(read_log(run_dir), **info)
+        if rec.ok and not rec.complete:  # a log cut at step 30 read as a finished run, step 30's loss as final
+            rec.status = "failed"
+            rec.failure = (f"incomplete log: run.json says ok but {LOG_NAME} ends at step {rec.global_steps}"
+                           f"{f' of {rec.max_steps}' if rec.max_steps else ''} without ms-swift's end-of-training "
+                           "summary")
+        return rec
     if info["status"] == "ok":
         info["status"], info["failure"] = "failed", "no logging.jsonl"
     return RunRecord(path=str(run_dir), **info, **sidefiles.read(run_dir))
