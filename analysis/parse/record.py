@@ -346,11 +346,12 @@ def _timeline(run: RunLog, args: dict, warnings: list[str],
         if ln.step is None or (e := seconds(ln, s_per_it, it_per_s)) is None:
             continue
         t = e + offset(ln)
-        if points and t <= points[-1][1]:
-            backwards.append(ln.step)
-            continue
         points.append((ln.step, t))
         steps.append(ln.step)
+    if any(b[1] <= a[1] for a, b in zip(points, points[1:])):
+        kept = _rising(points)
+        backwards = [p[0] for p in points if p not in kept]
+        points = [p for p in points if p in kept]
     ev = run.evals
     for ln, s_per_it, it_per_s in zip(ev, _column(ev, SPEED_S_PER_IT, memo), _column(ev, SPEED_IT_PER_S, memo)):
         if ln.step is None:
@@ -362,8 +363,31 @@ def _timeline(run: RunLog, args: dict, warnings: list[str],
             evals[ln.step] = e + offset(ln)
     if backwards:
         warnings.append(f"{len(backwards)} training line(s) whose time since the start does not grow with the step "
-                        f"left out of the step times (first: step {backwards[0]})")
+                        f"as the lines around them do left out of the step times (first: step {backwards[0]})")
     return points, evals
+
+
+def _rising(points: list[tuple[int, float]]) -> set[tuple[int, float]]:
+    """The longest run of POINTS whose times rise with the step (patience sorting, n log n). A cumulative speed
+    that is wrong on one line (its s/it x10) puts that line's time past the next lines'; dropping the lines after it
+    kept one interval of ten times its length, which made tokens/s 229 instead of 3,559 (issue 30): the longest rising
+    run drops the one line that does not fit instead."""
+    tails: list[float] = []   # tails[k]: the smallest last time of a rising run of length k + 1
+    tail_at: list[int] = []   # its index in POINTS
+    before = [-1] * len(points)
+    for i, (_, t) in enumerate(points):
+        k = bisect.bisect_left(tails, t)
+        if k == len(tails):
+            tails.append(t)
+            tail_at.append(i)
+        else:
+            tails[k], tail_at[k] = t, i
+        before[i] = tail_at[k - 1] if k else -1
+    out, i = set(), tail_at[-1] if tail_at else -1
+    while i >= 0:
+        out.add(points[i])
+        i = before[i]
+    return out
 
 
 def log_facts(run: RunLog) -> dict:
