@@ -22,6 +22,7 @@ import functools
 import gc
 import json
 import math
+import operator
 import os
 import re
 import stat
@@ -40,6 +41,9 @@ ARGS_NAME = runfiles.ARGS_JSON
 SPEED_S_PER_IT = "train_speed(s/it)"
 SPEED_IT_PER_S = "train_speed(iter/s)"
 SUMMARY_KEYS = {"log_history", "model_parameter_info", "last_model_checkpoint", "train_dataset", "memory"}
+# ms-swift's clock strings on a training line: nothing reads them there (a line's time comes from its speed; an eval
+# line's elapsed_time is kept), and they held a fifth of a 200 MB log's memory (issue 30): not kept in its row.
+TRAIN_CLOCK_KEYS = frozenset({"elapsed_time", "remaining_time"})
 # Keys that differ between the duplicated lines of multi-node runs (each node master writes its own speed).
 VOLATILE_KEYS = {SPEED_S_PER_IT, SPEED_IT_PER_S, "elapsed_time", "remaining_time", "percentage"}
 
@@ -267,7 +271,11 @@ def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | Non
     if raw.__class__ is str and "/" in raw:
         a, _, b = raw.partition("/")
         try:
-            step, total = int(a), int(b)
+            step, total = int(a), _TOTALS.get(b)
+            if total is None:
+                total = int(b)
+                if len(_TOTALS) < 1000:
+                    _TOTALS[b] = total
         except ValueError:
             step = total = None
         if step is None or total is None:
@@ -282,6 +290,9 @@ def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | Non
                 raise InputError(path, f"negative step {step}", line_no)
             return step, None
     return None, None
+
+
+_TOTALS: dict[str, int] = {}  # max_steps text -> one int for all lines that say it (a line's own: 28 bytes each)
 
 
 def _same_values(a: dict, b: dict) -> bool:
@@ -449,13 +460,23 @@ class _Reader:
         shape = self.shapes.get(keys)  # a line's kind depends on its keys alone: classified once per key order
         if shape is None:
             kind = _classify(obj)
-            shape = (kind, {k: i for i, k in enumerate(keys)} if kind in ("train", "eval") else None)
+            index = pick = None
+            if kind in ("train", "eval"):
+                kept = [i for i, k in enumerate(keys) if not (kind == "train" and k in TRAIN_CLOCK_KEYS)]
+                index = {keys[i]: j for j, i in enumerate(kept)}
+                if len(kept) < len(keys):
+                    pick = operator.itemgetter(*kept) if len(kept) > 1 else (lambda v, i=kept: tuple(v[j] for j in i))
+            shape = (kind, index, pick)
             if len(self.shapes) < 10_000:  # a log of ever new key orders keeps its dicts
                 self.shapes[keys] = shape
-        kind, index = shape
+        kind, index, pick = shape
         step, max_steps = _step_of(obj, self.path, line_no)
-        line = Line(kind, step, max_steps, obj if index is None else Row(index, tuple(obj.values())), line_no,
-                    self.start)
+        if index is None:
+            data = obj
+        else:
+            values = tuple(obj.values())
+            data = Row(index, values if pick is None else pick(values))
+        line = Line(kind, step, max_steps, data, line_no, self.start)
         if index is not None or kind == "train" or kind == "eval":
             if step is None:
                 key = json.dumps({k: v for k, v in obj.items() if k not in VOLATILE_KEYS}, sort_keys=True,
@@ -629,14 +650,15 @@ def _torn(run: RunLog, line_no: int) -> None:
 
 
 def transpose(lines: list[Line]) -> tuple[dict[str, int], list[tuple]] | None:
-    """(key -> position, one tuple of values per key) when every line is a row of one key order (ms-swift writes its
-    training lines alike), else None: all of a long log's columns in one pass (zip in C)."""
+    """(key -> position, each line's tuple of values) when every line is a row of one key order (ms-swift writes its
+    training lines alike), else None: a column is then one C pass (operator.itemgetter) over the tuples, made only
+    for the keys asked for (all columns at once took ~75 MB more of a 200 MB log's peak)."""
     if not lines or lines[0].data.__class__ is not Row:
         return None
     index = lines[0].data._index
     if not all((d := ln.data).__class__ is Row and d._index is index for ln in lines):
         return None
-    return index, list(zip(*[ln.data._values for ln in lines]))
+    return index, [ln.data._values for ln in lines]
 
 
 def as_floats(values) -> list[float | None]:

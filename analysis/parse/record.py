@@ -11,6 +11,7 @@ import bisect
 import math
 import re
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +262,7 @@ def _column(lines, key: str, memo: dict | None) -> list:
             memo[(id(lines), key)] = column(lines, key)
         else:
             i = table[0].get(key)
-            memo[(id(lines), key)] = [None] * len(lines) if i is None else as_floats(table[1][i])
+            memo[(id(lines), key)] = [None] * len(lines) if i is None else as_floats(map(itemgetter(i), table[1]))
     return memo[(id(lines), key)]
 
 
@@ -429,9 +430,10 @@ def log_facts(run: RunLog) -> dict:
                             "size): samples/s, tokens/s and MFU are left out")
 
     rest = [ln for ln in run.lines if ln.kind != "train"]
-    memory = list(zip(run.train, _column(run.train, "memory(GiB)", memo))) + list(zip(rest, column(rest, "memory(GiB)")))
-    mem_values = [v for _, v in memory if v is not None and 0 <= v < math.inf]
-    negative = sorted(ln.line_no for ln, v in memory if v is not None and v < 0)
+    train_mem, rest_mem = _column(run.train, "memory(GiB)", memo), column(rest, "memory(GiB)")
+    mem_values = [v for col in (train_mem, rest_mem) for v in col if v is not None and 0 <= v < math.inf]
+    negative = sorted(ln.line_no for lines, col in ((run.train, train_mem), (rest, rest_mem))
+                      for ln, v in zip(lines, col) if v is not None and v < 0)
     if negative:
         warnings.append(f"{len(negative)} negative memory(GiB) value(s) ignored (first: line {negative[0]})")
     summary_mem = to_float(summary.get("memory"))
