@@ -123,10 +123,7 @@ def read_run(run_dir: str | Path) -> RunRecord:
     if (run_dir / LOG_NAME).is_file():
         rec = record_from_log(read_log(run_dir), **info)
         if rec.ok and not rec.complete:  # a log cut at step 30 read as a finished run, step 30's loss as final
-            rec.status = "failed"
-            rec.failure = (f"incomplete log: run.json says ok but {LOG_NAME} ends at step {rec.global_steps}"
-                           f"{f' of {rec.max_steps}' if rec.max_steps else ''} without ms-swift's end-of-training "
-                           "summary")
+            rec.labels.append(incomplete_label(rec))
         return rec
     if info["status"] == "ok":
         info["status"], info["failure"] = "failed", "no logging.jsonl"
@@ -248,6 +245,17 @@ def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = Non
                 raise
             skipped.append((run_dir, skip_reason(run_dir, exc)))
     return out
+
+
+INCOMPLETE = "incomplete log"
+
+
+def incomplete_label(rec: RunRecord) -> str:
+    """The label of a run whose run.json says ok but whose log lacks ms-swift's end-of-training summary (cut, or a
+    killed run's log under a hand-edited run.json): its last loss is no final loss (issue 30)."""
+    of = f" of {rec.max_steps}" if rec.max_steps else ""
+    return (f"{INCOMPLETE} (ends at step {rec.global_steps}{of} without ms-swift's end-of-training summary, though "
+            "run.json says ok)")
 
 
 def labels(env: dict, status: dict) -> list[str]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-
 class Invalid(Exception):
     """A field against its schema: the dotted field name and what is wrong with it."""
 
@@ -57,7 +56,7 @@ class Num:
             raise Invalid(where, f"{_what(value)}, outside the plausible range {self.lo:g} to {self.hi:g}")
 
 
-def Int(lo: float = -math.inf, hi: float = math.inf, required: bool = False) -> Num:  # noqa: N802 (a type)
+def Int(lo: float = -math.inf, hi: float = math.inf, required: bool = False) -> Num:
     return Num(lo, hi, True, required)
 
 
