@@ -359,7 +359,7 @@ def test_any_field_of_any_file_mutated_gives_exit_0_or_3_and_leaves_the_good_row
         old = _get(doc if i is None else doc[i], path)
         return key, path, draw(mutations(old))
 
-    @settings(max_examples=80, deadline=None, derandomize=True,
+    @settings(max_examples=100, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(mutation())
     def check(m):
