@@ -351,6 +351,19 @@ def test_a_bad_run_folder_is_left_out_and_roots_merge(results_tree, tmp_path):
     assert "bs16" not in set(runs["experiment"]) and (runs["hw"] == "a100").sum() == 1
 
 
+def test_a_wrong_typed_field_names_the_run_not_a_notebook_cell(results_tree, tmp_path):
+    """run.json's `key` a string used to stop the report with a traceback, or past its checks fail a notebook cell
+    ("notebook cell 3 failed", exit 1, no page; issue 30):
+    the folder is left out with one line naming it and the field, the page is built, exit 3."""
+    bad = results_tree / "h200" / "bs16" / "run-20261130-000000"
+    (bad / "run.json").write_text(json.dumps({**json.loads((bad / "run.json").read_text()), "key": "bs16"}))
+    proc = _report(results_tree, tmp_path / "out")
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines == [f"report: skipped {bad}: run.json: field 'key' is a string ('bs16'), not an object"], lines
+    assert (tmp_path / "out" / "index.html").is_file()
+
+
 # ---------------------------------------------------------------------------------------- utilisation
 
 

@@ -366,9 +366,13 @@ def test_a_second_runner_does_not_train_an_experiment_another_runner_holds(tmp_p
     finally:
         holder.kill()
         holder.wait()
+    held_by = []
+    monkeypatch.setattr(runner, "run_notebook", lambda spec, run_dir, progress: (ran.append(run_dir),
+                                                                                 held_by.append(lock.read_text())))
     res = runner._run_one(spec, Console(file=open(os.devnull, "w")), progress=False)
     assert len(ran) == 1 and res["run_dir"] == str(ran[0])
-    assert lock.read_text().split()[0] == str(os.getpid())
+    assert held_by[0].split()[0] == str(os.getpid())  # the killed holder's file, taken over while it ran
+    assert not lock.exists()  # and gone with the lock
 
 
 def test_a_training_whose_runner_is_gone_is_interrupted_whatever_it_printed():

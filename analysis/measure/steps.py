@@ -3,8 +3,8 @@
 An interval is left out of the steady state when it is the first, starts in the warm-up (the first 10 % of the full
 epoch's optimizer steps, at most 10 steps: the same absolute steps for a full run and for any run cut from it, so runs
 of one schedule are judged over the same steps; 9.4 for the recipe's 94-step epoch), holds an eval or a checkpoint
-save, or holds a step the profiler watched (profiling slows it). Every step time, tokens/s and energy figure of the
-suite is taken over these steady intervals.
+save, holds a step the profiler watched (profiling slows it), or takes over 10x the median step time (a broken
+line's speed). Every step time, tokens/s and energy figure of the suite is taken over these steady intervals.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from analysis.parse.record import RunRecord
 WARMUP_FRACTION = 0.10  # intervals that start before this share of the full epoch's steps are warm-up ...
 WARMUP_MAX_STEPS = 10   # ... or before this step, whichever comes first (a long epoch's warm-up is no longer)
 CI_LEVEL = 0.95
+OUTLIER_FACTOR = 10.0   # a steady interval this many times the median step time is a broken log line, not a step
 
 
 class Interval(NamedTuple):
@@ -106,7 +107,21 @@ def _intervals(rec: RunRecord) -> list[Interval]:
         elif pi < npr and profiled[pi] <= b:  # a profiled step p with a < p <= b
             reason = "profiled"
         append(Interval(a, b, tb - ta, reason))
-    return out
+    return _outliers(out)
+
+
+def _outliers(out: list[Interval]) -> list[Interval]:
+    """Steady intervals whose step time is over OUTLIER_FACTOR x the steady median are no steady state: one line's
+    cumulative s/it x10 (the last line's, which no later line contradicts) made tokens/s 15 instead of 349 while the
+    median stayed right (issue 30). Needs three steady intervals (the median of two is their mean)."""
+    times = [iv.seconds / iv.steps for iv in out if iv.excluded is None]
+    if len(times) < 3:
+        return out
+    limit = OUTLIER_FACTOR * statistics.median(times)
+    if max(times) <= limit:
+        return out
+    why = f"outlier (over {OUTLIER_FACTOR:g}x the median step time)"
+    return [iv._replace(excluded=why) if iv.excluded is None and iv.seconds / iv.steps > limit else iv for iv in out]
 
 
 def any_in(sorted_values: list[int], low: int, high: int) -> bool:

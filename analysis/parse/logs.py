@@ -22,6 +22,7 @@ import functools
 import gc
 import json
 import math
+import operator
 import os
 import re
 import stat
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypeGuard, cast
 
 from analysis.parse import megatron
-from experiments.base import runfiles
+from experiments.base import runfiles, runschema
 from experiments.base.errors import InputError
 
 LOG_NAME = runfiles.LOGGING
@@ -40,6 +41,9 @@ ARGS_NAME = runfiles.ARGS_JSON
 SPEED_S_PER_IT = "train_speed(s/it)"
 SPEED_IT_PER_S = "train_speed(iter/s)"
 SUMMARY_KEYS = {"log_history", "model_parameter_info", "last_model_checkpoint", "train_dataset", "memory"}
+# ms-swift's clock strings on a training line: nothing reads them there (a line's time comes from its speed; an eval
+# line's elapsed_time is kept), and they held a fifth of a 200 MB log's memory (issue 30): not kept in its row.
+TRAIN_CLOCK_KEYS = frozenset({"elapsed_time", "remaining_time"})
 # Keys that differ between the duplicated lines of multi-node runs (each node master writes its own speed).
 VOLATILE_KEYS = {SPEED_S_PER_IT, SPEED_IT_PER_S, "elapsed_time", "remaining_time", "percentage"}
 
@@ -269,7 +273,11 @@ def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | Non
         step: int | None
         total: int | None
         try:
-            step, total = int(a), int(b)
+            step, total = int(a), _TOTALS.get(b)
+            if total is None:
+                total = int(b)
+                if len(_TOTALS) < 1000:
+                    _TOTALS[b] = total
         except ValueError:
             step = total = None
         if step is None or total is None:
@@ -284,6 +292,9 @@ def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | Non
                 raise InputError(path, f"negative step {step}", line_no)
             return step, None
     return None, None
+
+
+_TOTALS: dict[str, int] = {}  # max_steps text -> one int for all lines that say it (a line's own: 28 bytes each)
 
 
 def _same_values(a: Mapping, b: Mapping) -> bool:
@@ -370,7 +381,7 @@ def _load_json_file(p: Path) -> Any:
     if what is not None:
         raise InputError(p, what)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        return json.loads(p.read_text(encoding="utf-8-sig"))  # a BOM (a Windows editor's save) is no error
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(p, f"not valid JSON: {exc}", getattr(exc, "lineno", None)) from None
     except RecursionError:
@@ -381,13 +392,13 @@ def _load_json_file(p: Path) -> Any:
 
 def read_args(run_dir: Path) -> dict | None:
     """`args.json` beside the log (`sft_args.json` in 1.x), or None; a broken one is bad input."""
-    for name in (ARGS_NAME, "sft_args.json"):
+    for name in (ARGS_NAME, runfiles.ARGS_JSON_1X):
         p = run_dir / name
         if os.path.lexists(p):
             data = _load_json_file(p)
             if not isinstance(data, dict):
                 raise InputError(p, "args file is not a JSON object")
-            return data
+            return runfiles.check(p, data)
     return None
 
 
@@ -452,13 +463,24 @@ class _Reader:
         shape = self.shapes.get(keys)  # a line's kind depends on its keys alone: classified once per key order
         if shape is None:
             kind = _classify(obj)
-            shape = (kind, {k: i for i, k in enumerate(keys)} if kind in ("train", "eval") else None)
+            index = pick = None
+            if kind in ("train", "eval"):
+                kept = [i for i, k in enumerate(keys) if not (kind == "train" and k in TRAIN_CLOCK_KEYS)]
+                index = {keys[i]: j for j, i in enumerate(kept)}
+                if len(kept) < len(keys):
+                    pick = operator.itemgetter(*kept) if len(kept) > 1 else (lambda v, i=kept: tuple(v[j] for j in i))
+            shape = (kind, index, pick)
             if len(self.shapes) < 10_000:  # a log of ever new key orders keeps its dicts
                 self.shapes[keys] = shape
-        kind, index = shape
+        kind, index, pick = shape
         step, max_steps = _step_of(obj, self.path, line_no)
-        line = Line(kind, step, max_steps, obj if index is None else Row(index, tuple(obj.values())), line_no,
-                    self.start)
+        data: Mapping
+        if index is None:
+            data = obj
+        else:
+            values = tuple(obj.values())
+            data = Row(index, values if pick is None else pick(values))
+        line = Line(kind, step, max_steps, data, line_no, self.start)
         if index is not None or kind == "train" or kind == "eval":
             if step is None:
                 key = json.dumps({k: v for k, v in obj.items() if k not in VOLATILE_KEYS}, sort_keys=True,
@@ -472,11 +494,11 @@ class _Reader:
                 if limit is not None and step > limit:
                     self.beyond.append((line_no, step, limit))
                     return
-                steps, kept = self.by_kind[kind]
+                steps, kept_lines = self.by_kind[kind]
                 if steps and step <= steps[-1]:
                     i = bisect.bisect_left(steps, step)
                     while i < len(steps) and steps[i] == step:
-                        if _same_values(kept[i].data, obj):
+                        if _same_values(kept_lines[i].data, obj):
                             self.run.duplicates_dropped += 1
                             return
                         i += 1
@@ -485,7 +507,7 @@ class _Reader:
                     if kind == "train":  # identical repeats were dropped above: these values differ
                         raise InputError(self.path, f"step {step} logged twice with different values", line_no)
                 steps.append(step)
-                kept.append(line)
+                kept_lines.append(line)
             if kind == "train":
                 speed = obj.get(SPEED_S_PER_IT)
                 key = SPEED_S_PER_IT
@@ -495,6 +517,9 @@ class _Reader:
                     speed = to_float(speed)
                 if speed is not None and speed <= 0:
                     raise InputError(self.path, f"{key} is {'zero' if speed == 0 else 'negative'}", line_no)
+                if speed is not None and speed > runschema.LOG_SPEED.hi:  # 1e308 s/it: no step, no speed is that
+                    raise InputError(self.path, f"{key} is {speed:g}, beyond any plausible speed "
+                                                f"(at most {runschema.LOG_SPEED.hi:g})", line_no)
         self.run.lines.append(line)
 
     def finish(self) -> None:
@@ -527,6 +552,8 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
         try:
             for raw in f:
                 line_no += 1
+                if line_no == 1 and raw[:3] == b"\xef\xbb\xbf":  # a BOM (a Windows editor's save) is no error
+                    raw = raw[3:]
                 torn = not raw.endswith(b"\n")  # only a last line lacks its newline
                 try:
                     text = raw.decode("utf-8")
@@ -559,7 +586,38 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
     reader.finish()
     if not run.lines:
         raise InputError(log_path, "no log lines")
+    check_resumes(run, line_no)
     return run
+
+
+def check_resumes(run: RunLog, n_lines: int) -> None:
+    """A resume that run.json records, or args.json's resume_from_checkpoint, against the log: the resumed training's
+    first training line logs the first logging step after the checkpoint's. A resume the log contradicts made every
+    step time 29-38 % off (issue 30: the speed is counted from the wrong step): bad input, naming the file."""
+    every = _int((run.args or {}).get("logging_steps"))
+
+    def contradicted(step: int, after_line: int) -> str | None:
+        first = next((ln.step for ln in run.train if ln.line_no > after_line and ln.step is not None), None)
+        if first is None:
+            return None
+        if first <= step or (every and every > 0 and first > step + every):
+            return (f"resumed from the checkpoint of step {step}, but the first training line after it logs step "
+                    f"{first}")
+        return None
+
+    status = run.run_dir / runfiles.RUN_JSON
+    for lines, step in run.resumes:
+        if lines > n_lines:
+            raise InputError(status, f"a resume after line {lines} of {LOG_NAME}, which has {n_lines} lines")
+        why = contradicted(step, lines)
+        if why:
+            raise InputError(status, f"{why} ({LOG_NAME} line {lines + 1} on)")
+    resume = (run.args or {}).get("resume_from_checkpoint")
+    m = re.search(r"checkpoint-(\d+)", resume) if isinstance(resume, str) and not run.resumes else None
+    why = contradicted(int(m.group(1)), 0) if m else None
+    if why:
+        args = next((p for p in (run.run_dir / ARGS_NAME, run.run_dir / runfiles.ARGS_JSON_1X) if p.is_file()), None)
+        raise InputError(args, f"resume_from_checkpoint: {why} of {LOG_NAME}")
 
 
 @contextlib.contextmanager
@@ -596,14 +654,15 @@ def _torn(run: RunLog, line_no: int) -> None:
 
 
 def transpose(lines: list[Line]) -> tuple[dict[str, int], list[tuple]] | None:
-    """(key -> position, one tuple of values per key) when every line is a row of one key order (ms-swift writes its
-    training lines alike), else None: all of a long log's columns in one pass (zip in C)."""
+    """(key -> position, each line's tuple of values) when every line is a row of one key order (ms-swift writes its
+    training lines alike), else None: a column is then one C pass (operator.itemgetter) over the tuples, made only
+    for the keys asked for (all columns at once took ~75 MB more of a 200 MB log's peak)."""
     if not lines or lines[0].data.__class__ is not Row:
         return None
     index = lines[0].data._index
     if not all((d := ln.data).__class__ is Row and d._index is index for ln in lines):
         return None
-    return index, list(zip(*[cast(Row, ln.data)._values for ln in lines]))  # Rows: checked just above
+    return index, [cast(Row, ln.data)._values for ln in lines]  # Rows: checked just above
 
 
 def as_floats(values) -> list[float | None]:

@@ -12,6 +12,7 @@ import bisect
 import math
 import re
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from analysis.parse.logs import (
     to_float,
     transpose,
 )
-from experiments.base import runfiles
+from experiments.base import runfiles, runschema
+from experiments.base.errors import InputError
 
 Curve = list  # [[step, value], ...] as logged (JSON-friendly)
 
@@ -262,7 +264,7 @@ def _column(lines, key: str, memo: dict | None) -> list:
             memo[(id(lines), key)] = column(lines, key)
         else:
             i = table[0].get(key)
-            memo[(id(lines), key)] = [None] * len(lines) if i is None else as_floats(table[1][i])
+            memo[(id(lines), key)] = [None] * len(lines) if i is None else as_floats(map(itemgetter(i), table[1]))
     return memo[(id(lines), key)]
 
 
@@ -347,11 +349,12 @@ def _timeline(run: RunLog, args: dict, warnings: list[str],
         if ln.step is None or (e := seconds(ln, s_per_it, it_per_s)) is None:
             continue
         t = e + offset(ln)
-        if points and t <= points[-1][1]:
-            backwards.append(ln.step)
-            continue
         points.append((ln.step, t))
         steps.append(ln.step)
+    if any(b[1] <= a[1] for a, b in zip(points, points[1:])):
+        kept = _rising(points)
+        backwards = [p[0] for p in points if p not in kept]
+        points = [p for p in points if p in kept]
     ev = run.evals
     for ln, s_per_it, it_per_s in zip(ev, _column(ev, SPEED_S_PER_IT, memo), _column(ev, SPEED_IT_PER_S, memo)):
         if ln.step is None:
@@ -363,8 +366,31 @@ def _timeline(run: RunLog, args: dict, warnings: list[str],
             evals[ln.step] = e + offset(ln)
     if backwards:
         warnings.append(f"{len(backwards)} training line(s) whose time since the start does not grow with the step "
-                        f"left out of the step times (first: step {backwards[0]})")
+                        f"as the lines around them do left out of the step times (first: step {backwards[0]})")
     return points, evals
+
+
+def _rising(points: list[tuple[int, float]]) -> set[tuple[int, float]]:
+    """The longest run of POINTS whose times rise with the step (patience sorting, n log n). A cumulative speed
+    that is wrong on one line (its s/it x10) puts that line's time past the next lines'; dropping the lines after it
+    kept one interval of ten times its length, which made tokens/s 229 instead of 3,559 (issue 30): the longest rising
+    run drops the one line that does not fit instead."""
+    tails: list[float] = []   # tails[k]: the smallest last time of a rising run of length k + 1
+    tail_at: list[int] = []   # its index in POINTS
+    before = [-1] * len(points)
+    for i, (_, t) in enumerate(points):
+        k = bisect.bisect_left(tails, t)
+        if k == len(tails):
+            tails.append(t)
+            tail_at.append(i)
+        else:
+            tails[k], tail_at[k] = t, i
+        before[i] = tail_at[k - 1] if k else -1
+    out, i = set(), tail_at[-1] if tail_at else -1
+    while i >= 0:
+        out.add(points[i])
+        i = before[i]
+    return out
 
 
 def log_facts(run: RunLog) -> dict:
@@ -388,6 +414,11 @@ def log_facts(run: RunLog) -> dict:
 
     train_stats = parse_dataset_stats(summary.get("train_dataset"))
     val_stats = parse_dataset_stats(summary.get("val_dataset"))
+    for name, stats in (("train_dataset", train_stats), ("val_dataset", val_stats)):
+        for stat, value in (stats or {}).items():  # a negative token count made a negative tokens/s (issue 30)
+            if not runschema.DATASET_STAT.lo <= value <= runschema.DATASET_STAT.hi:
+                raise InputError(run.path, f"{name}'s {stat} is {value:g}: no token count is that",
+                                 run.summary.line_no if run.summary is not None else None)
     params = parse_param_info(summary.get("model_parameter_info") or summary.get("model_info"))
 
     warnings = list(run.warnings)
@@ -401,10 +432,10 @@ def log_facts(run: RunLog) -> dict:
                             "size): samples/s, tokens/s and MFU are left out")
 
     rest = [ln for ln in run.lines if ln.kind != "train"]
-    memory = (list(zip(run.train, _column(run.train, "memory(GiB)", memo)))
-              + list(zip(rest, column(rest, "memory(GiB)"))))
-    mem_values = [v for _, v in memory if v is not None and 0 <= v < math.inf]
-    negative = sorted(ln.line_no for ln, v in memory if v is not None and v < 0)
+    train_mem, rest_mem = _column(run.train, "memory(GiB)", memo), column(rest, "memory(GiB)")
+    mem_values = [v for col in (train_mem, rest_mem) for v in col if v is not None and 0 <= v < math.inf]
+    negative = sorted(ln.line_no for lines, col in ((run.train, train_mem), (rest, rest_mem))
+                      for ln, v in zip(lines, col) if v is not None and v < 0)
     if negative:
         warnings.append(f"{len(negative)} negative memory(GiB) value(s) ignored (first: line {negative[0]})")
     summary_mem = to_float(summary.get("memory"))

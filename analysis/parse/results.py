@@ -29,7 +29,7 @@ SWIFT_RUN = re.compile(r"^v\d+-\d{8}-\d{6}$")  # the folder `swift sft` makes un
 def read_env(run_dir: str | Path) -> dict:
     """env.json of a run folder ({} when absent), with `hw` filled from the path when env.json lacks it."""
     run_dir = Path(run_dir)
-    env = read_json_object(run_dir / ENV_NAME) or {}
+    env = runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {})
     if "hw" not in env:
         ident = identity(run_dir)
         if ident["hw"]:
@@ -38,7 +38,8 @@ def read_env(run_dir: str | Path) -> dict:
 
 
 def read_status(run_dir: str | Path) -> dict:
-    return read_json_object(Path(run_dir) / STATUS_NAME) or {}
+    """run.json of a run folder ({} when absent); a field of the wrong type or out of range is bad input."""
+    return runfiles.check(Path(run_dir) / STATUS_NAME, read_json_object(Path(run_dir) / STATUS_NAME) or {})
 
 
 def identity(run_dir: str | Path) -> dict:
@@ -80,6 +81,25 @@ def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
     return out
 
 
+def check_hardware(run_dir: Path, env: dict, status: dict, folder_hw: str | None) -> None:
+    """The folder's hardware class (results/<hw>/...) against what env.json and run.json say: env.json's `hw: a10`
+    in a results/h200/ folder used to make an A10 row (and the speed-up baseline) of an H200 run. A GPU whose NVML
+    name is another class's is bad input too, unless the runner recorded the label as forced (--force-hw)."""
+    if folder_hw is None:
+        return
+    for path, data in ((run_dir / ENV_NAME, env), (run_dir / STATUS_NAME, status)):
+        hw = data.get("hw")
+        if hw is not None and hw != folder_hw:
+            raise InputError(path, f"hw {hw!r} but the folder is under {folder_hw}/: which GPU made this run is "
+                                   "unclear")
+    forced = status.get("forced_hw") or (env.get("gpu_check") or {}).get("forced")
+    name = env.get("gpu_name")
+    matched = hardware.match_nvml(name) if name and not forced else None
+    if matched is not None and matched != folder_hw:
+        raise InputError(run_dir / ENV_NAME, f"gpu_name {name!r} is a {matched} GPU but the folder is under "
+                                             f"{folder_hw}/ and run.json does not say the label was forced")
+
+
 def read_run(run_dir: str | Path) -> RunRecord:
     """The RunRecord of one run folder: run.json, env.json, and the log when there is one (a failed run without
     a log comes back failed, with its reason)."""
@@ -87,8 +107,9 @@ def read_run(run_dir: str | Path) -> RunRecord:
     env = read_env(run_dir)
     status = read_status(run_dir)
     ident = identity(run_dir)
+    check_hardware(run_dir, env, status, ident["hw"])
     info = {
-        "hw": env.get("hw") or ident["hw"],
+        "hw": ident["hw"] or env.get("hw"),
         "experiment": status.get("experiment") or ident["experiment"],
         "run": ident["run"],
         "status": status.get("status", "ok"),
@@ -100,7 +121,10 @@ def read_run(run_dir: str | Path) -> RunRecord:
     if not (run_dir / STATUS_NAME).is_file() and not (run_dir / ENV_NAME).is_file():
         info["labels"].append(UNLABELLED)
     if (run_dir / LOG_NAME).is_file():
-        return record_from_log(read_log(run_dir), **info)
+        rec = record_from_log(read_log(run_dir), **info)
+        if rec.ok and not rec.complete:  # a log cut at step 30 read as a finished run, step 30's loss as final
+            rec.labels.append(incomplete_label(rec))
+        return rec
     if info["status"] == "ok":
         info["status"], info["failure"] = "failed", "no logging.jsonl"
     return RunRecord(path=str(run_dir), **info, **sidefiles.read(run_dir))
@@ -244,6 +268,17 @@ def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = Non
                 raise
             skipped.append((run_dir, skip_reason(run_dir, exc)))
     return out
+
+
+INCOMPLETE = "incomplete log"
+
+
+def incomplete_label(rec: RunRecord) -> str:
+    """The label of a run whose run.json says ok but whose log lacks ms-swift's end-of-training summary (cut, or a
+    killed run's log under a hand-edited run.json): its last loss is no final loss (issue 30)."""
+    of = f" of {rec.max_steps}" if rec.max_steps else ""
+    return (f"{INCOMPLETE} (ends at step {rec.global_steps}{of} without ms-swift's end-of-training summary, though "
+            "run.json says ok)")
 
 
 def labels(env: dict, status: dict) -> list[str]:

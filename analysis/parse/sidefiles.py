@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from experiments.base import runfiles
+from experiments.base.errors import InputError
 from experiments.base.runfiles import GPM as GPM_FILE
 from experiments.base.runfiles import GPM_METRICS
 from experiments.base.runfiles import LAUNCH_JSON as LAUNCH_FILE
@@ -26,26 +28,32 @@ def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, i
     except OSError:
         return None, None
     real, padded = {}, {}
-    for raw in text.splitlines():
+    path = Path(run_dir) / TOKENS_FILE
+    for line_no, raw in enumerate(text.splitlines(), 1):
         try:
             d = json.loads(raw)
-            step, tokens = int(d["step"]), int(d["tokens"])
-            if tokens < 0:  # no count of tokens is negative: a broken line, skipped like a torn one
-                continue
-            real[step] = tokens
-            if d.get("padded_tokens") is not None:
-                padded[step] = int(d["padded_tokens"])
-        except (KeyError, TypeError, ValueError, OverflowError, RecursionError):
+        except (ValueError, RecursionError):  # a torn line of a killed run: skipped
             continue
+        # a line that is JSON but no plausible count (a string step, 1e15 tokens in one step, a negative count)
+        # is bad input: one such line made tokens/s 1.3e13 (issue 30)
+        runfiles.check(path, d, line=line_no)
+        step, tokens = int(d["step"]), int(d["tokens"])
+        real[step] = tokens
+        if d.get("padded_tokens") is not None:
+            if d["padded_tokens"] < tokens:
+                raise InputError(path, f"padded_tokens {d['padded_tokens']} below tokens {tokens}", line_no)
+            padded[step] = int(d["padded_tokens"])
     return (real or None), (padded or None)
 
 
 def read_profile(run_dir: str | Path) -> dict | None:
+    """profile.json (None when missing or not JSON); a field of the wrong type or range is bad input."""
+    path = Path(run_dir) / PROFILE_FILE
     try:
-        data = json.loads((Path(run_dir) / PROFILE_FILE).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8, not JSON, nested too deeply
         return None
-    return data if isinstance(data, dict) else None
+    return runfiles.check(path, data) if isinstance(data, dict) else None
 
 
 def read_schedule(run_dir: str | Path) -> list[dict] | None:

@@ -34,7 +34,7 @@ def read_json_object(path: str | Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (a Windows editor's save) is no error
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON: {exc.msg}", exc.lineno) from None
     except UnicodeDecodeError as exc:

@@ -2,7 +2,9 @@
 
 `results/<hw>/<experiment>/<run>/` is written by the runner and the launcher (experiments/) and read by every
 analysis stage; both import the names from here, so a file is spelled once (tests/test_layers.py checks that no
-other module spells one). The schema of each file's fields is checked where it is read (analysis/parse/).
+other module spells one). The schema of each JSON file's fields (type and plausible range,
+experiments/base/runschema.py) is here too:
+`check(path, data)` is what every reader calls before it uses a field (analysis/parse/).
 
 Result trees from several machines are merged (`swiftbench tables results other`, `make fleet-collect`); a run that
 reached two of them by copying must count once, while runs from two hosts (different env.json, hence different
@@ -13,6 +15,10 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
+
+from experiments.base import runschema
+from experiments.base.errors import InputError
 
 # --- the files of a run folder
 RUN_JSON = "run.json"              # the runner's record: status, key, command, labels, resumes, processes
@@ -36,6 +42,25 @@ NCCL_LOG = "nccl.log"              # NCCL's log of that benchmark
 TRAINER_STATE = "trainer_state.json"  # inside a checkpoint: written last, so its presence means complete
 
 GPM_METRICS = ("graphics_util", "sm_util", "tensor_util", "dram_bw_util")  # gpm.jsonl's per-step shares
+
+
+ARGS_JSON_1X = "sft_args.json"     # ms-swift 1.x's name of args.json
+
+# --- the schema of each file (tokens.jsonl: of each line)
+SCHEMAS = {RUN_JSON: runschema.RUN_JSON, ENV_JSON: runschema.ENV_JSON, ARGS_JSON: runschema.ARGS_JSON,
+           ARGS_JSON_1X: runschema.ARGS_JSON, PROFILE_JSON: runschema.PROFILE_JSON, TOKENS: runschema.TOKENS_LINE}
+
+
+def check(path: str | Path, data: Any, schema: Any = None, line: int | None = None) -> Any:
+    """DATA (read from PATH) against SCHEMA (default: the schema of PATH's file name); InputError naming the file,
+    LINE and field when it does not hold: one line, and the folder is skipped. Returns DATA."""
+    schema = SCHEMAS[Path(path).name] if schema is None else schema
+    try:
+        schema.check(data, "")
+    except runschema.Invalid as exc:
+        where = f"field {exc.where!r} is " if exc.where else ""
+        raise InputError(path, f"{where}{exc.message}", line) from None
+    return data
 
 
 def nvml_attempt(n: int) -> str:

@@ -166,6 +166,20 @@ def fill_self_cognition(
     return out
 
 
+def check_data_dir(data_dir: str | Path) -> None:
+    """DATA_DIR holds a readable, non-empty file of rows for every local stand-in: what run-all checks before
+    anything starts (an empty folder used to make a failed run folder instead of one line, exit 2)."""
+    src_dir = Path(data_dir)
+    if not src_dir.is_dir():
+        raise InputError(src_dir, "data folder is missing")
+    missing = [spec["file"] for spec in DATASET_SPECS.values() if not (src_dir / spec["file"]).is_file()]
+    if missing:
+        raise InputError(src_dir, f"data folder lacks {', '.join(missing)} (the local stand-ins of "
+                                  f"{', '.join(DATASET_SPECS)})")
+    for spec in DATASET_SPECS.values():
+        _read_rows(src_dir / spec["file"])
+
+
 def prepare_local_data(
     data_dir: str | Path,
     dest_dir: str | Path,

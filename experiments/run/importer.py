@@ -30,7 +30,7 @@ from experiments.base import hardware, runfiles
 from experiments.base.errors import InputError
 
 LOG_NAME = runfiles.LOGGING
-ARGS_NAMES = (runfiles.ARGS_JSON, "sft_args.json")  # ms-swift 2.x+ / 1.x
+ARGS_NAMES = (runfiles.ARGS_JSON, runfiles.ARGS_JSON_1X)  # ms-swift 2.x+ / 1.x
 SWIFT_RUN = re.compile(r"^v\d+-(\d{8}-\d{6})$")  # vN-YYYYMMDD-HHMMSS
 UNKNOWN = ["gpu", "host", "environment (driver, CUDA, packages)", "tokens per step", "gpu samples (nvml.csv)",
            "profile"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -65,8 +66,29 @@ def _swift_version() -> str:
         raise InputError(None, "ms-swift is not installed (make install-offline, or pip install ms-swift)") from None
 
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")  # owner/name, as the hubs allow
+
+
+def check_model(model: str) -> None:
+    """MODEL is 'dummy', a local model folder with its config.json, or a well-formed hub id: checked before anything
+    starts (MODEL=/nonexistent and a malformed id used to make a failed run folder instead of one line, exit 2)."""
+    if model in (DUMMY, DUMMY_TINY):
+        return
+    local = Path(model).expanduser()
+    if local.is_dir():
+        if not (local / "config.json").is_file():
+            raise InputError(local, "model folder has no config.json")
+        return
+    if model.startswith((".", "/", "~")) or os.sep in model and local.exists():
+        raise InputError(model, "no such model folder")
+    if not HUB_ID.match(model) or ".." in model:
+        raise InputError(None, f"--model {model!r}: no such model folder, and not a hub id like "
+                               "Qwen/Qwen2.5-7B-Instruct")
+
+
 def resolve_model(model: str, device: str) -> tuple[str, bool, Path | None]:
     """(value for --model, dummy weights?, local folder or None). 'dummy' builds or reuses the stand-in."""
+    check_model(model)
     if model in (DUMMY, DUMMY_TINY):
         from experiments.offline import dummy
 
@@ -82,8 +104,6 @@ def resolve_model(model: str, device: str) -> tuple[str, bool, Path | None]:
         from experiments.offline import dummy
 
         return str(local.resolve()), dummy.is_dummy(local), local.resolve()
-    if model.startswith((".", "/")) or model.count("/") != 1:
-        raise InputError(model, "no such model folder, and not a hub id like Qwen/Qwen2.5-7B-Instruct")
     return model, False, None
 
 

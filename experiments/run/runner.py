@@ -138,7 +138,8 @@ LOCKS = ".locks"  # results/.locks/<hw>-<experiment>.lock: one runner per result
 def experiment_lock(spec: RunSpec):
     """Hold the lock of SPEC's experiment in its results folder (yields True), or yield False when another process
     holds it: two `run-all` on one results folder never train the same experiment at once. An OS file lock, so a
-    killed runner leaves no stale lock behind. Yields the OSError when the results folder cannot be written."""
+    killed runner leaves no stale lock behind, and a released one leaves no file (a killed runner's file is reused).
+    Yields the OSError when the results folder cannot be written."""
     import fcntl
 
     folder = Path(spec.results_dir) / LOCKS
@@ -155,13 +156,26 @@ def experiment_lock(spec: RunSpec):
         except BlockingIOError:
             yield False
             return
+        try:  # the holder before us removed the file it had locked: ours is gone from the folder, lock anew
+            same = os.stat(path).st_ino == os.fstat(f.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            f.close()
+            with experiment_lock(spec) as held:
+                yield held
+            return
         f.seek(0)
         f.truncate()
         f.write(f"{os.getpid()} {socket.gethostname()}\n")
         f.flush()
         try:
             yield True
-        finally:
+        finally:  # the file goes with the lock (a refused pre-flight left results/.locks/*.lock behind, issue 30)
+            with contextlib.suppress(OSError):
+                path.unlink()
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
@@ -406,6 +420,7 @@ def run_command(a) -> int:
             recipes.flags(n)
     if a.data and not Path(a.data).is_dir():
         raise InputError(a.data, "data folder does not exist")
+    check_inputs(a)
     overrides = {}
     for item in a.set:
         k, sep, v = item.partition("=")
@@ -447,6 +462,24 @@ def run_command(a) -> int:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     return 0 if all(r["status"] in ("ok", "skipped", "oom", "blocked") for r in results) else 1
+
+
+def check_inputs(a) -> None:
+    """What run-all can check before anything starts, so that bad input is one line (exit 2), not a failed run
+    folder: --timeout and --max-steps are positive, the model is dummy / a model folder / a hub id, the data folder
+    holds every local stand-in."""
+    import math
+
+    from experiments.offline import localdata
+    from experiments.run.prepare import check_model
+
+    if a.timeout is not None and not (math.isfinite(a.timeout) and a.timeout > 0):
+        raise InputError(None, f"--timeout wants seconds > 0, got {a.timeout:g}")
+    if a.max_steps is not None and a.max_steps < 1:
+        raise InputError(None, f"--max-steps wants a whole number >= 1, got {a.max_steps}")
+    check_model(a.model)
+    if a.data:
+        localdata.check_data_dir(a.data)
 
 
 def _int_list(text: str, flag: str) -> list[int]:
