@@ -58,6 +58,17 @@ def sft_fields() -> dict[str, Any]:
     return {f.name: f for f in dataclasses.fields(SftArguments)}
 
 
+@functools.lru_cache(maxsize=1)
+def _type_hints() -> dict[str, Any]:
+    """SftArguments' field types resolved (its module uses postponed annotations: a field's `type` is a string until
+    something, such as HfArgumentParser, resolves it in place; the report must not depend on which ran first)."""
+    import typing
+
+    from swift.arguments import SftArguments
+
+    return typing.get_type_hints(SftArguments)
+
+
 def _default(f) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default
@@ -106,7 +117,7 @@ def flag_report_live(flag: str, value: str | None = None) -> dict:
         out["similar"] = similar
         out["text"] = f"--{flag}: does not exist in ms-swift {version}"
     else:
-        out["type"] = str(f.type)
+        out["type"] = str(_type_hints().get(flag, f.type))
         out["default"] = _default(f)
         out["text"] = f"--{flag}: exists in ms-swift {version} (default {out['default']!r})"
     if value is not None:

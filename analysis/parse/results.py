@@ -179,7 +179,7 @@ def imported_label_problem(run_dir: Path, experiment: str) -> str | None:
     from experiments.recipes import catalog, recipes
 
     if experiment in matrix_experiments():
-        args = next((read_json_object(run_dir / n) for n in (runfiles.ARGS_JSON, "sft_args.json")
+        args = next((read_json_object(run_dir / n) for n in (runfiles.ARGS_JSON, runfiles.ARGS_JSON_1X)
                      if (run_dir / n).is_file()), None)
         differ = recipes.recipe_mismatch(experiment, args) if isinstance(args, dict) else ["no args.json"]
         if differ:

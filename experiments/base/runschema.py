@@ -162,7 +162,9 @@ RUN_JSON = Obj({
         }),
     }),
     "max_steps": Int(1, STEPS), "gpus": Int(1, GPUS), "parallel": Str(),
-    "dummy_weights": Bool(), "offline_data": Bool(), "forced_hw": Bool(), "imported": Bool(),
+    "dummy_weights": Bool(), "offline_data": Bool(), "forced_hw": Bool(),
+    # the importer records where the log came from ({"log_sha256": ..., ...}); older imports wrote true
+    "imported": Either((Bool(), Obj({"log_sha256": Str()}))),
     "resumes": Arr(Obj({"log_lines_before": Int(0, 10**12, required=True), "from_step": Int(0, STEPS, required=True)})),
     "wall_s": Num(0, SECONDS), "command": Arr(), "notes": Arr(), "swift_version": Str(),
 })
