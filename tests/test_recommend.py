@@ -156,7 +156,7 @@ def test_tables_cli_names_one_recommended_recipe_from_a_same_host_full_epoch_pai
     assert pick["x_seed"] == pytest.approx(jobtime.job_speedup(seed, rec), rel=1e-12)
     assert sum(r["recommended"] for r in out["recipes"]) == 1
     h200 = next(g for g in out["recommended_gpus"] if g["hw"] == "h200")
-    assert h200["epoch_s"] == pick["train_runtime_s"] and h200["source"].startswith("measured: full-epoch run")
+    assert h200["epoch_s"] == pick["train_runtime_s"] and h200["source"].startswith("measured (full epoch")
     assert all(g["epoch_s"] is None and g["cost"] is None for g in out["recommended_gpus"] if not g["fits"])
 
 

@@ -52,12 +52,11 @@ def gpu_rows(kwargs: dict, classes: list[str], measured: dict | None = None, pri
         fits = peak <= p["capacity_gib"] if peak else p["fits"]
         if measured and p["hw"] == measured.get("hw") and measured.get("train_runtime_s"):
             epoch_s = measured["train_runtime_s"]
-            source = f"measured: full-epoch run, host {(measured.get('host') or '?')[:8]}"
+            source = f"measured (full epoch, host {(measured.get('host') or '?')[:8]})"
         elif fits and p["total_time_s"] is not None:
             epoch_s, source = p["total_time_s"], f"planner ({p['time_source']})"
         elif fits:  # fits by the run's own peak, while the planner's model (no padding-free, no Liger) says no
-            epoch_s, source = None, "fits (the run's peak); time not modelled: the planner models no padding-free " \
-                                    "rows or Liger kernels, and no run of it on this class"
+            epoch_s, source = None, "time not modelled (padding-free rows, Liger)"
         else:
             epoch_s, source = None, "does not fit (" + ("the run's peak" if peak else "planner") + ")"
         hours = epoch_s / 3600 * gpus if epoch_s is not None else None
