@@ -15,7 +15,7 @@ The check (``--check``, and the end of every download) verifies that the folder 
 per requirement, of the pinned version, with tags the target can install, and nothing else; and
 that the set is complete: every ``Requires-Dist`` of every wheel that applies to the target
 (markers evaluated for CPython 3.12 on Linux x86_64; extras only where a requirement asks for
-them) is met by a wheel of the set, by a package of the GPU host (GPU_HOST_FREEZE), or is
+them) is met by a wheel of the set, by a package of the GPU host (host-freeze.txt), or is
 waived in the requirements file with a ``# not-shipped (PKG): NAME, ... -- reason`` line.
 
 Exit codes: 0 fine, 1 the check found problems, 2 a wheel could not be found / bad usage.
@@ -74,55 +74,8 @@ DEFAULT_PLATFORMS: tuple[str, ...] = (
     "manylinux1_x86_64",
 )
 
-#: Python packages of the GPU host's image ('cuda'): `python3 -m pip list --format=freeze` read on
-#: an nvidia-h200 machine on 2026-11-30 (Python 3.12.3, /opt/torch/.venv). The same 197 names as
-#: /work/.library/device/KINDS.md's "Python packages already there" (read 2026-11-17), with the
-#: versions of its pip-list row and of GPU-HOST.md. --host-packages reads a newer list.
-GPU_HOST_FREEZE = (
-    "absl-py==2.5.0 accelerate==1.15.0 aiofiles==25.1.0 aiohappyeyeballs==2.7.1 aiohttp==3.14.3 "
-    "aiosignal==1.4.0 annotated-doc==0.0.5 anyio==4.15.1 attrs==26.1.0 botorch==0.18.1 build==1.6.1 "
-    "certifi==2026.7.22 charset-normalizer==3.5.1 chex==0.1.92 click==8.5.0 cloudpickle==3.1.2 "
-    "cmake==4.4.3 colorama==0.4.6 contourpy==1.4.0 coverage==7.16.2 cuda-bindings==13.3.1 "
-    "cuda-core==1.2.0 cuda-pathfinder==1.8.1 cuda-toolkit==13.0.2 cupy-cuda13x==14.2.0 "
-    "cycler==0.12.1 Cython==3.3.0 diffrax==0.7.2 e3nn==0.6.0 einops==0.8.2 equinox==0.13.8 "
-    "etils==1.14.0 execnet==2.1.2 filelock==3.32.5 flatbuffers==25.12.19 flax==0.12.10 "
-    "fonttools==4.66.1 formulaic==1.2.2 frozenlist==1.8.0 fsspec==2026.7.0 gpytorch==1.15.2 "
-    "grpcio==1.84.0 h11==0.16.0 h5py==3.16.0 hf-xet==1.6.0 httpcore==1.0.9 httpx==0.28.1 "
-    "huggingface_hub==1.33.0 humanize==4.16.0 hypothesis==6.168.3 idna==3.19 ImageIO==2.38.0 "
-    "iniconfig==2.3.0 interface_meta==2.0.1 jax==0.11.2 jax-cuda13-pjrt==0.11.2 "
-    "jax-cuda13-plugin==0.11.2 jaxlib==0.11.2 jaxtyping==0.3.11 Jinja2==3.1.6 joblib==1.6.0 "
-    "kiwisolver==1.5.1 lazy-loader==0.6 lightning==2.6.6 lightning-utilities==0.15.3 "
-    "linear_operator==0.6.1 lineax==0.1.1 llvmlite==0.50.0 lxml==6.1.3 Markdown==3.11 "
-    "markdown-it-py==4.2.0 MarkupSafe==3.0.3 matplotlib==3.11.2 mdurl==0.1.2 meson==1.12.1 "
-    "ml_dtypes==0.6.0 mpi4py==4.1.2 mpmath==1.3.0 msgpack==1.2.3 multidict==6.9.1 "
-    "multipledispatch==1.0.0 mypy_extensions==1.1.0 nanobind==3.1.0 narwhals==2.26.0 "
-    "networkx==3.6.1 ninja==1.13.2 numba==0.68.0 numba-cuda==0.30.4 numpy==2.5.2 numpyro==0.21.0 "
-    "nvidia-cublas==13.1.0.3 nvidia-cuda-cupti==13.0.85 nvidia-cuda-nvrtc==13.0.88 "
-    "nvidia-cuda-runtime==13.0.96 nvidia-cudnn-cu13==9.19.0.56 nvidia-cufft==12.0.0.61 "
-    "nvidia-cufile==1.15.1.6 nvidia-curand==10.4.0.35 nvidia-cusolver==12.0.4.66 "
-    "nvidia-cusparse==12.6.3.3 nvidia-cusparselt-cu13==0.8.0 nvidia-ml-py==13.610.43 "
-    "nvidia-nccl-cu13==2.28.9 nvidia-nvjitlink==13.0.88 nvidia-nvshmem-cu13==3.4.5 "
-    "nvidia-nvtx==13.0.85 onnx==1.23.1 onnx-ir==1.0.0 onnxruntime==1.30.0 onnxscript==0.7.2 "
-    "opencv-python-headless==5.0.0.93 opt_einsum==3.4.0 opt-einsum-fx==0.1.4 optax==0.2.8 "
-    "optimistix==0.1.0 orbax-checkpoint==0.12.4 packaging==26.3 pandas==3.0.6 pathspec==1.1.1 "
-    "patsy==1.0.3 peft==0.21.0 pillow==12.3.0 pip==24.0 pluggy==1.6.0 portalocker==4.4.0 "
-    "prometheus_client==0.26.0 propcache==0.5.4 protobuf==7.36.2 psutil==7.2.2 py-cpuinfo==9.0.0 "
-    "pyarrow==25.0.1 pybind11==3.1.0 Pygments==2.21.0 pyparsing==3.3.3 pyproject_hooks==1.3.3 "
-    "pyre-extensions==0.0.32 pytest==9.1.1 pytest-benchmark==5.2.3 pytest-cov==7.1.0 "
-    "pytest-mock==3.16.0 pytest-timeout==2.5.0 pytest-xdist==3.8.0 python-dateutil==2.9.0.post0 "
-    "pytorch-lightning==2.6.6 PyYAML==6.0.3 regex==2026.9.3 requests==2.34.2 rich==15.0.0 "
-    "sacrebleu==2.6.0 safetensors==0.8.0 scikit_build_core==1.1.0 scikit-image==0.26.0 "
-    "scikit-learn==1.9.1 scipy==1.18.1 seaborn==0.13.2 sentence-transformers==6.0.1 "
-    "sentencepiece==0.2.2 setuptools==81.0.0 shellingham==1.5.4 simplejson==4.1.2 six==1.17.0 "
-    "sortedcontainers==2.4.0 statsmodels==0.15.0 sympy==1.14.0 tabulate==0.10.0 tensorboard==2.21.0 "
-    "tensorboard-data-server==0.7.2 tensorstore==0.1.85 threadpoolctl==3.7.0 tifffile==2026.9.20 "
-    "tiktoken==0.14.0 timm==1.0.29 tokenizers==0.23.2 toolz==1.1.0 torch==2.11.0 "
-    "torch-geometric==2.8.0.post1 torchaudio==2.11.0 torchdiffeq==0.2.5 torchmetrics==1.9.0 "
-    "torchvision==0.26.0 tqdm==4.70.1 transformers==5.17.0 treescope==0.1.10 triton==3.6.0 "
-    "typer==0.27.2 typing_extensions==4.16.0 typing-inspect==0.9.0 urllib3==2.7.0 uvloop==0.23.0 "
-    "wadler_lindig==0.1.7 Werkzeug==3.1.9 wheel==0.48.0 wrapt==2.5.0 xarray==2026.9.0 xxhash==4.0.1 "
-    "yarl==1.25.1 zipp==4.1.0 "
-)
+#: The GPU host image's package freeze (a data file: where and when it was read is its header).
+GPU_HOST_FREEZE = HERE / "host-freeze.txt"
 
 
 class WheelhouseError(Exception):
@@ -275,8 +228,8 @@ def parse_host_packages(text: str) -> dict[str, str | None]:
 
 
 def gpu_host_packages() -> dict[str, str | None]:
-    """The built-in snapshot of the GPU host's packages: canonical name -> version."""
-    return parse_host_packages(GPU_HOST_FREEZE.replace(" ", "\n"))
+    """The built-in snapshot of the GPU host's packages (host-freeze.txt): canonical name -> version."""
+    return parse_host_packages(GPU_HOST_FREEZE.read_text(encoding="utf-8"))
 
 
 # --------------------------------------------------------------------------- target environment
@@ -744,7 +697,7 @@ def _download_arguments(ap: argparse.ArgumentParser) -> None:
                     "whose version could not be checked")
     ap.add_argument("--host-packages", metavar="FILE",
                     help="GPU host package list (KINDS.md, pip freeze or pip list output); "
-                         "default: the built-in snapshot GPU_HOST_FREEZE")
+                         "default: the built-in snapshot host-freeze.txt")
     _common(ap)
 
 
