@@ -46,7 +46,7 @@ length-grouped order makes some steps long and others short). And, unless --no-s
 every step of the full schedule, computed from ms-swift's dataset and sampler before training starts, go to
 <output_dir>/schedule.jsonl (experiments/recipes/schedule_core.py): what a quick run's estimate of the full run rests
 on.
---quick-budget-s S / --quick-max-steps N: a quick run (experiments/launch/quick.py): stop within S seconds of this
+--quick-budget-s S / --quick-max-steps N: a quick run (experiments/launch/quick_stop.py): stop within S seconds of this
 process (model load included) or after step N, with two evaluations and saves at the end.
 
 Everything it did is written to <output_dir>/launch.json.
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "experiments/recipes/schedule_core.py)")
     p.add_argument("--quick-budget-s", type=float, default=None,
                    help="a quick run: stop cleanly within this many seconds of the process "
-                        "(experiments/launch/quick.py)")
+                        "(experiments/launch/quick_stop.py)")
     p.add_argument("--quick-max-steps", type=int, default=None, help="a quick run: stop by this step at the latest")
     return p
 
@@ -193,7 +193,7 @@ def option_argv(launcher: dict) -> list[str]:
         out.append("--no-fast-exit")
     if launcher.get("schedule") is False:
         out.append("--no-schedule")
-    if launcher.get("quick"):  # experiments/launch/quick.py
+    if launcher.get("quick"):  # experiments/launch/quick_stop.py
         out += ["--quick-budget-s", f"{launcher['quick']['budget_s']:g}",
                 "--quick-max-steps", str(int(launcher["quick"]["max_steps"]))]
     return out
@@ -833,9 +833,10 @@ def main(argv: list[str] | None = None) -> int:
     if opts.stop_after:
         callbacks.append(make_stop_callback(opts.stop_after, record))
     if opts.quick_budget_s:
-        from experiments.launch import quick
+        from experiments.launch import quick_stop
 
-        callbacks.append(quick.make_callback(opts.quick_budget_s, opts.quick_max_steps or quick.MAX_STEPS, record))
+        callbacks.append(quick_stop.make_callback(opts.quick_budget_s, opts.quick_max_steps or quick_stop.MAX_STEPS,
+                                                  record))
     rc = 0
     try:
         install_token_counter(Path(output_dir or ".") / TOKENS_FILE, record)
