@@ -23,7 +23,7 @@ import pytest
 from analysis.estimate import quick as Q
 from analysis.measure import steps as measure_steps
 from analysis.parse.record import RunRecord
-from experiments.launch import launcher as launch
+from experiments.launch import options as launch_options
 from experiments.launch import quick_stop
 from experiments.run import cache as run_cache
 from experiments.run import prepare as run_prepare
@@ -290,12 +290,12 @@ def test_a_quick_runspec_is_its_own_run():
     assert again.key() == fast.key()
     claims = run_spec.RunSpec(hw="h200", experiment="tp-best", budget_s=120)
     assert "stop_after" not in claims.launcher and claims.launcher["quick"]["budget_s"] == 120
-    argv = launch.option_argv(fast.launcher)
+    argv = launch_options.option_argv(fast.launcher)
     assert argv[-4:] == ["--quick-budget-s", "180", "--quick-max-steps", str(quick_stop.MAX_STEPS)]
-    opts, _ = launch.parse([*argv, "--", "swift", "sft", "--model", "m"])
+    opts, _ = launch_options.parse([*argv, "--", "swift", "sft", "--model", "m"])
     assert opts.quick_budget_s == 180 and opts.quick_max_steps == quick_stop.MAX_STEPS and not opts.no_schedule
-    assert launch.parse(["--no-schedule", "--", "--model", "m"])[0].no_schedule
-    assert launch.option_argv({"schedule": False}) == ["--no-schedule"]
+    assert launch_options.parse(["--no-schedule", "--", "--model", "m"])[0].no_schedule
+    assert launch_options.option_argv({"schedule": False}) == ["--no-schedule"]
 
 
 def _drive(cb, steps: int, max_steps: int, clock: dict) -> list[tuple]:

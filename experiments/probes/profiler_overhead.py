@@ -21,7 +21,7 @@ import time
 def main(argv=None) -> int:
     import torch
 
-    from experiments.launch.launcher import _device_intervals, union_ns
+    from experiments.launch.profiler import _device_intervals, union_ns
     from experiments.probes.cupti_kernels import KernelTracer
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

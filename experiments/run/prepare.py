@@ -166,7 +166,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
                             if n.startswith("--") and n.split(" ", 1)[0][2:] in own else n for n in cmd["notes"]]
         launch_argv = None
         if spec.launcher is not None:  # in-process swift sft (memory cap, profiler...): experiments/launch/launcher.py
-            from experiments.launch.launcher import option_argv
+            from experiments.launch.options import option_argv
 
             launch_opts = option_argv(spec.launcher)
             # several GPUs: torchrun starts one launcher per GPU, as `NPROC_PER_NODE=N swift sft` starts one trainer
