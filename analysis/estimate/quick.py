@@ -52,6 +52,9 @@ neighbour on the same machine, is outside it.
 step, the modelled steps and the events (`error_parts`, which add up to it), and how the full run repeated the quick
 run's very same steady steps (`same_steps`, with the GPU-active and host parts from gpm.jsonl): what one run cannot
 know about the next.
+
+Stays whole: the fit, the estimate and its check against the full run share StepModel, QuickEstimate and the schedule
+arithmetic; the check is what keeps the estimate honest and is read beside it.
 """
 from __future__ import annotations
 
@@ -365,7 +368,9 @@ def _steady_steps(rec: RunRecord, schedule: list[dict], evals: list[int], saves:
 def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None = None) -> QuickEstimate:
     """The full run's training time and steady tokens/s predicted from cut run REC (its schedule.jsonl, its steady
     intervals and measured events). SCHEDULE: in place of REC's own (a run made before the launcher wrote one, with
-    its schedule from `python -m experiments.launch.schedule`)."""
+    its schedule from `python -m experiments.launch.schedule`).
+    Stays whole: the estimate's parts (prefix, warm-up, one-time, modelled steps, events) and their ranges are one sum,
+    read top to bottom."""
     out = QuickEstimate(run=rec.name, model=None)
     schedule = schedule or rec.schedule
     if not schedule:

@@ -134,7 +134,9 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
     lists them with `warmup: true` and only their wall time): the first profiled step of a run came out 1.18-1.26x
     the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window).
     HOST_STACKS: each measured step also samples every Python thread's stack (experiments/launch/hoststacks.py), stored
-    as the step's `host_stacks`."""
+    as the step's `host_stacks`.
+    Stays whole: the TrainerCallback it returns closes over the window's options and the record, its methods the steps
+    of one profiling window."""
     warmup = max(0, min(int(warmup), skip))
     import torch
     from transformers import TrainerCallback

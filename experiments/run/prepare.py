@@ -108,7 +108,8 @@ def resolve_model(model: str, device: str) -> tuple[str, bool, Path | None]:
 
 
 def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
-    """Check the hardware, make the inputs, render the command and record everything before the run."""
+    """Check the hardware, make the inputs, render the command and record everything before the run.
+    Stays whole: the steps before a run, in the order run.json records them; each reads what the one before wrote."""
     run_dir = Path(run_dir)
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     before = read_status(run_dir)

@@ -25,6 +25,9 @@ The training runs under experiments/run/reaper.py (its own process group, stoppe
 SIGTERM, SIGHUP, or a SIGKILL that leaves the kernel, and so the supervisor, without a parent). An interrupted run
 keeps its cache folder; the next run-all resumes it there from its last complete checkpoint (--resume_from_checkpoint),
 in the same run folder. A finished run's cache folder is deleted: results hold no weights.
+
+Stays whole: after the split by concern (spec, prepare, execute, folders, orphans, cache beside it) what is left is the
+run loop, its locks and the CLI that starts it, a few lines over the bound.
 """
 from __future__ import annotations
 
