@@ -15,6 +15,8 @@ import pytest
 from analysis.judge.select import runs_by_experiment
 from analysis.judge.verdicts import claims_table
 from experiments.launch import launcher as launch
+from experiments.launch import options as launch_options
+from experiments.launch import profiler as launch_profiler
 from experiments.recipes import recipes
 from experiments.run import prepare as run_prepare
 from experiments.run import spec as run_spec
@@ -65,33 +67,33 @@ def test_memory_cap_is_applied_to_this_process_only(capsys):
 
 
 def test_launcher_arguments():
-    opts, swift = launch.parse(["--mem-cap-gib", "24", "--longest-first", "--profile-steps", "2", "--",
+    opts, swift = launch_options.parse(["--mem-cap-gib", "24", "--longest-first", "--profile-steps", "2", "--",
                                 "swift", "sft", "--output_dir", "/r/x", "--lora_rank", "4"])
     assert opts.mem_cap_gib == 24 and opts.longest_first and opts.profile_steps == 2 and opts.profile_skip == 1
     assert swift == ["--output_dir", "/r/x", "--lora_rank", "4"]
-    assert launch.swift_flag(swift, "output_dir") == "/r/x"
+    assert launch_options.swift_flag(swift, "output_dir") == "/r/x"
     for bad in (["--mem-cap-gib", "24"], ["--", ], ["--mem-cap-gib", "-1", "--", "--x"]):
         with pytest.raises(SystemExit):
-            launch.parse(bad)
+            launch_options.parse(bad)
     d = {"mem_cap_gib": 40, "profile_steps": 2, "profile_skip": 18, "longest_first": True, "pad_to": 2048}
-    opts, _ = launch.parse(launch.option_argv(d) + ["--", "--x", "1"])
+    opts, _ = launch_options.parse(launch_options.option_argv(d) + ["--", "--x", "1"])
     assert (opts.mem_cap_gib, opts.profile_steps, opts.profile_skip, opts.longest_first, opts.pad_to) == \
         (40, 2, 18, True, 2048)
-    assert launch.option_argv({}) == []
+    assert launch_options.option_argv({}) == []
 
 
 def test_launcher_env_and_liger_config(monkeypatch):
     d = {"env": {"ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION": "1", "ACCELERATE_DYNAMO_USE_DYNAMIC": "1"},
          "liger_config": {"fused_linear_cross_entropy": False, "cross_entropy": True}}
-    argv = launch.option_argv(d)
+    argv = launch_options.option_argv(d)
     assert argv == ["--env", "ACCELERATE_DYNAMO_USE_DYNAMIC=1", "--env", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1",
                     "--liger-config", '{"cross_entropy": true, "fused_linear_cross_entropy": false}']
-    opts, _ = launch.parse(argv + ["--", "--x", "1"])
+    opts, _ = launch_options.parse(argv + ["--", "--x", "1"])
     assert opts.liger_config == {"cross_entropy": True, "fused_linear_cross_entropy": False}
     for bad in (["--env", "NOEQUALS"], ["--env", "=1"], ["--liger-config", "{oops"],
                 ["--liger-config", '{"rope": "yes"}'], ["--liger-config", "[true]"]):
         with pytest.raises(SystemExit):
-            launch.parse(bad + ["--", "--x", "1"])
+            launch_options.parse(bad + ["--", "--x", "1"])
     monkeypatch.delenv("SWIFTBENCH_TEST_ENV", raising=False)
     record = {}
     launch.apply_env(["SWIFTBENCH_TEST_ENV=a=b"], record)  # the value keeps its own '='
@@ -111,7 +113,7 @@ def test_liger_config_reaches_the_trainers_liger_call(monkeypatch):
 
 
 def test_gpu_busy_union_and_longest_first_order():
-    assert launch.union_ns([(0, 10), (5, 15), (20, 30), (25, 26), (40, 40)]) == 25
+    assert launch_profiler.union_ns([(0, 10), (5, 15), (20, 30), (25, 26), (40, 40)]) == 25
     lengths = [5, 50, 7, 40, 9, 60, 1]
     batches = [[0, 1], [2, 3], [4, 5], [6]]
     out = launch.longest_first_order(batches, lengths, 2)
@@ -374,7 +376,7 @@ def test_profiler_warmup_window_is_recorded_and_left_out(tmp_path):
 
     out = tmp_path / "profile.json"
     record = {}
-    cb = launch.make_profiler_callback(2, 3, out, record, "cuda", warmup=1)
+    cb = launch_profiler.make_profiler_callback(2, 3, out, record, "cuda", warmup=1)
     state = NS(global_step=0)
     cb.on_train_begin(None, state, None)
     for g in range(1, 8):
@@ -394,7 +396,7 @@ def test_profiler_warmup_window_is_recorded_and_left_out(tmp_path):
     assert [s["step"] for s in profiled_steps(rec)] == [11, 12]
     assert busy_fraction(rec) == pytest.approx(0.15)
     # with skip 0 there is no step before the first: no warm-up window
-    cb0 = launch.make_profiler_callback(1, 0, tmp_path / "p0.json", {}, "cuda", warmup=1)
+    cb0 = launch_profiler.make_profiler_callback(1, 0, tmp_path / "p0.json", {}, "cuda", warmup=1)
     state = NS(global_step=0)
     cb0.on_train_begin(None, state, None)
     state.global_step = 1

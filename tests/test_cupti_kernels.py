@@ -4,7 +4,7 @@ CUPTI lays its records (the offsets were checked on the H200 against torch.profi
 profiler-overhead)."""
 import ctypes
 
-from experiments.launch.launcher import union_ns
+from experiments.launch.profiler import union_ns
 from experiments.probes import cupti_kernels as ck
 
 

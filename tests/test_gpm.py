@@ -200,7 +200,7 @@ def test_the_profiler_window_gets_its_own_gpm_reading(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     import torch
 
-    from experiments.launch import launcher as launch
+    from experiments.launch import profiler as launch_profiler
 
     marks = iter([{"wall_s": 0.5, "graphics_util": 40.0}, {"wall_s": 9.0, "graphics_util": 1.0},
                   {"wall_s": 0.25, "graphics_util": 80.0}])
@@ -223,9 +223,9 @@ def test_the_profiler_window_gets_its_own_gpm_reading(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
     monkeypatch.setattr(torch.profiler, "profile", FakeProf)
     monkeypatch.setattr(gpm.Gpm, "open", classmethod(lambda cls, lib=None, index=None: (FakeGpm(), "ok")))
-    monkeypatch.setattr(launch, "_device_intervals", lambda prof: ([(0, 100_000_000)], 3, [], {}))
+    monkeypatch.setattr(launch_profiler, "_device_intervals", lambda prof: ([(0, 100_000_000)], 3, [], {}))
     out = tmp_path / "profile.json"
-    cb = launch.make_profiler_callback(2, 1, out, {}, which="cuda")
+    cb = launch_profiler.make_profiler_callback(2, 1, out, {}, which="cuda")
     state = types.SimpleNamespace(global_step=1)
     cb.on_step_end(None, state, None)   # step 1 ends: the window of step 2 opens (GPM opened: its first mark)
     state.global_step = 2

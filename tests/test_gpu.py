@@ -86,14 +86,14 @@ def test_visible_devices_pick_the_nvml_indices(monkeypatch):
 
 
 def test_gpu_time_by_kernel_in_one_pass_over_the_profile():
-    """launch._device_intervals: busy intervals, NCCL intervals and GPU time per kernel name from the profiler's
+    """profiler._device_intervals: busy intervals, NCCL intervals and GPU time per kernel name from the profiler's
     events, by hand (no key_averages: it took 20-28 s per profiled seed step on the H200 hosts)."""
     pytest.importorskip("torch")
     from types import SimpleNamespace
 
     from torch.autograd import DeviceType
 
-    from experiments.launch import launcher as launch
+    from experiments.launch import profiler as launch_profiler
 
     def ev(name, start, dur, dev=DeviceType.CUDA):
         return SimpleNamespace(device_type=lambda: dev, name=lambda: name, start_ns=lambda: start,
@@ -102,13 +102,13 @@ def test_gpu_time_by_kernel_in_one_pass_over_the_profile():
     events = [ev("gemm", 0, 100), ev("gemm", 150, 50), ev("ncclDevKernel_AllReduce", 120, 60), ev("cudaLaunch", 0, 5,
               DeviceType.CPU), ev("memcpy", 300, 0)]
     prof = SimpleNamespace(profiler=SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: events)))
-    gpu, host, comm, by_name = launch._device_intervals(prof)
+    gpu, host, comm, by_name = launch_profiler._device_intervals(prof)
     assert host == 1 and comm == [(120, 180)]
-    assert launch.union_ns(gpu) == 100 + 80  # [0,100) and [120,200): gemm 150-200 overlaps the all-reduce
+    assert launch_profiler.union_ns(gpu) == 100 + 80  # [0,100) and [120,200): gemm 150-200 overlaps the all-reduce
     assert by_name == {"gemm": [150, 2], "ncclDevKernel_AllReduce": [60, 1], "memcpy": [0, 1]}
-    assert launch.top_gpu_ops(by_name, n=2) == [{"op": "gemm", "gpu_ms": 0.0, "calls": 2},
+    assert launch_profiler.top_gpu_ops(by_name, n=2) == [{"op": "gemm", "gpu_ms": 0.0, "calls": 2},
                                                 {"op": "ncclDevKernel_AllReduce", "gpu_ms": 0.0, "calls": 1}]
-    assert launch.top_gpu_ops({"k": [2_500_000, 4]}) == [{"op": "k", "gpu_ms": 2.5, "calls": 4}]
+    assert launch_profiler.top_gpu_ops({"k": [2_500_000, 4]}) == [{"op": "k", "gpu_ms": 2.5, "calls": 4}]
 
 
 def test_profiler_activities_kernels_only_where_torch_can_filter():
@@ -116,7 +116,7 @@ def test_profiler_activities_kernels_only_where_torch_can_filter():
     installed torch has it; else plain CUDA with a note in profile.json."""
     from types import SimpleNamespace
 
-    from experiments.launch import launcher as launch
+    from experiments.launch import profiler as launch_profiler
 
     act = SimpleNamespace(CPU="CPU", CUDA="CUDA")
     with_filter = SimpleNamespace(__version__="2.13.0", profiler=SimpleNamespace(
@@ -124,23 +124,23 @@ def test_profiler_activities_kernels_only_where_torch_can_filter():
     without = SimpleNamespace(__version__="2.11.0", profiler=SimpleNamespace(ProfilerActivity=act,
                                                                              profiler=SimpleNamespace()))
     kinds = ["CONCURRENT_KERNEL", "GPU_MEMCPY", "GPU_MEMSET"]
-    assert launch.profiler_activities(with_filter, "kernels", True) == (
+    assert launch_profiler.profiler_activities(with_filter, "kernels", True) == (
         [{"CUDA": kinds}], [f"CUDA:{k}" for k in kinds], None)
-    acts, names, note = launch.profiler_activities(without, "kernels", True)
+    acts, names, note = launch_profiler.profiler_activities(without, "kernels", True)
     assert (acts, names) == (["CUDA"], ["CUDA"]) and "torch 2.11.0 has no per-type activity filter" in note
-    assert launch.profiler_activities(without, "cuda", True) == (["CUDA"], ["CUDA"], None)
-    assert launch.profiler_activities(without, "all", True) == (["CPU", "CUDA"], ["CPU", "CUDA"], None)
-    assert launch.profiler_activities(with_filter, "kernels", False) == (["CPU"], ["CPU"], None)  # no GPU here
+    assert launch_profiler.profiler_activities(without, "cuda", True) == (["CUDA"], ["CUDA"], None)
+    assert launch_profiler.profiler_activities(without, "all", True) == (["CPU", "CUDA"], ["CPU", "CUDA"], None)
+    assert launch_profiler.profiler_activities(with_filter, "kernels", False) == (["CPU"], ["CPU"], None)  # no GPU here
 
 
 def test_the_installed_torch_accepts_the_kernels_filter():
     """The filter form is what torch.profiler.profile takes (parsed, not started: no GPU here)."""
     torch = pytest.importorskip("torch")
-    from experiments.launch import launcher as launch
+    from experiments.launch import profiler as launch_profiler
 
     if not hasattr(torch.profiler.profiler, "_parse_activities"):
         pytest.skip(f"torch {torch.__version__} has no per-type activity filter")
-    acts, _, _ = launch.profiler_activities(torch, "kernels", True)
+    acts, _, _ = launch_profiler.profiler_activities(torch, "kernels", True)
     parsed, filters = torch.profiler.profiler._parse_activities(acts)
     assert parsed == {torch.profiler.ProfilerActivity.CUDA}
-    assert filters == {torch.profiler.ProfilerActivity.CUDA: set(launch.GPU_ONLY_KINDS)}
+    assert filters == {torch.profiler.ProfilerActivity.CUDA: set(launch_profiler.GPU_ONLY_KINDS)}

@@ -8,7 +8,8 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from experiments.launch import launcher as launch
+from experiments.launch import options as launch_options
+from experiments.launch import profiler as launch_profiler
 from experiments.launch.hoststacks import (
     StackSampler,
     classify,
@@ -78,7 +79,7 @@ def test_owner_is_the_innermost_frame_outside_torch():
 
 def test_profiler_callback_stores_host_stacks_for_measured_steps_only(tmp_path):
     out = tmp_path / "profile.json"
-    cb = launch.make_profiler_callback(2, 2, out, {}, "cuda", warmup=1, host_stacks=True)
+    cb = launch_profiler.make_profiler_callback(2, 2, out, {}, "cuda", warmup=1, host_stacks=True)
     state = NS(global_step=0)
     cb.on_train_begin(None, state, None)
     for g in range(1, 6):
@@ -102,9 +103,9 @@ def test_profiler_callback_stores_host_stacks_for_measured_steps_only(tmp_path):
 
 
 def test_launcher_option_reaches_the_command_line():
-    argv = launch.option_argv({"profile_steps": 2, "profile_skip": 10, "profile_host_stacks": True})
+    argv = launch_options.option_argv({"profile_steps": 2, "profile_skip": 10, "profile_host_stacks": True})
     assert "--profile-host-stacks" in argv
-    opts, _ = launch.parse([*argv, "--", "swift", "sft", "--model", "m"])
+    opts, _ = launch_options.parse([*argv, "--", "swift", "sft", "--model", "m"])
     assert opts.profile_host_stacks is True
 
 
@@ -120,7 +121,7 @@ def test_cpu_between_takes_differences_and_names_python_threads():
 def test_gc_timer_counts_collections_inside_its_window_only():
     import gc
 
-    with launch.GcTimer() as t:
+    with launch_profiler.GcTimer() as t:
         gc.collect(0)
         gc.collect(2)
     gc.collect()  # outside: not counted

@@ -27,7 +27,7 @@ from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
 from experiments.base.errors import InputError
 from experiments.base.paths import ROOT
-from experiments.launch import launcher as launch
+from experiments.launch import options as launch_options
 from experiments.recipes import catalog, recipes
 from experiments.run import spec as run_spec
 
@@ -360,7 +360,7 @@ def test_combo_carries_the_launcher_options_its_recipes_train_with(tmp_path):
     assert got["launcher"] == {"sdpa_padding_free": True, **catalog.experiment("tp-combo")["launcher"]}
     spec = run_spec.RunSpec(hw="h200", experiment="tp-combo", model="dummy", data=".data",
                           overrides=got["overrides"], launcher=got["launcher"])
-    assert "--sdpa-padding-free" in launch.option_argv(spec.launcher)
+    assert "--sdpa-padding-free" in launch_options.option_argv(spec.launcher)
 
 
 def _claims_cli(argv):

@@ -277,3 +277,18 @@ def test_no_run_folder_file_name_is_spelled_outside_the_contract():
                   if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names
                   and id(n) not in docs]
     assert not found, "spell these as experiments.base.runfiles names:\n" + "\n".join(found)
+
+
+SHARED_BASENAMES = {"__init__.py", "__main__.py", "cli.py"}  # a package's own entry points may share a name
+
+
+def test_no_two_modules_share_a_basename():
+    """A file name says which module it is: `quick.py` in two places (a run's stop and the estimate from it) sent
+    readers to the wrong one. Report sections that show a measure are `section_<measure>.py`."""
+    seen: dict[str, list[str]] = {}
+    for top in PACKAGES:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if path.name not in SHARED_BASENAMES:
+                seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, clashes

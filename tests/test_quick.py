@@ -23,8 +23,8 @@ import pytest
 from analysis.estimate import quick as Q
 from analysis.measure import steps as measure_steps
 from analysis.parse.record import RunRecord
-from experiments.launch import launcher as launch
-from experiments.launch import quick
+from experiments.launch import options as launch_options
+from experiments.launch import quick_stop
 from experiments.run import cache as run_cache
 from experiments.run import prepare as run_prepare
 from experiments.run import spec as run_spec
@@ -270,31 +270,32 @@ def test_schedule_against_a_full_runs_tokens():
 
 
 def test_budget_arguments():
-    assert quick.budget_of(False, None) is None and quick.budget_of(True, None) == quick.BUDGET_S == 180
-    assert quick.budget_of(False, "180s") == 180 and quick.budget_of(True, "3m") == 180 and quick.budget_of(0, 90) == 90
+    assert quick_stop.budget_of(False, None) is None and quick_stop.budget_of(True, None) == quick_stop.BUDGET_S == 180
+    assert quick_stop.budget_of(False, "180s") == 180 and quick_stop.budget_of(True, "3m") == 180
+    assert quick_stop.budget_of(0, 90) == 90
     from experiments.base.errors import InputError
 
     for bad in ("soon", "-5", "0"):
         with pytest.raises(InputError):
-            quick.budget_of(True, bad)
+            quick_stop.budget_of(True, bad)
 
 
 def test_a_quick_runspec_is_its_own_run():
     full = run_spec.RunSpec(hw="h200", experiment="seed", model="dummy", data=".data")
     fast = run_spec.RunSpec(hw="h200", experiment="seed", model="dummy", data=".data", budget_s=180)
-    assert fast.launcher == {**full.launcher, "quick": {"budget_s": 180.0, "max_steps": quick.MAX_STEPS}}
+    assert fast.launcher == {**full.launcher, "quick": {"budget_s": 180.0, "max_steps": quick_stop.MAX_STEPS}}
     assert fast.overrides == {"logging_steps": 1} and full.overrides == {}
     assert fast.key() != full.key()
     again = run_spec.RunSpec(**{**fast.__dict__})  # resolving twice changes nothing (the notebook re-creates the spec)
     assert again.key() == fast.key()
     claims = run_spec.RunSpec(hw="h200", experiment="tp-best", budget_s=120)
     assert "stop_after" not in claims.launcher and claims.launcher["quick"]["budget_s"] == 120
-    argv = launch.option_argv(fast.launcher)
-    assert argv[-4:] == ["--quick-budget-s", "180", "--quick-max-steps", str(quick.MAX_STEPS)]
-    opts, _ = launch.parse([*argv, "--", "swift", "sft", "--model", "m"])
-    assert opts.quick_budget_s == 180 and opts.quick_max_steps == quick.MAX_STEPS and not opts.no_schedule
-    assert launch.parse(["--no-schedule", "--", "--model", "m"])[0].no_schedule
-    assert launch.option_argv({"schedule": False}) == ["--no-schedule"]
+    argv = launch_options.option_argv(fast.launcher)
+    assert argv[-4:] == ["--quick-budget-s", "180", "--quick-max-steps", str(quick_stop.MAX_STEPS)]
+    opts, _ = launch_options.parse([*argv, "--", "swift", "sft", "--model", "m"])
+    assert opts.quick_budget_s == 180 and opts.quick_max_steps == quick_stop.MAX_STEPS and not opts.no_schedule
+    assert launch_options.parse(["--no-schedule", "--", "--model", "m"])[0].no_schedule
+    assert launch_options.option_argv({"schedule": False}) == ["--no-schedule"]
 
 
 def _drive(cb, steps: int, max_steps: int, clock: dict) -> list[tuple]:
@@ -319,20 +320,20 @@ def _drive(cb, steps: int, max_steps: int, clock: dict) -> list[tuple]:
 def test_the_quick_stop_evaluates_and_saves_twice(monkeypatch):
     pytest.importorskip("transformers")
     clock = {"now": 0.0}
-    monkeypatch.setattr(quick.time, "time", lambda: clock["now"])
+    monkeypatch.setattr(quick_stop.time, "time", lambda: clock["now"])
     record: dict = {}
-    cb = quick.make_callback(budget_s=100.0, max_steps=8, record=record, reserve_s=10.0, started=0.0)
+    cb = quick_stop.make_callback(budget_s=100.0, max_steps=8, record=record, reserve_s=10.0, started=0.0)
     assert _drive(cb, 20, 94, clock) == [(7, True, True, False), (8, True, True, True)]  # step 7 + 1 reaches 8
     assert record["quick"]["decided_at"] == 7 and record["quick"]["why"] == "max steps" and record["quick"]["stopped"]
     # the budget: 100 s, 10 s kept back, one more step of 1 s: decided at step 89 (89 + 1 + 10 >= 100)
     record = {}
-    cb = quick.make_callback(budget_s=100.0, max_steps=1000, record=record, reserve_s=10.0, started=0.0)
+    cb = quick_stop.make_callback(budget_s=100.0, max_steps=1000, record=record, reserve_s=10.0, started=0.0)
     assert _drive(cb, 200, 500, clock)[-1] == (90, True, True, True)
     assert record["quick"]["decided_at"] == 89 and record["quick"]["at_step"] == 90
     assert record["quick"]["why"] == "budget"
     # a schedule that ends before the budget runs out ends by itself
     record = {}
-    cb = quick.make_callback(budget_s=100.0, max_steps=1000, record=record, reserve_s=10.0, started=0.0)
+    cb = quick_stop.make_callback(budget_s=100.0, max_steps=1000, record=record, reserve_s=10.0, started=0.0)
     assert _drive(cb, 30, 30, clock) == [] and not record["quick"]["stopped"]
 
 

@@ -776,7 +776,7 @@ def test_css_is_package_data():
 
 def test_command_from_run_folder_only(tmp_path):
     from analysis.parse.record import RunRecord
-    from analysis.present.report import hardware as section
+    from analysis.present.report import section_hardware as section
 
     rec = RunRecord(path=str(tmp_path), hw="h200", experiment="seed", run="r1")
     flags, notes, shell, source = section.run_command(rec)
@@ -796,7 +796,8 @@ def test_command_from_run_folder_only(tmp_path):
 def test_article_facts_come_from_the_seeds(results_tree, tmp_path):
     """Change the article's sample count in a copy of the seeds: the epoch's step count, the plain statement and the
     cut-run label follow it (no literal 94, 1500 or 873 in the report)."""
-    from analysis.present.report import header, published
+    from analysis.present.report import header
+    from analysis.present.report import section_published as published
     from analysis.present.report.context import Context
 
     seeds = tmp_path / "seeds"

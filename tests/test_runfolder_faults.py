@@ -385,3 +385,18 @@ def test_any_field_of_any_file_mutated_gives_exit_0_or_3_and_leaves_the_good_row
             target.write_bytes(original)
 
     check()
+
+
+def test_the_two_env_readers_have_names_that_say_the_difference(tmp_path):
+    """runfiles.read_env_raw: env.json as it is ({} when unreadable); results.read_env: checked, hw from the path."""
+    from analysis.parse import results as parse_results
+    from experiments.base import runfiles as rf
+
+    assert not hasattr(rf, "read_env")
+    run = tmp_path / "results" / "h200" / "exp" / "r1"
+    run.mkdir(parents=True)
+    (run / rf.ENV_JSON).write_text("{not json", encoding="utf-8")
+    assert rf.read_env_raw(run) == {}
+    (run / rf.ENV_JSON).write_text(json.dumps({"python": "3.12"}), encoding="utf-8")
+    assert rf.read_env_raw(run) == {"python": "3.12"}
+    assert parse_results.read_env(run)["hw"] == "h200"

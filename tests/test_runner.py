@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from experiments.launch import launcher as launch
+from experiments.launch import options as launch_options
 from experiments.recipes import catalog, recipes
 from experiments.run import cache as run_cache
 from experiments.run import execute as run_execute
@@ -248,7 +248,7 @@ def test_a_combination_runs_its_resolved_recipe(tmp_path, monkeypatch):
     (spec,) = ran
     assert spec.experiment == "tp-combo" and spec.recipe == "bs16" and spec.launcher == resolved["launcher"]
     assert spec.overrides == {"logging_steps": 1, **resolved["overrides"], "seed": "7"}
-    assert "--sdpa-padding-free" in launch.option_argv(spec.launcher)
+    assert "--sdpa-padding-free" in launch_options.option_argv(spec.launcher)
     # another hardware class has no resolved recipe yet
     assert runner.run_claims("a100", ["tp-combo"], progress=False, results_dir=str(tmp_path))[0]["status"] \
         == "blocked"

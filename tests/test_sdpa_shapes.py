@@ -6,6 +6,7 @@ import random
 import pytest
 
 from experiments.launch import launcher as launch
+from experiments.launch import options as launch_options
 from experiments.probes import sdpa_shapes
 
 
@@ -56,12 +57,12 @@ def test_bad_arguments_are_refused():
 def test_sdp_backends_option_switches_torch_and_reaches_the_command_line():
     import torch
 
-    argv = launch.option_argv({"sdp_backends": ["flash", "efficient", "math"]})
+    argv = launch_options.option_argv({"sdp_backends": ["flash", "efficient", "math"]})
     assert argv == ["--sdp-backends", "flash,efficient,math"]
-    opts, _ = launch.parse([*argv, "--", "swift", "sft", "--model", "m"])
+    opts, _ = launch_options.parse([*argv, "--", "swift", "sft", "--model", "m"])
     assert opts.sdp_backends == ["flash", "efficient", "math"]
     with pytest.raises(SystemExit):
-        launch.parse(["--sdp-backends", "flash,xformers", "--", "sft", "--model", "m"])
+        launch_options.parse(["--sdp-backends", "flash,xformers", "--", "sft", "--model", "m"])
     before = {n: getattr(torch.backends.cuda, f.replace("enable_", "") + "_enabled")()
               for n, f in (("cudnn", "enable_cudnn_sdp"), ("flash", "enable_flash_sdp"),
                            ("efficient", "enable_mem_efficient_sdp"), ("math", "enable_math_sdp"))}
@@ -71,5 +72,5 @@ def test_sdp_backends_option_switches_torch_and_reaches_the_command_line():
         assert record["sdp_backends"]["torch"] == {"cudnn": False, "flash": True, "efficient": True, "math": True}
         assert torch.backends.cuda.cudnn_sdp_enabled() is False
     finally:
-        for name, fn in launch.SDP_BACKENDS.items():
+        for name, fn in launch_options.SDP_BACKENDS.items():
             getattr(torch.backends.cuda, fn)(before[name])

@@ -415,3 +415,12 @@ def test_requirements_slim_bitsandbytes_to_the_hosts_cuda():
     keep, _ = reqs.slim["bitsandbytes"]
     assert "libbitsandbytes_cuda130.so" in keep  # the host's torch is 2.11.0+cu130 (GPU-HOST.md)
     assert any(p.name == "bitsandbytes" for p in reqs.pins)
+
+
+def test_host_freeze_is_a_data_file_read_at_use():
+    """The host's freeze list lives in host-freeze.txt (package data), one pin a line, not as a string in the code."""
+    path = wh.GPU_HOST_FREEZE
+    assert path.name == "host-freeze.txt" and path.parent == Path(wh.__file__).parent
+    pins = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln and not ln.startswith("#")]
+    assert len(pins) == len(wh.gpu_host_packages()) == 197
+    assert "absl-py==2.5.0" not in Path(wh.__file__).read_text(encoding="utf-8")

@@ -15,6 +15,9 @@ Time per optimizer step: measured median where results/ has the same recipe on t
     grad_accum x [ max(FLOPs/token x tokens / (peak bf16 x achievable_fraction), weights x passes / bandwidth)
                    + host_overhead ] + optimizer bytes / bandwidth.
 Every constant, with whether it is physical or calibrated, is in analysis/data/planner.yaml.
+
+Stays whole: memory, time and cost are one model over the same resolved shapes and planner.yaml constants, each step
+reading the one before; apart, the formulas above would be spread over files.
 """
 from __future__ import annotations
 
@@ -471,7 +474,9 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
              gradient_checkpointing: bool = True, lora_rank: int = 8, results: str | Path | None = None,
              mean_len: int | None = None, gpus: int = 1, parallel: str = "ddp") -> list[dict]:
     """One estimate per GPU class: memory (breakdown, peak, fits), step and total time, cost. GPUS > 1 or a ZeRO
-    PARALLEL: memory per GPU (per_gpu_memory), BATCH and GRAD_ACCUM per GPU, the time assuming perfect scaling."""
+    PARALLEL: memory per GPU (per_gpu_memory), BATCH and GRAD_ACCUM per GPU, the time assuming perfect scaling.
+    Stays whole: the input checks and one row per GPU class, whose memory, fit, time and cost read each other's values
+    in order."""
     if method not in METHODS:
         raise InputError(None, f"unknown method {method!r} (known: {', '.join(METHODS)})")
     for name, value in (("--max-length", max_length), ("--batch", batch), ("--grad-accum", grad_accum),

@@ -52,6 +52,9 @@ neighbour on the same machine, is outside it.
 step, the modelled steps and the events (`error_parts`, which add up to it), and how the full run repeated the quick
 run's very same steady steps (`same_steps`, with the GPU-active and host parts from gpm.jsonl): what one run cannot
 know about the next.
+
+Stays whole: the fit, the estimate and its check against the full run share StepModel, QuickEstimate and the schedule
+arithmetic; the check is what keeps the estimate honest and is read beside it.
 """
 from __future__ import annotations
 
@@ -61,7 +64,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analysis.measure import stats
 from analysis.measure import steps as measure_steps
+from analysis.measure.stats import N_BOOT
 from analysis.parse.record import RunRecord
 
 FORMS: dict[str, tuple[str, ...]] = {
@@ -73,7 +78,6 @@ FORMS: dict[str, tuple[str, ...]] = {
 PADDING_FORMS = ("real+pad", "padded")
 COEF_NAMES = {"micro_batches": "s_per_micro_batch", "tokens": "s_per_real_token", "pad": "s_per_padding_token",
               "padded_tokens": "s_per_padded_token"}
-N_BOOT = 2000
 MIN_INTERVALS = 3  # a fit needs at least this many steady intervals (and more than the form's parameters + 1)
 OUTLIER_MADS = 5.0    # slow_outliers: this many robust standard deviations above the model ...
 OUTLIER_SHARE = 0.25  # ... and this share of the modelled time above it
@@ -191,20 +195,7 @@ def bootstrap_coefs(x: np.ndarray, y: np.ndarray, n: np.ndarray, n_boot: int = N
     (Resampling blocks of consecutive intervals instead, to keep a slow stretch together, covered the truth less
     often on synthetic runs with independent step noise (80 % instead of 93 % of 60 runs) and no more often on the
     committed H200 runs.)"""
-    rng = np.random.default_rng(seed)
-    out = np.empty((n_boot, x.shape[1]))
-    for b in range(n_boot):
-        idx = rng.integers(0, len(y), size=len(y))
-        out[b] = fit(x[idx], y[idx], n[idx])
-    return out
-
-
-def future_noise(resid: np.ndarray, steps: int, n_boot: int = N_BOOT, seed: int = 1) -> np.ndarray:
-    """N_BOOT sums of STEPS per-step residuals drawn with replacement: the noise of the modelled steps' total."""
-    if steps == 0 or len(resid) == 0:
-        return np.zeros(n_boot)
-    rng = np.random.default_rng(seed)
-    return resid[rng.integers(0, len(resid), size=(n_boot, steps))].sum(axis=1)
+    return stats.bootstrap_refits(lambda idx: fit(x[idx], y[idx], n[idx]), len(y), x.shape[1], n_boot, seed)
 
 
 def step_residuals(model: StepModel, x: np.ndarray, y: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -377,7 +368,9 @@ def _steady_steps(rec: RunRecord, schedule: list[dict], evals: list[int], saves:
 def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None = None) -> QuickEstimate:
     """The full run's training time and steady tokens/s predicted from cut run REC (its schedule.jsonl, its steady
     intervals and measured events). SCHEDULE: in place of REC's own (a run made before the launcher wrote one, with
-    its schedule from `python -m experiments.launch.schedule`)."""
+    its schedule from `python -m experiments.launch.schedule`).
+    Stays whole: the estimate's parts (prefix, warm-up, one-time, modelled steps, events) and their ranges are one sum,
+    read top to bottom."""
     out = QuickEstimate(run=rec.name, model=None)
     schedule = schedule or rec.schedule
     if not schedule:
@@ -458,14 +451,14 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None =
     if len(arrays["y"]) >= 2 and n_boot:
         boots = bootstrap_coefs(arrays["x"], arrays["y"], arrays["n"], n_boot)
         resid = step_residuals(model, arrays["x"], arrays["y"], arrays["n"])
-        noise = future_noise(resid, len(future), n_boot)
+        noise = stats.resampled_sums(resid, len(future), n_boot, seed=1)  # the noise of the modelled steps' total
         totals = prefix + boots @ x_future.sum(axis=0) + noise + eval_s + save_s + end_s
-        out.train_s_low = float(np.percentile(totals - warm - once, 2.5))  # not paid again ...
-        out.train_s_high = float(np.percentile(totals, 97.5))               # ... or paid again (a fresh machine)
+        out.train_s_low = stats.interval95(totals - warm - once)[0]  # not paid again ...
+        out.train_s_high = stats.interval95(totals)[1]               # ... or paid again (a fresh machine)
         if out.tokens_per_s is not None:
             secs = boots @ x_steady.sum(axis=0)
             tps = tok_steady / secs[secs > 0]
-            out.tokens_per_s_low, out.tokens_per_s_high = (float(v) for v in np.percentile(tps, [2.5, 97.5]))
+            out.tokens_per_s_low, out.tokens_per_s_high = stats.interval95(tps)
     return out
 
 

@@ -34,7 +34,8 @@ MIN_STEADY_INTERVALS = 3  # a step time checked against the estimate rests on at
 def estimates_vs_measurements(results_dir: str | Path = "results"):
     """A pandas DataFrame, one row per run under RESULTS_DIR: measured peak vs the estimate at that run's own longest
     sequence (train_tokens_max capped at max_length) and batch, and measured step time vs the roofline at the
-    tokens that run really processed (the roofline's two constants are fitted on these runs: a consistency check)."""
+    tokens that run really processed (the roofline's two constants are fitted on these runs: a consistency check).
+    Stays whole: one row per run, each column computed from the same run's shapes and method in one loop."""
     import pandas as pd
 
     c = constants()

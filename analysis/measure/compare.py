@@ -13,13 +13,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from analysis.measure.stats import N_BOOT, ratio_of_sums
 from analysis.measure.steps import steady_intervals
-from analysis.measure.throughput import (
-    Throughput,
-    ratio_of_sums,
-    throughput,
-    throughput_ratio,
-)
+from analysis.measure.throughput import Throughput, throughput, throughput_ratio
 from analysis.parse.record import RunRecord
 
 SAME_HOST, CROSS_HOST, UNVERIFIED = "same host", "cross-host", "host unverified"
@@ -54,7 +50,7 @@ class Speedup:
         return asdict(self)
 
 
-def paired_ratio(base: RunRecord, test: RunRecord, n_boot: int = 2000) -> dict | None:
+def paired_ratio(base: RunRecord, test: RunRecord, n_boot: int = N_BOOT) -> dict | None:
     """BASE's / TEST's summed step time over the steady steps both timed, when both trained the same batches.
     None when they cannot be paired (no tokens.jsonl, other batches, fewer than 3 common intervals)."""
     tb, tt = base.tokens_by_step, test.tokens_by_step

@@ -13,6 +13,7 @@ import math
 import statistics
 from typing import NamedTuple
 
+from analysis.measure import stats
 from analysis.parse.logs import gc_paused
 from analysis.parse.record import RunRecord
 
@@ -148,13 +149,13 @@ def summarize(values: list[float]) -> dict:
     if n == 0:
         return {"median": None, "mean": None, "ci95_low": None, "ci95_high": None, "n_intervals": 0}
     mean = statistics.fmean(values)
+    low: float | None
+    high: float | None
     if n > 1:
-        from scipy import stats
-
         # statistics.stdev is exact (fractions) and slow; past 10,000 values a float sum gives the same digits
         sd = statistics.stdev(values) if n <= 10_000 else math.sqrt(math.fsum((x - mean) ** 2 for x in values)
                                                                      / (n - 1))
-        half = stats.t.ppf(0.5 + CI_LEVEL / 2, n - 1) * sd / math.sqrt(n)
+        half = stats.t_halfwidth(sd, n, CI_LEVEL)
         # a time is never below zero: where the interval of the mean reaches below it, zero bounds it (the true mean
         # is >= 0, so the cut interval covers it as often)
         low, high = max(mean - half, 0.0), mean + half

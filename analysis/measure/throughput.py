@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from analysis.measure.stats import N_BOOT, ratio_of_sums, ratio_of_two
 from analysis.measure.steps import Interval, steady_intervals, step_time
 from analysis.parse.record import RunRecord
 from experiments.base import runfiles
 
 SOURCE_COUNTED = runfiles.TOKENS
 SOURCE_MEAN = "mean length x samples per step"
-BOOTSTRAP_MAX = 20_000  # more steady intervals than this: a normal interval instead of the bootstrap (ratio_of_sums)
 
 
 @dataclass(frozen=True)
@@ -31,51 +31,7 @@ class Throughput:
         return asdict(self)
 
 
-def ratio_of_sums(num, den, n_boot: int = 2000) -> tuple[float, float | None, float | None]:
-    """sum(NUM) / sum(DEN) with a 95 % bootstrap range that resamples the (num, den) pairs together (None with fewer
-    than 2 pairs). Fixed seed: the same table every time it is made."""
-    import numpy as np
-
-    a, b = np.asarray(num, float), np.asarray(den, float)
-    point = float(a.sum() / b.sum())
-    if len(a) < 2:
-        return point, None, None
-    if len(a) > BOOTSTRAP_MAX:
-        # the bootstrap costs n_boot x n: past BOOTSTRAP_MAX pairs, the ratio's normal (delta-method) interval,
-        # which the bootstrap's percentiles equal at that size (a 200 MB log's ~700,000 steps: 20 s -> 10 ms)
-        n = len(a)
-        resid = a - point * b
-        se = float(np.sqrt(resid.var(ddof=1) / n) / b.mean())
-        return point, point - 1.959963984540054 * se, point + 1.959963984540054 * se
-    rng = np.random.default_rng(0)
-    chunk = max(1, min(n_boot, 2_000_000 // len(a)))  # resamples drawn a chunk at a time: memory stays bounded
-    ratios = []
-    for start in range(0, n_boot, chunk):
-        idx = rng.integers(0, len(a), size=(min(chunk, n_boot - start), len(a)))
-        ratios.append(a[idx].sum(axis=1) / b[idx].sum(axis=1))
-    low, high = (float(x) for x in np.percentile(np.concatenate(ratios), [2.5, 97.5]))
-    return point, low, high
-
-
-def ratio_of_two(num_a, den_a, num_b, den_b, n_boot: int = 2000) -> tuple[float, float | None, float | None]:
-    """(sum(NUM_A) / sum(DEN_A)) / (sum(NUM_B) / sum(DEN_B)) for two runs that trained different batches, with a 95 %
-    bootstrap range that resamples each run's intervals on its own (None with fewer than 2 intervals on a side). The
-    quotient of the two runs' separate ranges would be far wider than the ratio's own spread."""
-    import numpy as np
-
-    a, da, b, db = (np.asarray(x, float) for x in (num_a, den_a, num_b, den_b))
-    point = float((a.sum() / da.sum()) / (b.sum() / db.sum()))
-    if len(a) < 2 or len(b) < 2 or len(a) > BOOTSTRAP_MAX or len(b) > BOOTSTRAP_MAX:
-        return point, None, None
-    rng = np.random.default_rng(0)
-    ia = rng.integers(0, len(a), size=(n_boot, len(a)))
-    ib = rng.integers(0, len(b), size=(n_boot, len(b)))
-    ratios = (a[ia].sum(axis=1) / da[ia].sum(axis=1)) / (b[ib].sum(axis=1) / db[ib].sum(axis=1))
-    low, high = (float(x) for x in np.percentile(ratios, [2.5, 97.5]))
-    return point, low, high
-
-
-def throughput_ratio(test: RunRecord, base: RunRecord, n_boot: int = 2000) -> dict:
+def throughput_ratio(test: RunRecord, base: RunRecord, n_boot: int = N_BOOT) -> dict:
     """TEST's steady tokens/s over BASE's (ratio_of_two over their steady intervals): the unpaired speed-up."""
     kt, _ = steady_tokens(test)
     kb, _ = steady_tokens(base)
@@ -102,7 +58,7 @@ def steady_tokens(rec: RunRecord) -> tuple[list[tuple[Interval, float]], str]:
     return out, SOURCE_COUNTED if by_step is not None else SOURCE_MEAN
 
 
-def throughput(rec: RunRecord, n_boot: int = 2000) -> Throughput:
+def throughput(rec: RunRecord, n_boot: int = N_BOOT) -> Throughput:
     """Steady-state tokens/s of a run with its 95 % bootstrap range (see the module docstring)."""
     kept, source = steady_tokens(rec)
     toks, secs, nsteps = [t for _, t in kept], [iv.seconds for iv, _ in kept], [iv.steps for iv, _ in kept]

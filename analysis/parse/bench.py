@@ -45,7 +45,7 @@ def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[dict]
             log = (folder / runfiles.NCCL_LOG).read_text(encoding="utf-8", errors="replace")
         except OSError:
             log = ""
-        env = runfiles.read_env(folder)
+        env = runfiles.read_env_raw(folder)
         host = runfiles.host_id(env)
         out.append({"path": folder, "hw": folder.parent.parent.name, "run": folder.name,
                     "label": data.get("label") or "", "ranks": int(data.get("ranks") or 0),

@@ -13,6 +13,9 @@ The reader never invents a number: what a line does not say stays None. It reads
 line at a time (about 12 us and 1 KB of memory a line); anything that is not a readable regular file is bad input said
 as what it is. A run the runner resumed from a checkpoint has the resume in run.json (`resumes`): ms-swift appended
 the resumed training's lines, which repeat the steps after the checkpoint; the later ones are kept.
+
+Stays whole: it is the one reader of ms-swift's log format of every version; the line classes, the one-pass reader and
+the resume rules change together.
 """
 from __future__ import annotations
 

@@ -5,6 +5,9 @@ launcher's `tokens.jsonl`, `profile.json`, `schedule.jsonl` and `gpm.jsonl`. `re
 `RunRecord`; every later stage
 (measure, estimate, judge, present) reads records, never the files or nested dicts. Statistics over the record
 (steady step time, tokens/s, speed-ups, MFU) are the measure stage's (analysis/measure/): a record holds facts.
+
+Stays whole: RunRecord and the functions that fill it from a log are one contract, a field beside the one place that
+fills it.
 """
 from __future__ import annotations
 
@@ -394,7 +397,8 @@ def _rising(points: list[tuple[int, float]]) -> set[tuple[int, float]]:
 
 
 def log_facts(run: RunLog) -> dict:
-    """The RunRecord fields one parsed log (+ args.json) gives."""
+    """The RunRecord fields one parsed log (+ args.json) gives.
+    Stays whole: the facts share a memo of the columns several of them read, filled once in one pass."""
     args = run.args or {}
     memo: dict = {}  # the columns several facts read, once
     summary = run.summary.data if run.summary else {}

@@ -27,7 +27,8 @@ SWIFT_RUN = re.compile(r"^v\d+-\d{8}-\d{6}$")  # the folder `swift sft` makes un
 
 
 def read_env(run_dir: str | Path) -> dict:
-    """env.json of a run folder ({} when absent), with `hw` filled from the path when env.json lacks it."""
+    """env.json of a run folder checked against its schema ({} when absent), with `hw` filled from the path when
+    env.json lacks it: the parser's reader (experiments.base.runfiles.read_env_raw is the unchecked look)."""
     run_dir = Path(run_dir)
     env = runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {})
     if "hw" not in env:

@@ -35,7 +35,7 @@ def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[dict]:
             continue
         out.append({"path": folder, "hw": folder.parent.parent.name, "experiment": folder.parent.name,
                     "run": folder.name,
-                    "host_id": runfiles.host_id(runfiles.read_env(folder)),
+                    "host_id": runfiles.host_id(runfiles.read_env_raw(folder)),
                     "signal": data.get("signal"), "killed_after_step": data.get("killed_after_step"),
                     "from_step": resume.get("from_step"),
                     "restart_to_first_step_s": to_float(resume.get("first_step_s")),

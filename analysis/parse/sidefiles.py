@@ -103,7 +103,7 @@ def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
 
 
 def read_quick(run_dir: str | Path) -> dict | None:
-    """launch.json's record of a quick run's stop (experiments/launch/quick.py); None for other runs."""
+    """launch.json's record of a quick run's stop (experiments/launch/quick_stop.py); None for other runs."""
     try:
         data = json.loads((Path(run_dir) / LAUNCH_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):

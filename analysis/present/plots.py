@@ -4,6 +4,9 @@ Every function takes a tidy DataFrame that the report's sections (analysis.prese
 and the labels of the numbers it shows (dummy weights, offline data samples, cut run, forced hardware label,
 ms-swift version, published); the labels are drawn into the figure itself, under the axes, so a PNG copied
 out of the report still says how its numbers were obtained. `save` writes the PNG and closes the figure.
+
+Stays whole: every figure shares setup, the labels drawn under the axes and save, and each figure is a short function of
+its own.
 """
 from __future__ import annotations
 

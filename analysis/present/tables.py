@@ -69,7 +69,7 @@ def measured_records(results_dir: str | Path | list | Scan) -> list[RunRecord]:
 
 def labels_text(rec: RunRecord) -> str:
     labels = list(rec.labels)
-    if rec.quick and rec.quick.get("at_step"):  # experiments/launch/quick.py's stop, from launch.json
+    if rec.quick and rec.quick.get("at_step"):  # experiments/launch/quick_stop.py's stop, from launch.json
         q = rec.quick
         labels.append(f"quick run (stopped after step {q['at_step']} of {q.get('max_steps_of_schedule')})")
     return "; ".join(labels) + (f"; failed: {rec.failure}" if rec.failure else "")

@@ -83,8 +83,9 @@ def digest(run_dir: str | Path) -> str | None:
     return h.hexdigest() if found else None
 
 
-def read_env(run_dir: str | Path) -> dict:
-    """A run folder's env.json as a dict ({} when missing or unreadable: runs from before it, a damaged file)."""
+def read_env_raw(run_dir: str | Path) -> dict:
+    """A run folder's env.json as it is, unchecked ({} when missing or unreadable: runs from before it, a damaged
+    file): for a look at one field (the host id). The parser's analysis.parse.results.read_env checks it instead."""
     import json
 
     try:

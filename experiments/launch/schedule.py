@@ -70,7 +70,7 @@ def build(swift_args: list[str], opts=None) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from experiments.launch.launcher import parse, swift_flag
+    from experiments.launch.options import parse, swift_flag
 
     argv = list(sys.argv[1:] if argv is None else argv)
     out = None

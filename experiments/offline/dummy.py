@@ -13,6 +13,9 @@ which works whatever the folder is called (the tiny smoke model uses these flags
 
     python -m experiments.offline.dummy --out .models/Qwen2.5-7B-Instruct --device cuda
     python -m experiments.offline.dummy --out .models/tiny-qwen2 --tiny --device cpu
+
+Stays whole: the tokenizer, the config and the weights are one offline stand-in model folder, built, hashed and checked
+together by one command; apart, each part would import the others.
 """
 from __future__ import annotations
 
@@ -439,6 +442,8 @@ def build_dummy_model(
     same config hash, it is reused as is. The build goes into a sibling temp folder that is renamed
     at the end, so an interrupted build never leaves a half-written ``out_dir``.
     A non-empty ``out_dir`` without our marker (a real model?) is never overwritten.
+    Stays whole: one ordered build (weights, configs, tokenizer, marker, rename) whose order is what makes a folder
+    complete.
     """
     import torch
     from transformers import GenerationConfig, Qwen2ForCausalLM

@@ -23,7 +23,7 @@ def probe(seconds: float = 1.5) -> dict:
     (the launcher's own reading), both instruments on the same window."""
     import torch
 
-    from experiments.launch.launcher import _device_intervals, union_ns
+    from experiments.launch.profiler import _device_intervals, union_ns
 
     gpm, why = Gpm.open()
     out: dict = {"gpm": why, "rows": []}

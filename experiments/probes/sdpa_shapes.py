@@ -64,7 +64,8 @@ def run_child(config: str, new: int, repeat: int, heads: int, kv_heads: int, hea
     dev = torch.device("cuda" if cuda else "cpu")
     dtype = torch.bfloat16 if cuda else torch.float32
     if CONFIGS[config]["disable"]:  # the launcher's --sdp-backends switch, so both measure the same thing
-        from experiments.launch.launcher import SDP_BACKENDS, apply_sdp_backends
+        from experiments.launch.launcher import apply_sdp_backends
+        from experiments.launch.options import SDP_BACKENDS
 
         apply_sdp_backends([n for n in SDP_BACKENDS if n not in CONFIGS[config]["disable"]], {})
     rng = random.Random(seed)

@@ -93,7 +93,7 @@ def made_here(run_dir: Path) -> bool:
     here = _this_host_id()
     if here is None:
         return True
-    theirs = runfiles.host_id(runfiles.read_env(run_dir))
+    theirs = runfiles.host_id(runfiles.read_env_raw(run_dir))
     return theirs is None or theirs == here
 
 

@@ -108,7 +108,8 @@ def resolve_model(model: str, device: str) -> tuple[str, bool, Path | None]:
 
 
 def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
-    """Check the hardware, make the inputs, render the command and record everything before the run."""
+    """Check the hardware, make the inputs, render the command and record everything before the run.
+    Stays whole: the steps before a run, in the order run.json records them; each reads what the one before wrote."""
     run_dir = Path(run_dir)
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     before = read_status(run_dir)
@@ -166,7 +167,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
                             if n.startswith("--") and n.split(" ", 1)[0][2:] in own else n for n in cmd["notes"]]
         launch_argv = None
         if spec.launcher is not None:  # in-process swift sft (memory cap, profiler...): experiments/launch/launcher.py
-            from experiments.launch.launcher import option_argv
+            from experiments.launch.options import option_argv
 
             launch_opts = option_argv(spec.launcher)
             # several GPUs: torchrun starts one launcher per GPU, as `NPROC_PER_NODE=N swift sft` starts one trainer

@@ -25,6 +25,9 @@ The training runs under experiments/run/reaper.py (its own process group, stoppe
 SIGTERM, SIGHUP, or a SIGKILL that leaves the kernel, and so the supervisor, without a parent). An interrupted run
 keeps its cache folder; the next run-all resumes it there from its last complete checkpoint (--resume_from_checkpoint),
 in the same run folder. A finished run's cache folder is deleted: results hold no weights.
+
+Stays whole: after the split by concern (spec, prepare, execute, folders, orphans, cache beside it) what is left is the
+run loop, its locks and the CLI that starts it, a few lines over the bound.
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ from pathlib import Path
 
 from experiments.base import runfiles
 from experiments.base.errors import InputError
-from experiments.launch import quick
+from experiments.launch import quick_stop
 from experiments.recipes import catalog, recipes
 from experiments.record import gpu
 from experiments.run import reaper
@@ -370,8 +373,8 @@ def register(sub) -> None:
     r.add_argument("--data", default=None, help="folder with local stand-ins of the hub datasets")
     r.add_argument("--max-steps", type=int, default=None, help="cut runs of N optimizer steps")
     r.add_argument("--quick", action="store_true",
-                   help=f"quick runs: just enough steps to estimate the full run, in {quick.BUDGET_S:g} s each "
-                        "(model load included; experiments/launch/quick.py)")
+                   help=f"quick runs: just enough steps to estimate the full run, in {quick_stop.BUDGET_S:g} s each "
+                        "(model load included; experiments/launch/quick_stop.py)")
     r.add_argument("--budget", default=None, metavar="SECONDS", help="quick runs of this budget each (180 or 180s)")
     r.add_argument("--experiments", default=None,
                    help="comma-separated subset of experiments/recipes/recipes.yaml (with --claims: claims experiments "
@@ -429,7 +432,7 @@ def run_command(a) -> int:
         overrides[k.lstrip("-")] = v
     common = dict(progress=not a.no_progress, model=a.model, data=a.data, max_steps=a.max_steps,
                   results_dir=a.results, force_hw=a.force_hw, timeout_s=a.timeout, overrides=overrides,
-                  budget_s=quick.budget_of(a.quick, a.budget))
+                  budget_s=quick_stop.budget_of(a.quick, a.budget))
     counts = _int_list(a.gpus, "--gpus")
     layouts = [p.strip() for p in a.parallel.split(",") if p.strip()]
     for p in layouts:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from experiments.base import runfiles
 from experiments.base.errors import InputError
-from experiments.launch import quick
+from experiments.launch import quick_stop
 from experiments.recipes import catalog, recipes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ class RunSpec:
     launcher: dict | None = None     # run through experiments/launch/launcher.py with these options (None: `swift sft`)
     gpus: int = 1                    # data-parallel processes on this host (NPROC_PER_NODE); global batch kept
     parallel: str = "ddp"            # ddp | zero2 | zero3 (ms-swift's shipped DeepSpeed configs)
-    budget_s: float | None = None    # a quick run within this many seconds (experiments/launch/quick.py)
+    budget_s: float | None = None    # a quick run within this many seconds (experiments/launch/quick_stop.py)
 
     def _resolve(self):
         """A claims experiment (experiments/recipes/claims/) brings its recipe, overrides, launcher, steps and limit;
@@ -76,7 +76,7 @@ class RunSpec:
     def __post_init__(self):
         """The experiment's definition (above), then a quick run's launcher options and logging on top of it."""
         self._resolve()
-        quick.apply(self)
+        quick_stop.apply(self)
 
     @property
     def recipe_name(self) -> str:

@@ -15,495 +15,63 @@ The check (``--check``, and the end of every download) verifies that the folder 
 per requirement, of the pinned version, with tags the target can install, and nothing else; and
 that the set is complete: every ``Requires-Dist`` of every wheel that applies to the target
 (markers evaluated for CPython 3.12 on Linux x86_64; extras only where a requirement asks for
-them) is met by a wheel of the set, by a package of the GPU host (GPU_HOST_FREEZE), or is
+them) is met by a wheel of the set, by a package of the GPU host (host-freeze.txt), or is
 waived in the requirements file with a ``# not-shipped (PKG): NAME, ... -- reason`` line.
 
 Exit codes: 0 fine, 1 the check found problems, 2 a wheel could not be found / bad usage.
 """
-
 from __future__ import annotations
 
 import argparse
-import email.parser
 import os
 import re
 import shutil
 import subprocess
 import sys
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import (
-        InvalidWheelFilename,
-        canonicalize_name,
-        parse_wheel_filename,
-    )
-    from packaging.version import InvalidVersion, Version
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
 except ImportError:  # pragma: no cover - pip always vendors a copy
     # pip's vendored packaging: the same API, other classes to mypy
-    from pip._vendor.packaging.requirements import (  # type: ignore[no-redef,assignment]
-        InvalidRequirement,
-        Requirement,
-    )
-    from pip._vendor.packaging.utils import (  # type: ignore[no-redef,assignment]
-        InvalidWheelFilename,
-        canonicalize_name,
-        parse_wheel_filename,
-    )
-    from pip._vendor.packaging.version import InvalidVersion, Version  # type: ignore[no-redef,assignment]
+    from pip._vendor.packaging.utils import canonicalize_name  # type: ignore[no-redef,assignment]
+    from pip._vendor.packaging.version import Version  # type: ignore[no-redef,assignment]
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_REQUIREMENTS = HERE / "requirements-gpu.txt"
+from experiments.setup.pins import (
+    DEFAULT_REQUIREMENTS,
+    GPU_HOST_FREEZE,
+    Pin,
+    RequirementsFile,
+    WheelhouseError,
+    gpu_host_packages,
+    load_requirements,
+    parse_host_packages,
+    parse_requirements,
+    say,
+)
+from experiments.setup.wheelcheck import (
+    DEFAULT_PLATFORMS,
+    CheckReport,
+    Wheel,
+    check_completeness,
+    check_folder,
+    list_folder,
+    print_report,
+    read_wheel,
+    run_check,
+    target_environment,
+)
+
+#: the set's inputs (pins.py) and its check (wheelcheck.py) are read through this module too: one name to import
+__all__ = ["DEFAULT_PLATFORMS", "DEFAULT_REQUIREMENTS", "GPU_HOST_FREEZE", "CheckReport", "Pin", "RequirementsFile",
+           "Wheel", "WheelhouseError", "canonicalize_name", "check_completeness", "check_folder", "gpu_host_packages",
+           "list_folder", "load_requirements", "parse_host_packages", "parse_requirements", "read_wheel", "run_check",
+           "target_environment", "apply_slim", "install_cmd", "main", "pip_download_cmd", "register", "slim_wheel"]
 
 #: Everything that travels to the GPU machine is capped at 64 MiB; leave room for the repo.
 WARN_MIB = 48.0
-
-#: manylinux x86_64 tags the host (Ubuntu 24.04, glibc 2.39, seen 2026-11-30) installs, newest
-#: first: the device README's list (2_28, 2_27, 2_17, 2014, 1) and every other glibc level, since
-#: pip matches ``manylinux_2_N`` exactly. Pure-Python wheels (py3-none-any) always match.
-DEFAULT_PLATFORMS: tuple[str, ...] = (
-    *(f"manylinux_2_{n}_x86_64" for n in range(39, 17, -1)),
-    "manylinux_2_17_x86_64",
-    "manylinux2014_x86_64",
-    "manylinux_2_12_x86_64",
-    "manylinux2010_x86_64",
-    "manylinux_2_5_x86_64",
-    "manylinux1_x86_64",
-)
-
-#: Python packages of the GPU host's image ('cuda'): `python3 -m pip list --format=freeze` read on
-#: an nvidia-h200 machine on 2026-11-30 (Python 3.12.3, /opt/torch/.venv). The same 197 names as
-#: /work/.library/device/KINDS.md's "Python packages already there" (read 2026-11-17), with the
-#: versions of its pip-list row and of GPU-HOST.md. --host-packages reads a newer list.
-GPU_HOST_FREEZE = (
-    "absl-py==2.5.0 accelerate==1.15.0 aiofiles==25.1.0 aiohappyeyeballs==2.7.1 aiohttp==3.14.3 "
-    "aiosignal==1.4.0 annotated-doc==0.0.5 anyio==4.15.1 attrs==26.1.0 botorch==0.18.1 build==1.6.1 "
-    "certifi==2026.7.22 charset-normalizer==3.5.1 chex==0.1.92 click==8.5.0 cloudpickle==3.1.2 "
-    "cmake==4.4.3 colorama==0.4.6 contourpy==1.4.0 coverage==7.16.2 cuda-bindings==13.3.1 "
-    "cuda-core==1.2.0 cuda-pathfinder==1.8.1 cuda-toolkit==13.0.2 cupy-cuda13x==14.2.0 "
-    "cycler==0.12.1 Cython==3.3.0 diffrax==0.7.2 e3nn==0.6.0 einops==0.8.2 equinox==0.13.8 "
-    "etils==1.14.0 execnet==2.1.2 filelock==3.32.5 flatbuffers==25.12.19 flax==0.12.10 "
-    "fonttools==4.66.1 formulaic==1.2.2 frozenlist==1.8.0 fsspec==2026.7.0 gpytorch==1.15.2 "
-    "grpcio==1.84.0 h11==0.16.0 h5py==3.16.0 hf-xet==1.6.0 httpcore==1.0.9 httpx==0.28.1 "
-    "huggingface_hub==1.33.0 humanize==4.16.0 hypothesis==6.168.3 idna==3.19 ImageIO==2.38.0 "
-    "iniconfig==2.3.0 interface_meta==2.0.1 jax==0.11.2 jax-cuda13-pjrt==0.11.2 "
-    "jax-cuda13-plugin==0.11.2 jaxlib==0.11.2 jaxtyping==0.3.11 Jinja2==3.1.6 joblib==1.6.0 "
-    "kiwisolver==1.5.1 lazy-loader==0.6 lightning==2.6.6 lightning-utilities==0.15.3 "
-    "linear_operator==0.6.1 lineax==0.1.1 llvmlite==0.50.0 lxml==6.1.3 Markdown==3.11 "
-    "markdown-it-py==4.2.0 MarkupSafe==3.0.3 matplotlib==3.11.2 mdurl==0.1.2 meson==1.12.1 "
-    "ml_dtypes==0.6.0 mpi4py==4.1.2 mpmath==1.3.0 msgpack==1.2.3 multidict==6.9.1 "
-    "multipledispatch==1.0.0 mypy_extensions==1.1.0 nanobind==3.1.0 narwhals==2.26.0 "
-    "networkx==3.6.1 ninja==1.13.2 numba==0.68.0 numba-cuda==0.30.4 numpy==2.5.2 numpyro==0.21.0 "
-    "nvidia-cublas==13.1.0.3 nvidia-cuda-cupti==13.0.85 nvidia-cuda-nvrtc==13.0.88 "
-    "nvidia-cuda-runtime==13.0.96 nvidia-cudnn-cu13==9.19.0.56 nvidia-cufft==12.0.0.61 "
-    "nvidia-cufile==1.15.1.6 nvidia-curand==10.4.0.35 nvidia-cusolver==12.0.4.66 "
-    "nvidia-cusparse==12.6.3.3 nvidia-cusparselt-cu13==0.8.0 nvidia-ml-py==13.610.43 "
-    "nvidia-nccl-cu13==2.28.9 nvidia-nvjitlink==13.0.88 nvidia-nvshmem-cu13==3.4.5 "
-    "nvidia-nvtx==13.0.85 onnx==1.23.1 onnx-ir==1.0.0 onnxruntime==1.30.0 onnxscript==0.7.2 "
-    "opencv-python-headless==5.0.0.93 opt_einsum==3.4.0 opt-einsum-fx==0.1.4 optax==0.2.8 "
-    "optimistix==0.1.0 orbax-checkpoint==0.12.4 packaging==26.3 pandas==3.0.6 pathspec==1.1.1 "
-    "patsy==1.0.3 peft==0.21.0 pillow==12.3.0 pip==24.0 pluggy==1.6.0 portalocker==4.4.0 "
-    "prometheus_client==0.26.0 propcache==0.5.4 protobuf==7.36.2 psutil==7.2.2 py-cpuinfo==9.0.0 "
-    "pyarrow==25.0.1 pybind11==3.1.0 Pygments==2.21.0 pyparsing==3.3.3 pyproject_hooks==1.3.3 "
-    "pyre-extensions==0.0.32 pytest==9.1.1 pytest-benchmark==5.2.3 pytest-cov==7.1.0 "
-    "pytest-mock==3.16.0 pytest-timeout==2.5.0 pytest-xdist==3.8.0 python-dateutil==2.9.0.post0 "
-    "pytorch-lightning==2.6.6 PyYAML==6.0.3 regex==2026.9.3 requests==2.34.2 rich==15.0.0 "
-    "sacrebleu==2.6.0 safetensors==0.8.0 scikit_build_core==1.1.0 scikit-image==0.26.0 "
-    "scikit-learn==1.9.1 scipy==1.18.1 seaborn==0.13.2 sentence-transformers==6.0.1 "
-    "sentencepiece==0.2.2 setuptools==81.0.0 shellingham==1.5.4 simplejson==4.1.2 six==1.17.0 "
-    "sortedcontainers==2.4.0 statsmodels==0.15.0 sympy==1.14.0 tabulate==0.10.0 tensorboard==2.21.0 "
-    "tensorboard-data-server==0.7.2 tensorstore==0.1.85 threadpoolctl==3.7.0 tifffile==2026.9.20 "
-    "tiktoken==0.14.0 timm==1.0.29 tokenizers==0.23.2 toolz==1.1.0 torch==2.11.0 "
-    "torch-geometric==2.8.0.post1 torchaudio==2.11.0 torchdiffeq==0.2.5 torchmetrics==1.9.0 "
-    "torchvision==0.26.0 tqdm==4.70.1 transformers==5.17.0 treescope==0.1.10 triton==3.6.0 "
-    "typer==0.27.2 typing_extensions==4.16.0 typing-inspect==0.9.0 urllib3==2.7.0 uvloop==0.23.0 "
-    "wadler_lindig==0.1.7 Werkzeug==3.1.9 wheel==0.48.0 wrapt==2.5.0 xarray==2026.9.0 xxhash==4.0.1 "
-    "yarl==1.25.1 zipp==4.1.0 "
-)
-
-
-class WheelhouseError(Exception):
-    """A problem that ends the command with one line on stderr and exit status 2."""
-
-
-def say(msg: str) -> None:
-    print(msg, flush=True)
-
-
-# --------------------------------------------------------------------------- requirements file
-
-
-@dataclass(frozen=True)
-class Pin:
-    name: str  # canonical (PEP 503) name
-    version: str
-    line: str  # as written
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}=={self.version}"
-
-
-@dataclass
-class RequirementsFile:
-    pins: list[Pin]
-    #: (canonical name of the wheel that declares it, or "" for any, canonical name) -> reason
-    waived: dict[tuple[str, str], str]
-    #: canonical name -> (shared-library file names to keep, reason): the wheel's other native libraries are dropped
-    slim: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
-    #: canonical name -> (build environment as NAME=VALUE pairs, reason): PyPI has no wheel, build one from the sdist
-    build: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
-
-    def waiver(self, required_by: str, name: str) -> str | None:
-        return self.waived.get((required_by, name), self.waived.get(("", name)))
-
-
-_SLIM_RE = re.compile(r"^#\s*slim\s*\((?P<pkg>[^)]+)\)\s*:\s*keep\s+(?P<keep>[^#]+?)\s+--\s+(?P<reason>.+)$")
-_BUILD_RE = re.compile(r"^#\s*build-from-sdist\s*\((?P<pkg>[^)]+)\)\s*:\s*(?P<env>[^#]*?)\s*--\s+(?P<reason>.+)$")
-_WAIVE_RE = re.compile(
-    r"^#\s*not-shipped(?:\s*\((?P<by>[^)]*)\))?\s*:\s*(?P<names>[^#]+?)\s+--\s+(?P<reason>.+)$")
-
-
-def parse_requirements(text: str) -> RequirementsFile:
-    """Parse requirements-gpu.txt: ``name==version`` lines, comments and waivers.
-
-    A waiver is ``# not-shipped (PKG): NAME, NAME -- reason``: PKG declares the NAMEs and they
-    are deliberately left out; without ``(PKG)`` it covers any wheel that declares them.
-    ``# build-from-sdist (PKG): VAR=VALUE ... -- reason``: PyPI ships PKG as source only; its wheel is
-    built here (``pip wheel --no-deps --no-build-isolation`` with those variables set).
-
-    Every requirement must be an exact ``==`` pin without extras or markers, and each package
-    may appear once: the set is installed with ``--no-deps``, so there is no resolver to pick.
-    """
-    pins: list[Pin] = []
-    waived: dict[tuple[str, str], str] = {}
-    slim: dict[str, tuple[tuple[str, ...], str]] = {}
-    build: dict[str, tuple[tuple[str, ...], str]] = {}
-    seen: dict[str, int] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("#"):
-            ms = _SLIM_RE.match(line)
-            if ms:
-                keep = tuple(k.strip() for k in ms["keep"].split(",") if k.strip())
-                slim[canonicalize_name(ms["pkg"].strip())] = (keep, ms["reason"].strip())
-                continue
-            mb = _BUILD_RE.match(line)
-            if mb:
-                env = tuple(v for v in mb["env"].split() if v)
-                if any("=" not in v for v in env):
-                    raise WheelhouseError(f"line {lineno}: build-from-sdist wants VAR=VALUE pairs, got {mb['env']!r}")
-                build[canonicalize_name(mb["pkg"].strip())] = (env, mb["reason"].strip())
-                continue
-            m = _WAIVE_RE.match(line)
-            if m:
-                by = canonicalize_name(m["by"].strip()) if m["by"] else ""
-                for name in m["names"].split(","):
-                    if name.strip():
-                        waived[(by, canonicalize_name(name.strip()))] = m["reason"].strip()
-            continue
-        line = line.split(" #", 1)[0].strip()
-        if line.startswith("-"):
-            raise WheelhouseError(f"line {lineno}: pip options are not allowed here: {line!r}")
-        try:
-            req = Requirement(line)
-        except InvalidRequirement as exc:
-            raise WheelhouseError(f"line {lineno}: not a requirement: {line!r} ({exc})") from None
-        specs = list(req.specifier)
-        if req.extras or req.marker or req.url or len(specs) != 1 or specs[0].operator != "==" \
-                or "*" in specs[0].version:
-            raise WheelhouseError(f"line {lineno}: want an exact pin NAME==VERSION, got {line!r}")
-        name = canonicalize_name(req.name)
-        if name in seen:
-            raise WheelhouseError(
-                f"line {lineno}: {name} is pinned twice (also line {seen[name]}); keep one version"
-            )
-        seen[name] = lineno
-        pins.append(Pin(name, specs[0].version, line))
-    unknown = sorted(set(build) - set(seen))
-    if unknown:
-        raise WheelhouseError(f"build-from-sdist names {', '.join(unknown)}, which is not pinned")
-    return RequirementsFile(pins, waived, slim, build)
-
-
-def load_requirements(path: Path = DEFAULT_REQUIREMENTS) -> RequirementsFile:
-    try:
-        return parse_requirements(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise WheelhouseError(f"cannot read {path}: {exc.strerror}") from None
-    except WheelhouseError as exc:
-        raise WheelhouseError(f"{path}: {exc}") from None
-
-
-# --------------------------------------------------------------------------- host package list
-
-
-def parse_host_packages(text: str) -> dict[str, str | None]:
-    """Read a package list of the host: KINDS.md, ``pip freeze`` / ``pip list`` output, or names.
-
-    KINDS.md: the 'Packages: a, b, c.' sentence gives names, its 'pip list' row gives versions.
-    """
-    pkgs: dict[str, str | None] = {}
-    m = re.search(r"Packages:\s*([^\n]+?)\.\s*$", text, re.M)
-    if m and "|" not in m[1]:
-        for name in m[1].split(","):
-            if name.strip():
-                pkgs[canonicalize_name(name.strip())] = None
-        row = re.search(r"pip list[^\n]*?names it asked for:\s*([^|\n]+)", text)
-        if row:
-            for item in row[1].split(","):
-                parts = item.split()
-                if len(parts) == 2:
-                    pkgs[canonicalize_name(parts[0])] = parts[1]
-        return pkgs
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line or line.startswith(("Package", "---")):
-            continue
-        if "==" in line:
-            name, _, version = line.partition("==")
-            pkgs[canonicalize_name(name.strip())] = version.strip() or None
-            continue
-        parts = line.split()
-        pkgs[canonicalize_name(parts[0])] = parts[1] if len(parts) > 1 else None
-    return pkgs
-
-
-def gpu_host_packages() -> dict[str, str | None]:
-    """The built-in snapshot of the GPU host's packages: canonical name -> version."""
-    return parse_host_packages(GPU_HOST_FREEZE.replace(" ", "\n"))
-
-
-# --------------------------------------------------------------------------- target environment
-
-
-def target_environment(python_version: str = "3.12") -> dict[str, str]:
-    """PEP 508 marker values for CPython ``python_version`` on Linux x86_64 (the GPU host)."""
-    parts = python_version.split(".")
-    short = ".".join(parts[:2])
-    full = python_version if len(parts) >= 3 else ("3.12.3" if short == "3.12" else f"{short}.0")
-    return {
-        "implementation_name": "cpython",
-        "implementation_version": full,
-        "os_name": "posix",
-        "platform_machine": "x86_64",
-        "platform_python_implementation": "CPython",
-        "platform_release": "",
-        "platform_system": "Linux",
-        "platform_version": "",
-        "python_full_version": full,
-        "python_version": short,
-        "sys_platform": "linux",
-        "extra": "",
-    }
-
-
-def _tag_ok(interpreter: str, abi: str, platform: str, py: str, platforms: set[str]) -> bool:
-    """Could CPython ``py`` (like '312') on one of ``platforms`` install a wheel with this tag?"""
-    major, minor = py[0], py[1:]
-    if interpreter.startswith("py"):
-        ok_interp = interpreter in (f"py{major}", f"py{py}")
-    elif interpreter.startswith("cp") and interpreter[2:].isdigit():
-        v = interpreter[2:]
-        ok_interp = v == py or (abi == "abi3" and v[0] == major and int(v[1:] or 0) <= int(minor))
-    else:
-        ok_interp = False
-    ok_abi = abi == "none" or abi == "abi3" or abi == f"cp{py}"
-    ok_plat = platform == "any" or platform in platforms
-    return ok_interp and ok_abi and ok_plat
-
-
-# --------------------------------------------------------------------------- wheels
-
-
-@dataclass
-class Wheel:
-    path: Path
-    name: str  # canonical
-    version: str
-    tags: frozenset  # of packaging.tags.Tag
-    requires: list[str]
-
-    @property
-    def size(self) -> int:
-        return self.path.stat().st_size
-
-
-def read_wheel(path: Path) -> Wheel:
-    """Name, version and tags from the file name; Requires-Dist from its METADATA."""
-    try:
-        name, version, _build, tags = parse_wheel_filename(path.name)
-    except InvalidWheelFilename as exc:
-        raise WheelhouseError(f"{path.name}: not a wheel file name ({exc})") from None
-    try:
-        with zipfile.ZipFile(path) as zf:
-            metas = [n for n in zf.namelist()
-                     if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-            if len(metas) != 1:
-                raise WheelhouseError(f"{path.name}: want one *.dist-info/METADATA, "
-                                      f"found {len(metas)}")
-            meta = email.parser.Parser().parsestr(zf.read(metas[0]).decode("utf-8", "replace"))
-    except zipfile.BadZipFile:
-        raise WheelhouseError(f"{path.name}: not a zip file") from None
-    return Wheel(path, canonicalize_name(name), str(version), frozenset(tags),
-                 meta.get_all("Requires-Dist") or [])
-
-
-def list_folder(folder: Path) -> tuple[list[Wheel], list[str]]:
-    """The wheels in ``folder`` and the names of anything else in it."""
-    wheels, others = [], []
-    for p in sorted(Path(folder).iterdir()):
-        if p.is_file() and p.suffix == ".whl":
-            wheels.append(read_wheel(p))
-        else:
-            others.append(p.name)
-    return wheels, others
-
-
-# --------------------------------------------------------------------------- the check
-
-
-@dataclass
-class CheckReport:
-    problems: list[str] = field(default_factory=list)  # fail the check
-    waived: list[str] = field(default_factory=list)  # declared, deliberately not shipped
-    notes: list[str] = field(default_factory=list)  # met by a host package of unknown version
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-def check_folder(wheels: list[Wheel], others: list[str], pins: list[Pin],
-                 python_version: str = "3.12",
-                 platforms: tuple[str, ...] | list[str] = DEFAULT_PLATFORMS) -> list[str]:
-    """One wheel per pin, of the pinned version, installable on the target; nothing else."""
-    problems = [f"not a wheel: {name}" for name in others]
-    by_name: dict[str, list[Wheel]] = {}
-    for w in wheels:
-        by_name.setdefault(w.name, []).append(w)
-    py = "".join(python_version.split(".")[:2])
-    plats = set(platforms)
-    for pin in pins:
-        got = by_name.pop(pin.name, [])
-        if not got:
-            problems.append(f"missing wheel: {pin.spec}")
-            continue
-        if len(got) > 1:
-            problems.append(f"{len(got)} wheels for {pin.name}: "
-                            + ", ".join(w.path.name for w in got) + "; keep one")
-        for w in got:
-            if Version(w.version) != Version(pin.version):
-                problems.append(f"{w.path.name}: version {w.version}, pinned {pin.version}")
-            if not any(_tag_ok(t.interpreter, t.abi, t.platform, py, plats) for t in w.tags):
-                problems.append(f"{w.path.name}: no tag that CPython {python_version} on "
-                                f"manylinux x86_64 installs")
-    for name, extra in sorted(by_name.items()):
-        problems += [f"not in requirements: {w.path.name}" for w in extra]
-    return problems
-
-
-def check_completeness(wheels: list[Wheel], host: dict[str, str | None],
-                       waived: dict[tuple[str, str], str], env: dict[str, str]) -> CheckReport:
-    """Is every requirement that applies to the target met by the set, the host or a waiver?
-
-    Each wheel's Requires-Dist is evaluated for ``env`` with no extra; where a requirement met
-    by a wheel of the set asks for extras (``pkg[x]``), that wheel's ``extra == "x"`` lines are
-    evaluated too. Requirements met by a host package are checked against its version when known.
-    """
-    rep = CheckReport()
-    by_name = {w.name: w for w in wheels}
-    seen_notes: set[str] = set()
-    todo: list[tuple[Wheel, str]] = [(w, "") for w in wheels]
-    done: set[tuple[str, str]] = set()
-    while todo:
-        wheel, extra = todo.pop(0)
-        if (wheel.name, extra) in done:
-            continue
-        done.add((wheel.name, extra))
-        who = f"{wheel.name} {wheel.version}" + (f" [{extra}]" if extra else "")
-        for line in wheel.requires:
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
-                rep.problems.append(f"{who}: unparsable Requires-Dist {line!r}")
-                continue
-            if req.marker is not None:
-                # Lines gated by an extra evaluate False with extra="": only extras that some
-                # requirement asked for (visited with extra="x") apply.
-                mentions_extra = "extra" in str(req.marker)
-                if not req.marker.evaluate({**env, "extra": extra}):
-                    continue
-                if extra and not mentions_extra:
-                    continue  # already handled when the wheel was visited without extras
-            elif extra:
-                continue
-            name = canonicalize_name(req.name)
-            if name in by_name:
-                dep = by_name[name]
-                if req.specifier and not req.specifier.contains(dep.version, prereleases=True):
-                    rep.problems.append(f"{who} needs {req.name}{req.specifier}, "
-                                        f"the set has {dep.version}")
-                todo += [(dep, canonicalize_name(x)) for x in sorted(req.extras)]
-            elif name in host:
-                version = host[name]
-                if version is None:
-                    if req.specifier and name not in seen_notes:
-                        seen_notes.add(name)
-                        rep.notes.append(f"{req.name}{req.specifier} (for {who}): on the host, "
-                                         f"version not recorded")
-                else:
-                    try:
-                        fits = not req.specifier or req.specifier.contains(
-                            Version(version), prereleases=True)
-                    except InvalidVersion:
-                        fits = True
-                    if not fits:
-                        rep.problems.append(f"{who} needs {req.name}{req.specifier}, "
-                                            f"the host has {version}")
-            elif (wheel.name, name) in waived or ("", name) in waived:
-                reason = waived.get((wheel.name, name)) or waived[("", name)]
-                rep.waived.append(f"{req.name} (for {who}): {reason}")
-            else:
-                rep.problems.append(f"{who} needs {req}: neither in the wheel set nor on the host")
-    rep.waived = sorted(set(rep.waived))
-    return rep
-
-
-def run_check(dest: Path, reqs: RequirementsFile, python_version: str,
-              platforms: tuple[str, ...] | list[str], host: dict[str, str | None]) -> CheckReport:
-    if not Path(dest).is_dir():
-        raise WheelhouseError(f"no such folder: {dest}")
-    wheels, others = list_folder(Path(dest))
-    rep = CheckReport(problems=check_folder(wheels, others, reqs.pins, python_version, platforms))
-    comp = check_completeness(wheels, host, reqs.waived, target_environment(python_version))
-    rep.problems += comp.problems
-    rep.waived += comp.waived
-    rep.notes += comp.notes
-    return rep
-
-
-def print_report(rep: CheckReport, n_wheels: int, verbose: bool = False) -> None:
-    for w in rep.waived:
-        say(f"  waived   {w}")
-    if rep.notes:
-        say(f"  host     {len(rep.notes)} version ranges met by a host package whose version is "
-            f"not recorded (pass --host-packages with the host's pip freeze to check them)")
-        if verbose:
-            for n in rep.notes:
-                say(f"           {n}")
-    for p in rep.problems:
-        say(f"  PROBLEM  {p}")
-    if rep.ok:
-        say(f"check: OK: {n_wheels} wheels, one per requirement, and every requirement is met "
-            f"(set/host), {len(rep.waived)} waived")
-    else:
-        say(f"check: {len(rep.problems)} problem(s)")
 
 
 # --------------------------------------------------------------------------- download
@@ -617,7 +185,6 @@ def slim_wheel(path: Path, keep: tuple[str, ...]) -> tuple[int, int]:
 
     Why: bitsandbytes ships one 4-27 MB library per CUDA/ROCm version; the GPU host needs one of them, and the
     device tool carries at most 64 MiB per call."""
-    import zipfile
 
     path = Path(path)
     before = path.stat().st_size
@@ -744,7 +311,7 @@ def _download_arguments(ap: argparse.ArgumentParser) -> None:
                     "whose version could not be checked")
     ap.add_argument("--host-packages", metavar="FILE",
                     help="GPU host package list (KINDS.md, pip freeze or pip list output); "
-                         "default: the built-in snapshot GPU_HOST_FREEZE")
+                         "default: the built-in snapshot host-freeze.txt")
     _common(ap)
 
 

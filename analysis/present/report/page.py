@@ -14,13 +14,13 @@ from analysis.present.report import (
     convergence,
     estimates,
     files,
-    hardware,
     header,
-    memory,
-    published,
+    section_hardware,
+    section_memory,
+    section_published,
+    section_utilisation,
     speed,
     spread,
-    utilisation,
 )
 from analysis.present.report.context import Context
 
@@ -49,7 +49,7 @@ class Report:
         return _html(header.definitions(self.ctx))
 
     def hardware_sections(self):
-        return _html(hardware.hardware_sections(self.ctx))
+        return _html(section_hardware.hardware_sections(self.ctx))
 
     def speed_section(self):
         return _html(speed.speed_section(self.ctx))
@@ -58,16 +58,16 @@ class Report:
         return _html(spread.spread_section(self.ctx))
 
     def memory_section(self):
-        return _html(memory.memory_section(self.ctx))
+        return _html(section_memory.memory_section(self.ctx))
 
     def convergence_section(self):
         return _html(convergence.convergence_section(self.ctx))
 
     def utilisation_section(self):
-        return _html(utilisation.utilisation_section(self.ctx))
+        return _html(section_utilisation.utilisation_section(self.ctx))
 
     def published_section(self):
-        return _html(published.published_section(self.ctx))
+        return _html(section_published.published_section(self.ctx))
 
     def checks_section(self):
         return _html(checks.checks_section(self.ctx))

@@ -1,0 +1,278 @@
+"""The launcher's profiler: torch.profiler over chosen optimizer steps, each step's wall time and GPU busy time (the
+union of the device's kernel and copy intervals) into profile.json (see the launcher's --profile-* options)."""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+
+def union_ns(intervals: list[tuple[int, int]]) -> int:
+    """Total length covered by [start, end) intervals (overlaps counted once)."""
+    total, cur_s = 0, 0  # cur_s is read only once cur_e is set
+    cur_e: int | None = None
+    for s, e in sorted(intervals):
+        if e <= s:
+            continue
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+
+def is_comm_kernel(name: str) -> bool:
+    """NCCL's kernels (all-reduce, reduce-scatter, all-gather, ...): a step's communication on the GPU."""
+    return "nccl" in name.lower()
+
+
+def _device_intervals(prof) -> tuple[list[tuple[int, int]], int, list[tuple[int, int]], dict[str, list]]:
+    """(GPU activity intervals in ns, number of host-side events, the intervals of NCCL kernels, {GPU activity name:
+    [ns, count]}) of a stopped torch.profiler.profile, in one pass over its events."""
+    from torch.autograd import DeviceType
+
+    results = prof.profiler.kineto_results
+    by_name: dict[str, list] = {}
+    gpu, host, comm = [], 0, []
+    for e in results.events():
+        if e.device_type() == DeviceType.CUDA:
+            # gpu_user_annotation ranges span kernels rather than being GPU work themselves
+            if getattr(e, "is_user_annotation", lambda: False)():
+                continue
+            start, dur = e.start_ns(), e.duration_ns()
+            span = (start, start + dur)
+            gpu.append(span)
+            name = e.name()
+            acc = by_name.get(name)
+            if acc is None:
+                by_name[name] = [dur, 1]
+            else:
+                acc[0] += dur
+                acc[1] += 1
+            if is_comm_kernel(name):
+                comm.append(span)
+        else:
+            host += 1
+    return gpu, host, comm, by_name
+
+
+def top_gpu_ops(by_name: dict[str, list], n: int = 15) -> list[dict]:
+    """The N GPU kernels and copies with the most GPU time (where a step's GPU time goes), from _device_intervals'
+    totals by name. Not prof.key_averages(): it builds the whole operator tree, 20-28 s per profiled step of the seed
+    recipe's ~380,000 events on the H200 hosts (profile.json `processing_s`), charged to the step after the window."""
+    rows = [{"op": k, "gpu_ms": round(ns / 1e6, 3), "calls": c} for k, (ns, c) in by_name.items() if ns]
+    rows.sort(key=lambda r: -r["gpu_ms"])
+    return rows[:n]
+
+
+GPU_ONLY_KINDS = ("CONCURRENT_KERNEL", "GPU_MEMCPY", "GPU_MEMSET")  # CUPTI kinds of `--profile-activities kernels`
+
+
+def profiler_activities(torch, which: str, cuda: bool) -> tuple[list, list[str], str | None]:
+    """(activities for torch.profiler.profile, their names for profile.json, a note or None) for WHICH ('all', 'cuda',
+    'kernels'). 'kernels' is CUDA with torch's per-type filter (GPU_ONLY_KINDS: no runtime-API tracing), where the
+    installed torch has that filter (torch.profiler.profiler._parse_activities); else plain CUDA, with a note."""
+    act = torch.profiler.ProfilerActivity
+    if not cuda:
+        return [act.CPU], ["CPU"], None
+    if which == "all":
+        return [act.CPU, act.CUDA], ["CPU", "CUDA"], None
+    if which == "kernels":
+        if hasattr(torch.profiler.profiler, "_parse_activities"):
+            return [{act.CUDA: list(GPU_ONLY_KINDS)}], [f"CUDA:{k}" for k in GPU_ONLY_KINDS], None
+        return [act.CUDA], ["CUDA"], (f"torch {torch.__version__} has no per-type activity filter: "
+                                      "CUDA activity with runtime calls (as --profile-activities cuda)")
+    return [act.CUDA], ["CUDA"], None
+
+
+class GcTimer:
+    """Python's garbage collections inside a window, by generation, and the seconds they took (gc.callbacks): a
+    full collection over a heap of hundreds of thousands of profiler events is one suspect for a profiled step
+    running longer than its unprofiled neighbours (issue 12)."""
+
+    def __init__(self):
+        self.counts = {0: 0, 1: 0, 2: 0}
+        self.seconds = 0.0
+        self._t = None
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._t = time.perf_counter()
+        elif self._t is not None:
+            self.seconds += time.perf_counter() - self._t
+            self.counts[info.get("generation", 0)] = self.counts.get(info.get("generation", 0), 0) + 1
+            self._t = None
+
+    def __enter__(self):
+        import gc
+
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        import gc
+
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+        return False
+
+    def summary(self) -> dict:
+        return {"collections": {str(k): v for k, v in self.counts.items()}, "seconds": round(self.seconds, 4)}
+
+
+def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, which: str = "all", warmup: int = 0,
+                           host_stacks: bool = False):
+    """A transformers TrainerCallback that profiles optimizer steps skip+1 .. skip+steps. WHICH: 'all' records host
+    operators and GPU activity, 'cuda' GPU activity alone (on a machine without CUDA, host operators anyway).
+    WARMUP: that many steps right before (skip-warmup+1 .. skip) run under the profiler too, unmeasured (profile.json
+    lists them with `warmup: true` and only their wall time): the first profiled step of a run came out 1.18-1.26x
+    the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window).
+    HOST_STACKS: each measured step also samples every Python thread's stack (experiments/launch/hoststacks.py), stored
+    as the step's `host_stacks`.
+    Stays whole: the TrainerCallback it returns closes over the window's options and the record, its methods the steps
+    of one profiling window."""
+    warmup = max(0, min(int(warmup), skip))
+    import torch
+    from transformers import TrainerCallback
+
+    cuda = torch.cuda.is_available()
+    activities, names, note = profiler_activities(torch, which, cuda)
+
+    class StepProfiler(TrainerCallback):
+        def __init__(self):
+            self.prof = None
+            self.t0 = None
+            self.step = None
+            self.sampler = None
+            self.gc = None
+            self.gpm = None  # GPM over exactly this window (experiments/record/gpm.py), False where there is none
+            self.start_error = None
+            self.data = {"device": "cuda" if cuda else "cpu", "profile_steps": steps, "profile_skip": skip,
+                         "profile_warmup": warmup, "host_stacks": bool(host_stacks),
+                         "activities": names, **({"activities_note": note} if note else {}),
+                         "window": "end of the previous optimizer step -> end of this one (includes fetching its "
+                                   "batches)", "steps": []}
+            record["profile"] = {"file": str(out_file), "steps": steps, "skip": skip, "device": self.data["device"]}
+
+        def _sync(self):
+            if cuda:
+                torch.cuda.synchronize()
+
+        def _start(self, step: int):
+            self._sync()
+            try:
+                self.prof = torch.profiler.profile(activities=activities, record_shapes=False, with_stack=False)
+                self.prof.start()
+            except Exception as exc:  # noqa: BLE001 - no profile for this step, training goes on
+                self.prof = None
+                self.data["steps"].append({"step": step, "error": f"{type(exc).__name__}: {exc}"})
+                self._write()
+                return
+            self.step = step
+            try:  # neither may cost the training run: a window without them says why
+                if host_stacks and step > skip:
+                    from experiments.launch.hoststacks import StackSampler
+
+                    self.sampler = StackSampler().start()
+                self.gc = GcTimer().__enter__()
+            except Exception as exc:  # noqa: BLE001
+                self.start_error = f"{type(exc).__name__}: {exc}"
+            self._gpm_mark()
+            self.t0 = time.perf_counter()
+
+        def _gpm_mark(self) -> dict | None:
+            """GPM's counters since the previous mark (the window's start), or None; never raises."""
+            if not cuda or self.gpm is False:
+                return None
+            try:
+                if self.gpm is None:
+                    from experiments.record.gpm import Gpm
+
+                    self.gpm = Gpm.open()[0] or False  # open() takes the first mark
+                    return None
+                return self.gpm.mark()
+            except Exception:  # noqa: BLE001 - no GPM reading for this window
+                self.gpm = False
+                return None
+
+        def _finish(self):
+            self._sync()
+            wall = time.perf_counter() - self.t0
+            entry = {"step": self.step, "wall_s": round(wall, 6), "gpu_busy_s": None, "gpu_busy_frac": None}
+            m = self._gpm_mark()
+            if m is not None:  # GPM over this window: the profiler's kernel union against the GPU's active time
+                entry["gpm"] = m
+            try:
+                if self.gc is not None:
+                    self.gc.__exit__(None, None, None)
+                    entry["gc"] = self.gc.summary()
+                if self.sampler is not None:
+                    entry["host_stacks"] = self.sampler.stop()
+            except Exception as exc:  # noqa: BLE001 - as the profiler's own errors below
+                entry["host_error"] = f"{type(exc).__name__}: {exc}"
+            self.gc = self.sampler = None
+            if self.start_error:
+                entry["host_error"] = self.start_error
+                self.start_error = None
+            if self.step <= skip:  # a warm-up window: recorded in full, left out of every figure
+                entry["warmup"] = True
+            try:  # a profiler problem must never cost the training run
+                self.prof.stop()
+                t_proc = time.perf_counter()
+                gpu, host, comm, by_name = _device_intervals(self.prof)
+                busy = union_ns(gpu) / 1e9 if cuda else None
+                entry.update({"gpu_busy_s": None if busy is None else round(busy, 6),
+                              # NCCL kernels' time (overlapping compute or not): the step's communication on GPU 0
+                              "gpu_comm_s": None if busy is None else round(union_ns(comm) / 1e9, 6),
+                              "gpu_busy_frac": None if busy is None or wall <= 0 else round(busy / wall, 4),
+                              "gpu_events": len(gpu), "host_events": host,
+                              "top_gpu_ops": top_gpu_ops(by_name) if cuda else [],
+                              "processing_s": round(time.perf_counter() - t_proc, 3)})
+            except Exception as exc:  # noqa: BLE001
+                entry["error"] = f"{type(exc).__name__}: {exc}"
+            self.data["steps"].append(entry)
+            self.prof, self.step = None, None
+            self._write()
+
+        def _write(self):
+            measured = [s for s in self.data["steps"] if not s.get("warmup")]
+            fr = [s["gpu_busy_frac"] for s in measured if s.get("gpu_busy_frac") is not None]
+            walls = [s["wall_s"] for s in measured if s.get("wall_s") is not None]
+            self.data["median_wall_s"] = statistics.median(walls) if walls else None
+            self.data["median_gpu_busy_frac"] = statistics.median(fr) if fr else None
+            out_file.parent.mkdir(parents=True, exist_ok=True)
+            out_file.write_text(json.dumps(self.data, indent=2))
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if skip - warmup == 0 and steps > 0:
+                self._start(state.global_step + 1)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            g = state.global_step  # the optimizer step that just ended
+            if self.prof is not None:
+                self._finish()
+            if skip - warmup <= g < skip + steps:
+                self._start(g + 1)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self.prof is not None:  # training ended inside a window: drop it
+                self.prof.stop()
+                self.prof = None
+            if self.sampler is not None:
+                self.sampler.stop()
+                self.sampler = None
+            if self.gc is not None:
+                self.gc.__exit__(None, None, None)
+                self.gc = None
+            if self.gpm:  # the window's GPM samples
+                self.gpm.close()
+                self.gpm = False
+            self._write()
+
+    return StepProfiler()
