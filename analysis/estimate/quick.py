@@ -22,8 +22,8 @@ earlier evals are measured, not modelled) - its warm-up excess and one-time exce
 schedule's steps a+1 .. M + the full run's evaluations and saves from step a on (every eval_steps / save_steps and at
 M), each charged what the run measured: the k-th evaluation of the full run costs the quick run's k-th (the first one
 of a run costs more: kernel compilation and allocations for the eval shapes), the last save the quick run's last with
-the end of training. A quick run (experiments/launch/quick_stop.py) evaluates and saves twice at its end so that both are
-measured.
+the end of training. A quick run (experiments/launch/quick_stop.py) evaluates and saves twice at its end so that
+both are measured.
 
 **The warm-up excess** = the quick run's time to the end of its warm-up (the first line and the intervals that
 analysis.measure.steps calls "first interval" or "warm-up") - the model over those steps, when positive. The estimate
