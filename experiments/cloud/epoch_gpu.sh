@@ -22,14 +22,6 @@ MIN_S=${MIN_S:-150}  # a run of a fast recipe's epoch needs this much of the cal
 # shellcheck source=experiments/cloud/gpu_common.sh
 . "$(dirname "$0")/gpu_common.sh"
 
-detached_wait() {  # wait for the detached run until second $1 of this call; 0 when it has ended
-  while [ ! -f "$LOG/detached.rc" ]; do
-    [ "$SECONDS" -ge "$1" ] && return 1
-    sleep 5
-  done
-  echo "== detached run exit $(cat "$LOG/detached.rc") at ${SECONDS} s =="
-}
-
 run_cmd() {  # the run-all command line of experiment $1 (claims:NAME or a matrix name)
   local name=${1#claims:}
   cmd=(python3 -m experiments.run.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$name"

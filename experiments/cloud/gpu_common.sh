@@ -3,6 +3,8 @@
 # what a call made. Source it; it defines gpu_setup and gpu_pack and expects MODEL, OUT, HW, LOG to be set.
 #
 # gpu_setup: install the carried wheels once into /tmp/site (a warm machine keeps them), build the dummy model once.
+# detached_wait S: wait for a run a call started detached (it writes $LOG/detached.rc when it ends) until second S
+#            of this call; 0 when it has ended.
 # gpu_pack:  tar the files made since gpu_setup (no weights) with the call's logs into $OUT, in parts under the
 #            device tool's 16 MiB per file. RESULTS (default results): the results folder the runs wrote; one outside
 #            the working tree (/tmp/...) survives the next call's copy of the tree on a warm machine, for runs left
@@ -49,4 +51,12 @@ gpu_pack() {
   split -b 15M /tmp/call.tgz "$OUT/call.tgz.part-"
   ls -la "$OUT"
   du -sh /tmp/call.tgz
+}
+
+detached_wait() {  # wait for a detached run until second $1 of this call; 0 when it ended
+  while [ ! -f "$LOG/detached.rc" ]; do
+    [ "$SECONDS" -ge "$1" ] && return 1
+    sleep 5
+  done
+  echo "== detached run exit $(cat "$LOG/detached.rc") at ${SECONDS} s =="
 }

@@ -42,14 +42,6 @@ MODEL=dummy
 # shellcheck source=experiments/cloud/gpu_common.sh
 . "$(dirname "$0")/gpu_common.sh"
 
-detached_wait() {  # wait for a detached run until second $1 of this call; 0 when it ended
-  while [ ! -f "$LOG/detached.rc" ]; do
-    [ "$SECONDS" -ge "$1" ] && return 1
-    sleep 5
-  done
-  echo "== detached run exit $(cat "$LOG/detached.rc") at ${SECONDS} s =="
-}
-
 prime() {
   [ -n "${PRIME:-}" ] || return 0
   echo "== prime: a throwaway 12-step run of $PRIME at ${SECONDS} s =="
