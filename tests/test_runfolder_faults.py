@@ -400,3 +400,16 @@ def test_the_two_env_readers_have_names_that_say_the_difference(tmp_path):
     (run / rf.ENV_JSON).write_text(json.dumps({"python": "3.12"}), encoding="utf-8")
     assert rf.read_env_raw(run) == {"python": "3.12"}
     assert parse_results.read_env(run)["hw"] == "h200"
+
+
+def test_side_files_are_read_with_jsonlines_line_numbers_and_all(tmp_path):
+    """analysis.parse.sidefiles.jsonl: every line's number (empty lines skipped), a BOM read, a torn last line and
+    one nested too deeply as INVALID, never an exception."""
+    from analysis.parse import sidefiles
+
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"step": 1}\n\n{"step": 3}\n' + b"[" * 100_000 + b"\n" + b'{"step": 5, "tok')
+    got = list(sidefiles.jsonl(path))
+    assert [n for n, _ in got] == [1, 3, 4, 5]
+    assert got[0][1] == {"step": 1} and got[1][1] == {"step": 3}
+    assert got[2][1] is sidefiles.INVALID and got[3][1] is sidefiles.INVALID

@@ -9,7 +9,11 @@ an unreadable line is skipped, as a torn last line of a killed run would be.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import jsonlines
 
 from experiments.base import runfiles
 from experiments.base.errors import InputError
@@ -21,28 +25,60 @@ from experiments.base.runfiles import SCHEDULE as SCHEDULE_FILE
 from experiments.base.runfiles import TOKENS as TOKENS_FILE
 
 
+def _loads(text: str | bytes):
+    """json.loads for jsonlines, with too deep a nesting (RecursionError) an invalid line like any other."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def jsonl(path: Path, errors: str = "replace") -> Iterator[tuple[int, Any]]:
+    """(line number, value) of every line of a JSON Lines file, read with jsonlines; a line that is no JSON (the
+    torn last line of a killed writer) is (line number, INVALID). Empty lines are skipped. OSError if unreadable."""
+    count = [0]
+
+    def lines():
+        with open(path, encoding="utf-8-sig", errors=errors) as f:
+            for line in f:
+                count[0] += 1
+                yield line
+
+    reader = jsonlines.Reader(lines(), loads=_loads)
+    while True:
+        try:
+            value = reader.read(allow_none=True)
+        except EOFError:
+            return
+        except jsonlines.InvalidLineError as exc:
+            if exc.line.strip():
+                yield count[0], INVALID
+            continue
+        yield count[0], value
+
+
+INVALID = object()  # jsonl()'s value for a line that is no JSON
+
+
 def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, int] | None]:
     """({step: real tokens}, {step: tokens with padding}) from tokens.jsonl; (None, None) without it."""
+    path = Path(run_dir) / TOKENS_FILE
+    real, padded = {}, {}
     try:
-        text = (Path(run_dir) / TOKENS_FILE).read_text(encoding="utf-8", errors="replace")
+        for line_no, d in jsonl(path):
+            if d is INVALID:  # a torn line of a killed run: skipped
+                continue
+            # a line that is JSON but no plausible count (a string step, 1e15 tokens in one step, a negative count)
+            # is bad input: one such line made tokens/s 1.3e13 (issue 30)
+            runfiles.check(path, d, line=line_no)
+            step, tokens = int(d["step"]), int(d["tokens"])
+            real[step] = tokens
+            if d.get("padded_tokens") is not None:
+                if d["padded_tokens"] < tokens:
+                    raise InputError(path, f"padded_tokens {d['padded_tokens']} below tokens {tokens}", line_no)
+                padded[step] = int(d["padded_tokens"])
     except OSError:
         return None, None
-    real, padded = {}, {}
-    path = Path(run_dir) / TOKENS_FILE
-    for line_no, raw in enumerate(text.splitlines(), 1):
-        try:
-            d = json.loads(raw)
-        except (ValueError, RecursionError):  # a torn line of a killed run: skipped
-            continue
-        # a line that is JSON but no plausible count (a string step, 1e15 tokens in one step, a negative count)
-        # is bad input: one such line made tokens/s 1.3e13 (issue 30)
-        runfiles.check(path, d, line=line_no)
-        step, tokens = int(d["step"]), int(d["tokens"])
-        real[step] = tokens
-        if d.get("padded_tokens") is not None:
-            if d["padded_tokens"] < tokens:
-                raise InputError(path, f"padded_tokens {d['padded_tokens']} below tokens {tokens}", line_no)
-            padded[step] = int(d["padded_tokens"])
     return (real or None), (padded or None)
 
 
@@ -59,18 +95,15 @@ def read_profile(run_dir: str | Path) -> dict | None:
 def read_schedule(run_dir: str | Path) -> list[dict] | None:
     """schedule.jsonl's steps in order ({"step", "micro_batches", "tokens", "padded_tokens", ...}); None without it,
     or when a step is missing or repeated (a schedule with a hole predicts nothing)."""
-    try:
-        text = (Path(run_dir) / SCHEDULE_FILE).read_text(encoding="utf-8")
-    except (OSError, ValueError):
-        return None
     steps = []
-    for raw in text.splitlines():
-        try:
-            d = json.loads(raw)
+    try:
+        for _, d in jsonl(Path(run_dir) / SCHEDULE_FILE, errors="strict"):
+            if d is INVALID:
+                return None
             steps.append({**d, "step": int(d["step"]), "tokens": int(d["tokens"]),
                           "padded_tokens": int(d["padded_tokens"]), "micro_batches": int(d["micro_batches"])})
-        except (KeyError, TypeError, ValueError, OverflowError, RecursionError):
-            return None
+    except (OSError, KeyError, TypeError, ValueError, OverflowError):  # ValueError: not UTF-8 too
+        return None
     if not steps or [s["step"] for s in steps] != list(range(1, len(steps) + 1)):
         return None
     return steps
@@ -80,14 +113,13 @@ def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
     """{step: {"wall_s", "graphics_util", "sm_util", "tensor_util", "dram_bw_util"}} from gpm.jsonl (a secondary
     metric NVML did not give is None; a line without graphics_util, the one every figure uses, is skipped; a resumed
     run's repeated step: the later line wins); None without the file."""
+    out: dict[int, dict] = {}
     try:
-        text = (Path(run_dir) / GPM_FILE).read_text(encoding="utf-8", errors="replace")
+        lines = list(jsonl(Path(run_dir) / GPM_FILE))
     except OSError:
         return None
-    out: dict[int, dict] = {}
-    for raw in text.splitlines():
+    for _, d in lines:
         try:
-            d = json.loads(raw)
             wall = float(d["wall_s"])
             util = float(d["graphics_util"])
             if not (wall > 0 and 0 <= util <= 100.5):  # NaN, negative or impossible: a broken line, skipped
@@ -97,7 +129,7 @@ def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
                 v = d.get(name)
                 row[name] = float(v) if v is not None else None
             out[int(d["step"])] = row
-        except (KeyError, TypeError, ValueError, OverflowError, RecursionError):
+        except (KeyError, TypeError, ValueError, OverflowError):  # INVALID or a line without its fields
             continue
     return out or None
 
