@@ -832,3 +832,17 @@ def test_committed_report_warnings_spread_units(committed_report):
     for col in ("gpm_busy_pct", "util_median_pct", "power_fraction", "mfu"):
         cells = [c for c in util[col] if c != "–"]
         assert cells and all(c.endswith(" %") for c in cells), (col, cells[:5])
+
+
+def test_a_report_without_the_notebook_stack_is_one_line(tmp_path, monkeypatch):
+    """`pip install .` alone has no papermill: the report says which extra to install (exit 2), not a traceback."""
+    import importlib.util
+
+    from analysis.present.report import build
+    from experiments.base.errors import InputError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "papermill" else real(name, *a))
+    with pytest.raises(InputError, match=r"the report needs papermill: pip install 'swiftbench\[report\]'"):
+        build.build(results=REPO / "results", out=tmp_path / "rep")
+    assert not (tmp_path / "rep").exists()  # nothing half-written

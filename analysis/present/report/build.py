@@ -15,6 +15,7 @@ stderr, and the exit code is 3. A section that fails while the notebook runs fai
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import sys
@@ -100,6 +101,10 @@ def build(results: str | Path | Sequence[str | Path] = "results", out: str | Pat
 
         prices = Path(prices).resolve()
         planner.read_prices(prices)  # a bad price table is bad input: one line, exit 2, before the kernel
+    missing = [m for m in ("papermill", "nbconvert", "nbformat", "ipykernel") if importlib.util.find_spec(m) is None]
+    if missing:  # a plain `pip install .` has the tables, not the notebook stack
+        raise InputError(None, f"the report needs {', '.join(missing)}: "
+                               "pip install 'swiftbench[report]' (or make venv)")
     import papermill as pm
 
     out.mkdir(parents=True, exist_ok=True)
