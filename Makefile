@@ -28,8 +28,9 @@ WHEELHOUSE  ?= wheelhouse
 FLEET_VENV  ?= .venv-fleet
 FLEET_PY    := $(FLEET_VENV)/bin/python
 FLEET_STAMP := $(FLEET_VENV)/.swiftbench-fleet-installed
-# The analysis targets (tables, parse, claims) read files only: the training venv where it is set up, else a light
-# one with the package's own dependencies (pandas, scipy, rich, ...: no torch, no ms-swift, no notebook stack)
+# The analysis targets (tables, parse, claims, report) read files only: the training venv where it is set up, else a
+# light one with the package's own dependencies and the report extra (pandas, scipy, papermill, ...: no torch, no
+# ms-swift)
 LIGHT_VENV  ?= .venv-light
 LIGHT_STAMP := $(LIGHT_VENV)/.swiftbench-light-installed
 AVENV       := $(if $(wildcard $(STAMP)),$(VENV),$(LIGHT_VENV))
@@ -70,7 +71,8 @@ $(STAMP): pyproject.toml experiments/setup/requirements-swift.txt
 $(LIGHT_STAMP): pyproject.toml
 	test -x $(LIGHT_VENV)/bin/python || python3 -m venv $(LIGHT_VENV)
 	$(LIGHT_VENV)/bin/python -m pip install -q --upgrade pip
-	$(LIGHT_VENV)/bin/python -m pip install -q -e .
+	$(LIGHT_VENV)/bin/python -m pip install -q -e '.[report]'
+	$(LIGHT_VENV)/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
 $(FLEET_STAMP): pyproject.toml
@@ -123,8 +125,8 @@ claims: $(ASTAMP)
 fixtures: $(STAMP)
 	$(VPY) tests/fixtures/generate.py
 
-report: $(STAMP)
-	$(VENV)/bin/swiftbench report --results $(RESULTS) --baseline $(BASELINE) --out report
+report: $(ASTAMP)
+	$(AVENV)/bin/swiftbench report --results $(RESULTS) --baseline $(BASELINE) --out report
 
 # --- GPU host -----------------------------------------------------------------------------------
 run-all:

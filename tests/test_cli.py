@@ -277,15 +277,15 @@ def test_help_descriptions_are_whole_and_every_option_says_what_it_does():
     assert missing == [], missing
 
 
-def test_make_tables_parse_and_claims_do_not_need_the_training_venv():
-    """Without .venv (the 2.3 GB training venv: torch, ms-swift), `make tables` builds a light venv of the package's
-    own dependencies and runs there; where .venv is set up it is used."""
+def test_make_tables_parse_claims_and_report_do_not_need_the_training_venv():
+    """Without .venv (the 2.3 GB training venv: torch, ms-swift), `make tables` (parse, claims, report) builds a light
+    venv of the package's own dependencies and the report extra and runs there; where .venv is set up it is used."""
     import shutil as sh
 
     if sh.which("make") is None:
         pytest.skip("no make")
-    for target in ("tables", "parse", "claims"):
+    for target in ("tables", "parse", "claims", "report"):
         p = subprocess.run(["make", "-n", target, "VENV=/nonexistent-venv"], capture_output=True, text=True, cwd=REPO)
         assert p.returncode == 0, p.stderr
         assert "torch" not in p.stdout and "requirements-swift" not in p.stdout and "[run" not in p.stdout, p.stdout
-        assert ".venv-light/bin/swiftbench " + target in p.stdout and "pip install -q -e .\n" in p.stdout
+        assert ".venv-light/bin/swiftbench " + target in p.stdout and "pip install -q -e '.[report]'\n" in p.stdout
