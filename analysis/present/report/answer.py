@@ -346,9 +346,9 @@ def recommendation_html(ctx: Context) -> str:
     title = f"The recommended recipe ({H.e(pick['experiment'])}) per GPU class" if pick.get("experiment") else ""
     return H.join([
         f'<p class="sb-box" id="recommendation"><b>{H.e(rec["sentence"])}</b></p>',
-        H.side_by_side(
-            (f"<h3>{title}</h3>" if title else "") + gpu_table_html(rec["gpus"]),
-            "<h3>Matrix recipes by time to finish the job (full epochs)</h3>" + recipes_table_html(rec["recipes"])),
+        # one above the other: side by side, the GPU table's `time from` column (what each row rests on) was cut
+        (f"<h3>{title}</h3>" if title else "") + gpu_table_html(rec["gpus"]),
+        "<h3>Matrix recipes by time to finish the job (full epochs)</h3>" + recipes_table_html(rec["recipes"]),
         H.note(note),
         H.csv(ctx, pd.DataFrame(rec["gpus"], columns=T.GPU_COLUMNS), "recommended_gpus.csv"),
         H.csv(ctx, pd.DataFrame(rec["recipes"], columns=T.RECIPE_COLUMNS), "recipes_by_job_time.csv"),
