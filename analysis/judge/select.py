@@ -98,11 +98,11 @@ def pick_paired(runs: Runs, name: str, seed_names: list[str], allow_oom: bool = 
     """NAME's newest run that has a seed run of SEED_NAMES on its own host (a ratio of host-bound runs is a ratio of
     recipes only on one host), else its newest run (pick): a newer run on a host without a seed run must not push a
     paired one out of a speed claim."""
-    seeds = {r.host_id for n in seed_names for r in runs.get(n) if r.ok and r.host_id}
-    seeds |= {r.host_id for r in runs.records if r.experiment in seed_names and r.ok and r.host_id}
     for rec in runs.get(name):
-        if rec.ok and rec.host_id and rec.host_id in seeds:
-            return rec
+        if rec.ok and rec.host_id:
+            seed = seed_baseline(seed_names, runs, host_id=rec.host_id)
+            if seed is not None and seed.host_id == rec.host_id:
+                return rec
     return pick(runs, name, allow_oom=allow_oom)
 
 

@@ -18,6 +18,11 @@ from experiments.run.cache import INTERRUPTED, drop_weights_and_data
 from experiments.run.folders import read_status, write_status
 
 
+def _int(value) -> int | None:
+    """VALUE when run.json holds a whole number there (a pid, a start time), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _owner_alive(status: dict) -> bool:
     """Is the runner (or, for runs made before run.json named it, the notebook kernel) of a run still alive?"""
     owner = status.get("runner") or {"pid": status.get("pid"), "started": status.get("pid_started")}
@@ -48,11 +53,8 @@ def find_orphans(results_dir: str | Path) -> list[tuple[Path, dict, str | None]]
         if why is None:
             out.append((status_file.parent, training, None))
             continue
-        leader, pgid = training.get("pid"), training.get("pgid")
-        leader_alive = isinstance(leader, int) and reaper.alive(leader, training.get("started")
-                                                               if isinstance(training.get("started"), int) else None)
-        if leader_alive or (isinstance(pgid, int) and not reaper.alive(leader if isinstance(leader, int) else None)
-                            and reaper.group_alive(pgid)):
+        leader, pgid, started = (_int(training.get(k)) for k in ("pid", "pgid", "started"))
+        if reaper.alive(leader, started) or (not reaper.alive(leader) and reaper.group_alive(pgid)):
             out.append((status_file.parent, training, why))
     return out
 
@@ -64,10 +66,9 @@ def check_orphans(results_dir: str | Path, kill: bool, console=None) -> None:
     for run_dir, training, why in find_orphans(results_dir):
         pgid = training.get("pgid") or training.get("pid")
         if why is not None:
-            raise InputError(run_dir / runfiles.RUN_JSON, f"names live process group {pgid} as its training, "
-                                                   "which cannot be "
-                                                   f"verified ({why}): nothing was signalled; stop it yourself if it "
-                                                   f"is yours, or mark the run failed")
+            raise InputError(run_dir / runfiles.RUN_JSON,
+                             f"names live process group {pgid} as its training, which cannot be verified ({why}): "
+                             "nothing was signalled; stop it yourself if it is yours, or mark the run failed")
         if not kill:
             raise InputError(run_dir, f"the training of an earlier runner is still running (process group {pgid}, "
                                       f"whose runner is gone): stop it (kill -TERM -- -{pgid}) or run again with "
@@ -106,21 +107,21 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-_STOPPING: dict = {"run_dir": None, "done": False}  # the run the runner is on (set around run_notebook)
+STOPPING: dict = {"run_dir": None, "done": False}  # the run the runner is on (set around run_notebook)
 
 
-def _raise_interrupted(signum, _frame):
+def raise_interrupted(signum, _frame):
     """SIGINT / SIGTERM / SIGHUP to the runner: stop the current run right here, before papermill's clean-up talks to
     a kernel that is being shut down (its tracebacks), then unwind as Ctrl-C does. A second signal is ignored."""
-    if _STOPPING["done"]:
+    if STOPPING["done"]:
         return
-    _STOPPING["done"] = True
-    if _STOPPING["run_dir"] is not None:
-        stop_run(_STOPPING["run_dir"], f"the runner got {signal.Signals(signum).name}")
+    STOPPING["done"] = True
+    if STOPPING["run_dir"] is not None:
+        stop_run(STOPPING["run_dir"], f"the runner got {signal.Signals(signum).name}")
     raise Interrupted(signum)
 
 
-def _follow_make() -> None:
+def follow_make() -> None:
     """Under `make run-all` (MAKELEVEL is set), a SIGKILL of make reaches the runner as SIGTERM (PR_SET_PDEATHSIG),
     so the training stops with it; a runner started from a shell outlives its shell (nohup) as before."""
     if os.environ.get("MAKELEVEL") and os.getppid() != 1:

@@ -1,13 +1,12 @@
 """Run experiments: one `swift sft` run per experiment, each in its own never-overwritten run folder.
 
 `swiftbench run-all --hw h200 ...` (or `python -m experiments.run.runner run-all ...`) executes
-experiments/run/sft.ipynb
-through papermill once per experiment of the matrix, skipping experiments that already have a complete run with the
-same inputs (resumable after a kill). The notebook calls `prepare` and `execute` below; they can also be used
-without a notebook. With --claims it runs the claims audit's experiments and capacity searches
+experiments/run/sft.ipynb through papermill once per experiment of the matrix, skipping experiments that already have a
+complete run with the same inputs (resumable after a kill). The notebook calls prepare.prepare and execute.execute;
+they can also be used without a notebook. With --claims it runs the claims audit's experiments and capacity searches
 (experiments/recipes/catalog.py, experiments/recipes/plan.py) instead; a `combine` experiment runs the recipe that
 `swiftbench claims resolve` wrote for it (catalog.read_resolved). The runner measures nothing and judges nothing:
-it imports only analysis.core and experiments.
+it imports nothing from analysis/ (tests/test_layers.py).
 
 Run folder: results/<hw>/<experiment>/<YYYYMMDD-HHMMSS>[-N]/ holding ms-swift's logging.jsonl and args.json
 (--output_dir is a cache folder outside results/, .cache/checkpoints/..., whose logging.jsonl, args.json, runs/ ...
@@ -58,10 +57,10 @@ from experiments.run.folders import (
     write_status,
 )
 from experiments.run.orphans import (
-    _STOPPING,
-    _follow_make,
-    _raise_interrupted,
+    STOPPING,
     check_orphans,
+    follow_make,
+    raise_interrupted,
     stop_run,
 )
 from experiments.run.spec import NOTEBOOK, PARALLEL, ROOT, RunSpec
@@ -233,7 +232,7 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
         run_dir = new_run_dir(spec)
         console.print(f"[bold]run[/] {hw}/{name} -> {run_dir}")
     try:
-        _STOPPING["run_dir"] = run_dir
+        STOPPING["run_dir"] = run_dir
         run_notebook(spec, run_dir, progress)
     except KeyboardInterrupt as exc:  # Ctrl-C, or a signal run_command turned into Interrupted (it stopped the run)
         signum = getattr(exc, "signum", signal.SIGINT)
@@ -252,7 +251,7 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
         status = read_status(run_dir)
         if status.get("status") in (None, "running"):
             write_status(run_dir, status="failed", reason=f"notebook: {type(exc).__name__}: {str(exc)[:300]}")
-    _STOPPING["run_dir"] = None
+    STOPPING["run_dir"] = None
     status = read_status(run_dir)
     colour = "green" if status.get("status") == "ok" else "yellow" if claims_mode and is_oom_status(status) else "red"
     console.print(f"[{colour}]{status.get('status')}[/] {hw}/{name}"
@@ -442,13 +441,13 @@ def run_command(a) -> int:
         raise InputError(None, "--gpus/--parallel apply to the matrix; a claims experiment sets its own")
     from rich.console import Console
 
-    _follow_make()
-    _STOPPING.update(run_dir=None, done=False)
+    follow_make()
+    STOPPING.update(run_dir=None, done=False)
     check_orphans(a.results, getattr(a, "kill_orphans", False), Console(stderr=True))  # before anything starts
     handlers = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a clean stop: the training goes with the runner
         with contextlib.suppress(ValueError):
-            handlers[sig] = signal.signal(sig, _raise_interrupted)
+            handlers[sig] = signal.signal(sig, raise_interrupted)
     try:
         if a.claims:
             results = run_claims(a.hw, names or [], first_ok=first_ok, **common)  # a list: plan.expand's
