@@ -40,19 +40,19 @@ def recipe_kwargs(rec: RunRecord) -> dict:
 def gpu_rows(kwargs: dict, classes: list[str], measured: dict | None = None, prices: str | Path | None = DEFAULT_PRICES,
              results: str | Path | None = None) -> list[dict]:
     """One row per class of CLASSES: {hw, name, capacity_gib, needs_gib, fits, epoch_s, gpu_hours, price, currency,
-    cost, source}. MEASURED ({hw, train_runtime_s, run, host, peak_gib}): that class's epoch is the run's
-    train_runtime, and its logged peak decides the fit on every class (the planner's memory model knows no
+    cost, source, host (of the measured run the row's epoch is, else None)}. MEASURED ({hw, train_runtime_s, run,
+    host, peak_gib}): that class's epoch is the run's train_runtime, and its logged peak decides the fit on every class (the planner's memory model knows no
     padding-free rows and no Liger kernels, so for such a recipe it overstates the peak; `planner_needs_gib` keeps its
     figure)."""
     plans = planner.estimate(hw=classes, prices=prices, results=results, **kwargs)
     rows = []
     for p in plans:
-        gpus = p["gpus"]
+        gpus, host = p["gpus"], None
         peak = (measured or {}).get("peak_gib")
         fits = peak <= p["capacity_gib"] if peak else p["fits"]
         if measured and p["hw"] == measured.get("hw") and measured.get("train_runtime_s"):
             epoch_s = measured["train_runtime_s"]
-            source = f"measured (full epoch, host {(measured.get('host') or '?')[:8]})"
+            source, host = "measured (full epoch)", measured.get("host")
         elif fits and p["total_time_s"] is not None:
             epoch_s, source = p["total_time_s"], f"planner ({p['time_source']})"
         elif fits:  # fits by the run's own peak, while the planner's model (no padding-free, no Liger) says no
@@ -65,5 +65,5 @@ def gpu_rows(kwargs: dict, classes: list[str], measured: dict | None = None, pri
                      "needs_gib": peak or p["needs_gib"], "planner_needs_gib": p["needs_gib"], "fits": fits,
                      "fit_basis": "measured peak" if peak else "planner memory model", "epoch_s": epoch_s,
                      "gpu_hours": hours, "price_per_gpu_hour": price, "currency": p["currency"],
-                     "cost": cost(hours, price), "source": source})
+                     "cost": cost(hours, price), "source": source, "host": host})
     return rows

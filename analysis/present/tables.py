@@ -303,7 +303,7 @@ RECOMMENDED_COLUMNS = ["experiment", "hw", "host", "run", "steps", "train_runtim
                        "seed_train_runtime_s", "x_seed", "eval_loss", "seed_eval_loss", "seed_range", "loss_counts",
                        "same_host_pair", "note", "sentence"]
 GPU_COLUMNS = ["experiment", "hw", "name", "capacity_gib", "needs_gib", "planner_needs_gib", "fits", "fit_basis",
-               "epoch_s", "gpu_hours", "price_per_gpu_hour", "currency", "cost", "source"]
+               "epoch_s", "gpu_hours", "price_per_gpu_hour", "currency", "cost", "source", "host"]
 GPU_CLASSES = ("a10", "rtx4090", "a100", "a100-80gb", "h100", "h200")  # the classes a reader asks about
 
 
@@ -362,9 +362,7 @@ def answer_md(t: dict[str, pd.DataFrame]) -> str:
     paired = rec[rec["same_host_seed"].astype(bool)].sort_values("train_runtime_s").copy()
     letters = {h: chr(ord("A") + i) for i, h in enumerate(dict.fromkeys(paired["host"]))}
     paired["pair"] = paired["host"].map(letters)  # which rows share a host (a ratio is of one host's runs)
-    gpus = t["recommended_gpus"].copy()
-    if not gpus.empty:
-        gpus["source"] = gpus["source"].str.replace(r",? ?host [0-9a-f]+", "", regex=True)
+    gpus = t["recommended_gpus"]
     parts = [str(t["recommended"].iloc[0]["sentence"]), "",
              render(paired[list(ANSWER_RECIPES)].rename(columns=ANSWER_RECIPES), "md")]
     if not gpus.empty:

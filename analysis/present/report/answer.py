@@ -301,7 +301,8 @@ def gpu_table_html(rows: list[dict]) -> str:
     for r in rows:
         fit = ("fits" if r["fits"] else "does NOT fit") + f" {r['needs_gib']:.1f} / {r['capacity_gib']:.1f}"
         cells = [_gpu(r["hw"]), fit, seconds_text(r["epoch_s"]), H.fmt(r["gpu_hours"], "{:.3f}"),
-                 money(r["price_per_gpu_hour"], r["currency"]), money(r["cost"], r["currency"]), r["source"]]
+                 money(r["price_per_gpu_hour"], r["currency"]), money(r["cost"], r["currency"]),
+                 r["source"] + (f", host {r['host'][:8]}" if r.get("host") else "")]
         body.append("<tr>" + "".join(f"<td>{H.e(c)}</td>" for c in cells) + "</tr>")
     return ('<table class="sb-table sb-answer" id="recommended-gpus"><thead><tr>'
             + "".join(f"<th>{H.e(c)}</th>" for c in head) + f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
