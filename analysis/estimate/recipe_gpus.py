@@ -41,9 +41,9 @@ def gpu_rows(kwargs: dict, classes: list[str], measured: dict | None = None, pri
              results: str | Path | None = None) -> list[dict]:
     """One row per class of CLASSES: {hw, name, capacity_gib, needs_gib, fits, epoch_s, gpu_hours, price, currency,
     cost, source, host (of the measured run the row's epoch is, else None)}. MEASURED ({hw, train_runtime_s, run,
-    host, peak_gib}): that class's epoch is the run's train_runtime, and its logged peak decides the fit on every class (the planner's memory model knows no
-    padding-free rows and no Liger kernels, so for such a recipe it overstates the peak; `planner_needs_gib` keeps its
-    figure)."""
+    host, peak_gib}): that class's epoch is the run's train_runtime, and its logged peak decides the fit on every
+    class (the planner's memory model knows no padding-free rows and no Liger kernels, so for such a recipe it
+    overstates the peak; `planner_needs_gib` keeps its figure)."""
     plans = planner.estimate(hw=classes, prices=prices, results=results, **kwargs)
     rows = []
     for p in plans:
