@@ -1,5 +1,5 @@
 """`swiftbench`: one program, one subcommand per stage (run-all, claims, plan, quick, parse, profile, tables, report,
-import, wheelhouse).
+import, plugin, wheelhouse).
 
 Each stage module registers its own subcommand through `register(subparsers)`, so the CLI stays a thin
 dispatcher. Only the module of the subcommand asked for is imported (`swiftbench tables` loads no torch and no
@@ -28,6 +28,7 @@ SUBCOMMAND_MODULES = {
     "tables": "analysis.present.tables",
     "report": "analysis.present.report.build",
     "import": "experiments.run.importer",
+    "plugin": "experiments.recipes.plugin_command",
     "wheelhouse": "experiments.setup.wheelhouse",
 }
 # One line each for `swiftbench --help`, which imports no subcommand module.
@@ -41,6 +42,7 @@ SUBCOMMAND_HELP = {
     "tables": "speedup and convergence tables of one or more results trees (merged)",
     "report": "executed report notebook -> OUT/index.html",
     "import": "copy plain `swift sft` output folders into a results tree, labelled imported",
+    "plugin": "the path of the ms-swift plugin a copied recipe passes with --external_plugins",
     "wheelhouse": "wheels for an air-gapped GPU host: download and check, or install offline",
 }
 def version() -> str:

@@ -221,8 +221,9 @@ def test_plan_command_line():
 
 
 def _resolved(**changes) -> dict:
-    return {"experiment": "tp-combo", "overrides": {"eval_steps": 23, "padding_free": True, "attn_impl": "sdpa"},
-            "launcher": {"sdpa_padding_free": True, "stop_after": 46}, "used": ["tp-pf"], "reason": "combined tp-pf",
+    return {"experiment": "tp-combo", "overrides": {"eval_steps": 23, "padding_free": True, "attn_impl": "sdpa",
+                                                    "external_plugins": "swiftbench"},
+            "launcher": {"stop_after": 46}, "used": ["tp-pf"], "reason": "combined tp-pf",
             "made": "2026-12-01T10:00:00+00:00", **changes}
 
 

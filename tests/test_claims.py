@@ -82,34 +82,20 @@ def test_launcher_arguments():
     assert launch_options.option_argv({}) == []
 
 
-def test_launcher_env_and_liger_config(monkeypatch):
-    d = {"env": {"ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION": "1", "ACCELERATE_DYNAMO_USE_DYNAMIC": "1"},
-         "liger_config": {"fused_linear_cross_entropy": False, "cross_entropy": True}}
-    argv = launch_options.option_argv(d)
-    assert argv == ["--env", "ACCELERATE_DYNAMO_USE_DYNAMIC=1", "--env", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1",
-                    "--liger-config", '{"cross_entropy": true, "fused_linear_cross_entropy": false}']
-    opts, _ = launch_options.parse(argv + ["--", "--x", "1"])
-    assert opts.liger_config == {"cross_entropy": True, "fused_linear_cross_entropy": False}
-    for bad in (["--env", "NOEQUALS"], ["--env", "=1"], ["--liger-config", "{oops"],
-                ["--liger-config", '{"rope": "yes"}'], ["--liger-config", "[true]"]):
+def test_experiment_env_reaches_the_key_and_not_the_launcher():
+    """What changes the training is the recipe's (swift flags, the plugin's callbacks, the command's environment):
+    fast-compile's accelerate switches and Liger config are its `env`, part of its run key, none a launcher option."""
+    spec = run_spec.RunSpec(hw="h200", experiment="fast-compile", model="dummy", data=".data")
+    assert spec.env == {"ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION": "1", "ACCELERATE_DYNAMO_USE_DYNAMIC": "1",
+                        "SWIFTBENCH_LIGER_CONFIG": '{"cross_entropy": true, "fused_linear_cross_entropy": false}'}
+    assert spec.key()["env"] == spec.env
+    assert spec.overrides["callbacks"] == ["liger_config"] and spec.overrides["external_plugins"] == "swiftbench"
+    argv = launch_options.option_argv(spec.launcher)
+    assert not any(a in argv for a in ("--env", "--liger-config", "--sdpa-padding-free", "--sdp-backends"))
+    assert "env" not in run_spec.RunSpec(hw="h200", experiment="tp-best", model="dummy").key()
+    for old in (["--env", "A=1"], ["--sdpa-padding-free"], ["--sdp-backends", "flash"], ["--liger-config", "{}"]):
         with pytest.raises(SystemExit):
-            launch_options.parse(bad + ["--", "--x", "1"])
-    monkeypatch.delenv("SWIFTBENCH_TEST_ENV", raising=False)
-    record = {}
-    launch.apply_env(["SWIFTBENCH_TEST_ENV=a=b"], record)  # the value keeps its own '='
-    import os
-    assert os.environ["SWIFTBENCH_TEST_ENV"] == "a=b" and record["env"] == {"SWIFTBENCH_TEST_ENV": "a=b"}
-    monkeypatch.delenv("SWIFTBENCH_TEST_ENV")
-
-
-def test_liger_config_reaches_the_trainers_liger_call(monkeypatch):
-    from transformers import trainer
-
-    seen = []
-    monkeypatch.setattr(trainer, "apply_liger_kernel", lambda model, cfg=None: seen.append((model, cfg)))
-    info = launch.set_liger_config({"fused_linear_cross_entropy": False})
-    trainer.apply_liger_kernel("model", {"rope": True, "fused_linear_cross_entropy": True})
-    assert info["applied"] and seen == [("model", {"rope": True, "fused_linear_cross_entropy": False})]
+            launch_options.parse(old + ["--", "--x", "1"])
 
 
 def test_gpu_busy_union_and_longest_first_order():
@@ -243,17 +229,18 @@ def test_run_all_claims_through_the_launcher_on_cpu(tmp_path):
 
 @pytest.mark.slow
 def test_sdpa_padding_free_trains_the_same_batches_as_padding(tmp_path):
-    """--sdpa-padding-free: ms-swift packs each batch into one row; transformers' SDPA path builds a block-diagonal
-    causal mask from the position_ids, so the first steps' losses equal the padded run's (same batches, float32)."""
+    """The plugin's padding-free SDPA: ms-swift packs each batch into one row; transformers' SDPA path builds a
+    block-diagonal causal mask from the position_ids, so the first steps' losses equal the padded run's (same batches,
+    float32)."""
     model, _, datasets = _tiny_inputs(tmp_path)
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "MODELSCOPE_OFFLINE": "1", "PYTHONPATH": str(run_spec.ROOT)}
     losses, toks = {}, {}
-    for name, extra, launch_opts in (("padded", [], []),
-                                      ("free", ["--padding_free", "true", "--attn_impl", "sdpa"],
-                                       ["--sdpa-padding-free", "--env", "SWIFTBENCH_PROBE=1"])):
+    plugin = str(recipes.plugin_path())
+    for name, extra in (("padded", []),
+                        ("free", ["--padding_free", "true", "--attn_impl", "sdpa", "--external_plugins", plugin])):
         out = tmp_path / name
-        cmd = [sys.executable, "-m", "experiments.launch", *launch_opts, "--", "swift", "sft", "--model", model,
+        cmd = [sys.executable, "-m", "experiments.launch", "--", "swift", "sft", "--model", model,
                "--tuner_type", "lora", "--dataset", *datasets, "--torch_dtype", "float32", "--max_steps", "3",
                "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1", "--logging_steps", "1",
                "--output_dir", str(out), "--add_version", "false", "--check_model", "false", "--lora_dropout", "0",
@@ -263,35 +250,12 @@ def test_sdpa_padding_free_trains_the_same_batches_as_padding(tmp_path):
         lines = [json.loads(x) for x in (out / "logging.jsonl").read_text().splitlines()]
         losses[name] = [x["loss"] for x in lines if "loss" in x and "eval_loss" not in x]
         toks[name] = [json.loads(x) for x in (out / "tokens.jsonl").read_text().splitlines()]
-    info = json.loads((tmp_path / "free" / "launch.json").read_text())
-    assert info["sdpa_padding_free"]["applied"]
-    assert info["env"] == {"SWIFTBENCH_PROBE": "1"}
     assert len(losses["free"]) == len(losses["padded"]) == 3
     assert losses["free"] == pytest.approx(losses["padded"], abs=2e-4)
     # the same real tokens per step; packed rows carry no padding at all
     assert [t["tokens"] for t in toks["free"]] == [t["tokens"] for t in toks["padded"]]
     assert all(t["padded_tokens"] == t["tokens"] for t in toks["free"])
     assert all(t["padded_tokens"] > t["tokens"] for t in toks["padded"])
-
-
-def test_sdpa_padding_free_patch_accepts_sdpa_eager_and_flex_only(monkeypatch):
-    """ms-swift refuses padding_free without flash attention; the launcher's patch lets SDPA, eager and flex attention
-    through (transformers builds their packed-sequence masks alike) and leaves every other case to ms-swift's check."""
-    from swift.arguments import SftArguments
-
-    monkeypatch.setattr(SftArguments, "_check_padding_free", SftArguments._check_padding_free)
-    probe = SimpleNamespace(padding_free=True, packing=False, attn_impl="sdpa")
-    with pytest.raises(ValueError, match="flash attention"):
-        SftArguments._check_padding_free(probe)
-    info = launch.allow_sdpa_padding_free()
-    assert info["applied"] and "find_packed_sequence_indices" in info["why"]
-    SftArguments._check_padding_free(probe)  # accepted now
-    packing = SimpleNamespace(padding_free=False, packing=True, attn_impl=None)
-    SftArguments._check_padding_free(packing)
-    assert packing.padding_free is True  # packing implies padding_free, as in ms-swift
-    SftArguments._check_padding_free(SimpleNamespace(padding_free=True, packing=False, attn_impl="flex_attention"))
-    with pytest.raises(ValueError, match="flash attention"):
-        SftArguments._check_padding_free(SimpleNamespace(padding_free=True, packing=False, attn_impl="xformers"))
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "flex_attention"])
@@ -335,7 +299,7 @@ def test_packed_rows_attend_only_to_their_own_sample(attn, monkeypatch):
 @pytest.mark.slow
 def test_regional_compile_with_dynamic_shapes_trains_the_same_losses(tmp_path):
     """Issue 18's fast-compile on the CPU (no Liger there): padding-free SDPA with gradient checkpointing off,
-    compiled by accelerate region by region with dynamic shapes (the launcher's --env), trains the same losses as
+    compiled by accelerate region by region with dynamic shapes (its `env`), trains the same losses as
     uncompiled, and the packed row's new length at every step does not recompile: steps 2-4 together take less than
     step 1."""
     model, _, datasets = _tiny_inputs(tmp_path)
@@ -344,14 +308,14 @@ def test_regional_compile_with_dynamic_shapes_trains_the_same_losses(tmp_path):
     lines = {}
     for name, extra in (("eager", []), ("compiled", ["--torch_compile", "true"])):
         out = tmp_path / name
-        cmd = [sys.executable, "-m", "experiments.launch", "--sdpa-padding-free",
-               "--env", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1", "--env", "ACCELERATE_DYNAMO_USE_DYNAMIC=1",
+        env.update(ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION="1", ACCELERATE_DYNAMO_USE_DYNAMIC="1")
+        cmd = [sys.executable, "-m", "experiments.launch",
                "--", "swift", "sft", "--model", model, "--tuner_type", "lora", "--dataset", *datasets,
                "--torch_dtype", "float32", "--max_steps", "4", "--per_device_train_batch_size", "4",
                "--gradient_accumulation_steps", "1", "--logging_steps", "1", "--output_dir", str(out),
                "--add_version", "false", "--check_model", "false", "--lora_dropout", "0",
                "--split_dataset_ratio", "0.05", "--dataloader_num_workers", "0", "--eval_steps", "50",
-               "--padding_free", "true", "--attn_impl", "sdpa",
+               "--padding_free", "true", "--attn_impl", "sdpa", "--external_plugins", str(recipes.plugin_path()),
                "--gradient_checkpointing", "false", *extra]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=tmp_path)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

@@ -270,7 +270,7 @@ def test_help_descriptions_are_whole_and_every_option_says_what_it_does():
     from analysis import cli
 
     p = _run("--help")
-    assert "tables, report, import, wheelhouse)." in " ".join(p.stdout.split())
+    assert "tables, report, import, plugin, wheelhouse)." in " ".join(p.stdout.split())
     sub = cli.build_parser()._subparsers._group_actions[0]
     missing = [f"{name} {'/'.join(a.option_strings)}" for name, parser in sub.choices.items() for a in parser._actions
                if a.option_strings and not isinstance(a, argparse._HelpAction) and not a.help]

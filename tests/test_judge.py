@@ -27,7 +27,6 @@ from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
 from experiments.base.errors import InputError
 from experiments.base.paths import ROOT
-from experiments.launch import options as launch_options
 from experiments.recipes import catalog, recipes
 from experiments.run import spec as run_spec
 
@@ -348,8 +347,8 @@ def test_combo_takes_the_recipes_that_helped(tmp_path):
 
 def test_combo_carries_the_launcher_options_its_recipes_train_with(tmp_path):
     # tp-pf (0.60 s/step: +50 %) beats tp-bs8 (0.75 s/step: +20 %) over the 0.90 s/step baseline. tp-pf only
-    # trains with the launcher's --sdpa-padding-free (ms-swift refuses --padding_free with SDPA otherwise): the
-    # combination must carry it, while the stop and profiler options stay tp-combo's own.
+    # trains with the plugin (ms-swift refuses --padding_free with SDPA otherwise): the combination must carry its
+    # --external_plugins, while the stop and profiler options stay tp-combo's own.
     root = tmp_path / "results"
     _throughput_tree(root)
     lines, args = _synthetic(20, 0.60, 40.0, 10.03, seed=7)
@@ -357,10 +356,8 @@ def test_combo_carries_the_launcher_options_its_recipes_train_with(tmp_path):
     got = combo.resolve_combo("tp-combo", root, "h200")
     assert got["used"] == ["tp-pf", "tp-bs8"]
     assert got["overrides"]["padding_free"] is True and got["overrides"]["per_device_train_batch_size"] == 8
-    assert got["launcher"] == {"sdpa_padding_free": True, **catalog.experiment("tp-combo")["launcher"]}
-    spec = run_spec.RunSpec(hw="h200", experiment="tp-combo", model="dummy", data=".data",
-                          overrides=got["overrides"], launcher=got["launcher"])
-    assert "--sdpa-padding-free" in launch_options.option_argv(spec.launcher)
+    assert got["overrides"]["external_plugins"] == "swiftbench"
+    assert got["launcher"] == catalog.experiment("tp-combo")["launcher"]
 
 
 def _claims_cli(argv):

@@ -239,8 +239,9 @@ def test_a_combination_runs_its_resolved_recipe(tmp_path, monkeypatch):
     resolved = {"experiment": "tp-combo", "used": ["tp-pf", "tp-bs8"], "reason": "combined tp-pf, tp-bs8",
                 "made": "2026-12-01T10:00:00+00:00",
                 "overrides": {"eval_steps": 23, "padding_free": True, "attn_impl": "sdpa",
-                              "per_device_train_batch_size": 8, "gradient_accumulation_steps": 2},
-                "launcher": {"sdpa_padding_free": True, "stop_after": 46, "profile_steps": 2, "profile_skip": 40}}
+                              "per_device_train_batch_size": 8, "gradient_accumulation_steps": 2,
+                              "external_plugins": "swiftbench"},
+                "launcher": {"stop_after": 46, "profile_steps": 2, "profile_skip": 40}}
     _write_resolved(tmp_path, "h200", resolved)
     res = runner.run_claims("h200", ["tp-combo"], progress=False, results_dir=str(tmp_path),
                             overrides={"seed": "7"})
@@ -248,7 +249,12 @@ def test_a_combination_runs_its_resolved_recipe(tmp_path, monkeypatch):
     (spec,) = ran
     assert spec.experiment == "tp-combo" and spec.recipe == "bs16" and spec.launcher == resolved["launcher"]
     assert spec.overrides == {"logging_steps": 1, **resolved["overrides"], "seed": "7"}
-    assert "--sdpa-padding-free" in launch_options.option_argv(spec.launcher)
+    assert launch_options.option_argv(spec.launcher) == ["--profile-steps", "2", "--profile-skip", "40",
+                                                         "--stop-after", "46"]
+    # a resolved file written before the plugin (a launcher option that changed the training) is refused, one line
+    _write_resolved(tmp_path, "h200", {**resolved, "launcher": {"sdpa_padding_free": True, "stop_after": 46}})
+    stale = runner.run_claims("h200", ["tp-combo"], progress=False, results_dir=str(tmp_path))
+    assert [r["status"] for r in stale] == ["blocked"] and "sdpa_padding_free" in stale[0]["reason"]
     # another hardware class has no resolved recipe yet
     assert runner.run_claims("a100", ["tp-combo"], progress=False, results_dir=str(tmp_path))[0]["status"] \
         == "blocked"

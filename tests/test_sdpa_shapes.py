@@ -1,12 +1,10 @@
-"""experiments/probes/sdpa_shapes.py (what a new packed-row length costs an attention call's host time) and the
-launcher's --sdp-backends switch it motivates."""
+"""experiments/probes/sdpa_shapes.py: what a new packed-row length costs an attention call's host time (the reason for
+the plugin's sdpa_no_cudnn, tests/test_plugin.py)."""
 import json
 import random
 
 import pytest
 
-from experiments.launch import launcher as launch
-from experiments.launch import options as launch_options
 from experiments.probes import sdpa_shapes
 
 
@@ -52,25 +50,3 @@ def test_bad_arguments_are_refused():
         with pytest.raises(SystemExit) as exc:
             sdpa_shapes.main(bad)
         assert exc.value.code == 2, bad
-
-
-def test_sdp_backends_option_switches_torch_and_reaches_the_command_line():
-    import torch
-
-    argv = launch_options.option_argv({"sdp_backends": ["flash", "efficient", "math"]})
-    assert argv == ["--sdp-backends", "flash,efficient,math"]
-    opts, _ = launch_options.parse([*argv, "--", "swift", "sft", "--model", "m"])
-    assert opts.sdp_backends == ["flash", "efficient", "math"]
-    with pytest.raises(SystemExit):
-        launch_options.parse(["--sdp-backends", "flash,xformers", "--", "sft", "--model", "m"])
-    before = {n: getattr(torch.backends.cuda, f.replace("enable_", "") + "_enabled")()
-              for n, f in (("cudnn", "enable_cudnn_sdp"), ("flash", "enable_flash_sdp"),
-                           ("efficient", "enable_mem_efficient_sdp"), ("math", "enable_math_sdp"))}
-    record = {}
-    try:
-        launch.apply_sdp_backends(opts.sdp_backends, record)
-        assert record["sdp_backends"]["torch"] == {"cudnn": False, "flash": True, "efficient": True, "math": True}
-        assert torch.backends.cuda.cudnn_sdp_enabled() is False
-    finally:
-        for name, fn in launch_options.SDP_BACKENDS.items():
-            getattr(torch.backends.cuda, fn)(before[name])

@@ -52,10 +52,13 @@ def defined_as(rec: RunRecord, name: str) -> bool:
     e = catalog.experiment(name)
     if e is None or not rec.key:
         return False
+    overrides, launcher, env = catalog.recipe_of_key(rec.key)
     if e.get("combine"):  # resolved at run time: its overrides and launcher are whatever the combination was
-        return all(rec.launcher.get(k) == v for k, v in (e.get("launcher") or {}).items())
-    got = {k: v for k, v in rec.overrides.items() if k not in MACHINE_OVERRIDES}
-    return got == dict(e.get("overrides") or {}) and "launcher" in rec.key and rec.launcher == e.get("launcher")
+        return all(launcher.get(k) == v for k, v in (e.get("launcher") or {}).items())
+    got = {k: v for k, v in overrides.items() if k not in MACHINE_OVERRIDES}
+    want_env = {k: str(v) for k, v in (e.get("env") or {}).items()}
+    return (got == dict(e.get("overrides") or {}) and "launcher" in rec.key and launcher == e.get("launcher")
+            and env == want_env)
 
 
 def hw_choice(records: list[RunRecord]) -> str | None:

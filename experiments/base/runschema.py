@@ -154,7 +154,7 @@ RUN_JSON = Obj({
     "status": Str(), "hw": Str(), "experiment": Str(), "reason": Str(),
     "key": Obj({
         "experiment": Str(), "recipe": Str(), "model": Str(), "data": Str(), "parallel": Str(),
-        "max_steps": Int(1, STEPS), "gpus": Int(1, GPUS), "overrides": Obj(),
+        "max_steps": Int(1, STEPS), "gpus": Int(1, GPUS), "overrides": Obj(), "env": Obj(values=Str()),
         "launcher": Obj({
             "mem_cap_gib": Num(0.01, GIB), "stop_after": Int(1, STEPS), "profile_steps": Int(0, STEPS),
             "profile_skip": Int(0, STEPS), "profile_warmup": Int(0, STEPS), "pad_to": Int(1, 10**8),

@@ -12,9 +12,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from experiments.base import runfiles
-from experiments.launch.options import SDP_BACKENDS, parse, swift_flag
+from experiments.launch.options import parse, swift_flag
 from experiments.launch.profiler import make_profiler_callback
 
 GIB = 2**30
@@ -102,8 +103,26 @@ def make_stop_callback(stop_after: int, record: dict):
 # ------------------------------------------------------------------------------------------- token counts
 
 
-def batch_token_counts(batches: list) -> dict:
-    """Real (attention mask), padded (input_ids size) and label tokens of the micro-batches of one optimizer step."""
+def _real_tokens(b, ids):
+    """The real tokens of one micro-batch, as a tensor on its device (no host sync): the attention mask's sum; a
+    packed row without a mask is real up to its last non-zero position id, since the plugin's pad_buckets pads it with
+    position id 0 (every sample's tokens after its first have positions above 0)."""
+    import torch
+
+    mask = b.get("attention_mask")
+    if mask is not None:
+        return mask.sum()
+    pos = b.get("position_ids")
+    if pos is not None and pos.dim() == 2 and pos.shape[0] == 1 and pos.shape[1] == ids.numel():
+        nonzero = (pos[0] != 0).to(torch.int64)
+        trailing = torch.flip(nonzero, (0,)).argmax()  # zeros after the last non-zero position
+        return torch.where(nonzero.any(), ids.numel() - trailing, torch.tensor(ids.numel(), device=ids.device))
+    return torch.tensor(ids.numel(), device=ids.device)
+
+
+def step_token_totals(batches: list):
+    """[real, padded, label tokens, micro-batches] of one optimizer step as one int64 tensor on the batches' device,
+    summed over ranks under torchrun; None without input_ids. Reading it is the caller's choice of when to sync."""
     import torch
 
     real, padded, labels = [], [], []
@@ -111,13 +130,12 @@ def batch_token_counts(batches: list) -> dict:
         ids = b.get("input_ids") if hasattr(b, "get") else None
         if ids is None:
             continue
-        mask = b.get("attention_mask")
         padded.append(ids.numel())
-        real.append(mask.sum() if mask is not None else torch.tensor(ids.numel(), device=ids.device))
+        real.append(_real_tokens(b, ids))
         lab = b.get("labels")
         labels.append((lab != -100).sum() if lab is not None else torch.tensor(0, device=ids.device))
     if not padded:
-        return {"micro_batches": 0, "tokens": 0, "padded_tokens": 0, "label_tokens": 0}
+        return None
     n = len(padded)
     device = real[0].device
     stacked = torch.stack([torch.as_tensor(x).to(device) for x in real + labels])
@@ -125,20 +143,72 @@ def batch_token_counts(batches: list) -> dict:
                           torch.tensor(n, device=device)]).to(torch.int64)
     if world_size() > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.all_reduce(totals)  # the whole job's step: every rank's micro-batches
-    # one transfer for the whole step (logging every step already synchronises once per step)
-    tokens, padded_total, label_tokens, micro = totals.tolist()
-    return {"micro_batches": int(micro), "tokens": int(tokens), "padded_tokens": int(padded_total),
-            "label_tokens": int(label_tokens)}
+    return totals
+
+
+def _counts(values) -> dict:
+    tokens, padded_total, label_tokens, micro = (int(v) for v in values)
+    return {"micro_batches": micro, "tokens": tokens, "padded_tokens": padded_total, "label_tokens": label_tokens}
+
+
+def batch_token_counts(batches: list) -> dict:
+    """Real, padded (input_ids size) and label tokens of the micro-batches of one optimizer step (read at once)."""
+    totals = step_token_totals(batches)
+    if totals is None:
+        return {"micro_batches": 0, "tokens": 0, "padded_tokens": 0, "label_tokens": 0}
+    return _counts(totals.tolist())
+
+
+class TokenLog:
+    """tokens.jsonl, written without making the host wait for the GPU: each step's totals are copied to pinned host
+    memory asynchronously and written once the copy has landed (checked at the next step, all at the end). A wait
+    here would stall a recipe whose host otherwise runs ahead of the GPU."""
+
+    def __init__(self, out_file: Path):
+        self.out_file = out_file
+        self.pending: list[tuple[dict, Any, Any]] = []  # (line, host tensor, event or None)
+
+    def add(self, line: dict, totals) -> None:
+        import torch
+
+        if totals.device.type == "cuda":
+            host = torch.empty(totals.shape, dtype=totals.dtype, pin_memory=True)
+            host.copy_(totals, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record()
+            self.pending.append((line, host, event))
+        else:
+            self.pending.append((line, totals, None))
+        self.flush(wait=False)
+
+    def flush(self, wait: bool = True) -> None:
+        ready = []
+        while self.pending:
+            line, host, event = self.pending[0]
+            if event is not None and not event.query():
+                if not wait:
+                    break
+                event.synchronize()
+            ready.append({**line, **_counts(host.tolist())})
+            self.pending.pop(0)
+        if ready and rank() == 0:
+            with self.out_file.open("a") as fh:
+                fh.writelines(json.dumps(x) + "\n" for x in ready)
+
+
+TOKEN_LOG: list[TokenLog] = []  # the run's TokenLog, flushed by main() after training
 
 
 def install_token_counter(out_file: Path, record: dict) -> None:
     """Wrap transformers' Trainer.get_batch_samples (it gathers one optimizer step's micro-batches) to append the
-    step's token counts to OUT_FILE (one JSON line per optimizer step)."""
+    step's token counts to OUT_FILE (one JSON line per optimizer step, written as TokenLog says)."""
     from transformers import Trainer
 
     orig = Trainer.get_batch_samples
     record["tokens"] = {"file": str(out_file)}
     out_file.parent.mkdir(parents=True, exist_ok=True)
+    log = TokenLog(out_file)
+    TOKEN_LOG[:] = [log]
 
     def get_batch_samples(self, epoch_iterator, num_batches, *args, **kwargs):
         batches, num_items = orig(self, epoch_iterator, num_batches, *args, **kwargs)
@@ -146,13 +216,12 @@ def install_token_counter(out_file: Path, record: dict) -> None:
         # right after an evaluation, so that is no test (runs of 2026-11-30 lack the step after each eval)
         if batches:
             try:
-                counts = batch_token_counts(batches)  # every rank calls it: the sum over ranks is collective
-                line = {"step": int(self.state.global_step) + 1, **counts}
-                if world_size() > 1:
-                    line["ranks"] = world_size()
-                if rank() == 0:
-                    with out_file.open("a") as fh:
-                        fh.write(json.dumps(line) + "\n")
+                totals = step_token_totals(batches)  # every rank calls it: the sum over ranks is collective
+                if totals is not None:
+                    line = {"step": int(self.state.global_step) + 1}
+                    if world_size() > 1:
+                        line["ranks"] = world_size()
+                    log.add(line, totals)
             except Exception as exc:  # noqa: BLE001 - counting must never cost the training run
                 record["tokens"]["error"] = f"{type(exc).__name__}: {exc}"
         return batches, num_items
@@ -182,7 +251,7 @@ def longest_first_order(batches: list[list[int]], lengths, batch_size: int) -> l
 
 
 def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> None:
-    """Hook into ms-swift 4.6.0: extra trainer callbacks, longest-first first batch, padding to N tokens."""
+    """Hook into ms-swift 4.6.0: the measuring callbacks, longest-first first batch, padding to N tokens."""
     from functools import partial
 
     from swift.dataloader import BatchSamplerShard
@@ -229,12 +298,6 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
         DataLoaderMixin.get_train_dataloader = get_train_dataloader
         BatchSamplerShard.__iter__ = __iter__
 
-    if getattr(opts, "sdpa_padding_free", False):
-        record["sdpa_padding_free"] = allow_sdpa_padding_free()
-
-    if getattr(opts, "liger_config", None):
-        record["liger_config"] = set_liger_config(opts.liger_config)
-
     if opts.pad_to:
         def _get_data_collator(self, args, template):
             return partial(template.data_collator, padding_to=opts.pad_to)
@@ -243,66 +306,29 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
         record["pad_to"] = opts.pad_to
 
 
-def allow_sdpa_padding_free() -> dict:
-    """Patch SftArguments._check_padding_free to accept SDPA/eager when transformers makes packed-sequence masks."""
-    from swift.arguments import SftArguments
-    from transformers import masking_utils
-
-    if not hasattr(masking_utils, "find_packed_sequence_indices"):
-        return {"applied": False, "reason": "this transformers has no packed-sequence masks for SDPA"}
-    orig = SftArguments._check_padding_free
-
-    def _check_padding_free(self):
-        if (self.padding_free or self.packing) and self.attn_impl in (None, "sdpa", "eager", "flex_attention"):
-            if self.packing:
-                self.padding_free = True
-            return
-        return orig(self)
-
-    SftArguments._check_padding_free = _check_padding_free
-    import transformers
-
-    return {"applied": True, "transformers": transformers.__version__,
-            "why": "masking_utils.find_packed_sequence_indices: block-diagonal causal mask from position_ids"}
+def swift_list_flag(swift_args: list[str], name: str) -> list[str]:
+    """The values of a list flag (--callbacks a b c) in a swift argument list (the last occurrence wins)."""
+    values: list[str] = []
+    for i, a in enumerate(swift_args):
+        if a == f"--{name}":
+            values = []
+            for v in swift_args[i + 1:]:
+                if v.startswith("--"):
+                    break
+                values.append(v)
+    return values
 
 
-def set_liger_config(config: dict) -> dict:
-    """Make transformers' Trainer apply Liger with CONFIG (its `liger_kernel_config`, e.g. the fused linear cross
-    entropy off), which ms-swift's command line cannot pass (a dict). Only where --use_liger_kernel is on."""
-    from transformers import trainer
+def compile_cache_state(swift_args: list[str]) -> dict | None:
+    """For a run with the plugin's compile_layers: its inductor cache folder and the files in it before the run (0: a
+    cold run that compiles everything; more: a warm one that may load compiled code)."""
+    if "compile_layers" not in swift_list_flag(swift_args, "callbacks"):
+        return None
+    from experiments.recipes import swift_plugin
 
-    orig = trainer.apply_liger_kernel
-
-    def apply_liger_kernel(model, kernel_config=None):
-        return orig(model, {**(kernel_config or {}), **config})
-
-    trainer.apply_liger_kernel = apply_liger_kernel
-    return {"applied": True, "config": config}
-
-
-def apply_env(items: list[str], record: dict) -> None:
-    """--env NAME=VALUE: set before ms-swift, transformers and accelerate are imported (they read some at import)."""
-    if not items:
-        return
-    env = dict(item.split("=", 1) for item in items)
-    os.environ.update(env)
-    record["env"] = env
-
-
-def apply_sdp_backends(names: list[str] | None, record: dict) -> None:
-    """--sdp-backends: switch off the SDPA backends not named, process-wide (torch.compile reads the same switches
-    when it traces attention). cuDNN's attention builds an execution graph per new shape, and a packed row's length
-    changes every step (experiments/probes/sdpa_shapes.py measures what that costs the host)."""
-    if not names:
-        return
-    import torch
-
-    for name, fn in SDP_BACKENDS.items():
-        getattr(torch.backends.cuda, fn)(name in names)
-    # each switch's reading back: enable_X_sdp -> X_sdp_enabled
-    state = {name: getattr(torch.backends.cuda, fn.removeprefix("enable_") + "_enabled")()
-             for name, fn in SDP_BACKENDS.items()}
-    record["sdp_backends"] = {"allowed": names, "torch": state}
+    folder = swift_plugin.inductor_cache_dir()
+    files = sum(1 for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+    return {"dir": str(folder), "files_before": files, "warm": files > 0}
 
 
 def run_sft(swift_args: list[str]):
@@ -355,10 +381,11 @@ def main(argv: list[str] | None = None) -> int:
     record: dict = {"argv": sys.argv[1:] if argv is None else argv, "swift_args": swift_args, "pid": os.getpid(),
                     "started": time.time(), "options": vars(opts)}
     t0 = time.monotonic()
-    apply_env(opts.env, record)
-    apply_sdp_backends(opts.sdp_backends, record)
     if opts.mem_cap_gib is not None:
         record["mem_cap"] = apply_memory_cap(opts.mem_cap_gib)
+    cache = compile_cache_state(swift_args)
+    if cache is not None:
+        record["compile_cache"] = cache
     callbacks = []
     record["rank"], record["world_size"] = rank(), world_size()
     resumed = resume_step(swift_args)
@@ -401,6 +428,11 @@ def main(argv: list[str] | None = None) -> int:
         record["error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
         rc = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
         rc = rc or 1
+    for log in TOKEN_LOG:
+        try:
+            log.flush()
+        except Exception as exc:  # noqa: BLE001 - the run's own outcome is what the exit code says
+            record.setdefault("tokens", {})["error"] = f"{type(exc).__name__}: {exc}"
     record.update(sft_s=round(time.monotonic() - t0, 3), returncode=rc, fast_exit=not opts.no_fast_exit)
     _write_record(record, output_dir)
     print(f"launch: sft {'returned' if rc == 0 else 'failed'} after {record['sft_s']:.1f} s", flush=True)

@@ -3,6 +3,10 @@
     python -m experiments.launch [--mem-cap-gib N] [--profile-steps K [--profile-skip S] [--profile-out DIR]]
                                  [--longest-first] [--pad-to N] [--no-fast-exit] -- <swift sft args...>
 
+The launcher measures: it changes nothing the training computes, apart from the worst case a memory probe sets
+(--longest-first, --pad-to). What a recipe changes is in its swift flags, the plugin's callbacks among them
+(experiments/recipes/swift_plugin.py), so the command a user copies is the command that was measured.
+
 `swift sft ARGS` (swift/cli/main.py) starts `python swift/cli/sft.py ARGS`, which runs
 try_use_single_device_mode(), try_init_unsloth(), try_init_ray() and then swift.pipelines.sft_main(); this module
 does the same in-process, after what follows. Several GPUs: `torchrun --nproc_per_node N -m experiments.launch ...`
@@ -32,11 +36,6 @@ does the same in-process, after what follows. Several GPUs: `torchrun --nproc_pe
                   run's: the cut run is an exact prefix of the full one (same learning rate at every step, same data
                   order), so its eval loss at step N can be set beside the full runs' eval at step N. (--max_steps
                   instead shrinks the warm-up and cosine decay to N steps.)
---sdpa-padding-free  Let --padding_free run with SDPA attention. ms-swift 4.6.0 refuses padding_free unless
-                  attn_impl is a flash-attention one (SftArguments._check_padding_free), but transformers >= 4.54 builds
-                  a block-diagonal causal mask from the packed rows' position_ids for SDPA/eager
-                  (masking_utils.find_packed_sequence_indices), so each sample attends only to itself, as when padded.
-                  Applied only when that function exists; recorded in launch.json.
 --no-fast-exit    By default the process ends with os._exit once sft returned and its files are written, skipping
                   the interpreter teardown (about 40 s after every H200 run so far, with the model still resident).
 
@@ -57,11 +56,6 @@ This module is that command line: the options before `--`, swift sft's after (`p
 from __future__ import annotations
 
 import argparse
-import json
-
-# torch.backends.cuda's switch for each SDPA backend (--sdp-backends)
-SDP_BACKENDS = {"cudnn": "enable_cudnn_sdp", "flash": "enable_flash_sdp", "efficient": "enable_mem_efficient_sdp",
-                "math": "enable_math_sdp"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,15 +77,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--longest-first", action="store_true", help="first batch = the longest samples")
     p.add_argument("--pad-to", type=int, default=None, help="pad every batch to N tokens")
     p.add_argument("--stop-after", type=int, default=None, help="end training after optimizer step N")
-    p.add_argument("--sdpa-padding-free", action="store_true",
-                   help="allow --padding_free with SDPA, eager or flex attention")
-    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="set an environment variable in this process before anything is imported (repeatable)")
-    p.add_argument("--sdp-backends", default=None, metavar="LIST",
-                   help="the SDPA backends torch may pick, comma-separated from " + ", ".join(SDP_BACKENDS) +
-                        " (the others are switched off in this process; e.g. flash,efficient,math: no cuDNN)")
-    p.add_argument("--liger-config", default=None, metavar="JSON",
-                   help="which Liger kernels --use_liger_kernel applies (transformers' liger_kernel_config)")
     p.add_argument("--no-fast-exit", action="store_true", help="let the interpreter tear down normally")
     p.add_argument("--no-schedule", action="store_true",
                    help="write no schedule.jsonl (every step's tokens, before training: "
@@ -125,26 +110,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("--pad-to must be > 0")
     if opts.stop_after is not None and opts.stop_after <= 0:
         parser.error("--stop-after must be > 0")
-    for item in opts.env:
-        name, eq, _ = item.partition("=")
-        if not eq or not name or not name.replace("_", "").isalnum():
-            parser.error(f"--env wants NAME=VALUE, got {item!r}")
-    if opts.sdp_backends is not None:
-        names = [n for n in opts.sdp_backends.split(",") if n]
-        bad = [n for n in names if n not in SDP_BACKENDS]
-        if bad or not names:
-            parser.error(f"--sdp-backends wants a comma-separated list from {', '.join(SDP_BACKENDS)}, got "
-                         f"{opts.sdp_backends!r}")
-        opts.sdp_backends = names
-    if opts.liger_config is not None:
-        try:
-            cfg = json.loads(opts.liger_config)
-        except ValueError as exc:
-            parser.error(f"--liger-config is not JSON: {exc}")
-        if not isinstance(cfg, dict) or not all(isinstance(v, bool) for v in cfg.values()):
-            parser.error("--liger-config wants a JSON object of booleans, e.g. "
-                         '{"fused_linear_cross_entropy": false, "cross_entropy": true}')
-        opts.liger_config = cfg
     return opts, swift_args
 
 
@@ -169,14 +134,6 @@ def option_argv(launcher: dict) -> list[str]:
         out += ["--pad-to", str(int(launcher["pad_to"]))]
     if launcher.get("stop_after"):
         out += ["--stop-after", str(int(launcher["stop_after"]))]
-    if launcher.get("sdpa_padding_free"):
-        out.append("--sdpa-padding-free")
-    for name, value in sorted((launcher.get("env") or {}).items()):
-        out += ["--env", f"{name}={value}"]
-    if launcher.get("sdp_backends"):
-        out += ["--sdp-backends", ",".join(launcher["sdp_backends"])]
-    if launcher.get("liger_config"):
-        out += ["--liger-config", json.dumps(launcher["liger_config"], sort_keys=True)]
     if launcher.get("fast_exit") is False:
         out.append("--no-fast-exit")
     if launcher.get("schedule") is False:

@@ -49,9 +49,8 @@ def build(swift_args: list[str], opts=None) -> list[dict]:
 
     from experiments.launch.launcher import batch_token_counts, install_patches
 
-    if opts is not None and (opts.longest_first or opts.pad_to or opts.sdpa_padding_free):
-        install_patches(argparse.Namespace(longest_first=opts.longest_first, pad_to=opts.pad_to,
-                                           sdpa_padding_free=opts.sdpa_padding_free), {}, [])
+    if opts is not None and (opts.longest_first or opts.pad_to):
+        install_patches(argparse.Namespace(longest_first=opts.longest_first, pad_to=opts.pad_to), {}, [])
 
     class ScheduleSft(SwiftSft):
         """SwiftSft with the processor in place of the model, writing no eval split."""

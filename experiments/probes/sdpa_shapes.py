@@ -55,6 +55,11 @@ def packed_causal_mask(lengths: list[int], device=None):
     return ((doc[:, None] == doc[None, :]) & (pos[None, :] <= pos[:, None]))[None, None]
 
 
+# torch.backends.cuda's switch for each SDPA backend
+SDP_SWITCHES = {"cudnn": "enable_cudnn_sdp", "flash": "enable_flash_sdp", "efficient": "enable_mem_efficient_sdp",
+                "math": "enable_math_sdp"}
+
+
 def run_child(config: str, new: int, repeat: int, heads: int, kv_heads: int, head_dim: int, lo: int, hi: int,
               docs: int, seed: int) -> dict:
     import torch
@@ -63,11 +68,8 @@ def run_child(config: str, new: int, repeat: int, heads: int, kv_heads: int, hea
     cuda = torch.cuda.is_available()
     dev = torch.device("cuda" if cuda else "cpu")
     dtype = torch.bfloat16 if cuda else torch.float32
-    if CONFIGS[config]["disable"]:  # the launcher's --sdp-backends switch, so both measure the same thing
-        from experiments.launch.launcher import apply_sdp_backends
-        from experiments.launch.options import SDP_BACKENDS
-
-        apply_sdp_backends([n for n in SDP_BACKENDS if n not in CONFIGS[config]["disable"]], {})
+    for name in CONFIGS[config]["disable"]:  # as the plugin's sdpa_no_cudnn switches cuDNN off
+        getattr(torch.backends.cuda, SDP_SWITCHES[name])(False)
     rng = random.Random(seed)
     lengths = rng.sample(range(lo, hi), new) + [None] * repeat
 

@@ -23,12 +23,48 @@ from experiments.base.errors import InputError
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 EXPERIMENTS_FILE = "experiments.yaml"
 SEARCHES_FILE = "searches.yaml"
+# The launcher measures (profiler, memory cap, cut, quick stop) and sets the worst case of a memory probe (longest
+# samples first, rows padded to N); what changes the training itself is a swift flag (`overrides`, the plugin's
+# --callbacks among them) or the command's environment (`env`).
 LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "profile_activities", "profile_warmup",
-                 "profile_host_stacks", "longest_first", "pad_to", "fast_exit", "stop_after", "sdpa_padding_free",
-                 "env",
-                 "liger_config", "sdp_backends"}
-EXPERIMENT_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "matrix", "est_gpu_s",
-                   "requires", "blocked", "combine", "search", "probe"}
+                 "profile_host_stacks", "longest_first", "pad_to", "fast_exit", "stop_after"}
+# Run keys (run.json) written before the plugin held these as launcher options; each is the recipe's now:
+# {option: (its swift flags, the command's environment)} for the values the committed runs used.
+MOVED_LAUNCHER_OPTIONS = ("sdpa_padding_free", "sdp_backends", "liger_config", "env")
+
+
+def recipe_of_key(key: dict) -> tuple[dict, dict, dict]:
+    """A run key's (overrides, launcher, env) in today's terms: launcher options that changed the training become
+    the plugin flags and environment that do the same (sdpa_padding_free: --external_plugins swiftbench;
+    sdp_backends flash,efficient,math: --callbacks sdpa_no_cudnn; liger_config: --callbacks liger_config with
+    SWIFTBENCH_LIGER_CONFIG; env: the command's environment). A key without them comes back as it is."""
+    import json
+
+    overrides = dict(key.get("overrides") or {})
+    launcher = dict(key.get("launcher") or {})
+    env = {k: str(v) for k, v in (key.get("env") or {}).items()}
+    callbacks = list(overrides.get("callbacks") or [])
+    if launcher.pop("sdpa_padding_free", False):
+        overrides["external_plugins"] = "swiftbench"
+    backends = launcher.pop("sdp_backends", None)
+    if backends and set(backends) == {"flash", "efficient", "math"}:
+        overrides["external_plugins"] = "swiftbench"
+        callbacks.append("sdpa_no_cudnn")
+    elif backends:
+        callbacks.append("sdp_backends:" + ",".join(backends))  # no plugin callback does this: never equal
+    liger = launcher.pop("liger_config", None)
+    if liger:
+        overrides["external_plugins"] = "swiftbench"
+        callbacks.append("liger_config")
+        env["SWIFTBENCH_LIGER_CONFIG"] = json.dumps(liger, sort_keys=True)
+    env.update({k: str(v) for k, v in (launcher.pop("env", None) or {}).items()})
+    if callbacks:
+        overrides["callbacks"] = callbacks
+    return overrides, launcher, env
+
+
+EXPERIMENT_KEYS = {"description", "recipe", "overrides", "launcher", "env", "max_steps", "timeout_s", "matrix",
+                   "est_gpu_s", "requires", "blocked", "combine", "search", "probe"}
 SEARCH_KEYS = {"description", "recipe", "overrides", "launcher", "max_steps", "timeout_s", "flag", "ladder", "start",
                "est_gpu_s_per_probe", "requires"}
 # A resolved recipe file of a `combine` experiment: results/resolved/<hw>/<name>.yaml
@@ -109,6 +145,10 @@ def _load(folder: str) -> dict:
                                            f"{', '.join(sorted(unknown))}")
         if not e.get("recipe"):
             raise InputError(origin[name], f"experiment {name!r}: no recipe")
+        env = e.get("env") or {}
+        if not isinstance(env, dict) or not all(isinstance(k, str) and k.replace("_", "").isalnum()
+                                                and isinstance(v, (str, int, float)) for k, v in env.items()):
+            raise InputError(origin[name], f"experiment {name!r}: `env` must map NAME to a value")
     return {"defaults": defaults, "experiments": experiments, "searches": searches, "path": str(Path(folder)),
             "files": {"experiments": str(exp_file), "searches": str(search_file)}}
 
@@ -186,6 +226,10 @@ def read_resolved(results_dir: str | Path, hw: str, name: str) -> dict | None:
             continue
         if not isinstance(data.get(key), kind):
             raise InputError(path, f"resolved recipe: {key!r} must be a {kind.__name__}")
+    unknown = set(data.get("launcher") or {}) - LAUNCHER_KEYS
+    if unknown:
+        raise InputError(path, f"resolved recipe: unknown launcher option(s) {', '.join(sorted(unknown))} "
+                               f"(resolve it again: swiftbench claims resolve {name} --hw {hw} --force)")
     if data["experiment"] != name:
         raise InputError(path, f"resolved recipe of {data['experiment']!r}, not of {name!r}")
     unknown = set(data.get("launcher") or {}) - LAUNCHER_KEYS

@@ -21,6 +21,15 @@ from experiments.base.errors import InputError
 RECIPES_FILE = Path(__file__).resolve().parent / "recipes.yaml"
 # Flags the runner owns for every run: where outputs go and what is being trained on.
 RUN_FLAGS = ("output_dir", "model", "dataset", "max_steps", "add_version")
+# `external_plugins: swiftbench` in a recipe names the package's plugin file (swift_plugin.py beside this module): a
+# run gets its path, a printed command `"$(swiftbench plugin)"`, which prints that path where swiftbench is installed.
+PLUGIN = "swiftbench"
+PLUGIN_SHELL = '"$(swiftbench plugin)"'
+
+
+def plugin_path() -> Path:
+    """The plugin file ms-swift imports for `--external_plugins swiftbench` (experiments/recipes/swift_plugin.py)."""
+    return Path(__file__).resolve().parent / "swift_plugin.py"
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,13 +96,49 @@ def _value(v) -> list[str]:
     return [str(v)]
 
 
+def _plugin_value(value, plugin: str):
+    """`external_plugins` with the package's plugin named by PLUGIN (the recipe's `swiftbench`) resolved to PLUGIN."""
+    items = value if isinstance(value, list) else [value]
+    return [plugin if x == PLUGIN else x for x in items]
+
+
+def command_flags(experiment: str, swift_version: str, overrides: dict | None = None,
+                  path: str | Path = RECIPES_FILE) -> tuple[dict, list[str]]:
+    """The recipe's flags for SWIFT_VERSION (adaptations applied) with OVERRIDES on top: what `swift sft` is given,
+    apart from the plugin's path. Returns the flags and the adaptation notes."""
+    f = flags(experiment, path)
+    for k, v in (overrides or {}).items():
+        if v is None:
+            f.pop(k, None)
+        else:
+            f[k] = v
+    return adapt(f, swift_version, path)
+
+
+def copyable(experiment: str, swift_version: str, path: str | Path = RECIPES_FILE) -> str:
+    """The recipe as a command a user pastes into bash: the article's hub model and datasets, its output folder, the
+    installed ms-swift's spelling of every flag, and the plugin as `"$(swiftbench plugin)"`. A run of the recipe
+    gives `swift sft` these same arguments, apart from what the runner owns (RUN_FLAGS) and the machine's own
+    (tests/test_recipes.py compares them)."""
+    f, _ = command_flags(experiment, swift_version, path=path)
+    lines = ["swift sft"]
+    for k, v in f.items():
+        if k == "external_plugins":
+            values = [PLUGIN_SHELL if x == PLUGIN else shlex.quote(str(x)) for x in _plugin_value(v, PLUGIN)]
+            lines.append(" ".join([f"--{k}", *values]))
+        else:
+            lines.append(shlex.join([f"--{k}", *_value(v)]))
+    return " \\\n  ".join(lines)
+
+
 def render(experiment: str, swift_version: str, *, output_dir: str, model: str | None = None,
            datasets: list[str] | None = None, max_steps: int | None = None, overrides: dict | None = None,
            path: str | Path = RECIPES_FILE) -> dict:
     """The argv of `swift sft` for one run, and notes on every flag that differs from the article's.
 
     model / datasets replace the recipe's hub ids (local folder, dummy model, local files); overrides carry
-    the runner's machine-specific flags (e.g. float32 on a CPU, --check_model false offline).
+    the runner's machine-specific flags (e.g. float32 on a CPU, --check_model false offline); `external_plugins:
+    swiftbench` becomes the plugin file's path.
     """
     f = flags(experiment, path)
     notes = []
@@ -115,6 +160,8 @@ def render(experiment: str, swift_version: str, *, output_dir: str, model: str |
             f[k] = v
         notes.append(f"--{k} {v}: set by the runner")
     f, adapt_notes = adapt(f, swift_version, path)
+    if f.get("external_plugins") is not None:
+        f["external_plugins"] = _plugin_value(f["external_plugins"], str(plugin_path()))
     argv = ["swift", "sft"]
     lines = ["swift sft"]
     for k, v in f.items():

@@ -148,6 +148,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
             overrides.setdefault("check_model", False)  # nothing to check against a hub offline
         if model_dir is not None and spec.data:
             env_vars.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "MODELSCOPE_OFFLINE": "1"})
+        env_vars.update(spec.env)  # the experiment's own, which a user copies with the command
         if on_gpu:
             env_vars.update(gpu_visibility(spec.gpus, lib=lib))
         swift_version = _swift_version()
@@ -186,7 +187,8 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
         if not (resume and (run_dir / runfiles.ENV_JSON).is_file()):  # a resumed run keeps its first attempt's
             env = {**gpu.environment(spec.hw, lib=lib), "gpu_check": check, "dummy_weights": dummy_weights}
             (run_dir / runfiles.ENV_JSON).write_text(json.dumps(env, indent=2))
-        exports = "".join(f"export {k}={v}\n" for k, v in env_vars.items() if k != "NPROC_PER_NODE")  # on the line
+        exports = "".join(f"export {k}={shlex.quote(str(v))}\n"  # NPROC_PER_NODE goes on the command's line
+                          for k, v in env_vars.items() if k != "NPROC_PER_NODE")
         (run_dir / runfiles.COMMAND_SH).write_text(
             "#!/usr/bin/env bash\n# Rendered by experiments/recipes/recipes.py for ms-swift " + swift_version + "\n"
             + "".join(f"# {n}\n" for n in cmd["notes"]) + exports + cmd["shell"] + "\n")

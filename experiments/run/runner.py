@@ -216,13 +216,13 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
             what = "complete" if finished[1] == "ok" else "OOM"
             console.print(f"[green]skip[/] {hw}/{name}: {what} run {finished[0]}")
             return {"experiment": name, "run_dir": str(finished[0]), "status": "skipped", "outcome": finished[1]}
-    else:
+    elif not spec.repeat:
         done = find_complete(spec)
         if done is not None:
             console.print(f"[green]skip[/] {hw}/{name}: complete run {done}")
             return {"experiment": name, "run_dir": str(done), "status": "skipped", "outcome": "ok"}
     preflight(spec)
-    resume = find_resumable(spec)
+    resume = None if spec.repeat else find_resumable(spec)
     if resume is not None:  # the same folder, from its last checkpoint (prepare records the resume in run.json)
         run_dir = resume["run_dir"]
         write_status(run_dir, status="running", resume_request={"checkpoint": resume["checkpoint"],
@@ -397,6 +397,9 @@ def register(sub) -> None:
     r.add_argument("--kill-orphans", action="store_true",
                    help="stop a training an earlier, killed runner left running on this host (default: report it "
                         "and start nothing)")
+    r.add_argument("--repeat", action="store_true",
+                   help="run each experiment again, in a new run folder, even where a complete run exists (a second "
+                        "run on a host measures its warm caches: compiled code, page cache)")
     r.add_argument("--no-progress", action="store_true",
                    help="no progress bar of optimizer steps per run (for logs and pipes); the run folders are the same")
     r.set_defaults(func=run_command)
@@ -431,7 +434,7 @@ def run_command(a) -> int:
         overrides[k.lstrip("-")] = v
     common = dict(progress=not a.no_progress, model=a.model, data=a.data, max_steps=a.max_steps,
                   results_dir=a.results, force_hw=a.force_hw, timeout_s=a.timeout, overrides=overrides,
-                  budget_s=quick_stop.budget_of(a.quick, a.budget))
+                  budget_s=quick_stop.budget_of(a.quick, a.budget), repeat=a.repeat)
     counts = _int_list(a.gpus, "--gpus")
     layouts = [p.strip() for p in a.parallel.split(",") if p.strip()]
     for p in layouts:

@@ -49,6 +49,8 @@ class RunSpec:
     gpus: int = 1                    # data-parallel processes on this host (NPROC_PER_NODE); global batch kept
     parallel: str = "ddp"            # ddp | zero2 | zero3 (ms-swift's shipped DeepSpeed configs)
     budget_s: float | None = None    # a quick run within this many seconds (experiments/launch/quick_stop.py)
+    env: dict = field(default_factory=dict)  # the command's environment (a claims experiment's `env`)
+    repeat: bool = False             # run again even where a complete run of the same key exists (not in the key)
 
     def _resolve(self):
         """A claims experiment (experiments/recipes/claims/) brings its recipe, overrides, launcher, steps and limit;
@@ -70,6 +72,7 @@ class RunSpec:
         self.overrides = {**(definition.get("overrides") or {}), **(self.overrides or {})}
         if self.launcher is None:
             self.launcher = dict(definition.get("launcher") or {})
+        self.env = {**{k: str(v) for k, v in (definition.get("env") or {}).items()}, **(self.env or {})}
         self.max_steps = self.max_steps or definition.get("max_steps")
         self.timeout_s = self.timeout_s or definition.get("timeout_s")
 
@@ -99,6 +102,8 @@ class RunSpec:
             key["recipe_name"] = self.recipe
         if self.launcher is not None:
             key["launcher"] = self.launcher
+        if self.env:  # absent without one, so earlier runs keep their keys
+            key["env"] = self.env
         if self.layout:  # absent for one GPU, so runs made before multi-GPU support keep their keys
             key["gpus"], key["parallel"] = self.gpus, self.parallel
         return key

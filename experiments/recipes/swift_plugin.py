@@ -1,0 +1,298 @@
+"""swiftbench's plugin for ms-swift: what the recommended recipes need that `swift sft` flags cannot say.
+
+    swift sft ... --external_plugins "$(swiftbench plugin)" [--callbacks NAME [NAME ...]]
+
+ms-swift imports this file (`--external_plugins`, BaseArguments.__post_init__) while it reads the arguments, before it
+checks them. Importing it does one thing; each name given to `--callbacks` (ms-swift's callbacks registry) switches on
+one more. The file is self-contained (torch, transformers and ms-swift only), so it also works copied on its own.
+
+On import
+    padding_free with SDPA, eager or flex attention. ms-swift 4.x refuses `--padding_free` unless `--attn_impl` is a
+    flash-attention one (SftArguments._check_padding_free). transformers >= 4.54 builds a block-diagonal causal mask
+    from a packed row's position_ids for sdpa, eager and flex_attention (masking_utils.find_packed_sequence_indices),
+    so each sample attends only to itself, as when padded. The check is relaxed only where that function exists.
+
+--callbacks
+    sdpa_no_cudnn    SDPA may pick flash, memory-efficient or math kernels, not cuDNN's: cuDNN builds an execution
+                     graph for every new shape, and a packed row's length changes every step.
+    pad_buckets      In training, a packed row is padded up to the next multiple of SWIFTBENCH_PAD_MULTIPLE tokens
+                     (default 1024) with labels -100 and position id 0 (each pad token a one-token sequence of its
+                     own): a few fixed shapes instead of a new one every step. Adds no loss term; the tokens each
+                     step trains on are unchanged.
+    compile_layers   torch.compile of each decoder layer (static shapes: one graph per row length, shared by the
+                     layers); evaluation runs eager. The inductor cache is kept in SWIFTBENCH_COMPILE_CACHE (default
+                     ~/.cache/swiftbench/inductor), so a later run on the same host loads the compiled code.
+    liger_loss_only  With --use_liger_kernel true, only Liger's fused linear cross-entropy (no logits tensor), not
+                     its RoPE, RMSNorm and SwiGLU kernels, which cut the compiled layers into pieces.
+    liger_config     With --use_liger_kernel true, the kernels SWIFTBENCH_LIGER_CONFIG names (a JSON object of
+                     booleans, transformers' liger_kernel_config, e.g. '{"fused_linear_cross_entropy": false}'):
+                     ms-swift's command line cannot pass that dict.
+    no_host_sync     ms-swift checks the gradient norm for NaN with .item() after every step, which makes the host
+                     wait for the GPU. This makes the same check on the GPU: a non-finite norm skips the optimizer
+                     update through the fused optimizer's found_inf (needs --optim adamw_torch_fused).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+CACHE_ENV = "SWIFTBENCH_COMPILE_CACHE"
+PAD_ENV = "SWIFTBENCH_PAD_MULTIPLE"
+LIGER_ENV = "SWIFTBENCH_LIGER_CONFIG"
+DEFAULT_PAD_MULTIPLE = 1024
+RECOMPILE_LIMIT = 64  # graphs per compiled layer: one per row length (and grad mode); dynamo's default is 8
+
+
+def _log(text: str) -> None:
+    print(f"swiftbench plugin: {text}", flush=True)
+
+
+# ------------------------------------------------------------------------------------------------ on import
+
+
+def allow_sdpa_padding_free() -> bool:
+    """Accept --padding_free / --packing with sdpa, eager or flex attention where transformers masks packed rows."""
+    from swift.arguments import SftArguments
+    from transformers import masking_utils
+
+    if not hasattr(masking_utils, "find_packed_sequence_indices"):
+        _log("this transformers has no packed-sequence masks: padding_free still needs flash attention")
+        return False
+    if getattr(SftArguments._check_padding_free, "_swiftbench", False):
+        return True  # imported twice (a dataloader worker replays the import)
+    orig = SftArguments._check_padding_free
+
+    def _check_padding_free(self):
+        if (self.padding_free or self.packing) and self.attn_impl in (None, "sdpa", "eager", "flex_attention"):
+            if self.packing:
+                self.padding_free = True
+            return None
+        return orig(self)
+
+    _check_padding_free._swiftbench = True  # type: ignore[attr-defined]
+    SftArguments._check_padding_free = _check_padding_free
+    return True
+
+
+# ------------------------------------------------------------------------------------------------ callbacks
+
+
+def default_cache_dir() -> Path:
+    """Where compile_layers keeps the inductor cache (SWIFTBENCH_COMPILE_CACHE, else ~/.cache/swiftbench/inductor)."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "swiftbench" / "inductor")
+
+
+def inductor_cache_dir() -> Path:
+    """The inductor cache compile_layers uses: TORCHINDUCTOR_CACHE_DIR where the user set it, else ours. torch sets
+    that variable to its own default under /tmp on first use, which a reboot empties: that one is replaced."""
+    current = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if current and not os.environ.get(CACHE_ENV):
+        try:
+            from torch._inductor.runtime.cache_dir_utils import default_cache_dir as torch_default
+        except ImportError:
+            return Path(current)
+        if Path(current) != Path(torch_default()):
+            return Path(current)
+    return default_cache_dir()
+
+
+def pad_multiple() -> int:
+    text = os.environ.get(PAD_ENV, str(DEFAULT_PAD_MULTIPLE))
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{PAD_ENV}={text!r}: a whole number of tokens, e.g. 1024") from None
+    if value < 1:
+        raise ValueError(f"{PAD_ENV}={text!r}: must be >= 1")
+    return value
+
+
+def liger_config() -> dict:
+    """SWIFTBENCH_LIGER_CONFIG as a dict of booleans (transformers' liger_kernel_config)."""
+    import json
+
+    text = os.environ.get(LIGER_ENV, "")
+    try:
+        cfg = json.loads(text)
+    except ValueError:
+        cfg = None
+    if not isinstance(cfg, dict) or not all(isinstance(v, bool) for v in cfg.values()):
+        raise ValueError(f"{LIGER_ENV}={text!r}: a JSON object of booleans, e.g. "
+                         '{"fused_linear_cross_entropy": false, "cross_entropy": true}')
+    return cfg
+
+
+def bucket_length(tokens: int, multiple: int) -> int:
+    """The row length a packed row of TOKENS tokens is padded to: the next multiple of MULTIPLE (at least one)."""
+    return max(1, -(-tokens // multiple)) * multiple
+
+
+class BucketCollator:
+    """ms-swift's collator with the packed row padded up to bucket_length (a class, not a closure: dataloader workers
+    may receive it pickled)."""
+
+    def __init__(self, collator, multiple: int):
+        self.collator, self.multiple = collator, multiple
+
+    def __call__(self, batch):
+        tokens = sum(len(b["input_ids"]) for b in batch)
+        return self.collator(batch, padding_to=bucket_length(tokens, self.multiple))
+
+
+def decoder_layers(model) -> list:
+    """The model's repeated decoder blocks: the modules whose class transformers names in `_no_split_modules`."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    names = set(getattr(base, "_no_split_modules", None) or [])
+    return [m for m in base.modules() if type(m).__name__ in names]
+
+
+try:
+    from transformers import TrainerCallback as _HfCallback
+except ImportError:  # read without transformers (a package test of the file alone): no callbacks to build
+    _HfCallback = object  # type: ignore[misc,assignment]
+
+
+class _Callback(_HfCallback):  # type: ignore[misc,valid-type]
+    """ms-swift's callback shape: built with (args, trainer) by `--callbacks NAME` (swift.callbacks.TrainerCallback)."""
+
+    def __init__(self, args, trainer):
+        self.args = args
+        self.trainer = trainer
+
+
+class SdpaNoCudnn(_Callback):
+    def __init__(self, args, trainer):
+        super().__init__(args, trainer)
+        import torch
+
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        _log("sdpa_no_cudnn: cuDNN attention off (flash, memory-efficient, math remain)")
+
+
+class PadBuckets(_Callback):
+    def __init__(self, args, trainer):
+        super().__init__(args, trainer)
+        multiple = pad_multiple()
+        if not trainer.template.padding_free:
+            _log("pad_buckets: no effect without --padding_free true")
+            return
+        get_train_dataloader = trainer.get_train_dataloader
+
+        def train_loader(*a, **kw):  # the training loader's collator only: evaluation rows stay as they are
+            collator = trainer.data_collator
+            trainer.data_collator = BucketCollator(collator, multiple)
+            try:
+                return get_train_dataloader(*a, **kw)
+            finally:
+                trainer.data_collator = collator
+
+        trainer.get_train_dataloader = train_loader
+        _log(f"pad_buckets: training rows padded to multiples of {multiple} tokens")
+
+
+class CompileLayers(_Callback):
+    def __init__(self, args, trainer):
+        super().__init__(args, trainer)
+        import torch
+        import torch._dynamo
+        import torch._inductor.config as inductor_config
+
+        cache = inductor_cache_dir()
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
+        cache.mkdir(parents=True, exist_ok=True)
+        inductor_config.fx_graph_cache = True
+        with contextlib.suppress(ImportError, AttributeError):
+            import torch._functorch.config as functorch_config
+
+            functorch_config.enable_autograd_cache = True
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, RECOMPILE_LIMIT)
+        self.compiled = 0
+        files = sum(1 for p in cache.rglob("*") if p.is_file())
+        _log(f"compile_layers: inductor cache {cache} ({files} files before this run)")
+        evaluate = trainer.evaluate
+
+        def eager_evaluate(*a, **kw):  # eval batches have other lengths and no grad: no graphs for them
+            with torch.compiler.set_stance("force_eager"):
+                return evaluate(*a, **kw)
+
+        trainer.evaluate = eager_evaluate
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if self.compiled or model is None:
+            return
+        layers = decoder_layers(model)
+        for layer in layers:
+            layer.compile(dynamic=False)
+        self.compiled = len(layers)
+        kind = type(layers[0]).__name__ if layers else "-"
+        _log(f"compile_layers: {len(layers)} decoder layers compiled ({kind})")
+
+
+class LigerLossOnly(_Callback):
+    def __init__(self, args, trainer):
+        super().__init__(args, trainer)
+        # transformers' Trainer applies Liger in train() with args.liger_kernel_config, after this runs
+        args.liger_kernel_config = {**(getattr(args, "liger_kernel_config", None) or {}),
+                                    "rope": False, "rms_norm": False, "swiglu": False,
+                                    "fused_linear_cross_entropy": True}
+        _log("liger_loss_only: Liger's fused linear cross-entropy only")
+
+
+class LigerConfig(_Callback):
+    def __init__(self, args, trainer):
+        super().__init__(args, trainer)
+        cfg = liger_config()
+        args.liger_kernel_config = {**(getattr(args, "liger_kernel_config", None) or {}), **cfg}
+        _log(f"liger_config: {cfg}")
+
+
+class NoHostSync(_Callback):
+    def __init__(self, args, trainer):
+        super().__init__(args, trainer)
+        import torch
+
+        optim = getattr(args, "optim", "")
+        optim = str(getattr(optim, "value", optim))
+        if "fused" not in optim:
+            raise ValueError(f"--callbacks no_host_sync needs --optim adamw_torch_fused (got {optim!r}): only a "
+                             "fused optimizer can skip a step on the GPU (found_inf)")
+        trainer._fix_grad_norm_nan = contextlib.nullcontext  # ms-swift's check: .item() on the norm every step
+        clip = trainer._clip_grad_norm
+
+        def _clip_grad_norm(model):
+            norm = clip(model)
+            if isinstance(norm, torch.Tensor):
+                opt = trainer.optimizer
+                opt = getattr(opt, "optimizer", opt)  # accelerate's AcceleratedOptimizer wraps it
+                opt.found_inf = (~torch.isfinite(norm)).float().reshape(())
+            return norm
+
+        trainer._clip_grad_norm = _clip_grad_norm
+        _log("no_host_sync: non-finite gradient norms skip the update on the GPU (fused optimizer's found_inf)")
+
+
+def make_callbacks() -> dict:
+    """The callback classes by their --callbacks name."""
+    return {"sdpa_no_cudnn": SdpaNoCudnn, "pad_buckets": PadBuckets, "compile_layers": CompileLayers,
+            "liger_loss_only": LigerLossOnly, "liger_config": LigerConfig, "no_host_sync": NoHostSync}
+
+
+CALLBACKS = ("sdpa_no_cudnn", "pad_buckets", "compile_layers", "liger_loss_only", "liger_config", "no_host_sync")
+
+
+def register() -> None:
+    """Relax the padding-free check and add the callbacks to ms-swift's registry (--callbacks NAME)."""
+    from swift.callbacks import callbacks_map
+
+    allow_sdpa_padding_free()
+    for name, cls in make_callbacks().items():
+        callbacks_map.setdefault(name, cls)
+
+
+try:
+    import swift.callbacks  # noqa: F401
+except ImportError:  # imported without ms-swift (the package's tests): nothing to register into
+    pass
+else:
+    register()

@@ -1,0 +1,232 @@
+"""experiments/recipes/swift_plugin.py, the file a copied recipe passes with --external_plugins: what importing it does
+and what each of its callbacks does, on ms-swift's own classes (the real template, the real fused AdamW)."""
+import importlib.util
+import json
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from experiments.recipes import recipes
+from experiments.run import prepare as run_prepare
+from experiments.run import spec as run_spec
+
+
+def _plugin():
+    """The plugin imported as ms-swift imports it: from its file path (swift.utils.import_external_file)."""
+    from swift.utils import import_external_file
+
+    return import_external_file(str(recipes.plugin_path()))
+
+
+def test_the_plugin_is_one_file_of_the_package_and_registers_its_callbacks():
+    from swift.callbacks import callbacks_map
+
+    path = recipes.plugin_path()
+    assert path.is_file() and path.parent.name == "recipes" and path.name == "swift_plugin.py"
+    mod = _plugin()
+    assert set(mod.CALLBACKS) <= set(callbacks_map)
+    # self-contained: it imports nothing of swiftbench (a user may copy the file on its own)
+    spec = importlib.util.spec_from_file_location("lonely_plugin", path)
+    assert spec is not None and spec.loader is not None
+    source = path.read_text()
+    assert "from experiments" not in source and "import experiments" not in source
+    assert "from analysis" not in source and "import analysis" not in source
+
+
+def test_padding_free_check_accepts_sdpa_eager_and_flex_only(monkeypatch):
+    """ms-swift refuses padding_free without flash attention; importing the plugin lets SDPA, eager and flex attention
+    through (transformers builds their packed-sequence masks alike) and leaves every other case to ms-swift."""
+    from swift.arguments import SftArguments
+
+    plugin = _plugin()
+    original = SftArguments._check_padding_free
+    while getattr(original, "_swiftbench", False):  # undo an earlier import's patch to see ms-swift's own check
+        original = original.__closure__[0].cell_contents
+    monkeypatch.setattr(SftArguments, "_check_padding_free", original)
+    probe = SimpleNamespace(padding_free=True, packing=False, attn_impl="sdpa")
+    with pytest.raises(ValueError, match="flash attention"):
+        SftArguments._check_padding_free(probe)
+    assert plugin.allow_sdpa_padding_free() is True
+    SftArguments._check_padding_free(probe)  # accepted now
+    packing = SimpleNamespace(padding_free=False, packing=True, attn_impl=None)
+    SftArguments._check_padding_free(packing)
+    assert packing.padding_free is True  # packing implies padding_free, as in ms-swift
+    SftArguments._check_padding_free(SimpleNamespace(padding_free=True, packing=False, attn_impl="flex_attention"))
+    with pytest.raises(ValueError, match="flash attention"):
+        SftArguments._check_padding_free(SimpleNamespace(padding_free=True, packing=False, attn_impl="xformers"))
+    assert plugin.allow_sdpa_padding_free() is True  # a second import (a dataloader worker) patches nothing twice
+    assert not getattr(SftArguments._check_padding_free.__closure__[0].cell_contents, "_swiftbench", False)
+
+
+def test_sdpa_no_cudnn_switches_only_cudnn_off():
+    import torch
+
+    switches = ("cudnn_sdp_enabled", "flash_sdp_enabled", "mem_efficient_sdp_enabled", "math_sdp_enabled")
+    before = {s: getattr(torch.backends.cuda, s)() for s in switches}
+    try:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+        _plugin().make_callbacks()["sdpa_no_cudnn"](SimpleNamespace(), SimpleNamespace())
+        assert torch.backends.cuda.cudnn_sdp_enabled() is False
+        assert all(getattr(torch.backends.cuda, s)() == before[s] for s in switches[1:])
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(before["cudnn_sdp_enabled"])
+
+
+@pytest.mark.parametrize("tokens, multiple, want", [(1, 1024, 1024), (1024, 1024, 1024), (1025, 1024, 2048),
+                                                    (3007, 512, 3072), (0, 512, 512), (7, 1, 7)])
+def test_bucket_length_by_hand(tokens, multiple, want):
+    assert _plugin().bucket_length(tokens, multiple) == want
+
+
+def _template(padding_free=True):
+    from swift.model import get_processor
+    from swift.template import get_template
+
+    path, _, _ = run_prepare.resolve_model(run_spec.DUMMY_TINY, "cpu")
+    t = get_template(get_processor(path, model_type="qwen2"), template_type="qwen2_5", padding_free=padding_free)
+    t.set_mode("train")
+    return t
+
+
+def _samples(t, sizes):
+    out = []
+    for n in sizes:
+        e = t.encode({"messages": [{"role": "user", "content": "hi " * n},
+                                   {"role": "assistant", "content": "ok " * n}]})
+        e["length"] = len(e["input_ids"])
+        out.append(e)
+    return out
+
+
+def _bucket_trainer(plugin, t):
+    """A trainer as far as pad_buckets sees one: ms-swift's collator, and a training loader that takes it."""
+    from functools import partial
+
+    trainer = SimpleNamespace(template=t, data_collator=partial(t.data_collator, padding_to=None))
+    trainer.get_train_dataloader = lambda: trainer.data_collator  # the collator the training loader was built with
+    plugin.make_callbacks()["pad_buckets"](SimpleNamespace(), trainer)
+    return trainer
+
+
+def test_pad_buckets_pads_the_packed_row_with_nothing_that_trains(monkeypatch):
+    """A packed row of 39 + 53 + 47 = 139 tokens padded to the next multiple of 64: 192 positions, the first 139 the
+    unpadded row's exactly, the 53 after them pad tokens with labels -100 (no loss term) and position id 0 (each its own
+    one-token sequence: transformers' packed-row mask keeps every sample attending only to itself)."""
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.PAD_ENV, "64")
+    t = _template()
+    plain = t.data_collator(_samples(t, (3, 10, 7)))
+    trainer = _bucket_trainer(plugin, t)
+    train_collate = trainer.get_train_dataloader()
+    padded = train_collate(_samples(t, (3, 10, 7)))
+    n = plain["input_ids"].shape[1]
+    assert n == 139 and padded["input_ids"].shape == (1, 192)
+    for key in ("input_ids", "labels", "position_ids"):
+        assert padded[key][0, :n].tolist() == plain[key][0, :n].tolist()
+    assert padded["labels"][0, n:].eq(-100).all() and padded["position_ids"][0, n:].eq(0).all()
+    assert padded["input_ids"][0, n:].eq(t.tokenizer.pad_token_id).all()
+    assert (padded["labels"] != -100).sum() == (plain["labels"] != -100).sum()
+    from transformers.masking_utils import find_packed_sequence_indices
+
+    docs = find_packed_sequence_indices(padded["position_ids"])[0].tolist()
+    assert docs[:n] == find_packed_sequence_indices(plain["position_ids"])[0].tolist()
+    assert len(set(docs[n:])) == 192 - n  # every pad token a sequence of its own
+    # the trainer's own collator (evaluation's) is left as it was
+    assert trainer.data_collator(_samples(t, (3, 10, 7)))["input_ids"].shape == (1, 139)
+    import pickle
+
+    assert pickle.loads(pickle.dumps(plugin.BucketCollator(len, 64))).multiple == 64  # spawned workers get it
+
+
+def test_launcher_counts_a_padded_rows_real_tokens(monkeypatch):
+    """tokens.jsonl's real tokens of a bucket-padded packed row are the row's own 139, not the 192 positions."""
+    from experiments.launch.launcher import batch_token_counts
+
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.PAD_ENV, "64")
+    t = _template()
+    plain = t.data_collator(_samples(t, (3, 10, 7)))
+    padded = _bucket_trainer(plugin, t).get_train_dataloader()(_samples(t, (3, 10, 7)))
+    got = batch_token_counts([padded])
+    assert got == {**batch_token_counts([plain]), "padded_tokens": 192}
+    assert got["tokens"] == 139 and got["label_tokens"] == int((plain["labels"] != -100).sum())
+
+
+def test_pad_buckets_refuses_a_bad_multiple_and_ignores_padded_batches(monkeypatch):
+    plugin = _plugin()
+    for bad in ("0", "-5", "1k"):
+        monkeypatch.setenv(plugin.PAD_ENV, bad)
+        with pytest.raises(ValueError, match=plugin.PAD_ENV):
+            plugin.pad_multiple()
+    monkeypatch.setenv(plugin.PAD_ENV, "64")
+    t = _template(padding_free=False)
+    trainer = _bucket_trainer(plugin, t)
+    assert trainer.get_train_dataloader()(_samples(t, (3, 10)))["input_ids"].shape == (2, 53)  # as before
+
+
+def test_liger_callbacks_set_the_trainers_liger_config(monkeypatch):
+    plugin = _plugin()
+    cbs = plugin.make_callbacks()
+    args = SimpleNamespace(liger_kernel_config=None)
+    cbs["liger_loss_only"](args, SimpleNamespace())
+    assert args.liger_kernel_config == {"rope": False, "rms_norm": False, "swiglu": False,
+                                        "fused_linear_cross_entropy": True}
+    monkeypatch.setenv(plugin.LIGER_ENV, json.dumps({"fused_linear_cross_entropy": False, "cross_entropy": True}))
+    args = SimpleNamespace(liger_kernel_config=None)
+    cbs["liger_config"](args, SimpleNamespace())
+    assert args.liger_kernel_config == {"fused_linear_cross_entropy": False, "cross_entropy": True}
+    for bad in ("{oops", '{"rope": "yes"}', "[true]", ""):
+        monkeypatch.setenv(plugin.LIGER_ENV, bad)
+        with pytest.raises(ValueError, match=plugin.LIGER_ENV):
+            cbs["liger_config"](SimpleNamespace(liger_kernel_config=None), SimpleNamespace())
+
+
+def test_no_host_sync_skips_a_non_finite_step_on_the_device_and_takes_a_finite_one():
+    """ms-swift drops the update when the gradient norm is NaN (after an .item()); no_host_sync hands the fused AdamW a
+    found_inf flag instead: a NaN norm leaves the weights and the step count as they were, a finite one updates."""
+    import torch
+
+    plugin = _plugin()
+    p = torch.nn.Parameter(torch.ones(4))
+    opt = torch.optim.AdamW([p], lr=0.1, fused=True)
+    norms = iter([torch.tensor(float("nan")), torch.tensor(2.0)])
+    trainer = SimpleNamespace(_fix_grad_norm_nan=None, _clip_grad_norm=lambda model: next(norms),
+                              optimizer=SimpleNamespace(optimizer=opt))
+    with pytest.raises(ValueError, match="adamw_torch_fused"):
+        plugin.make_callbacks()["no_host_sync"](SimpleNamespace(optim="adamw_torch"), trainer)
+    from transformers.training_args import OptimizerNames
+
+    plugin.make_callbacks()["no_host_sync"](SimpleNamespace(optim=OptimizerNames.ADAMW_TORCH_FUSED), trainer)
+    assert trainer._fix_grad_norm_nan is not None
+    with trainer._fix_grad_norm_nan():  # ms-swift's own NaN check (an .item() every step) is gone
+        pass
+    p.grad = torch.full((4,), float("nan"))
+    trainer._clip_grad_norm(None)
+    opt.step()
+    assert p.detach().tolist() == [1.0] * 4 and opt.state[p]["step"].item() == 0
+    p.grad = torch.ones(4)
+    trainer._clip_grad_norm(None)
+    opt.step()
+    assert all(x < 1.0 for x in p.detach().tolist()) and opt.state[p]["step"].item() == 1
+
+
+def test_compile_layers_finds_the_decoder_layers_and_keeps_its_cache(tmp_path, monkeypatch):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    path, _, _ = run_prepare.resolve_model(run_spec.DUMMY_TINY, "cpu")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    layers = plugin.decoder_layers(model)
+    assert len(layers) == model.config.num_hidden_layers and type(layers[0]).__name__ == "Qwen2DecoderLayer"
+    seen = []
+    trainer = SimpleNamespace(evaluate=lambda *a, **k: seen.append(torch.compiler.is_compiling()) or {"ok": 1})
+    cb = plugin.make_callbacks()["compile_layers"](SimpleNamespace(), trainer)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "cache") and (tmp_path / "cache").is_dir()
+    cb.on_train_begin(None, None, None, model=model)
+    assert cb.compiled == model.config.num_hidden_layers
+    assert all(getattr(layer, "_compiled_call_impl", None) is not None for layer in layers)
+    assert trainer.evaluate() == {"ok": 1} and seen == [False]
