@@ -48,7 +48,7 @@ help:
 	@echo "make report                       executed report notebook -> report/index.html"
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
 	@echo "make parse [RESULTS=results]      one row per run folder: status, complete, steps, ms/step, tokens/s, peak, MFU"
-	@echo "make claims [RESULTS=results]     the claims audit's verdicts (analysis/judge/claims.yaml) and its GPU plan"
+	@echo "make claims [RESULTS=results]     the claims audit's verdicts (analysis/judge/claims.yaml); PLAN=1: its GPU plan too"
 	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan (experiments/recipes/claims/plan.yaml), one lane per GPU"
 	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s] [GPUS=1,2] [PARALLEL=ddp,zero3] [QUICK=1|BUDGET=180s]"
 	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"
@@ -119,8 +119,7 @@ parse: $(ASTAMP)
 	$(AVENV)/bin/swiftbench parse $(RESULTS)
 
 claims: $(ASTAMP)
-	$(AVENV)/bin/swiftbench claims $(RESULTS)
-	$(AVENV)/bin/python -m experiments.recipes.plan
+	$(AVENV)/bin/swiftbench claims $(RESULTS) $(if $(PLAN),--plan)
 
 fixtures: $(STAMP)
 	$(VPY) tests/fixtures/generate.py

@@ -218,6 +218,7 @@ def test_parse_several_runs_is_one_row_each_with_mfu_as_a_percentage(results_tre
 
 
 def test_claims_prints_one_line_per_claim_no_wider_than_160():
+    from analysis.judge import config
     from analysis.judge.cli import LINE_WIDTH, one_line
 
     long = "[holds] x: " + "; ".join(f"part {i} with some words" for i in range(40))
@@ -230,7 +231,8 @@ def test_claims_prints_one_line_per_claim_no_wider_than_160():
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines and max(map(len, lines)) <= LINE_WIDTH
-    assert sum(ln.startswith("[") for ln in lines) == len(lines) - 1 and "--json" in lines[-1]
+    assert sum(ln.startswith("[") for ln in lines) == len(config.claims())
+    assert "--json" in lines[-1] and "--plan" in lines[-1] and not any(ln.startswith("call ") for ln in lines)
 
 
 def test_every_declared_make_target_has_a_recipe():

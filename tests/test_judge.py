@@ -27,6 +27,7 @@ from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
 from experiments.base.errors import InputError
 from experiments.base.paths import ROOT
+from experiments.launch import launcher as launch
 from experiments.recipes import catalog, recipes
 from experiments.run import spec as run_spec
 
@@ -57,6 +58,8 @@ def test_claim_sources_exist_in_the_seed_files_and_thresholds_match_them():
             assert set(src.get("figures", [])) <= set(figures), c["id"]
         for exp in c["experiments"]:
             assert catalog.experiment(exp) is not None or catalog.search(exp) is not None, exp
+        # an article claim is one of a seed article's; everything else is the project's own finding
+        assert (c["origin"] == "article") == (src["file"] in seeds), c["id"]
     rules = {c["id"]: c["rule"] for c in data["claims"]}
     assert rules["workers8"]["min_speedup_pct"] == figures["all.dataloader_workers8_speedup_pct_min"]["value"] == 15
     assert rules["lora-rank4"]["min_mem_saving_pct"] <= figures["all.lora_rank4_mem_saving_pct"]["value"] == 25
@@ -93,6 +96,11 @@ def _claims_file(tmp_path, mutate):
     (lambda d: d.pop("figures"), "missing top-level key 'figures'"),
     (lambda d: d["figures"]["recipes"].update(runs="spread-s42"), "figures.recipes.runs: must be a list of names"),
     (lambda d: d.pop("claims"), "missing top-level key 'claims'"),
+    (lambda d: d["claims"][0].pop("origin"), "no `origin`"),
+    (lambda d: d["claims"][0].update(origin="issue 5"), "`origin` must be one of article, finding"),
+    (lambda d: d["claims"][0].update(key="{} saved"), "`key`: must be a string with named fields"),
+    (lambda d: d["key_numbers"].update(vibes="{x}"), "key_numbers: unknown rule kind 'vibes'"),
+    (lambda d: d["key_numbers"].update(recipe="{ratio"), "key_numbers.recipe: "),
 ])
 def test_bad_claims_files_name_the_file(tmp_path, mutate, message):
     path = _claims_file(tmp_path, mutate)
@@ -156,11 +164,26 @@ def test_unrun_claims_name_their_planned_experiments(tmp_path):
 # ---------------------------------------------------------------------------- verdicts from synthetic run trees
 
 
-def _write_run(root, exp, *, lines, args, status="ok", reason=None, dummy=True, profile=None, run_id="20261201-000000"):
-    """A run folder as the runner leaves it, with a run.json key equal to what the runner computes."""
+H200_BYTES = 150109880320  # an H200's total memory as torch reports it
+
+
+def launch_record(cap_gib: float, total: int = H200_BYTES) -> dict:
+    """launch.json's allocator-cap record as experiments/launch/launcher.py apply_memory_cap writes it on a GPU."""
+    fraction = launch.memory_fraction(cap_gib, total)
+    return {"requested_gib": cap_gib, "applied": True, "device": 0, "total_bytes": total, "fraction": fraction,
+            "cap_bytes": int(fraction * total), "device_name": "NVIDIA H200"}
+
+
+def _write_run(root, exp, *, lines, args, status="ok", reason=None, dummy=True, profile=None, run_id="20261201-000000",
+               cap="defined"):
+    """A run folder as the runner leaves it, with a run.json key equal to what the runner computes; CAP: the allocator
+    cap its launch.json records (default: its definition's mem_cap_gib, as the launcher applies it; None: none)."""
     spec = run_spec.RunSpec(hw="h200", experiment=exp, model="dummy", data=".data")
     run = root / "h200" / exp / run_id
     run.mkdir(parents=True)
+    cap = (spec.launcher or {}).get("mem_cap_gib") if cap == "defined" else cap
+    if cap is not None:
+        (run / "launch.json").write_text(json.dumps({"mem_cap": launch_record(cap)}))
     if lines is not None:
         (run / "logging.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
         (run / "args.json").write_text(json.dumps(args))
@@ -258,13 +281,12 @@ def test_capacity_verdicts(tmp_path):
     for exp in ("cap24-bs3", "cap40-bs8"):
         _write_run(root, exp, lines=None, args=None, status="failed", reason="OOM: CUDA out of memory")
     df = _table(root)
+    # searches under 24 GiB and more are bigger cards than a 24 GB one (22.35 GiB): named, never deciding
     row = df.loc["lora-7b-24gb"]
-    assert row.verdict == "holds"
-    assert row.numbers["max_bs_cap24"] == 2 and row.numbers["oom_bs_cap24"] == 3
-    assert row.numbers["max_bs_cap40"] == 6 and row.numbers["oom_bs_cap40"] == 8
-    assert row.numbers["max_bs_cap80"] == 16 and row.numbers["oom_bs_cap80"] is None
+    assert row.verdict == "inconclusive" and row.numbers == {"card_gb": 24, "capacity_gib": 22.35}
+    assert row.detail.startswith("no run capped at <= 22.35 GiB exists yet")
     assert "24 GiB: bs 2 trains (22.1 GiB), bs 3 OOMs" in row.detail and "not finished" in row.detail
-    assert len(row.runs) == 5
+    assert row.runs == []
     half = df.loc["lora-half-48gb"]
     assert half.verdict == "does not hold" and "24 GiB cap" in half.detail
     assert df.loc["batch-from-memory-controller"].verdict == "does not hold"  # 2 -> 6 with capacity alone
@@ -406,18 +428,48 @@ def test_claims_resolve_writes_the_file_and_keeps_a_different_one(tmp_path, caps
         _claims_cli(["claims", "resolve", "tp-combo", "--hw", "h200", "--results", str(tmp_path / "nope")])
 
 
-def test_claims_command_prints_one_line_per_claim(tmp_path, capsys):
+def test_claims_command_prints_article_claims_first_then_findings(tmp_path, capsys):
+    """The seed articles' claims under their heading, each line with the claim's text and a key number; the
+    project's own findings under a heading of their own; the GPU plan only with --plan."""
     root = tmp_path / "results"
     _throughput_tree(root)
     assert _claims_cli(["claims", str(root), "--hw", "h200"]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("[")]  # one per claim, then a summary
-    assert len(lines) == len(config.claims())
-    assert any(x.startswith("[holds] tp-bs8: tokens/s ") for x in lines)
+    out = capsys.readouterr().out.splitlines()
+    articles = [c for c in config.claims() if c["origin"] == "article"]
+    findings = [c for c in config.claims() if c["origin"] == "finding"]
+    lines = {re.match(r"\[[^]]+\] (\S+): ", x).group(1): i for i, x in enumerate(out) if x.startswith("[")}
+    heads = [i for i, x in enumerate(out) if x.startswith("The ")]
+    assert [out[i].split(":")[0] for i in heads] == [config.ORIGINS["article"], config.ORIGINS["finding"]]
+    assert out[heads[0]].startswith(f"{config.ORIGINS['article']}: {len(articles)} (")
+    assert list(lines) == [c["id"] for c in articles + findings]
+    assert heads[0] < min(lines[c["id"]] for c in articles) < max(lines[c["id"]] for c in articles) < heads[1]
+    assert heads[1] < min(lines[c["id"]] for c in findings)
+    for c in articles + findings:  # the claim's text, shortened only to fit the line, then the key number
+        line = out[lines[c["id"]]]
+        assert len(line) <= cli.LINE_WIDTH
+        shown = line.split(": ", 1)[1].rsplit(" — ", 1)[0]
+        assert " ".join(c["claim"].split()).startswith(shown.removesuffix(" …")) and len(shown) >= 20, line
+    assert out[lines["tp-bs8"]].startswith("[holds] tp-bs8: Per-device batch 8 x ga 2 is faster")
+    assert re.search(r" — speed-up \d+\.\d+ % \(95 % range [\d.]+ \.\. [\d.]+ %\)$", out[lines["tp-bs8"]])
+    assert out[lines["lora-7b-24gb"]].endswith("— no run capped at <= 22.35 GiB exists yet (cap22-seed-bs1 not run)")
+    assert not any(x.startswith("call ") for x in out)  # no plan unless asked
+    assert _claims_cli(["claims", str(root), "--plan", "--hw", "h200"]) == 0
+    planned = capsys.readouterr().out.splitlines()
+    assert planned[:len(out)] == out and any(x.startswith("call 21 gpu 0a  plan:21a ") for x in planned)
+    assert planned[-1].startswith("all calls: ~")
     assert _claims_cli(["claims", str(root), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["id"] for r in rows] == [c["id"] for c in config.claims()] and rows[0]["hw"] == "h200"
+    assert [r["id"] for r in rows] == list(lines) and rows[0]["hw"] == "h200"
+    assert [r["origin"] for r in rows] == ["article"] * len(articles) + ["finding"] * len(findings)
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["tp-bs8"]["key"].startswith("speed-up ") and by_id["lora-7b-24gb"]["key"] is None
+    assert _claims_cli(["claims", str(root), "--json", "--plan"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in both["claims"]] == list(lines) and both["plan"][-1].startswith("all calls: ~")
     with pytest.raises(SystemExit):
         _claims_cli(["claims", str(root), "--force"])
+    with pytest.raises(SystemExit):
+        _claims_cli(["claims", "resolve", "tp-combo", "--hw", "h200", "--plan"])
 
 
 def test_gc_tradeoff_with_an_oom(tmp_path):
@@ -526,7 +578,8 @@ def test_best_recipe_target_and_class_verdicts(tmp_path):
     (pair["pair-best"] / "env.json").write_text(json.dumps({**env, "host": host_a}))
     c24, c40 = df.loc["best-per-class-24"], df.loc["best-per-class-40"]
     assert c24.verdict == "holds" and c24.numbers["recipe"] == "best24-a"
-    assert "uncapped peak 35.0 GiB > cap" in c24.detail
+    assert c24.numbers["capacity_gib"] == 22.35 and c24.numbers["cap_gib"] == 24
+    assert "tp-best trained uncapped, reserved peak 35.0 GiB >= the card's 22.35 GiB: says nothing" in c24.detail
     assert c24.numbers["tokens_per_s"] == pytest.approx(2000 / 0.6, rel=1e-3)
     assert c40.verdict == "holds" and c40.numbers["recipe"] == "tp-best"
     assert "another host" not in target.detail
@@ -664,9 +717,11 @@ def test_qlora_verdict_names_the_liger_fit_and_the_largest_batch(tmp_path):
     _write_run(root, "qcap24-bs6", lines=None, args=None, status="failed", reason="OOM: CUDA out of memory")
     row = _table(root).loc["qlora-7b-24gb"]
     assert row.verdict == "does not hold"
-    assert "OOMed at ms-swift's defaults" in row.detail
-    assert "qlora-cap24-bs8-liger (with Liger) trained, peak 13.76 GiB" in row.detail
-    assert "qcap24: 24 GiB: bs 4 trains (21.22 GiB), bs 6 OOMs" in row.detail
+    # judged at a 24 GB card's 22.35 GiB: an OOM under 24 GiB does not fit it; peaks below 22.35 GiB do
+    assert row.detail.startswith("qlora-cap24-bs8 OOMed under a 24 GiB cap, >= the card's 22.35 GiB")
+    assert "qlora-cap24-bs8-liger (with Liger) trained under a 24 GiB cap" in row.detail
+    assert row.numbers["qlora-cap24-bs8-liger_fits"] is True and row.numbers["card_bs_qcap24"] == 4
+    assert "qcap24 at 22.35 GiB: bs 4 fits (peak 21.22 GiB), bs 6 does not fit" in row.detail
     assert row.numbers["max_bs_qcap24"] == 4 and row.numbers["oom_bs_qcap24"] == 6
     assert row.numbers["qlora-cap24-bs8-liger_trained"] is True and len(row.runs) == 4
 

@@ -91,7 +91,8 @@ def test_claims_output_prints_the_measure_stage(expected):
                        cwd=REPO)
     assert p.returncode == 0, p.stderr
     line = next(x for x in p.stdout.splitlines() if " best-12x: " in x)
-    assert f"{round(pair['factor'], 2)}x (95 % range {round(pair['low'], 2)} .. {round(pair['high'], 2)}x" in line
+    assert line.endswith(f" — {round(pair['factor'], 2)}x the seed recipe (95 % range {round(pair['low'], 2)} .. "
+                         f"{round(pair['high'], 2)}x)")
 
 
 def test_report_csvs_print_the_measure_stage(tmp_path, expected):

@@ -656,6 +656,18 @@ def test_claims_verdicts_in_report(built):
     assert "[INFO:swift]" not in built["html"] and "TqdmWarning" not in built["html"]
     assert not row["runs"].startswith("[")  # run folders as text, not a Python list
     assert row["verdict"] == "does not hold" and "--disable_cuda_graph: does not exist" in row["detail"]
+    # the articles' claims first (text and key number), the project's own findings in a table of their own
+    from analysis.judge import config
+
+    origin = {c["id"]: c["origin"] for c in config.claims()}
+    articles = _table_with(built["soup"], "claim", "verdict", "key number")
+    findings = _table_with(built["soup"], "verdict", "detail (first words)")
+    assert list(articles["id"]) == [c for c, o in origin.items() if o == "article"]
+    assert list(findings["id"]) == [c for c, o in origin.items() if o == "finding"]
+    html = built["html"]
+    assert html.index(config.ORIGINS["article"]) < html.index(config.ORIGINS["finding"])
+    rank4 = articles.set_index("id").loc["lora-rank4"]
+    assert rank4["claim"].startswith("LoRA rank 4 instead of 8") and rank4["key number"]
 
 
 def test_claims_figures_of_the_committed_h200_runs(tmp_path):

@@ -1,8 +1,10 @@
 """`swiftbench claims`: the claims table of a results tree, and `claims resolve` for `combine` experiments.
 
-    swiftbench claims [RESULTS] [--hw HW] [--json]
-        one line per claim, `[verdict] id: detail`, at most 160 characters (the detail cut at a clause, marked `…`;
-        --json: the table's rows with the whole detail and the numbers, as a JSON list)
+    swiftbench claims [RESULTS] [--hw HW] [--json] [--plan]
+        the seed articles' claims, then the project's own findings under a heading of their own: one line per claim,
+        `[verdict] id: claim text — key number`, at most 160 characters (the text shortened to fit, marked `…`);
+        --json: the table's rows (origin, text, verdict, key number, whole detail, numbers) as a JSON list;
+        --plan: then the GPU plan of the claims experiments (device calls, chains, estimates)
     swiftbench claims resolve (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]
         write the resolved recipe of `combine` experiment NAME (every one with --all) that the runner reads
         (RESULTS/resolved/<hw>/<name>.yaml); a different one already there is kept (exit code 1) unless --force
@@ -18,7 +20,8 @@ from experiments.base.errors import InputError
 
 DEFAULT_RESULTS = "results"
 LINE_WIDTH = 160  # one claim per line of a terminal or a review comment
-USAGE = ("%(prog)s [RESULTS] [--hw HW] [--json]\n"
+KEY_WIDTH = 70    # the key number's share of a line; the claim's text gets the rest
+USAGE = ("%(prog)s [RESULTS] [--hw HW] [--json] [--plan]\n"
          "       %(prog)s resolve (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]")
 
 
@@ -30,16 +33,18 @@ def register(sub) -> None:
     p.add_argument("--hw", default=None, help="hardware class (the table's default: the one with the most claims "
                                               "runs; resolve needs it)")
     p.add_argument("--json", action="store_true", help="print the table as a JSON list of rows")
+    p.add_argument("--plan", action="store_true", help="then print the GPU plan of the claims experiments")
     p.add_argument("words", nargs=argparse.REMAINDER, metavar="RESULTS | resolve ...",
                    help=f"the results folder (default {DEFAULT_RESULTS}), or `resolve` and its arguments")
     p.set_defaults(func=run, _prog=p.prog)
 
 
 def _table_parser(prog: str) -> OneLineParser:
-    t = OneLineParser(prog=prog, description="the claims table: one line per claim, `[verdict] id: detail`")
+    t = OneLineParser(prog=prog, description="the claims table: one line per claim, `[verdict] id: text — key`")
     t.add_argument("results", nargs="?", default=None, help=f"results folder (default {DEFAULT_RESULTS})")
     t.add_argument("--hw", default=None, help="hardware class (default: the one with the most claims runs)")
     t.add_argument("--json", action="store_true", help="print the table as a JSON list of rows")
+    t.add_argument("--plan", action="store_true", help="then print the GPU plan of the claims experiments")
     return t
 
 
@@ -61,27 +66,71 @@ def run(args) -> int:
     if words and words[0] == "resolve":
         r = _resolve_parser(args._prog)
         a = r.parse_intermixed_args(words[1:], argparse.Namespace(hw=args.hw))
-        if args.json:
-            r.error("--json belongs to the claims table")
+        if args.json or args.plan:
+            r.error("--json and --plan belong to the claims table")
         return _resolve(r, a)
     t = _table_parser(args._prog)
-    a = t.parse_intermixed_args(words, argparse.Namespace(hw=args.hw, json=args.json))
-    return _table(a.results or DEFAULT_RESULTS, a.hw, a.json)
+    a = t.parse_intermixed_args(words, argparse.Namespace(hw=args.hw, json=args.json, plan=args.plan))
+    return _table(a.results or DEFAULT_RESULTS, a.hw, a.json, a.plan)
 
 
-def _table(results: str, hw: str | None, as_json: bool) -> int:
+def _table(results: str, hw: str | None, as_json: bool, plan: bool = False) -> int:
     from analysis.judge.verdicts import claims_table
 
     if not Path(results).is_dir():
         raise InputError(results, "no such results folder")
     df = claims_table(results, hw=hw)
     if as_json:
-        print(json.dumps(df.astype(object).to_dict(orient="records"), indent=1, default=str, allow_nan=False))
+        rows = df.astype(object).to_dict(orient="records")
+        out: object = {"claims": rows, "plan": _plan_lines()} if plan else rows
+        print(json.dumps(out, indent=1, default=str, allow_nan=False))
         return 0
-    for row in df.itertuples():
-        print(one_line(f"[{row.verdict}] {row.id}: {row.detail}"))
-    print(one_line(f"{len(df)} claims; the whole detail, numbers and run folders of each: swiftbench claims --json"))
+    print("\n".join(table_lines(df.to_dict(orient="records"))))
+    if plan:
+        print("\nThe GPU plan of the claims experiments (experiments/recipes/claims/plan.yaml):")
+        print("\n".join(_plan_lines()))
     return 0
+
+
+def _plan_lines() -> list[str]:
+    from experiments.recipes.plan import summary_lines
+
+    return summary_lines()
+
+
+def table_lines(rows: list[dict], width: int = LINE_WIDTH) -> list[str]:
+    """The table in words: per origin (article claims first) a heading with its verdict counts and one claim_line per
+    claim, then a line that says where the rest is."""
+    from analysis.judge.config import ORIGINS
+
+    out: list[str] = []
+    for origin, heading in ORIGINS.items():
+        mine = [r for r in rows if r["origin"] == origin]
+        if not mine:
+            continue
+        counts: dict[str, int] = {}
+        for r in mine:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        out += [""] if out else []
+        out.append(f"{heading}: {len(mine)} ({', '.join(f'{n} {v}' for v, n in counts.items())})")
+        out += [claim_line(r, width) for r in mine]
+    return out + ["", one_line(f"{len(rows)} claims; each one's whole detail, numbers and run folders: swiftbench "
+                               "claims --json; the GPU plan of the claims experiments: --plan", width)]
+
+
+def claim_line(row: dict, width: int = LINE_WIDTH) -> str:
+    """`[verdict] id: claim text — key number` in WIDTH characters: the key number (else the detail's first clause)
+    kept whole up to KEY_WIDTH, the claim's text shortened to the room left."""
+    given = row.get("key")
+    key = one_line(given if isinstance(given, str) else first_clause(row.get("detail") or ""), KEY_WIDTH)
+    head = f"[{row['verdict']}] {row['id']}: "
+    room = width - len(head) - len(" — ") - len(key)
+    return head + one_line(row["claim"], max(room, 20)) + " — " + key
+
+
+def first_clause(text: str) -> str:
+    """TEXT up to its first '; ' (a verdict's detail leads with its finding)."""
+    return " ".join(str(text).split()).split("; ", 1)[0]
 
 
 def one_line(text: str, width: int = LINE_WIDTH) -> str:

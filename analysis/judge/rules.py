@@ -4,14 +4,14 @@ Each rule turns one claim of claims.yaml (its `rule` mapping) and the runs of an
 (analysis.judge.result). The kinds and the keys each reads are analysis.judge.config.RULE_KINDS."""
 from __future__ import annotations
 
-from analysis.judge import rules_cluster, rules_memory, rules_speed, rules_tooling
+from analysis.judge import rules_card, rules_cluster, rules_memory, rules_speed, rules_tooling
 from analysis.judge.config import RULE_KINDS
 
 RULES = {
     "memory_loss_pair": rules_memory.rule_memory_loss_pair,
     "speedup": rules_speed.rule_speedup,
     "tradeoff": rules_speed.rule_tradeoff,
-    "capacity": rules_memory.rule_capacity,
+    "capped_fit": rules_card.rule_capped_fit,
     "capacity_explains_batch": rules_memory.rule_capacity_explains_batch,
     "min_memory": rules_memory.rule_min_memory,
     "flags": rules_tooling.rule_flags,

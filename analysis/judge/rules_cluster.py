@@ -118,7 +118,7 @@ def rule_resume_time(claim: dict, runs: Runs, **_) -> dict:
                      "after_trainer_start_s": c["trainer_to_first_step_s"], "from_step": c["from_step"],
                      "max_loss_drift": rnd(d, 5), "left_behind": c["left_behind"],
                      "weights_in_results": c["weights_in_results"], "finished": c["finished"]})
-    nums = {"checks": rows, "max_s": limit}
+    nums = {"checks": rows, "max_s": limit, "slowest_restart_s": max(r["restart_s"] for r in rows)}
     detail = "; ".join(parts) + (". LoRA on Qwen2.5-7B (dummy weights) on one GPU: the restart is mostly the base "
                                  "model's load; the provider's platform and larger checkpoints are not measured")
     clean = all(c["finished"] and not c["left_behind"] and not c["weights_in_results"] for c in checks)

@@ -1,11 +1,12 @@
 """Rules that judge memory: a saving against a loss cost, capacity searches (largest batch under an allocator cap),
-whether capacity alone explains larger batches, a claimed minimum memory, and whether a recipe fits a card.
-Peaks at a common step come from measure.memory, eval losses from measure.loss."""
+whether capacity alone explains larger batches, a claimed minimum memory, and whether a recipe fits a card (at the
+card's capacity in GiB, analysis.judge.card). Peaks at a common step come from measure.memory, eval losses from
+measure.loss."""
 from __future__ import annotations
 
 from typing import Any
 
-from analysis.judge import swift_info
+from analysis.judge import card, swift_info
 from analysis.judge.result import dummy, not_run, result, rnd
 from analysis.judge.select import Runs, pick
 from analysis.measure.loss import eval_at
@@ -111,20 +112,37 @@ def capacity_lines(results: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def rule_capacity(claim: dict, runs: Runs, **_) -> dict:
-    """The `enough_cap` search trains `enough_batch` (holds) or OOMs at or below it (does not hold)."""
-    rule = claim["rule"]
-    results = [search_result(n, runs) for n in rule["searches"]]
-    nums = {f"max_bs_{r['search']}": r["largest_ok"] for r in results}
-    nums.update({f"oom_bs_{r['search']}": r["first_oom"] for r in results})
-    used = [rec for r in results for rec in r["runs"]]
-    enough = next(r for r in results if r["search"] == rule["enough_cap"])
-    detail = capacity_lines(results) + " (longest samples first; max sample length of the offline data)"
-    if enough["largest_ok"] is not None and enough["largest_ok"] >= rule["enough_batch"]:
-        return result("holds", detail, nums, used)
-    if enough["first_oom"] is not None and enough["first_oom"] <= rule["enough_batch"]:
-        return result("does not hold", detail, nums, used)
-    return not_run(claim, runs) if not used else result("inconclusive", detail, nums, used)
+def card_search(name: str, runs: Runs, capacity_gib: float) -> dict:
+    """One capacity search read at a card's capacity (card.at_capacity per probe): the largest batch shown to fit,
+    the smallest above it shown not to, and the batches between that say nothing (trained under a larger cap with a
+    peak above the capacity)."""
+    s = catalog.search(name)
+    if s is None:
+        raise InputError(catalog.CLAIMS_DIR, f"no capacity search {name!r}")
+    fits: dict[int, card.Fit] = {}
+    for b in s["ladder"]:
+        rec = next((r for r in runs.get(catalog.probe_name(name, b)) if r.ok or r.is_oom), None)
+        if rec is not None:
+            fits[b] = card.at_capacity(rec, capacity_gib)
+    yes = [b for b, f in fits.items() if f.fits]
+    largest = max(yes) if yes else None
+    no = [b for b, f in fits.items() if f.fits is False and (largest is None or b > largest)]
+    smallest_no = min(no) if no else None
+    unknown = [b for b, f in fits.items() if f.fits is None and (largest is None or b > largest)
+               and (smallest_no is None or b < smallest_no)]
+    return {"search": name, "fits": largest, "does_not_fit": smallest_no, "unknown": unknown,
+            "peak_gib": fits[largest].peak_gib if largest is not None else None}
+
+
+def card_search_line(r: dict, capacity_gib: float) -> str:
+    """card_search() in words: 'qcap24 at 22.35 GiB: bs 4 fits (peak 21.22 GiB), bs 6 does not fit'."""
+    s = f"{r['search']} at {capacity_gib:.2f} GiB: "
+    s += f"bs {r['fits']} fits (peak {r['peak_gib']} GiB)" if r["fits"] is not None else "no batch shown to fit"
+    if r["unknown"]:
+        s += f", bs {', '.join(map(str, r['unknown']))} say nothing (peak above it under a larger cap)"
+    if r["does_not_fit"] is not None:
+        s += f", bs {r['does_not_fit']} does not fit"
+    return s
 
 
 def rule_capacity_explains_batch(claim: dict, runs: Runs, **_) -> dict:
@@ -145,8 +163,9 @@ def rule_capacity_explains_batch(claim: dict, runs: Runs, **_) -> dict:
 def rule_min_memory(claim: dict, runs: Runs, **_) -> dict:
     """A claimed minimum: does not hold when something trained under a smaller cap; holds when all of them OOM at 1."""
     rule = claim["rule"]
+    claimed = card.card_gib(rule["claimed_min_gb"])
     results = [search_result(n, runs) for n in rule["searches"]]
-    below = [r for r in results if r["cap_gib"] < rule["claimed_min_gib"]]
+    below = [r for r in results if r["cap_gib"] < claimed]
     trained = [r for r in below if r["largest_ok"]]
     nums = {f"max_bs_{r['search']}": r["largest_ok"] for r in results}
     used = [rec for r in results for rec in r["runs"]]
@@ -155,20 +174,25 @@ def rule_min_memory(claim: dict, runs: Runs, **_) -> dict:
         others = [f"{o['search']}: {capacity_lines([o])}" for o in below if o is not r and o["largest_ok"]]
         return result("does not hold", f"bf16 LoRA of the 7B shape trained bs {r['largest_ok']} under a "
                       f"{r['cap_gib']} GiB cap ({r['peak_gib_at_largest']} GiB peak), below the claimed "
-                      f"{rule['claimed_min_gib']} GB" + "".join("; " + o for o in others), nums, used)
+                      f"{rule['claimed_min_gb']} GB ({claimed:.2f} GiB)" + "".join("; " + o for o in others), nums,
+                      used)
     if below and all(r["first_oom"] == 1 for r in below):
         return result("holds", "every probe below the claimed minimum OOMed at bs 1", nums, used)
     return not_run(claim, runs) if not used else result("inconclusive", capacity_lines(results), nums, used)
 
 
 def rule_fits(claim: dict, runs: Runs, **_) -> dict:
-    """A recipe fits a card: `run` (ms-swift's defaults under the card's cap) trains; the detail adds the
-    alternatives (the same shape another way) and the largest batch of the rule's searches. Needs `package`."""
+    """A recipe fits a card of `card_gb`: `run` (ms-swift's defaults) read at the card's capacity (card.at_capacity:
+    trained under a cap at most the capacity, or with its reserved peak below it; an OOM under a cap at or above it
+    does not fit). The detail adds the alternatives (the same shape another way) and the largest batch of the rule's
+    searches shown to fit. Needs `package`."""
     rule = claim["rule"]
+    capacity = card.card_gib(rule["card_gb"])
     recs = runs.get(rule["run"])
     rec = pick(runs, rule["run"], allow_oom=True)
     pkg = swift_info.package_report(rule["package"], claim.get("package_check"))
-    nums: dict[str, Any] = {"package_importable_here": pkg["importable_here"], "pypi": pkg.get("pypi")}
+    nums: dict[str, Any] = {"package_importable_here": pkg["importable_here"], "pypi": pkg.get("pypi"),
+                            "card_gb": rule["card_gb"], "capacity_gib": rnd(capacity, 2)}
     if rec is None:
         if recs and recs[0].failure:
             return result("inconclusive", f"{rule['run']} failed: {recs[0].failure}", nums, recs[:1])
@@ -192,15 +216,20 @@ def rule_fits(claim: dict, runs: Runs, **_) -> dict:
             extra.append(f"{alt['run']}: not run yet")
             continue
         used.append(a)
+        fit = card.at_capacity(a, capacity)
         nums[f"{alt['run']}_trained"] = not a.is_oom
-        extra.append(f"{alt['run']} ({alt['how']}) " + ("OOMed" if a.is_oom else f"trained, peak {a.peak_mem_gib} GiB"))
+        nums[f"{alt['run']}_fits"] = fit.fits
+        extra.append(f"{alt['run']} ({alt['how']}) {fit.why}")
     for name in rule.get("searches") or []:
         r = search_result(name, runs)
         nums[f"max_bs_{name}"], nums[f"oom_bs_{name}"] = r["largest_ok"], r["first_oom"]
+        c = card_search(name, runs, capacity)
+        nums[f"card_bs_{name}"] = c["fits"]
         used += r["runs"]
-        extra.append(f"{name}: " + capacity_lines([r]))
+        extra.append(card_search_line(c, capacity))
     tail = ("; " + "; ".join(extra)) if extra else ""
-    if rec.is_oom:
-        return result("does not hold", f"{rule['run']} OOMed at ms-swift's defaults: {rec.failure}{tail}", nums, used)
-    return result("holds", f"{rule['run']} trained, peak {rec.peak_mem_gib} GiB{tail}",
-                  {**nums, "peak_gib": rec.peak_mem_gib}, used)
+    fit = card.at_capacity(rec, capacity)
+    nums.update(cap_gib=rnd(fit.cap_gib, 2), peak_gib=rec.peak_mem_gib)
+    if fit.fits is False:
+        return result("does not hold", f"{rule['run']} {fit.why}; {rec.failure}{tail}", nums, used)
+    return result("holds" if fit.fits else "inconclusive", f"{rule['run']} {fit.why}{tail}", nums, used)

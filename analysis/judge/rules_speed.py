@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.judge import swift_info
+from analysis.judge import card, swift_info
 from analysis.judge.band import loss_check
 from analysis.judge.quote import host_note, paired_note, seed_multiple, speedup_numbers
 from analysis.judge.result import not_run, result, rnd
@@ -199,39 +199,39 @@ def rule_target_speedup(claim: dict, runs: Runs, **_) -> dict:
 
 
 def rule_class_best(claim: dict, runs: Runs, **_) -> dict:
-    """The best recipe for a memory class: the first candidate (fastest first) that trained under the class's cap
-    (capped, or uncapped with its peak below the cap), its multiple of the seed recipe, and whether its loss counts."""
+    """The best recipe for a card of `card_gb`: the first candidate (fastest first) whose run shows it fits the card's
+    capacity in GiB (analysis.judge.card: capped at most there, or a reserved peak below it), its multiple of the
+    seed recipe, and whether its loss counts."""
     rule = claim["rule"]
-    tried: list[tuple[str, Any, str | None]] = []  # (name, record, why it does not count: None when it trained)
+    capacity = card.card_gib(rule["card_gb"])
+    tried: list[tuple[str, Any, card.Fit]] = []  # (name, record, what it says about the card)
     winner = None
     for name in rule["candidates"]:
         rec = pick(runs, name, allow_oom=True) or next(iter(runs.get(name)), None)
         if rec is None:
             continue
-        if rec.ok and rec.cap_gib is None:
-            peak = rec.peak_mem_gib
-            if peak is None or peak > rule["cap_gib"]:  # uncapped and above the class's memory: says nothing
-                tried.append((name, rec, f"uncapped peak {peak} GiB > cap"))
-                continue
-        tried.append((name, rec, None if rec.ok else "OOMed" if rec.is_oom else f"failed: {rec.failure}"))
-        if rec.ok:
-            winner = (name, rec)
+        fit = card.at_capacity(rec, capacity)
+        tried.append((name, rec, fit))
+        if fit.fits:
+            winner = (name, rec, fit)
             break
     if not tried:
         return not_run(claim, runs)
     seed = seed_baseline(rule["seed_runs"], runs, host_id=winner[1].host_id if winner else None)
-    failed = "; ".join(f"{n} {why}" for n, _, why in tried if why is not None)
+    failed = "; ".join(f"{n} {f.why}" for n, _, f in tried if not f.fits)
+    card_text = f"the {rule['card_gb']} GB card ({card.gib(capacity)} GiB)"
     if winner is None:
-        return result("does not hold", f"no candidate trained under {rule['cap_gib']} GiB: {failed}",
-                      runs=[r for _, r, _ in tried])
-    name, rec = winner
-    nums = {"recipe": name, "cap_gib": rule["cap_gib"], "peak_gib": rec.peak_mem_gib, "overrides": rec.overrides}
+        decided = all(f.fits is False for _, _, f in tried)  # a candidate that says nothing may still fit
+        return result("does not hold" if decided else "inconclusive",
+                      f"no candidate shown to fit {card_text}: {failed}", runs=[r for _, r, _ in tried])
+    name, rec, fit = winner
+    nums = {"recipe": name, "card_gb": rule["card_gb"], "capacity_gib": rnd(capacity, 2),
+            "cap_gib": rnd(fit.cap_gib, 2), "peak_gib": rec.peak_mem_gib, "overrides": rec.overrides}
     if seed is not None:
         nums.update(seed_multiple(rec, seed))
     lc = loss_check(rec, rule["spread"], runs)
     nums.update({k: v for k, v in lc.items() if k != "counts"})
-    how = f"under a {rec.cap_gib:g} GiB allocator cap" if rec.cap_gib else f"uncapped, peak below {rule['cap_gib']} GiB"
-    detail = (f"{name} trains ({how}; peak {rec.peak_mem_gib} GiB): "
+    detail = (f"{name} fits the {rule['card_gb']} GB card ({fit.why}): "
               f"{nums.get('tokens_per_s')} tokens/s = {nums.get('ratio')}x the seed recipe (95 % range "
               f"{nums.get('ratio_low')} .. {nums.get('ratio_high')}x); eval loss {lc['eval_loss']} at step "
               f"{lc['eval_step']}" + ("" if lc["counts"] is None else

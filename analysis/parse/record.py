@@ -102,6 +102,7 @@ class RunRecord:
     schedule: list[dict] | None = None              # schedule.jsonl: every step's token counts, known before training
     quick: dict | None = None                       # launch.json's quick stop (a quick run: where and why it stopped)
     gpm_by_step: dict[int, dict] | None = None      # gpm.jsonl (experiments/record/gpm.py): each step's wall, GPM use
+    mem_cap: dict | None = None                     # launch.json's allocator cap: requested_gib, applied, cap_bytes
 
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property

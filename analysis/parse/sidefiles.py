@@ -1,6 +1,6 @@
 """The launcher's side files of a run folder: `tokens.jsonl` (tokens per optimizer step), `profile.json`,
 `schedule.jsonl` (every step's tokens, known before training), `gpm.jsonl` (each step's GPU share from NVML's GPM
-counters, experiments/record/gpm.py) and launch.json's quick-stop record.
+counters, experiments/record/gpm.py) and launch.json's quick-stop and allocator-cap records.
 
 experiments/launch/launcher.py writes them beside ms-swift's log. A missing file is None (a run made without the
 launcher);
@@ -144,8 +144,35 @@ def read_quick(run_dir: str | Path) -> dict | None:
     return quick if isinstance(quick, dict) else None
 
 
+def read_mem_cap(run_dir: str | Path) -> dict | None:
+    """launch.json's record of the allocator cap (experiments/launch/launcher.py apply_memory_cap): `requested_gib`,
+    `applied`, and where applied `cap_bytes`; None when the run had no cap or the record is not of that shape (a
+    memory verdict must not rest on a cap it cannot read)."""
+    try:
+        data = json.loads((Path(run_dir) / LAUNCH_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    cap = data.get("mem_cap") if isinstance(data, dict) else None
+    if not isinstance(cap, dict):
+        return None
+    requested, applied, cap_bytes = cap.get("requested_gib"), cap.get("applied"), cap.get("cap_bytes")
+    if not isinstance(requested, (int, float)) or not _positive(requested) or not isinstance(applied, bool):
+        return None
+    out = {"requested_gib": float(requested), "applied": applied}
+    if applied:
+        if not _positive(cap_bytes) or not isinstance(cap_bytes, int):
+            return None
+        out["cap_bytes"] = cap_bytes
+    return out
+
+
+def _positive(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")
+
+
 def read(run_dir: str | Path) -> dict:
     """The RunRecord fields of the side files."""
     real, padded = read_tokens(run_dir)
     return {"tokens_by_step": real, "padded_by_step": padded, "profile": read_profile(run_dir),
-            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir), "gpm_by_step": read_gpm(run_dir)}
+            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir), "gpm_by_step": read_gpm(run_dir),
+            "mem_cap": read_mem_cap(run_dir)}

@@ -112,6 +112,18 @@ def call_estimates(folder: str | Path = catalog.CLAIMS_DIR) -> dict[int, dict]:
     return calls
 
 
+def summary_lines(folder: str | Path = catalog.CLAIMS_DIR) -> list[str]:
+    """The plan in words: a line per chain (its call, GPU lane, tier, estimate, experiments), one per call, a total."""
+    calls = call_estimates(folder)
+    out = [f"call {c['call']} gpu {c['gpu']}{c['lane']}  plan:{c['name']:6} tier {c['tier']}  "
+           f"~{c['est_s'] / 60:4.1f} min" + (f" (all candidates {c['worst_s'] / 60:.1f})" if c["first_ok"] else "")
+           + "  " + ",".join(c["experiments"]) for c in plan_estimates(folder)]
+    out += [f"call {n}: ~{call['est_s'] / 60:.1f} min (set-up {call['setup_s'] / 60:.1f} + the longest lane)"
+            for n, call in calls.items()]
+    out.append(f"all calls: ~{sum(c['est_s'] for c in calls.values()) / 60:.1f} min of device time plus machine starts")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.recipes.plan", description=__doc__.splitlines()[0])
     p.add_argument("--chains", type=int, default=None, metavar="CALL",
@@ -124,15 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 if c["call"] == a.chains:
                     print(f"{c['gpu']} {c['lane']} {c['name']}")
             return 0
-        calls = call_estimates()
-        for c in plan_estimates():
-            print(f"call {c['call']} gpu {c['gpu']}{c['lane']}  plan:{c['name']:6} tier {c['tier']}  "
-                  f"~{c['est_s'] / 60:4.1f} min"
-                  + (f" (all candidates {c['worst_s'] / 60:.1f})" if c["first_ok"] else "") + "  "
-                  + ",".join(c["experiments"]))
-        for n, call in calls.items():
-            print(f"call {n}: ~{call['est_s'] / 60:.1f} min (set-up {call['setup_s'] / 60:.1f} + the longest lane)")
-        print(f"all calls: ~{sum(c['est_s'] for c in calls.values()) / 60:.1f} min of device time plus machine starts")
+        print("\n".join(summary_lines()))
     except InputError as exc:
         print(f"plan: error: {exc}", file=sys.stderr)
         return 2

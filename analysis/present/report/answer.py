@@ -73,9 +73,9 @@ def predictions(ctx: Context) -> dict[str, dict]:
 
 
 def class_best(ctx: Context) -> list[tuple[float, dict]]:
-    """(cap GiB, the claims audit's row) of every `class_best` claim, smallest cap first."""
+    """(card GB, the claims audit's row) of every `class_best` claim, smallest card first."""
     table = ctx.verdicts().set_index("id")
-    out = [(float(c["rule"]["cap_gib"]), {**table.loc[c["id"]].to_dict(), "id": c["id"]})
+    out = [(float(c["rule"]["card_gb"]), {**table.loc[c["id"]].to_dict(), "id": c["id"]})
            for c in config.claims() if c["rule"]["kind"] == "class_best" and c["id"] in table.index]
     return sorted(out, key=lambda x: x[0])
 

@@ -1,5 +1,6 @@
-"""Claims section: the claims audit's verdicts (analysis.judge.verdicts) with its figures (analysis.judge.frames),
-then every claim of the seed articles with where this report has data on it and the audit's verdict.
+"""Claims section: the claims audit's verdicts (analysis.judge.verdicts), the seed articles' claims first (text,
+verdict, key number) and the project's own findings apart, with its figures (analysis.judge.frames), then every claim
+of the seed articles with where this report has data on it and the audit's verdict.
 
 A failure of the audit is not caught here: it fails the notebook, and with it `swiftbench report`.
 """
@@ -160,24 +161,43 @@ def seed_claims_frame(ctx: Context, status: dict[tuple[str, str], str]) -> pd.Da
     return pd.DataFrame(rows, columns=SEED_COLUMNS)
 
 
+def verdict_tables(table: pd.DataFrame) -> list[str]:
+    """Per origin (config.ORIGINS: the articles' claims first), its heading and one row per claim: the articles' with
+    their text and key number, the findings with the first words of their detail."""
+    out = []
+    for origin, heading in config.ORIGINS.items():
+        rows = table[table["origin"] == origin] if "origin" in table else table.iloc[:0]
+        if rows.empty:
+            continue
+        if origin == "article":
+            brief = rows[["id", "claim", "verdict", "key", "detail"]].copy()
+            brief["key"] = [k if isinstance(k, str) else H.clip(d, CLIP // 2) for k, d in zip(brief["key"],
+                                                                                             brief["detail"])]
+            brief = brief.drop(columns=["detail"])
+            rename = {"key": "key number"}
+        else:
+            brief = rows[["id", "verdict", "detail"]].copy()
+            brief["detail"] = brief["detail"].map(lambda t: H.clip(t, CLIP))
+            rename = {"detail": "detail (first words)"}
+        counts = ", ".join(f"{n} {H.e(v)}" for v, n in rows["verdict"].value_counts().items())
+        out += [H.p(f"<b>{H.e(heading)}</b>: {len(rows)} ({counts})"), H.html_table(brief, rename=rename)]
+    return out
+
+
 def claims_section(ctx: Context) -> str:
     table = verdicts(ctx)
-    keep = [c for c in ("id", "claim", "verdict", "detail", "runs") if c in table.columns]
+    keep = [c for c in ("id", "origin", "claim", "verdict", "key", "detail", "runs") if c in table.columns]
     shown = table[keep].copy()
     if "runs" in shown:  # run folders one per line, not a Python list
         shown["runs"] = [" ".join(r) if isinstance(r, (list, tuple)) else r for r in shown["runs"]]
     df = seed_claims_frame(ctx, audited(table))
-    brief = shown[[c for c in ("id", "verdict", "detail") if c in shown.columns]].copy()
-    if "detail" in brief:
-        brief["detail"] = brief["detail"].map(lambda t: H.clip(t, CLIP))
-    counts = table["verdict"].value_counts() if "verdict" in table else pd.Series(dtype=int)
     return H.join([
-        H.p(f"<b>{len(table)} claims</b>: " + ", ".join(f"{n} {H.e(v)}" for v, n in counts.items())
-            + ". Verdicts of analysis/judge over the committed results (the claims in analysis/judge/claims.yaml, "
-            "their experiments in experiments/recipes/claims/); <i>not run yet</i>: defined, GPU runs not committed; "
-            "<i>cannot be tested here</i> says why. One line each; the whole detail and the run folders are in the "
-            "folded table below it."),
-        H.html_table(brief, rename={"detail": "detail (first words)"}),
+        H.p(f"<b>{len(table)} claims</b>. Verdicts of analysis/judge over the committed results (the claims in "
+            "analysis/judge/claims.yaml, their experiments in experiments/recipes/claims/); <i>not run yet</i>: "
+            "defined, GPU runs not committed; <i>cannot be tested here</i> says why. The seed articles' claims "
+            "first, one line each with its key number; the project's own findings apart. The whole detail and the "
+            "run folders are in the folded table below them."),
+        *verdict_tables(table),
         H.fold("every verdict with its claim, whole detail and run folders", H.html_table(shown)),
         H.csv(ctx, table, "claims_verdicts.csv"),
         *claims_figures(ctx),
