@@ -155,8 +155,9 @@ def test_plan_fits_the_device_budget():
     assert all(c["est_s"] <= 590 for c in calls.values() if not c["made"]), calls
     assert sum(c["est_s"] for c in calls.values() if min(c["tiers"]) <= 2 and not c["made"]) <= plan.load()["budget_s"]
     # calls 1-7 ran on 2026-11-30, 8 and 14-18 on 2026-12-01, 19 on 2026-12-02; 9 waits for a torch with the activity
-    # filter; 10-13 were superseded by 14-16 (tier 3); 21 (the 24 GB claim at 22.35 GiB) is the tier 1-2 call to make
-    assert {n for n, c in calls.items() if not c["made"]} == {9, 10, 11, 12, 13, 21}
+    # filter; 10-13 were superseded by 14-16 (tier 3); 21 (the 24 GB claim at 22.35 GiB) is the tier 1-2 call to make;
+    # 22 (tier 3) only where the compiled recipe's FlexAttention fails
+    assert {n for n, c in calls.items() if not c["made"]} == {9, 10, 11, 12, 13, 21, 22}
     assert {n for n, c in calls.items() if not c["made"] and min(c["tiers"]) <= 2} == {21}
     # a hand check of call 1: set-up 60 + its longest lane (GPU 1 lane a: 95 + 95 + 2 probes x 60 + 65 = 375)
     assert calls[1]["lanes"] == {(0, "a"): 100 + 65 + 65 + 66 + 70, (1, "a"): 375, (1, "b"): 2 * 55 + 2 * 55}

@@ -9,7 +9,8 @@
 #   bash experiments/cloud/epoch_gpu.sh wait DEADLINE_S EXPERIMENTS [MODEL] [DATA]     (a later call, same machine)
 #
 # EXPERIMENTS: comma-separated; a name of experiments/recipes/recipes.yaml runs as a matrix experiment, `claims:NAME`
-# as a claims experiment (experiments/recipes/claims/experiments.yaml). Runs write to RESULTS (default
+# as a claims experiment (experiments/recipes/claims/experiments.yaml); NAME@N is a cut run of N steps (--max-steps),
+# NAME+ a second run of NAME on this host (--repeat: its warm caches), a later item of the list. DETACH `-`: none. Runs write to RESULTS (default
 # /tmp/swiftbench-results/results: a warm machine keeps it across calls, the next call's copy of the tree would not);
 # every call packs what exists. An experiment that already has a complete run there is skipped by the runner.
 # Needs: ./wheelhouse (make wheelhouse, or wheelhouse-lite renamed) and the data folder (default .data) carried.
@@ -22,24 +23,36 @@ MIN_S=${MIN_S:-150}  # a run of a fast recipe's epoch needs this much of the cal
 # shellcheck source=experiments/cloud/gpu_common.sh
 . "$(dirname "$0")/gpu_common.sh"
 
-run_cmd() {  # the run-all command line of experiment $1 (claims:NAME or a matrix name)
-  local name=${1#claims:}
+run_cmd() {  # the run-all command line of item $1 (claims:NAME, NAME, NAME@STEPS, NAME+)
+  local item=$1 name steps=""
+  name=${item#claims:}
+  name=${name%+}
+  case $name in *@*) steps=${name#*@}; name=${name%@*} ;; esac
   cmd=(python3 -m experiments.run.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$name"
        --results "$RESULTS" --no-progress)
-  [ "$name" != "$1" ] && cmd+=(--claims)
+  [ "${item#claims:}" != "$item" ] && cmd+=(--claims)
+  [ -n "$steps" ] && cmd+=(--max-steps "$steps")
+  [ "${item%+}" != "$item" ] && cmd+=(--repeat)
+  return 0
+}
+
+done_name() {  # the done-marker of item $1: one per item, so NAME and NAME+ are two runs
+  local n=${1#claims:}
+  n=${n//@/-at-}
+  echo "${n//+/-again}"
 }
 
 run_rest() {
   local name left
   for name in ${EXPERIMENTS//,/ }; do
-    [ -f "$LOG/done-${name#claims:}" ] && continue
+    [ -f "$LOG/done-$(done_name "$name")" ] && continue
     left=$((DEADLINE - SECONDS))
     if [ "$left" -lt "$MIN_S" ]; then echo "deadline: not starting $name (${left} s left)"; continue; fi
     run_cmd "$name"
     echo "== $name (${left} s left) =="
     CUDA_VISIBLE_DEVICES=${GPU:-0} timeout --signal=INT --kill-after=20 "$left" "${cmd[@]}" >>"$LOG/runs.log" 2>&1
     echo "== $name exit $? at ${SECONDS} s =="
-    touch "$LOG/done-${name#claims:}"
+    touch "$LOG/done-$(done_name "$name")"
   done
 }
 
@@ -68,9 +81,15 @@ DATA=${5:-.data}
 mkdir -p "$RESULTS"
 DATA=$(cd "$DATA" && pwd)
 gpu_setup
+rm -f "$LOG/detached.rc"
+if [ "$DETACH" = - ]; then  # nothing detached: the list runs one run after the other
+  echo 0 >"$LOG/detached.rc"
+  run_rest
+  finish
+  exit 0
+fi
 run_cmd "$DETACH"
 echo "== $DETACH detached at ${SECONDS} s =="
-rm -f "$LOG/detached.rc"
 CUDA_VISIBLE_DEVICES=${GPU:-0} setsid bash -c '"$@" >>'"$LOG/runs.log"' 2>&1; echo $? >'"$LOG/detached.rc" \
   _ timeout --signal=INT --kill-after=20 1500 "${cmd[@]}" </dev/null &
 echo $! >"$LOG/detached.pid"
