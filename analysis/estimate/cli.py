@@ -73,6 +73,10 @@ def register(sub) -> None:
                    help="ddp (default), zero2 or zero3: how memory is shared over --gpus (per-GPU memory)")
     p.add_argument("--results", help="results folder with measured runs (default: ./results if present)")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per GPU class")
+    p.add_argument("--checks", action="store_true",
+                   help="print the time model's checks on the committed runs (each H200 run's steady step given back "
+                        "from its profile; the published cross-GPU ratios predicted, with their errors and the band) "
+                        "and exit")
     p.set_defaults(func=run)
 
 
@@ -104,6 +108,9 @@ def default_model() -> str:
 
 
 def run(args) -> int:
+    if args.checks:
+        _print_checks(args.results or "results", args.json)
+        return 0
     plans = estimate(hw=args.hw, prices=args.prices, results=args.results, **recipe(args))
     if args.json:
         print(json.dumps(plans, indent=2, allow_nan=False))
@@ -179,3 +186,43 @@ def _print(plans: list[dict], prices: str | None = None) -> None:
     console.print("assumptions (the same for every GPU class):", highlight=False)
     for line in first["assumptions"]:
         console.print(f"  assumption: {line}", highlight=False, markup=False)
+
+
+def _print_checks(results: str, as_json: bool) -> None:
+    """The time model's checks (analysis.estimate.time_checks), as a table or JSON."""
+    import dataclasses
+
+    from analysis.estimate.time_checks import run_checks
+
+    checks = run_checks(results)
+    if as_json:
+        out = dataclasses.asdict(checks)
+        out["anchors"] = [{**dataclasses.asdict(a), "error": a.error} for a in checks.anchors]
+        out["given_back"] = [{**dataclasses.asdict(g), "profile_only_error": g.profile_only_error,
+                              "model_error": g.model_error} for g in checks.given_back]
+        print(json.dumps(out, indent=2, allow_nan=False))
+        return
+    print("(1) each committed H200 run's steady step, given back from its own profile (seconds per optimizer step)")
+    print(f"{'run':58} {'steady':>7} {'profiled':>8} {'profile':>8} {'err':>6} {'GPU':>6} {'host':>6} {'GPM host':>8}"
+          f" {'model':>7}")
+    for g in checks.given_back:
+        gpm = f"{g.gpm_host_s:8.3f}" if g.gpm_host_s is not None else f"{'-':>8}"
+        print(f"{g.run:58} {g.steady_s:7.3f} {g.profiled_wall_s:8.3f} {g.profile_only_s:8.3f} "
+              f"{g.profile_only_error:+6.1%} {g.busy_s:6.3f} {g.host_s:6.3f} {gpm} {g.model_s:7.3f}")
+    errs = [abs(g.profile_only_error) for g in checks.given_back]
+    if errs:
+        print(f"profile alone vs steady median: {len(errs)} runs, |error| up to {max(errs):.1%} (the profiled steps'"
+              " host time carries the tracer's cost and two steps' own batches); the model keeps the GPU work of the"
+              " profile at the steady steps' tokens and takes the host's part from the steady median, so it gives"
+              " the median back (model column)")
+    print()
+    print(f"(2) published same-source ratios, predicted from {checks.reference_run} (bs16: padded rows, "
+          "checkpointing on)")
+    print(f"{'source':10} {'pair (faster / slower)':42} {'published':>9} {'predicted':>9} {'error':>7}  kind")
+    for a in checks.anchors:
+        print(f"{a.source:10} {a.pair:42} {a.published:9.3f} {a.predicted:9.3f} {a.error:+7.1%}  "
+              + ("comparable LoRA" if a.comparable else "proxy workload"))
+    lo, hi = checks.band
+    dlo, dhi = checks.band_in_data
+    print(f"band: errors {lo:+.1%} .. {hi:+.1%}; a predicted time T stands for T / {1 + hi:.3f} .. T / {1 + lo:.3f}"
+          f" (time_model.yaml: {dlo:+.1%} .. {dhi:+.1%})")
