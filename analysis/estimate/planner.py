@@ -266,8 +266,13 @@ def param_counts(shapes: dict, method: str, lora_rank: int) -> dict[str, int]:
 
 
 def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing: bool, batch: int,
-                               seq_len: int, c: dict | None = None) -> dict[str, float]:
-    """Live activation bytes per token of a micro-batch at its peak, and the pieces it is made of."""
+                               seq_len: int, c: dict | None = None, padding_free: bool = False,
+                               liger: bool = False, tokens: float | None = None) -> dict[str, float]:
+    """Live activation bytes per token of a micro-batch at its peak, and the pieces it is made of. TOKENS is the
+    micro-batch's length in tokens (padded: batch x seq_len; padding-free: the packed row), which sizes Liger's
+    cross-entropy chunk. stored: what stays alive across the step (checkpointed inputs, or every layer's saved
+    tensors without checkpointing; Liger's input gradient); working: the transient on top at the peak (the loss's
+    logits, the recomputed layer's backward, or Liger's chunk)."""
     c = c or constants()
     d = _dims(shapes)
     n_layers = shapes["num_hidden_layers"]
@@ -277,10 +282,22 @@ def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing
         layer += _coef(c[a + "layer_lora_dropout"], d)
     if method == "qlora":
         layer += _coef(c[a + "layer_qlora_extra"], d)
-    if batch > 1:  # padded batch: attention mask -> k, v repeated to all heads, bf16 bias B x 1 x T x T
+    if liger:  # Liger's RMSNorm saves its bf16 input, its SwiGLU the two bf16 projections
+        layer += _coef(c[a + "liger_layer"], d)
+    if padding_free:  # the packed row's block-diagonal mask: SDPA gets a mask, so k and v are repeated to all heads
+        layer += _coef(c[a + "padded_batch_kv_repeat"], d)
+    elif batch > 1:  # padded batch: attention mask -> k, v repeated to all heads, bf16 bias B x 1 x T x T
         layer += _coef(c[a + "padded_batch_kv_repeat"], d) + c[a + "padded_batch_mask_bytes_per_seq_token"] * seq_len
-    logits = _coef(c[a + "logits"], d) * c[a + "logits_token_fraction"]
-    final = _coef(c[a + "final_norm"], d)
+    n_tokens = float(tokens) if tokens else float(batch * seq_len)
+    if liger:  # fused linear cross-entropy: no logits tensor; its input gradient is kept from forward to backward
+        stored_loss = _coef(c[a + "liger_flce_per_token"], d)
+        inc = math.ceil(d["V"] / d["h"])
+        chunk = 2 ** math.ceil(math.log2(max(math.ceil(n_tokens / inc), 1)))
+        logits = _coef(c[a + "liger_flce_chunk"], d) * min(chunk, n_tokens) / n_tokens
+    else:
+        stored_loss = 0.0
+        logits = _coef(c[a + "logits"], d) * c[a + "logits_token_fraction"]
+    final = _coef(c[a + "final_norm"], d) + stored_loss
     if gradient_checkpointing:
         stored = n_layers * _coef(c[a + "checkpoint_per_layer"], d)
         working = max(logits, layer + _coef(c[a + "backward_transient_layer"], d))
@@ -291,9 +308,22 @@ def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing
             "layer_per_token": layer, "working_per_token": working, "total_per_token": stored + final + working}
 
 
+def cache_factors(gradient_checkpointing: bool, liger: bool, c: dict | None = None) -> tuple[float, float]:
+    """(stored, working) allocator factors: what ms-swift logs (max_memory_reserved) over the live bytes. The loss's
+    logits alone at the peak (checkpointing on, no Liger) leave the most cached blocks of earlier batches' sizes."""
+    c = c or constants()
+    m = "memory."
+    working = c[m + "allocator_cache_factor"] if gradient_checkpointing and not liger \
+        else c[m + "allocator_cache_factor_other"]
+    return c[m + "allocator_cache_factor_stored"], working
+
+
 def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int = 1,
-           gradient_checkpointing: bool = True, lora_rank: int = 8, c: dict | None = None) -> dict[str, Any]:
-    """Memory estimate in GiB: the breakdown, the live peak, the peak ms-swift would log, what must fit."""
+           gradient_checkpointing: bool = True, lora_rank: int = 8, c: dict | None = None,
+           padding_free: bool = False, liger: bool = False, packed_tokens: int | None = None) -> dict[str, Any]:
+    """Memory estimate in GiB: the breakdown, the live peak, the peak ms-swift would log, what must fit. A padded
+    micro-batch holds batch x seq_len tokens; a padding-free one PACKED_TOKENS (its longest packed row; without it,
+    batch x seq_len, every sample as long as the longest)."""
     c = c or constants()
     m = "memory."
     p = param_counts(shapes, method, lora_rank)
@@ -310,29 +340,36 @@ def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int =
         adapters = p["lora"] * c[m + "lora.param_bytes"]
         grads = p["lora"] * c[m + "lora.grad_bytes"]
         optim = p["lora"] * c[m + "lora.adam_state_bytes"]
-    per_token = activation_bytes_per_token(shapes, method, gradient_checkpointing, batch, seq_len, c)
-    tokens = batch * seq_len
-    act = per_token["total_per_token"] * tokens
+    tokens = float(packed_tokens) if padding_free and packed_tokens else float(batch * seq_len)
+    per_token = activation_bytes_per_token(shapes, method, gradient_checkpointing, batch, seq_len, c,
+                                           padding_free=padding_free, liger=liger, tokens=tokens)
+    stored = (per_token["stored_per_token"] + per_token["final_norm_per_token"]) * tokens
+    working = per_token["working_per_token"] * tokens
+    act = stored + working
     static = weights + adapters + grads + optim
-    k = c[m + "allocator_cache_factor"]
+    k_stored, k_working = cache_factors(gradient_checkpointing, liger, c)
+    reserved = k_stored * stored + k_working * working
     context = c[m + "cuda_context_gib"] * GIB
+    working_name = ("logits_loss" if not liger else "fused_cross_entropy_chunk") \
+        if per_token["working_per_token"] == per_token["logits_per_token"] else "recomputed_layer"
     out = {
         "weights_gib": weights / GIB, "adapters_gib": adapters / GIB, "gradients_gib": grads / GIB,
         "optimizer_gib": optim / GIB, "activations_gib": act / GIB,
         "activations_detail_gib": {
             "checkpointed_layer_inputs" if gradient_checkpointing else "saved_layer_tensors":
                 per_token["stored_per_token"] * tokens / GIB,
-            "final_norm": per_token["final_norm_per_token"] * tokens / GIB,
-            "logits_loss" if per_token["working_per_token"] == per_token["logits_per_token"] else "recomputed_layer":
-                per_token["working_per_token"] * tokens / GIB,
+            "final_norm" + ("_and_liger_input_grad" if liger else ""): per_token["final_norm_per_token"] * tokens / GIB,
+            working_name: working / GIB,
         },
+        "stored_activations_gib": stored / GIB, "working_activations_gib": working / GIB,
         "logits_loss_gib": per_token["logits_per_token"] * tokens / GIB,
-        "allocator_cache_gib": (k - 1) * act / GIB,
+        "allocator_cache_gib": (reserved - act) / GIB,
         "cuda_context_gib": context / GIB,
         "live_peak_gib": (static + act) / GIB,
-        "peak_mem_gib": (static + k * act) / GIB,
+        "peak_mem_gib": (static + reserved) / GIB,
         "needs_gib": (static + (1 + c[m + "tight_fragmentation"]) * act + context) / GIB,
         "tokens_per_micro_batch": tokens,
+        "padding_free": padding_free, "liger": liger,
         "params": p,
     }
     return out
@@ -436,6 +473,32 @@ def run_tokens_per_sample(rec: RunRecord, shapes: dict) -> float | None:
     n_hf = hardware.total_params(shapes) + (lora or 0) - shapes["hidden_size"] * shapes["vocab_size"]
     samples = min(steps * sps, rec.train_samples or steps * sps)
     return flos / (6 * n_hf) / samples
+
+
+def run_flags(args: dict) -> dict[str, Any]:
+    """The memory-relevant flags of a run's args.json: padding_free, liger (use_liger_kernel), attn_impl."""
+    return {"padding_free": bool(args.get("padding_free")), "liger": bool(args.get("use_liger_kernel")),
+            "attn_impl": args.get("attn_impl")}
+
+
+def longest_micro_batch(rec: RunRecord, whole_epoch: bool = False) -> int | None:
+    """Tokens of the run's largest micro-batch on one GPU: a padding-free run's longest packed row, a padded run's
+    largest padded micro-batch; from schedule.jsonl (every step of the epoch, WHOLE_EPOCH) or tokens.jsonl (the steps
+    the run trained). Exact where a step is one micro-batch on one GPU; with several micro-batches or GPUs per step,
+    each step's mean micro-batch (a lower bound). None where neither file has counts, or a padded run accumulates
+    (its largest micro-batch is batch x its longest sample: the caller's)."""
+    padded = not bool((rec.args or {}).get("padding_free"))
+    ws = rec.world_size or 1
+    rows: list[tuple[int, int]] = []  # (tokens of the step, micro-batches x GPUs)
+    if whole_epoch and rec.schedule:
+        rows = [(s["padded_tokens"] if padded else s["tokens"], s["micro_batches"] * ws) for s in rec.schedule]
+    else:
+        by_step = (rec.padded_by_step if padded else rec.tokens_by_step) or {}
+        ga = rec.grad_accum or 1
+        rows = [(t, ga * ws) for t in by_step.values()]
+    if not rows or (padded and any(n > 1 for _, n in rows)):
+        return None
+    return max(math.ceil(t / n) for t, n in rows)
 
 
 def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, method: str, batch: int,
@@ -667,8 +730,9 @@ def per_gpu_memory(mem: dict[str, Any], gpus: int = 1, parallel: str = "ddp", c:
             weights, adapters = weights / n + live, adapters / n
     static = weights + adapters + grads + optim + extra
     act = mem["activations_gib"]
-    k = c["memory.allocator_cache_factor"]
+    reserved_act = mem["peak_mem_gib"] - sum(mem[k] for k in ("weights_gib", "adapters_gib", "gradients_gib",
+                                                                 "optimizer_gib"))
     return {"gpus": n, "parallel": parallel, "weights_gib": weights, "adapters_gib": adapters, "gradients_gib": grads,
             "optimizer_gib": optim, "sharding_extra_gib": extra, "activations_gib": act,
-            "peak_mem_gib": static + k * act,
+            "peak_mem_gib": static + reserved_act,
             "needs_gib": static + (1 + c["memory.tight_fragmentation"]) * act + mem["cuda_context_gib"]}
