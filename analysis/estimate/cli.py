@@ -226,3 +226,17 @@ def _print_checks(results: str, as_json: bool) -> None:
     dlo, dhi = checks.band_in_data
     print(f"band: errors {lo:+.1%} .. {hi:+.1%}; a predicted time T stands for T / {1 + hi:.3f} .. T / {1 + lo:.3f}"
           f" (time_model.yaml: {dlo:+.1%} .. {dhi:+.1%})")
+    print()
+    print("(3) the scaled model (a recipe without a profile of its own, built from the reference profiles) against "
+          "each committed single-GPU eager LoRA H200 run's steady median")
+    print(f"{'run':58} {'host':12} {'recipe':30} {'steady':>7} {'scaled':>7} {'error':>7}")
+    for r in checks.scaled:
+        print(f"{r.run:58} {r.host or '-':12} {r.recipe:30} {r.steady_s:7.3f} {r.scaled_s:7.3f} {r.error:+7.1%}"
+              + ("" if r.counted else "  (not counted: not the recipes' 4 workers, or group_by_length)"))
+    counted = [r.error for r in checks.scaled if r.counted]
+    slo, shi = checks.scaled_band
+    dlo, dhi = checks.scaled_band_in_data
+    if counted:
+        print(f"scaled model on the H200: {len(counted)} runs, errors {min(counted):+.1%} .. {max(counted):+.1%}; "
+              f"with the cross-GPU band: {slo:+.1%} .. {shi:+.1%} (time_model.yaml scaled.band: {dlo:+.1%} .. "
+              f"{dhi:+.1%})")

@@ -129,7 +129,7 @@ class ProfiledStep:
         floor = model_constants()["kernel_floor_us"] * 1e-6
         out = dict.fromkeys(KINDS, 0.0)
         for g in self.groups:
-            base, work = _split(g, floor)
+            base, work = split(g, floor)
             out[g.kind] += base + work * self.token_scale
         return out
 
@@ -169,7 +169,7 @@ class EpochPrediction:
     basis: str
 
 
-def _split(g: KernelGroup, floor_s: float) -> tuple[float, float]:
+def split(g: KernelGroup, floor_s: float) -> tuple[float, float]:
     """(floor seconds, work seconds) of a group: each call's first FLOOR_S do not scale with the GPU."""
     if g.calls <= 0:
         return 0.0, g.seconds
@@ -229,7 +229,7 @@ def profile_step(rec: RunRecord) -> ProfiledStep:
     floor = model_constants()["kernel_floor_us"] * 1e-6
     busy = 0.0
     for g in groups:
-        base, work = _split(g, floor)
+        base, work = split(g, floor)
         busy += base + work * scale
     median = step_time(rec)["median"]
     host = max(median - busy, 0.0) if median else wall - busy_p
@@ -284,7 +284,7 @@ def step_on(step: ProfiledStep, hw: str) -> StepParts:
     floor = model_constants()["kernel_floor_us"] * 1e-6
     out = dict.fromkeys(KINDS, 0.0)
     for g in step.groups:
-        base, work = _split(g, floor)
+        base, work = split(g, floor)
         out[g.kind] += base + work * step.token_scale * ratios[g.kind]
     return StepParts(gemm_s=out["gemm"], attention_s=out["attention"], memory_s=out["memory"],
                      communication_s=out["communication"], host_s=step.host_s)
@@ -300,11 +300,19 @@ def _key(hw: str) -> str:
     return key
 
 
-def band() -> tuple[float, float]:
-    """(low, high) relative error of the predicted cross-GPU ratios (time_model.yaml band, derived from the anchors):
-    a predicted time T stands for T / (1 + high) .. T / (1 + low), widened to hold T itself."""
-    b = model_constants()["band"]
+def band(kind: str = "profiled") -> tuple[float, float]:
+    """(low, high) relative error a predicted time carries (time_model.yaml): `profiled`, a committed profile carried
+    to another class (the published cross-GPU ratios' errors, analysis.estimate.anchors); `scaled`, a step built from
+    the reference profiles (its errors on the committed H200 runs compounded with those). A predicted time T stands
+    for T / (1 + high) .. T / (1 + low), widened to hold T itself."""
+    b = model_constants()["band" if kind == "profiled" else "scaled.band"]
     return float(b["low"]), float(b["high"])
+
+
+def band_range(seconds: float, kind: str = "profiled") -> tuple[float, float]:
+    """(low, high) seconds of a predicted SECONDS (band)."""
+    low, high = band(kind)
+    return seconds / (1 + max(high, 0.0)), seconds / (1 + min(low, 0.0))
 
 
 def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
