@@ -7,10 +7,9 @@ ratios are predicted from the reference bs16 run (analysis.estimate.anchors), an
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
-
-import statistics
 
 from analysis.estimate import anchors, planner, scaled, transfer
 from analysis.estimate.lengths import BatchStats
@@ -94,7 +93,8 @@ def run_checks(results: str | Path = "results") -> TimeModelChecks:
     return TimeModelChecks(given_back=tuple(rows), anchors=tuple(checks),
                            reference_run=f"{ref.hw}/{ref.experiment}/{ref.run}",
                            band=band, band_in_data=transfer.band(), scaled=tuple(scaled_rows),
-                           scaled_band=derive_scaled_band(scaled_rows, band), scaled_band_in_data=transfer.band("scaled"))
+                           scaled_band=derive_scaled_band(scaled_rows, band),
+                           scaled_band_in_data=transfer.band("scaled"))
 
 
 def _run_stats(r: RunRecord, recipe: scaled.Recipe) -> BatchStats | None:
