@@ -43,6 +43,7 @@ class Reference:
 
     name: str
     step: ProfiledStep
+    step_s: float  # its steady median step
     shapes: dict
     recipe: Recipe
     tokens_per_step: float
@@ -69,6 +70,8 @@ def _reference(rec: RunRecord, name: str) -> Reference:
                     liger=flags["liger"], gradient_checkpointing=rec.gradient_checkpointing is not False,
                     lora_rank=int(args.get("lora_rank") or 8))
     step = transfer.profile_step(rec)
+    if not step.steady_step_s:
+        raise InputError(rec.path, f"reference {name}: no steady median step")
     by_step = rec.padded_by_step or rec.tokens_by_step or {}
     steady = [by_step[s] for s in steady_steps(rec) if s in by_step]
     if not steady:
@@ -81,8 +84,8 @@ def _reference(rec: RunRecord, name: str) -> Reference:
         row_sq = statistics.mean(recipe.batch * (t / micro / recipe.batch) ** 2 * micro for t in steady)
     windows = [w for w in (rec.profile or {}).get("steps", []) if not w.get("warmup") and w.get("gpu_events")]
     events = statistics.mean(w["gpu_events"] for w in windows) / micro if windows else 0.0
-    return Reference(name=name, step=step, shapes=shapes, recipe=recipe, tokens_per_step=tokens,
-                     row_sq_per_step=row_sq, events_per_micro=events)
+    return Reference(name=name, step=step, step_s=step.steady_step_s, shapes=shapes, recipe=recipe,
+                     tokens_per_step=tokens, row_sq_per_step=row_sq, events_per_micro=events)
 
 
 def references(records: list[RunRecord]) -> dict[str, Reference]:
@@ -118,9 +121,9 @@ def overlap(refs: dict[str, Reference], gradient_checkpointing: bool) -> Overlap
     s + c = the seed's micro-step, s + GPU work = bs16's; without checkpointing, c scaled by the kernel count per
     micro-step (best / bs16) and s what the best reference's step leaves."""
     one, big = refs["gc_on_batch1"], refs["gc_on"]
-    w1 = one.step.steady_step_s / one.recipe.grad_accum
+    w1 = one.step_s / one.recipe.grad_accum
     g1 = one.step.busy_s / one.recipe.grad_accum
-    w2 = big.step.steady_step_s / big.recipe.grad_accum
+    w2 = big.step_s / big.recipe.grad_accum
     g2 = big.step.busy_s / big.recipe.grad_accum
     serial = w2 - g2
     hidden = w1 - serial
@@ -132,7 +135,7 @@ def overlap(refs: dict[str, Reference], gradient_checkpointing: bool) -> Overlap
         return Overlap(serial_s=serial, hidden_s=hidden, layers=layers)
     off = refs["gc_off"]
     hidden_off = hidden * off.events_per_micro / big.events_per_micro
-    w3 = off.step.steady_step_s / off.recipe.grad_accum
+    w3 = off.step_s / off.recipe.grad_accum
     g3 = off.step.busy_s / off.recipe.grad_accum
     return Overlap(serial_s=w3 - max(hidden_off, g3), hidden_s=hidden_off, layers=layers)
 

@@ -129,7 +129,7 @@ def scaled_checks(records: list[RunRecord]) -> list[ScaledCheck]:
             continue
         step = scaled.scaled_step(shapes, recipe, stats, refs)
         out.append(ScaledCheck(run=f"{r.hw}/{r.experiment}/{r.run}", host=r.host_id, recipe=describe(recipe),
-                               steady_s=median, scaled_s=step.steady_step_s,
+                               steady_s=median, scaled_s=step.profile_only_s,
                                counted=int(args.get("dataloader_num_workers") or 0) == 4
                                and not args.get("group_by_length")))
     return out
