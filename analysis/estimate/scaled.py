@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.estimate import planner, transfer
+from analysis.estimate import transfer, workload
 from analysis.estimate.lengths import BatchStats
 from analysis.estimate.transfer import KernelGroup, ProfiledStep
 from analysis.measure.steps import steady_steps
@@ -65,7 +65,7 @@ def _reference(rec: RunRecord, name: str) -> Reference:
     shapes = hardware.model_shapes(args, Path(rec.path) if rec.path else None)
     if shapes is None or not rec.per_device_batch or not rec.grad_accum:
         raise InputError(rec.path, f"reference {name}: model shapes or batch unknown")
-    flags = planner.run_flags(args)
+    flags = workload.run_flags(args)
     recipe = Recipe(batch=rec.per_device_batch, grad_accum=rec.grad_accum, padding_free=flags["padding_free"],
                     liger=flags["liger"], gradient_checkpointing=rec.gradient_checkpointing is not False,
                     lora_rank=int(args.get("lora_rank") or 8))
@@ -101,9 +101,9 @@ def references(records: list[RunRecord]) -> dict[str, Reference]:
 
 
 def _memory_proxy(shapes: dict, recipe: Recipe) -> float:
-    """Bytes-like weight of a token's memory-bound work: layers x one layer's saved bytes (planner.yaml, with
+    """Bytes-like weight of a token's memory-bound work: layers x one layer's saved bytes (workload.yaml, with
     Liger's), a third more with checkpointing's recomputed forward, + the loss's 12 x vocab."""
-    per = planner.activation_bytes_per_token(shapes, "lora", False, recipe.batch, 1, padding_free=recipe.padding_free,
+    per = workload.activation_bytes_per_token(shapes, "lora", False, recipe.batch, 1, padding_free=recipe.padding_free,
                                              liger=recipe.liger)
     extra = transfer.model_constants()["scaled.recompute_share"] if recipe.gradient_checkpointing else 0.0
     return shapes["num_hidden_layers"] * per["layer_per_token"] * (1 + extra) + 12 * shapes["vocab_size"]
@@ -147,8 +147,8 @@ def scaled_step(shapes: dict, recipe: Recipe, stats: BatchStats, refs: dict[str,
     ref = refs["gc_on" if recipe.gradient_checkpointing else "gc_off"]
     micro = recipe.grad_accum
     tokens = stats.mean_tokens * micro
-    fpt = planner.flops_per_token(shapes, "lora", recipe.gradient_checkpointing, recipe.lora_rank)
-    fpt0 = planner.flops_per_token(ref.shapes, "lora", ref.recipe.gradient_checkpointing, ref.recipe.lora_rank)
+    fpt = workload.flops_per_token(shapes, "lora", recipe.gradient_checkpointing, recipe.lora_rank)
+    fpt0 = workload.flops_per_token(ref.shapes, "lora", ref.recipe.gradient_checkpointing, ref.recipe.lora_rank)
     scale = {
         "gemm": fpt * tokens / (fpt0 * ref.tokens_per_step),
         "attention": _attention_weight(shapes, recipe) * stats.mean_row_sq * micro

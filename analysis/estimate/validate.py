@@ -13,18 +13,18 @@ from typing import cast
 from analysis.estimate.planner import (
     GIB,
     METHODS,
-    _run_method,
     constants,
     fit_verdict,
     flops_per_token,
-    longest_micro_batch,
     memory,
     optimizer_step_s,
     per_gpu_memory,
     roofline_micro_step,
     run_flags,
+    run_method,
     run_tokens_per_sample,
 )
+from analysis.estimate.workload import longest_micro_batch
 from analysis.measure.steps import step_time
 from analysis.parse.record import RunRecord
 from analysis.parse.results import collect
@@ -48,7 +48,7 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
     for r in records:
         args = (r.args or {})
         shapes = hardware.model_shapes(args, Path(r.path) if r.path else None)
-        method = _run_method(args)
+        method = run_method(args)
         rank = lr if isinstance(lr := args.get("lora_rank"), int) else 8
         base = {"hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status,
                 "method": method, "gpus": r.gpus, "parallel": r.parallel, "per_device_batch": r.per_device_batch,
