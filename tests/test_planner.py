@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.estimate import planner, validate
+from analysis.estimate import planner, transfer, validate
 from analysis.measure import flops as measure_flops
 from analysis.measure.steps import step_time
 from analysis.parse.results import collect
@@ -224,31 +224,44 @@ def test_fits_flips_where_it_must():
         assert p["capacity_gib"] == pytest.approx(hardware.require(p["hw"])["memory_gb"] * 1e9 / GIB)
 
 
-def test_seed_recipe_on_h200_uses_the_measured_median_and_roofline_elsewhere():
+def test_seed_recipe_on_h200_uses_the_measured_median_and_its_profile_elsewhere():
+    """The seed recipe: measured on the H200; on every other class its profile carried over (transfer.py), with the
+    band; other data or another recipe: a step scaled from the reference profiles; QLoRA and full: the roofline."""
     plans = {p["hw"]: p for p in planner.estimate(MODEL, method="lora", max_length=2048, batch=1, grad_accum=16,
                                                   samples=1500, epochs=1, results=RESULTS)}
-    median = step_time(next(r for r in collect(RESULTS) if r.run == SEED_TIME_RUN))["median"]
+    recs = collect(RESULTS)
+    median = step_time(next(r for r in recs if r.run == SEED_TIME_RUN))["median"]
     h200 = plans["h200"]
-    assert h200["time_source"] == f"measured: h200/seed/{SEED_TIME_RUN}"
+    assert h200["time_source"] == f"measured: h200/seed/{SEED_TIME_RUN}" and h200["time_kind"] == "measured"
     assert h200["step_time_s"] == median
     assert h200["steps"] == math.ceil(1500 / 16) == 94
-    assert h200["total_time_s"] == pytest.approx(median * 94)
+    assert h200["total_time_s"] == pytest.approx(median * 94) == h200["total_low_s"] == h200["total_high_s"]
+    step = transfer.profile_step(next(r for r in recs if r.run == SEED_TIME_RUN))
     for key in ("a10", "rtx4090", "a100", "h100"):
         p = plans[key]
-        assert p["time_source"] == "roofline"
-        roof = p["roofline"]
-        assert p["step_time_s"] == pytest.approx(16 * roof["micro_step_s"] + roof["optimizer_s"])
-        assert roof["micro_step_s"] == pytest.approx(max(roof["compute_s"], roof["weight_reads_s"])
-                                                     + roof["host_overhead_s"])
+        assert p["time_source"] == f"profile of h200/seed/{SEED_TIME_RUN}" and p["time_kind"] == "profiled"
+        parts = transfer.step_on(step, key)
+        assert p["step_time_s"] == pytest.approx(parts.total_s)
+        assert p["time_parts"]["host_s"] == pytest.approx(step.host_s)  # same host assumed
+        low, high = transfer.band_range(p["total_time_s"])
+        assert (p["total_low_s"], p["total_high_s"]) == pytest.approx((low, high))
+        assert p["total_low_s"] < p["total_time_s"] < p["total_high_s"]
+        # a slower card, the same host: the host-bound step grows by its GPU part only
+        assert median < p["step_time_s"] < 1.5 * median
     text = " ".join(plans["a10"]["assumptions"])
-    assert "roofline" in text and "host overhead" in text and "peak bf16" in text
-    # data other than the run's: the measured time does not apply
+    assert "same host assumed" in text and "docs/time-model.md" in text
+    # data other than the run's: the measured time does not apply; the step is scaled from the reference profiles
     other = planner.estimate(MODEL, mean_len=1024, hw="h200", results=RESULTS)[0]
-    assert other["time_source"] == "roofline" and "not --mean-len" in other["time_note"]
+    assert other["time_kind"] == "scaled" and "trained other data" in other["time_note"]
     # a different recipe (batch 3): nothing measured; batch 2 x 8 is the claims audit's tp-bs2, measured
-    assert planner.estimate(MODEL, batch=3, grad_accum=5, hw="h200", results=RESULTS)[0]["time_source"] == "roofline"
+    assert planner.estimate(MODEL, batch=3, grad_accum=5, hw="h200", results=RESULTS)[0]["time_kind"] == "scaled"
     assert planner.estimate(MODEL, batch=2, grad_accum=8, hw="h200", results=RESULTS)[0]["time_source"] == \
         "measured: h200/tp-bs2/20261130-121331"
+    full = planner.estimate(MODEL, method="full", hw="h200", results=RESULTS)[0]
+    roof = full["roofline"]
+    assert full["time_kind"] == "roofline" and full["step_time_s"] == pytest.approx(roof["step_time_s"])
+    assert roof["micro_step_s"] == pytest.approx(max(roof["compute_s"], roof["weight_reads_s"])
+                                                 + roof["host_overhead_s"])
 
 
 def test_flops_per_token_is_the_mfu_formula(shapes):
@@ -284,7 +297,11 @@ def test_cost_is_total_hours_times_price(tmp_path):
     assert plans["h200"]["cost"] == pytest.approx(plans["h200"]["total_time_s"] / 3600 * 3.5)
     assert plans["a10"]["cost"] == pytest.approx(plans["a10"]["total_time_s"] / 3600 * 0.75)
     assert plans["h100"]["cost"] is None  # no price given for it
-    assert all(p["cost"] is None for p in planner.estimate(MODEL, results=RESULTS))  # no prices built in
+    # without --prices: the built-in table (analysis/data/prices.yaml), the one tables and the report price with
+    builtin = planner.read_prices(planner.DEFAULT_PRICES)
+    for p in planner.estimate(MODEL, results=RESULTS):
+        assert p["price_per_gpu_hour"] == builtin[p["hw"]] and p["currency"] == "USD"
+        assert p["cost"] == pytest.approx(p["total_time_s"] / 3600 * builtin[p["hw"]])
 
 
 @pytest.mark.parametrize("text,needle", [("h100: [1\n", "not valid YAML"), ("- 1\n- 2\n", "mapping"),
@@ -332,11 +349,11 @@ def test_json_output_shape():
         for key in ("hw", "peak_mem_gib", "fits", "step_time_s", "total_time_s", "cost", "breakdown", "time_source",
                     "needs_gib", "assumptions"):
             assert key in p
-        assert p["cost"] is None
+        assert p["cost"] == pytest.approx(p["total_hours"] * p["price_per_gpu_hour"])  # the built-in prices
         assert isinstance(p["fits"], bool)
         assert set(p["breakdown"]) == {"weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib",
                                        "activations_gib", "allocator_cache_gib", "cuda_context_gib"}
-        assert p["time_source"] == "roofline" or p["time_source"].startswith("measured: ")
+        assert p["time_source"].startswith(("measured: ", "profile of "))
     assert plans[-1]["time_source"] == f"measured: h200/seed/{SEED_TIME_RUN}"
 
 
@@ -346,7 +363,7 @@ def test_human_output_has_the_table_and_assumptions():
     out = proc.stdout
     assert "a10" in out and "h200" in out and "needs GiB" in out and "fits" in out
     assert "breakdown (GiB)" in out and "assumption: ESTIMATE ONLY" in out
-    assert "host overhead" in out
+    assert "qlora and full: the roofline" in out
 
 
 @pytest.mark.parametrize("args", [
@@ -419,7 +436,7 @@ def test_gpu_names_are_case_insensitive_and_prices_name_their_currency(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "cost (EUR)" in proc.stdout and "in EUR" in proc.stdout and "largest batch" in proc.stdout
     proc = _cli("--model", MODEL, "--hw", "a10")
-    assert "no prices given" in proc.stdout
+    assert "no prices given" not in proc.stdout and "built-in price table (prices.yaml" in proc.stdout
     assert proc.stdout.count("assumptions (the same for every GPU class)") == 1
 
 

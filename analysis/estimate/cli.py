@@ -14,6 +14,7 @@ import json
 
 from analysis.estimate import planner
 from analysis.estimate.planner import DEFAULT_HW, METHODS, estimate
+from analysis.estimate.recipe_gpus import price_source
 from experiments.base.errors import InputError
 
 # estimate()'s defaults (the seed recipe's), for what neither a flag nor --from-args gives; the model: default_model()
@@ -53,8 +54,19 @@ def register(sub) -> None:
                    help="ms-swift --max_length (default 2048)")
     p.add_argument("--seq-len", type=int, help="longest sequence a batch really holds (default: --max-length); "
                                                 "padding makes every sample of the batch this long")
-    p.add_argument("--mean-len", type=int, help="mean tokens per sample the GPU processes, padding included, for "
-                                                 "the time estimate (default: --seq-len)")
+    p.add_argument("--mean-len", type=int, help="your data's mean sample length in tokens (with --seq-len, its "
+                                                 "longest); without any of --lengths/--mean-len/--seq-len the "
+                                                 "recipe's data is assumed (mean 127.74, longest 593)")
+    p.add_argument("--lengths", metavar="FILE", help="your data's sample lengths in tokens: one per line, or a "
+                                                     "JSON list (padded and packed rows are drawn from them)")
+    p.add_argument("--padding-free", "--padding_free", dest="padding_free", type=_bool, metavar="true|false",
+                   help="ms-swift's --padding_free: the batch's samples in one row, no padding (default false)")
+    p.add_argument("--liger", "--use_liger_kernel", dest="liger", type=_bool, metavar="true|false",
+                   help="ms-swift's --use_liger_kernel: Liger's kernels and fused cross-entropy (default false)")
+    p.add_argument("--optimize", choices=("time", "cost"),
+                   help="search the recipes of global batch 16 (batch x grad-accum 16x1 .. 1x16, padding-free, "
+                        "Liger, checkpointing on/off) for the fastest that fits each class; order the classes by "
+                        "time or cost")
     p.add_argument("--batch", "--per_device_train_batch_size", dest="batch", type=int,
                    help="per-device batch size (default 1)")
     p.add_argument("--grad-accum", "--gradient_accumulation_steps", dest="grad_accum", type=int,
@@ -64,7 +76,7 @@ def register(sub) -> None:
     p.add_argument("--hw", help=f"comma-separated GPU classes, any case (default {','.join(DEFAULT_HW)}; any key of "
                                 "analysis/data/hardware.yaml)")
     p.add_argument("--prices", help="YAML mapping hardware key -> price per GPU-hour, and optionally "
-                                    "'currency: EUR' (no prices are built in)")
+                                    "'currency: EUR' (default: the built-in table, analysis/data/prices.yaml)")
     p.add_argument("--gradient-checkpointing", "--gradient_checkpointing", dest="gradient_checkpointing", type=_bool,
                    metavar="true|false", help="ms-swift's default is true")
     p.add_argument("--lora-rank", "--lora_rank", dest="lora_rank", type=int, help="default 8")
@@ -93,7 +105,12 @@ def recipe(args) -> dict:
     given = {"model": args.model, "method": method, "max_length": args.max_length, "seq_len": args.seq_len,
              "mean_len": args.mean_len, "batch": args.batch, "grad_accum": args.grad_accum, "samples": args.samples,
              "epochs": args.epochs, "gradient_checkpointing": args.gradient_checkpointing,
-             "lora_rank": args.lora_rank, "gpus": args.gpus, "parallel": args.parallel}
+             "lora_rank": args.lora_rank, "gpus": args.gpus, "parallel": args.parallel,
+             "padding_free": args.padding_free, "liger": args.liger, "lengths": args.lengths}
+    if args.lengths is not None or args.mean_len is not None or args.seq_len is not None:
+        # the user's data: the run's lengths (from --from-args) do not describe it
+        for key in ("packed_len", "mean_len", "seq_len"):
+            out.pop(key, None)
     out.update({k: v for k, v in given.items() if v is not None})
     if not out.get("model"):
         out["model"] = default_model()
@@ -111,6 +128,8 @@ def run(args) -> int:
     if args.checks:
         _print_checks(args.results or "results", args.json)
         return 0
+    if args.optimize:
+        return _run_optimize(args)
     plans = estimate(hw=args.hw, prices=args.prices, results=args.results, **recipe(args))
     if args.json:
         print(json.dumps(plans, indent=2, allow_nan=False))
@@ -119,8 +138,76 @@ def run(args) -> int:
     return 0
 
 
-def _hours(seconds: float) -> str:
+def _run_optimize(args) -> int:
+    """--optimize: the job's fields from the flags (and --from-args), the recipe's own flags ignored (searched)."""
+    import dataclasses
+
+    from analysis.estimate.optimize import optimize
+
+    job = recipe(args)
+    if job.get("method", "lora") != "lora":
+        raise InputError(None, "--optimize searches LoRA recipes (bf16); QLoRA and full fine-tuning are not searched")
+    plan = optimize(job["model"], samples=job["samples"], epochs=job["epochs"], max_length=job["max_length"],
+                    seq_len=job.get("seq_len"), mean_len=job.get("mean_len"), lengths=job.get("lengths"),
+                    lora_rank=job["lora_rank"], hw=args.hw, prices=args.prices, results=args.results,
+                    objective=args.optimize)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(plan), indent=2, allow_nan=False))
+        return 0
+    _print_optimize(plan)
+    return 0
+
+
+def _print_optimize(plan) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    t = Table(title=f"{plan.model}: {plan.samples} samples x {plan.epochs} epoch(s), global batch 16; best recipe per "
+                    f"class by {plan.objective}")
+    currency = next((ch.currency for ch in plan.choices if ch.currency), "USD")
+    for col in ("GPU", "GiB", "recipe (swift sft flags added to the seed recipe)", "needs GiB", "epoch (band)",
+                "GPU-hours", f"cost ({currency})", "time from", "fit"):
+        t.add_column(col, justify="left" if col in ("GPU", "time from", "fit") or col.startswith("recipe")
+                     else "right")
+    for ch in plan.choices:
+        b = ch.best
+        if b is None:
+            t.add_row(ch.hw, f"{ch.capacity_gib:.1f}", "nothing tried fits", "-", "-", "-", "-", "-",
+                      f"0 of {ch.tried}")
+            continue
+        t.add_row(ch.hw, f"{ch.capacity_gib:.1f}", b.flags, f"{b.needs_gib:.1f}",
+                  f"{_hours(b.epoch_s)} ({_hours(b.low_s)}-{_hours(b.high_s)})", f"{b.gpu_hours:.3g}",
+                  "-" if b.cost is None else f"{b.cost:.2f}", b.time_kind or "-", f"{ch.fitting} of {ch.tried}")
+    console.print(t)
+    say = []
+    if plan.soonest:
+        say.append(f"{plan.soonest} finishes soonest" + (" (its band clear of every other class's)"
+                                                          if plan.sure_soonest else " (bands overlap: not sure)"))
+    if plan.cheapest:
+        say.append(f"{plan.cheapest} costs least" + (" (clear of the others' bands)" if plan.sure_cheapest
+                                                     else " (bands overlap: not sure)"))
+    console.print("; ".join(say) or "no class fits", highlight=False, markup=False)
+    console.print(f"data: {plan.data}; prices: {plan.prices}; time from: measured (a committed run), profiled (a "
+                  "committed H200 profile carried over), scaled (built from the reference profiles): "
+                  "docs/time-model.md; padding-free with plain swift sft needs --attn_impl flash_attn (the measured "
+                  "runs used SDPA through the launcher's --sdpa-padding-free)", highlight=False, markup=False)
+
+
+def _hours(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def _total(p: dict) -> str:
+    """The total time, with its band where it is modelled."""
+    low, high = p.get("total_low_s"), p.get("total_high_s")
+    if low is None or high is None or low == high:
+        return _hours(p["total_time_s"])
+    return f"{_hours(p['total_time_s'])} ({_hours(low)}-{_hours(high)})"
 
 
 def _logged(p: dict) -> str:
@@ -151,26 +238,34 @@ def _print(plans: list[dict], prices: str | None = None) -> None:
         fits = p["fit"] != "no"  # a job that does not fit gets no time and no cost
         t.add_row(p["hw"], f"{p['capacity_gib']:.1f}", f"{p['needs_gib']:.1f}",
                   {"yes": "yes", "tight": "tight", "no": "NO"}[p["fit"]], str(p["max_batch"]), _logged(p),
-                  f"{p['step_time_s']:.3g}" if fits else "-", _hours(p["total_time_s"]) if fits else "-",
+                  f"{p['step_time_s']:.3g}" if fits else "-", _total(p) if fits else "-",
                   f"{p['total_hours'] * p['gpus']:.3g}" if fits else "-",
                   "-" if p["cost"] is None else f"{p['cost']:.2f}", p["time_source"])
     console.print(t)
     if not prices:
-        console.print("cost: no prices given, none are built in: --prices FILE (YAML 'h100: 2.5' per GPU-hour, "
-                      "optionally 'currency: EUR'); GPU-hours x your price is the cost", highlight=False, markup=False)
+        console.print(f"cost: GPU-hours x the built-in price table ({planner.DEFAULT_PRICES.name}: "
+                      f"{price_source(planner.DEFAULT_PRICES) or 'list prices'}), in USD; --prices FILE for yours",
+                      highlight=False, markup=False)
     else:
         console.print(f"cost: GPU-hours x the price per GPU-hour of {prices}, in "
                       + (currency if currency else "its currency (it names none: add 'currency: EUR')"),
                       highlight=False, markup=False)
     console.print(f"largest batch: the largest per-device batch whose needs fit the GPU with every sample "
-                  f"{first['seq_len']} tokens long (--seq-len)", highlight=False, markup=False)
+                  f"{first['seq_len']} tokens long (the longest sample)", highlight=False, markup=False)
     if any(p["fit"] == "tight" for p in plans):
         console.print("tight: the live peak fits, the fragmentation margin does not; under a memory cap such runs "
                       "both trained and ran out of memory: try it, or take the largest batch", highlight=False,
                       markup=False)
     if any(p["fit"] == "no" for p in plans):
-        console.print("NO: not even the live peak fits, so no time and no cost; try a smaller --batch or "
-                      "--max-length, or --method qlora", highlight=False, markup=False)
+        console.print("NO: not even the live peak fits, so no time and no cost", highlight=False, markup=False)
+    for p in plans:
+        if p["fit"] == "yes":
+            continue
+        tries = p.get("suggestions") or []
+        text = "; ".join(f"{s['change']} (needs {s['needs_gib']:.1f} GiB)" for s in tries[:4])
+        console.print(f"{p['hw']}: fits with " + text if text else
+                      f"{p['hw']}: nothing tried fits (checkpointing, Liger, padding-free, a smaller batch, QLoRA)",
+                      highlight=False, markup=False)
     if any(p["logged_peak_gib"] is not None and p["logged_peak_gib"] < p["peak_mem_gib"] for p in plans):
         console.print(f"* capped at the GPU's memory: on a GPU with room to spare ms-swift would log "
                       f"{first['peak_mem_gib']:.1f} GiB (cached blocks); here the allocator frees them instead",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.estimate.workload import constants
 from experiments.base.errors import InputError
 
 SEED = 0
@@ -128,3 +129,27 @@ def expected_max(lengths: Lengths, batch: int) -> float:
     """Mean of the longest of BATCH drawn samples (a padded row's length)."""
     s = batch_stats(lengths, batch, padding_free=False)
     return s.mean_tokens / batch if batch else math.nan
+
+
+def job_lengths(max_length: int, seq_len: int | None = None, mean_len: float | None = None,
+                lengths: Lengths | str | Path | None = None, c: dict | None = None) -> Lengths:
+    """The job's sample lengths: a lengths file (or Lengths) where given; a mean and a longest sample (--mean-len,
+    --seq-len, the longest defaulting to max_length); --seq-len alone: every sample that long; nothing: the recipe's
+    data (planner.yaml data: its mean, longest and spread)."""
+    c = c or constants()
+    if isinstance(lengths, Lengths):
+        return Lengths(tuple(min(v, max_length) for v in lengths.values), lengths.source)
+    if lengths is not None:
+        return read_lengths(lengths, max_length)
+    cv = float(c["data.recipe_length_cv"])
+    if mean_len is not None:
+        longest = min(seq_len or max_length, max_length)
+        return synthetic(float(mean_len), longest, cv, f"mean {mean_len:g} tokens (--mean-len), longest {longest}"
+                         f"{' (--seq-len)' if seq_len else ' (= --max-length)'}, spread of the recipe's data")
+    if seq_len is not None:
+        return Lengths((min(seq_len, max_length),), f"every sample {min(seq_len, max_length)} tokens (--seq-len; "
+                                                    "pass --mean-len or --lengths for your data's spread)")
+    longest = min(int(c["data.recipe_longest_sample"]), max_length)
+    mean = min(float(c["data.recipe_mean_sample"]), longest)
+    return synthetic(mean, longest, cv, f"the recipe's data (mean {mean:g}, longest {longest} tokens: planner.yaml "
+                                        "data; pass --lengths FILE or --mean-len/--seq-len for yours)")

@@ -21,26 +21,34 @@ reading the one before; apart, the formulas above would be spread over files.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.estimate import scaled, transfer
+from analysis.estimate.lengths import Lengths, batch_stats, job_lengths
+from analysis.estimate.transfer import ProfiledStep
 from analysis.estimate.workload import GIB as GIB
 from analysis.estimate.workload import PARALLEL_LAYOUTS as PARALLEL_LAYOUTS
 from analysis.estimate.workload import activation_bytes_per_token as activation_bytes_per_token
+from analysis.estimate.workload import cache_factors as cache_factors
 from analysis.estimate.workload import capacity_gib as capacity_gib
 from analysis.estimate.workload import constant_kinds as constant_kinds
 from analysis.estimate.workload import constants as constants
 from analysis.estimate.workload import fit_verdict as fit_verdict
 from analysis.estimate.workload import flops_per_token as flops_per_token
 from analysis.estimate.workload import largest_batch as largest_batch
+from analysis.estimate.workload import longest_micro_batch
 from analysis.estimate.workload import memory as memory
 from analysis.estimate.workload import param_counts as param_counts
 from analysis.estimate.workload import per_gpu_memory as per_gpu_memory
 from analysis.estimate.workload import run_flags as run_flags
 from analysis.estimate.workload import run_method as run_method
 from analysis.measure.steps import step_time
+from analysis.parse import sidefiles
 from analysis.parse.record import LOG_NAME, RunRecord, read_log_record
 from analysis.parse.results import collect
 from experiments.base import hardware, runfiles
@@ -94,8 +102,10 @@ MODEL_NAMES = ("model", "model_id_or_path", "model_type")
 
 def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
     """estimate() keyword arguments from a run's args.json (ms-swift's, as `swift sft` wrote it, 1.x to 4.x): model,
-    method, max_length, batch, grad_accum, epochs, gradient_checkpointing, lora_rank; and, from the log beside it where
-    there is one, the epoch's training samples and the longest sample (seq_len). The model is the config.json the
+    method, max_length, batch, grad_accum, epochs, gradient_checkpointing, lora_rank, padding_free, liger
+    (use_liger_kernel); and, from the log beside it where there is one, the epoch's training samples, the longest
+    sample (seq_len), the mean (mean_len) and, padding-free, the longest packed row (packed_len: schedule.jsonl or
+    tokens.jsonl). The model is the config.json the
     runner copied into the folder when the args' model path is not on this machine. Without NEED_MODEL (--model is
     given) a model the planner does not know is no error. What it cannot use is bad input naming the file and why."""
     path = Path(path)
@@ -138,12 +148,27 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
             out[key] = value
     if isinstance(args.get("gradient_checkpointing"), bool):
         out["gradient_checkpointing"] = args["gradient_checkpointing"]
+    flags = run_flags(args)
+    if args.get("padding_free") is not None:
+        out["padding_free"] = flags["padding_free"]
+    if args.get("use_liger_kernel") is not None:
+        out["liger"] = flags["liger"]
     if (folder / LOG_NAME).is_file():
         rec = read_log_record(folder)
         if rec.train_samples:
             out["samples"] = int(rec.train_samples)
         if rec.train_tokens_max and out.get("max_length"):
             out["seq_len"] = min(int(rec.train_tokens_max), int(out["max_length"]))
+        if rec.train_tokens_mean and out.get("seq_len"):
+            out["mean_len"] = min(max(int(round(rec.train_tokens_mean)), 1), out["seq_len"])
+        if flags["padding_free"]:  # the longest packed row the epoch holds (schedule.jsonl, else tokens.jsonl)
+            side = sidefiles.read(folder)
+            rec = dataclasses.replace(rec, args=args, schedule=side.get("schedule"),
+                                      tokens_by_step=side.get("tokens_by_step"),
+                                      padded_by_step=side.get("padded_by_step"))
+            packed = longest_micro_batch(rec, whole_epoch=True)
+            if packed:
+                out["packed_len"] = packed
     return out
 
 
@@ -177,6 +202,7 @@ def _hw_list(hw: str | list[str] | None) -> list[str]:
 
 
 CURRENCY_KEY = "currency"
+DEFAULT_PRICES = hardware.DATA / "prices.yaml"  # the one price table tables, report and plan use unless given another
 
 
 def read_prices(path: str | Path) -> dict[str, float]:
@@ -262,7 +288,10 @@ def run_tokens_per_sample(rec: RunRecord, shapes: dict) -> float | None:
 
 
 def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, method: str, batch: int,
-                   grad_accum: int, max_length: int, gradient_checkpointing: bool, lora_rank: int) -> list[RunRecord]:
+                   grad_accum: int, max_length: int, gradient_checkpointing: bool, lora_rank: int,
+                   padding_free: bool = False, liger: bool = False) -> list[RunRecord]:
+    """Committed runs of this recipe (model, method, rank, batch, grad-accum, max-length, checkpointing,
+    padding-free, Liger; one GPU, eager SDPA attention, no length grouping) with a steady median step."""
     out = []
     for r in records:
         if not r.ok or (hw is not None and r.hw != hw) or step_time(r)["median"] is None:
@@ -274,6 +303,10 @@ def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, me
             continue
         args = r.args or {}
         if run_method(args) != method or (method != "full" and args.get("lora_rank") != lora_rank):
+            continue
+        flags = run_flags(args)
+        if (flags["padding_free"], flags["liger"]) != (padding_free, liger) or args.get("torch_compile") \
+                or flags["attn_impl"] not in (None, "sdpa") or args.get("group_by_length") or args.get("packing"):
             continue
         out.append(r)
     # the least cut run first (most steps), newest among equals, as the tables pick it
@@ -291,13 +324,56 @@ def _collect(results: str | Path | None) -> tuple[list[RunRecord], str | None]:
 # ------------------------------------------------------------------------------------------------ plan
 
 
+@dataclass(frozen=True)
+class ClassTime:
+    """One class's optimizer-step time and where it comes from: measured (a committed run of the recipe on it),
+    profiled (a committed H200 profile of the recipe carried over: transfer.py), scaled (built from the reference
+    profiles: scaled.py) or roofline (qlora and full: no profile of those). low_s .. high_s: the model's band."""
+
+    step_s: float
+    low_s: float
+    high_s: float
+    kind: str
+    source: str
+    note: str | None
+    parts: transfer.StepParts | None
+
+
+def _class_time(key: str, measured: RunRecord | None, profiled: ProfiledStep | None, synth: ProfiledStep | None,
+                roof_step: float) -> ClassTime:
+    if measured is not None:
+        step = float(step_time(measured)["median"])
+        return ClassTime(step, step, step, "measured", f"measured: {_run_label(measured)}",
+                         f"median steady-state step of {_run_label(measured)} ({measured.global_steps} steps; "
+                         f"{'; '.join(measured.labels)})", None)
+    if profiled is not None:
+        parts = transfer.step_on(profiled, key)
+        low, high = transfer.band_range(parts.total_s)
+        return ClassTime(parts.total_s, low, high, "profiled", f"profile of {profiled.run}",
+                         f"{profiled.run}'s profiled step carried to {key} kernel by kernel (docs/time-model.md); "
+                         f"host {parts.host_s:.3f} s as measured on the {profiled.hw} (same host assumed)", parts)
+    if synth is not None:
+        parts = transfer.step_on(synth, key)
+        low, high = transfer.band_range(parts.total_s, "scaled")
+        return ClassTime(parts.total_s, low, high, "scaled", synth.run,
+                         f"an H200 step built from the reference profiles for this recipe, model and data, carried to "
+                         f"{key} (docs/time-model.md); host {parts.host_s:.3f} s (same host assumed)", parts)
+    return ClassTime(roof_step, roof_step, roof_step, "roofline", "roofline", None, None)
+
+
 def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: int | None = None,
              batch: int = 1, grad_accum: int = 16, samples: int = 1500, epochs: int = 1,
              hw: str | list[str] | None = None, prices: str | Path | dict | None = None,
              gradient_checkpointing: bool = True, lora_rank: int = 8, results: str | Path | None = None,
-             mean_len: int | None = None, gpus: int = 1, parallel: str = "ddp") -> list[dict]:
-    """One estimate per GPU class: memory (breakdown, peak, fits), step and total time, cost. GPUS > 1 or a ZeRO
-    PARALLEL: memory per GPU (per_gpu_memory), BATCH and GRAD_ACCUM per GPU, the time assuming perfect scaling.
+             mean_len: int | None = None, gpus: int = 1, parallel: str = "ddp", padding_free: bool = False,
+             liger: bool = False, packed_len: int | None = None,
+             lengths: str | Path | Lengths | None = None) -> list[dict]:
+    """One estimate per GPU class: memory (breakdown, peak, fits), step and total time with the model's band, cost
+    (the built-in price table, analysis/data/prices.yaml, unless PRICES names another). The data: LENGTHS (a file
+    of sample lengths), or MEAN_LEN and SEQ_LEN (the longest sample), else the recipe's data. PADDING_FREE rows hold
+    their batch's samples end to end (PACKED_LEN: the longest such row, where a run measured it), LIGER: Liger's
+    kernels and fused cross-entropy. GPUS > 1 or a ZeRO PARALLEL: memory per GPU (per_gpu_memory), BATCH and
+    GRAD_ACCUM per GPU, the time assuming perfect scaling.
     Stays whole: the input checks and one row per GPU class, whose memory, fit, time and cost read each other's values
     in order."""
     if method not in METHODS:
@@ -305,38 +381,47 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     for name, value in (("--max-length", max_length), ("--batch", batch), ("--grad-accum", grad_accum),
                         ("--samples", samples), ("--epochs", epochs), ("--lora-rank", lora_rank)):
         _positive_int(name, value)
-    seq = max_length if seq_len is None else _positive_int("--seq-len", seq_len)
-    if seq > max_length:
-        raise InputError(None, f"--seq-len {seq} is longer than --max-length {max_length} "
+    if seq_len is not None and _positive_int("--seq-len", seq_len) > max_length:
+        raise InputError(None, f"--seq-len {seq_len} is longer than --max-length {max_length} "
                                "(ms-swift drops or truncates longer samples)")
-    if mean_len is not None and _positive_int("--mean-len", mean_len) > seq:
-        raise InputError(None, f"--mean-len {mean_len} is longer than --seq-len {seq}")
-    if not isinstance(gradient_checkpointing, bool):
-        raise InputError(None, f"--gradient-checkpointing must be true or false, got {gradient_checkpointing!r}")
+    if mean_len is not None and _positive_int("--mean-len", mean_len) > (seq_len or max_length):
+        raise InputError(None, f"--mean-len {mean_len} is longer than --seq-len {seq_len or max_length}")
+    for name, flag in (("--gradient-checkpointing", gradient_checkpointing), ("--padding-free", padding_free),
+                       ("--liger", liger)):
+        if not isinstance(flag, bool):
+            raise InputError(None, f"{name} must be true or false, got {flag!r}")
     keys = _hw_list(hw)
-    price_table, currency = (prices, None) if isinstance(prices, dict) or prices is None else _price_table(prices)
+    price_table, currency = (prices, None) if isinstance(prices, dict) else _price_table(prices or DEFAULT_PRICES)
     shapes = resolve_model(model)
     c = constants()
     _positive_int("--gpus", gpus)
-    mem = memory(shapes, method, seq, batch, gradient_checkpointing, lora_rank, c)
+    data = job_lengths(max_length, seq_len, mean_len, lengths, c)
+    seq = min(seq_len or data.longest, max_length)
+    stats = batch_stats(data, batch, padding_free, samples)
+    packed = (packed_len or stats.max_tokens) if padding_free else None
+    mem = memory(shapes, method, seq, batch, gradient_checkpointing, lora_rank, c, padding_free=padding_free,
+                 liger=liger, packed_tokens=packed)
     sharded = per_gpu_memory(mem, gpus, parallel, c)
     if gpus > 1 or parallel != "ddp":  # what one GPU holds decides the fit
         mem = {**mem, "peak_mem_gib": sharded["peak_mem_gib"], "needs_gib": sharded["needs_gib"]}
     rows, results_dir = _collect(results)
     recipe_runs = _matching_runs(rows, None, shapes["name"], method, batch, grad_accum, max_length,
-                                 gradient_checkpointing, lora_rank)
-    if mean_len is not None:
-        mean, mean_source = float(mean_len), "--mean-len"
-    elif recipe_runs and (run_mean := run_tokens_per_sample(recipe_runs[0], shapes)):
-        mean = min(float(seq), run_mean)
-        mean_source = f"what {_run_label(recipe_runs[0])} processed (same recipe; pass --mean-len for other data)"
-    else:
-        mean, mean_source = float(seq), "= --seq-len, every sample as long as the longest; pass --mean-len " \
-                                         "with your data's mean (padding included)"
+                                 gradient_checkpointing, lora_rank, padding_free, liger)
+    same_data = [r for r in recipe_runs if _same_data(r, data)]
+    mean = stats.mean_tokens / batch  # tokens the GPU processes per sample, padding included
     steps_per_epoch = math.ceil(samples / (batch * grad_accum * gpus))
     steps = steps_per_epoch * epochs
+    profiled = next((transfer.profile_step(r) for r in same_data if r.hw == "h200" and transfer.transferable(r)),
+                    None)
+    synth, synth_note = None, None
+    if method == "lora" and profiled is None and rows:
+        try:
+            recipe = scaled.Recipe(batch, grad_accum, padding_free, liger, gradient_checkpointing, lora_rank)
+            synth = scaled.scaled_step(shapes, recipe, stats, scaled.references(rows), label=shapes["name"])
+        except InputError as exc:  # reference runs missing from this results tree
+            synth_note = f"no scaled time: {exc}"
     assumptions = _assumptions(shapes, method, seq, mean, batch, gradient_checkpointing, lora_rank, mem, c,
-                               mean_source, results_dir)
+                               data.source, results_dir, padding_free, liger, packed)
     asked = Path(str(model).rstrip("/")).name
     if not Path(model).exists() and asked.lower() != str(shapes["name"]).lower():
         assumptions.insert(0, f"model {asked}: the shapes of {shapes['name']} (analysis/data/models.yaml aliases; "
@@ -351,31 +436,21 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
         opt_s = optimizer_step_s(spec, method, mem["params"]["trainable"], c)
         roof_step = grad_accum * roof["micro_step_s"] + opt_s
         gpu_s = grad_accum * max(roof["compute_s"], roof["weight_reads_s"]) + opt_s  # the rest is host overhead
-        matches = [r for r in recipe_runs if r.hw == key]
-        time_note = None
-        measured = matches[0] if matches else None
-        if measured is not None and mean_len is not None:
-            run_mean = run_tokens_per_sample(measured, shapes) or measured.train_tokens_mean
-            if run_mean and abs(mean_len - run_mean) > 0.1 * run_mean:
-                time_note = (f"measured run {_run_label(measured)} processed {run_mean:.0f} tokens/sample, "
-                             f"not --mean-len {mean_len}: roofline used")
-                measured = None
-        step_s: float | None
-        if measured is not None:
-            step_s = float(step_time(measured)["median"])
-            source = f"measured: {_run_label(measured)}"
-            time_note = (f"median steady-state step of {_run_label(measured)} ({measured.global_steps} steps, "
-                         f"data of {measured.train_tokens_mean or 0:.0f} tokens/sample; "
-                         f"{'; '.join(measured.labels)})")
-        else:
-            step_s = roof_step
-            source = "roofline"
-        price = (price_table or {}).get(key)
+        measured = next((r for r in same_data if r.hw == key), None)
+        other = next((r for r in recipe_runs if r.hw == key), None)
+        t = _class_time(key, measured, profiled, synth, roof_step)
+        time_note = t.note or synth_note
+        if measured is None and other is not None:
+            time_note = (f"measured run {_run_label(other)} trained other data (mean {other.train_tokens_mean or 0:.0f}"
+                         f" tokens/sample, not {data.mean:.0f}): modelled instead")
         fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, c=c)
         fits = fit != "no"
+        step_s: float | None = t.step_s if fits else None
+        source = t.source if fits else "does not fit"
         if not fits:  # no time and no cost for a job that cannot run (the roofline below keeps its figures)
-            step_s, source, time_note = None, "does not fit", None
+            time_note = None
         total_s = step_s * steps if step_s is not None else None
+        price = (price_table or {}).get(key)
         rates = _rates(step_s, batch * grad_accum, mean, steps) if step_s is not None else \
             {"ms_per_sample": None, "tokens_per_s": None}
         out.append({
@@ -388,24 +463,84 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                                               "activations_gib", "allocator_cache_gib", "cuda_context_gib")},
             "activations_detail_gib": mem["activations_detail_gib"],
             "seq_len": seq, "batch": batch, "grad_accum": grad_accum, "max_length": max_length,
-            "gradient_checkpointing": gradient_checkpointing, "lora_rank": lora_rank if method != "full" else None,
-            "tokens_per_sample": mean, "steps": steps, "samples": samples, "epochs": epochs,
+            "gradient_checkpointing": gradient_checkpointing, "padding_free": padding_free, "liger": liger,
+            "tokens_per_micro_batch": mem["tokens_per_micro_batch"],
+            "lora_rank": lora_rank if method != "full" else None,
+            "tokens_per_sample": mean, "data": data.source, "steps": steps, "samples": samples, "epochs": epochs,
             "max_batch": largest_batch(shapes, method, seq, gradient_checkpointing, lora_rank, cap, c),
             "step_time_s": step_s, "total_time_s": total_s,
+            "total_low_s": t.low_s * steps if step_s is not None else None,
+            "total_high_s": t.high_s * steps if step_s is not None else None,
             "total_hours": total_s / 3600 if total_s is not None else None,
             "ms_per_sample": rates["ms_per_sample"], "tokens_per_s": rates["tokens_per_s"],
-            "time_source": source, "time_note": time_note,
-            # the roofline's own figures, also where a measured time is used above (the report's predicted rows)
+            "time_source": source, "time_kind": t.kind if fits else None, "time_note": time_note,
+            "time_parts": dataclasses.asdict(t.parts) if t.parts is not None and fits else None,
+            # the roofline's own figures, also where another time is used above (the report's predicted rows)
             "roofline": {"step_time_s": roof_step, "micro_step_s": roof["micro_step_s"], "compute_s": roof["compute_s"],
                          "weight_reads_s": roof["weight_reads_s"], "host_overhead_s": roof["host_overhead_s"],
                          "optimizer_s": opt_s, "bound": roof["bound"], "flops_per_token": roof["flops_per_token"],
                          "gpu_busy_frac": gpu_s / roof_step, **_rates(roof_step, batch * grad_accum, mean, steps)},
             "gpus": gpus, "parallel": parallel, "per_gpu": sharded,
-            "price_per_gpu_hour": price, "currency": currency if price is not None else None,
+            "price_per_gpu_hour": price, "currency": (currency or "USD" if prices is None else currency)
+            if price is not None else None,
             "cost": None if price is None or total_s is None else total_s / 3600 * price * gpus,
+            "suggestions": [] if fit == "yes" else suggestions(shapes, method, seq, batch, grad_accum,
+                                                                 gradient_checkpointing, lora_rank, padding_free,
+                                                                 liger, data, cap, c),
             "estimate_only": method not in VALIDATED_METHODS,
             "assumptions": assumptions,
         })
+    return out
+
+
+def _same_data(rec: RunRecord, data: Lengths) -> bool:
+    """Whether REC trained data like DATA: its log's mean sample length within 10 % of DATA's (a run without one
+    counts as the recipe's)."""
+    run_mean = rec.train_tokens_mean
+    return run_mean is None or abs(data.mean - run_mean) <= 0.1 * run_mean
+
+
+def suggestions(shapes: dict, method: str, seq: int, batch: int, grad_accum: int, gradient_checkpointing: bool,
+                lora_rank: int, padding_free: bool, liger: bool, data: Lengths, capacity: float,
+                c: dict | None = None) -> list[dict]:
+    """Settings that make the job fit CAPACITY GiB where it does not (or only tightly), one change at a time, then all
+    memory savers together: checkpointing on, Liger, padding-free rows, a smaller per-device batch with a larger
+    grad-accum (only where batch > 1; the global batch kept), QLoRA. Each: {change (the `swift sft` flags), needs_gib,
+    fit}; only those whose fit is yes."""
+    c = c or constants()
+    options: list[tuple[str, dict]] = []
+    if not gradient_checkpointing:
+        options.append(("--gradient_checkpointing true", {"gradient_checkpointing": True}))
+    if not liger:
+        options.append(("--use_liger_kernel true", {"liger": True}))
+    if not padding_free:
+        options.append(("--padding_free true", {"padding_free": True}))
+    base = {"batch": batch, "grad_accum": grad_accum, "gradient_checkpointing": gradient_checkpointing,
+            "liger": liger, "padding_free": padding_free, "method": method}
+    savers = {"gradient_checkpointing": True, "liger": True, "padding_free": True}
+    if len(options) > 1:
+        options.append((" ".join(o for o, _ in options), savers))
+    b = batch // 2
+    while b >= 1 and batch > 1:
+        ga = grad_accum * batch // b if (grad_accum * batch) % b == 0 else None
+        if ga:
+            options.append((f"--per_device_train_batch_size {b} --gradient_accumulation_steps {ga}",
+                            {"batch": b, "grad_accum": ga}))
+        b //= 2
+    if method == "lora":
+        options.append(("--quant_bits 4 (QLoRA)", {"method": "qlora"}))
+        options.append(("--quant_bits 4 (QLoRA) " + " ".join(o for o, _ in options[:3] if "batch" not in o),
+                        {"method": "qlora", **savers}))
+    out = []
+    for change, kw in options:
+        k = {**base, **kw}
+        stats = batch_stats(data, k["batch"], k["padding_free"])
+        mem = memory(shapes, k["method"], seq, k["batch"], k["gradient_checkpointing"], lora_rank, c,
+                     padding_free=k["padding_free"], liger=k["liger"],
+                     packed_tokens=stats.max_tokens if k["padding_free"] else None)
+        fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], capacity, c=c)
+        if fit == "yes":
+            out.append({"change": change, "needs_gib": mem["needs_gib"], "fit": fit})
     return out
 
 
@@ -420,7 +555,8 @@ def _run_label(rec: RunRecord) -> str:
     return f"{rec.hw}/{rec.experiment}/{rec.run}"
 
 
-def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source, results_dir) -> list[str]:
+def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, data_source, results_dir, padding_free, liger,
+                 packed) -> list[str]:
     m = "memory."
     lines = []
     if method not in VALIDATED_METHODS:
@@ -433,13 +569,18 @@ def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source
         lines.append(f"{method}: LoRA r{rank} on all linears, {mem['params']['lora']:,} adapter parameters in fp32 "
                      "(PEFT upcasts adapters of a bf16 model), fp32 gradients, AdamW 2 fp32 states"
                      + ("; decoder linears in 4-bit NF4, embeddings and lm_head bf16" if method == "qlora" else ""))
+    lines.append(f"data: {data_source}; longest sample {seq} tokens")
+    rows = (f"padding-free: the batch's {batch} samples in one row, the longest packed row {packed:,} tokens"
+            if padding_free else f"padded rows: {batch} x {seq} tokens in the micro-batch holding the longest sample")
     lines.append(
-        f"activations at seq-len {seq} x batch {batch}: "
+        f"activations of {rows}: "
         + ("checkpointed layer inputs 2h B/token/layer" if gc else "every layer's saved tensors (no checkpointing)")
-        + f", logits/loss {c[m + 'activations.logits']['V']} B x vocab {shapes['vocab_size']:,} per token "
-          "(bf16 logits -> fp32 -> log-softmax and its gradients); ms-swift's default lora_dropout 0.05")
+        + (", Liger's RMSNorm/SwiGLU and fused linear cross-entropy (no logits tensor)" if liger else
+           f", logits/loss {c[m + 'activations.logits']['V']} B x vocab {shapes['vocab_size']:,} per token "
+           "(bf16 logits -> fp32 -> log-softmax and its gradients)") + "; ms-swift's default lora_dropout 0.05")
+    k_stored, k_working = cache_factors(gc, liger, c)
     lines.append(
-        f"peak = static + {c[m + 'allocator_cache_factor']} x activations: what ms-swift logs "
+        f"peak = static + {k_stored} x stored activations + {k_working} x the working set: what ms-swift logs "
         "(max_memory_reserved) on a GPU with room to spare (calibrated on results/h200, order-dependent)")
     lines.append(
         f"fits: needs = static + {1 + c[m + 'tight_fragmentation']:.2f} x activations + "
@@ -447,12 +588,14 @@ def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source
         "before it fails); tight: the live peak (static + activations + context) fits, needs does not: runs under a "
         "memory cap there both trained and ran out of memory; no: not even the live peak fits (no time, no cost)")
     lines.append(
-        f"roofline step = grad-accum x [max(FLOPs/token x tokens / (peak bf16 x {c['time.achievable_fraction']}), "
-        f"weights x passes / bandwidth) + {c['time.host_overhead_s']} s host overhead] + optimizer; "
-        "constants fitted on the two H200 experiments, host overhead assumed equal on every GPU class")
-    lines.append(f"tokens per sample for the roofline: {mean:.1f} ({mean_source})")
-    lines.append("measured times come from " + (results_dir if results_dir else "no results folder")
-                 + " (same model, method, rank, batch, grad-accum, max-length, checkpointing and GPU class)")
+        "time: measured where results/ has the recipe on that class (same data); else a committed H200 profile of the "
+        "recipe carried to the class kernel by kernel (GEMMs and attention by effective FLOPs, memory-bound kernels "
+        "by bandwidth, the H200 host's idle time kept: same host assumed); else an H200 step built from the reference "
+        "profiles for this recipe, model and data, carried over the same way (docs/time-model.md); each modelled "
+        "time with its band (total_low_s .. total_high_s); qlora and full: the roofline (no profile of them)")
+    lines.append(f"tokens the GPU processes per sample (padding included): {mean:.1f}")
+    lines.append("measured times and profiles come from " + (results_dir if results_dir else "no results folder")
+                 + " (same model, method, rank, batch, grad-accum, max-length, checkpointing, padding-free, Liger)")
     return lines
 
 
