@@ -180,3 +180,17 @@ def test_plan_checks_prints_both_checks():
     assert proc.returncode == 0, proc.stderr
     assert "(1) each committed H200 run's steady step" in proc.stdout
     assert "milabench  H200 / H100 SXM (batch 8 / 8)" in proc.stdout and "band: errors" in proc.stdout
+
+
+def test_plan_json_for_the_bs16_recipe_h200_over_h100_within_10_percent_of_milabench():
+    """The bar: `plan --json` for the bs16 recipe (padded rows, checkpointing on): its H100 time over its (measured)
+    H200 time within 10 % of milabench's 1.088 (batch 8) .. 1.123 (best batches)."""
+    proc = subprocess.run([sys.executable, "-m", "analysis.cli", "plan", "--batch", "16", "--grad-accum", "1",
+                           "--hw", "h100,h200", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    plans = {p["hw"]: p for p in json.loads(proc.stdout)}
+    assert plans["h200"]["time_kind"] == "measured" and plans["h100"]["time_kind"] == "profiled"
+    ratio = plans["h100"]["total_time_s"] / plans["h200"]["total_time_s"]
+    for published in (7640.55 / 7021.84, 8751.11 / 7795.55):
+        assert abs(ratio / published - 1) <= 0.10, (ratio, published)
+    assert plans["h100"]["total_low_s"] < plans["h100"]["total_time_s"] < plans["h100"]["total_high_s"]

@@ -313,6 +313,9 @@ def _print_checks(results: str, as_json: bool) -> None:
     print()
     print(f"(2) published same-source ratios, predicted from {checks.reference_run} (bs16: padded rows, "
           "checkpointing on)")
+    rp = checks.reference_parts
+    print(f"its steady step on the H200: {rp.total_s:.3f} s = GEMM {rp.gemm_s:.3f} + attention {rp.attention_s:.3f} + "
+          f"memory-bound {rp.memory_s:.3f} ({rp.memory_s / rp.gpu_s:.0%} of the GPU's) + host {rp.host_s:.3f}")
     print(f"{'source':10} {'pair (faster / slower)':42} {'published':>9} {'predicted':>9} {'error':>7}  kind")
     for a in checks.anchors:
         print(f"{a.source:10} {a.pair:42} {a.published:9.3f} {a.predicted:9.3f} {a.error:+7.1%}  "
@@ -335,3 +338,28 @@ def _print_checks(results: str, as_json: bool) -> None:
         print(f"scaled model on the H200: {len(counted)} runs, errors {min(counted):+.1%} .. {max(counted):+.1%}; "
               f"with the cross-GPU band: {slo:+.1%} .. {shi:+.1%} (time_model.yaml scaled.band: {dlo:+.1%} .. "
               f"{dhi:+.1%})")
+    _print_memory_check(results)
+
+
+def _print_memory_check(results: str) -> None:
+    """(4) The memory model against every committed run's logged peak, at the micro-batch each run met."""
+    from analysis.estimate.validate import estimates_vs_measurements
+
+    df = estimates_vs_measurements(results)
+    rows = [r for r in df.to_dict("records") if isinstance(r.get("seen_ratio"), float) and r["seen_ratio"] == r[
+        "seen_ratio"]]
+    print()
+    print("(4) memory: every committed run's logged peak (GiB) beside the estimate at the micro-batch it met "
+          "(under an allocator cap, at most the cap)")
+    print(f"{'run':58} {'flags':30} {'tokens':>7} {'cap':>4} {'logged':>7} {'estimate':>8} {'error':>7}")
+    for r in rows:
+        flags = [n for n, on in (("padding-free", r["padding_free"]), ("Liger", r["liger"])) if on]
+        flags.append("GC on" if r["gradient_checkpointing"] else "GC off")
+        cap = f"{r['cap_gib']:4.0f}" if r["cap_gib"] == r["cap_gib"] and r["cap_gib"] is not None else f"{'-':>4}"
+        label = f"{r['per_device_batch']:.0f}x{r['grad_accum']:.0f} " + ", ".join(flags)
+        print(f"{r['hw'] + '/' + r['experiment'] + '/' + r['run']:58} {label:30} {r['seen_tokens']:7.0f} {cap} "
+              f"{r['measured_peak_gib']:7.2f} {r['seen_estimate_gib']:8.2f} {r['seen_ratio'] - 1:+7.1%}"
+              + ("" if r["within_20pct"] else "  MISS"))
+    misses = [r for r in rows if not r["within_20pct"]]
+    print(f"{len(rows) - len(misses)} of {len(rows)} runs within 20 %; misses: "
+          + (", ".join(f"{r['experiment']}/{r['run']}" for r in misses) or "none"))

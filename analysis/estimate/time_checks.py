@@ -66,6 +66,7 @@ class TimeModelChecks:
     given_back: tuple[GivenBack, ...]
     anchors: tuple[anchors.AnchorCheck, ...]
     reference_run: str
+    reference_parts: transfer.StepParts  # the reference run's steady step on its own class, by kind
     band: tuple[float, float]          # derived now from the anchors
     band_in_data: tuple[float, float]  # time_model.yaml's
     scaled: tuple[ScaledCheck, ...] = ()
@@ -92,6 +93,7 @@ def run_checks(results: str | Path = "results") -> TimeModelChecks:
     scaled_rows = scaled_checks(records)
     return TimeModelChecks(given_back=tuple(rows), anchors=tuple(checks),
                            reference_run=f"{ref.hw}/{ref.experiment}/{ref.run}",
+                           reference_parts=transfer.step_on(transfer.profile_step(ref), str(ref.hw)),
                            band=band, band_in_data=transfer.band(), scaled=tuple(scaled_rows),
                            scaled_band=derive_scaled_band(scaled_rows, band),
                            scaled_band_in_data=transfer.band("scaled"))
