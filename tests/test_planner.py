@@ -235,14 +235,20 @@ def test_seed_recipe_on_h200_uses_the_measured_median_and_its_profile_elsewhere(
     assert h200["time_source"] == f"measured: h200/seed/{SEED_TIME_RUN}" and h200["time_kind"] == "measured"
     assert h200["step_time_s"] == median
     assert h200["steps"] == math.ceil(1500 / 16) == 94
-    assert h200["total_time_s"] == pytest.approx(median * 94) == h200["total_low_s"] == h200["total_high_s"]
+    # the full epoch's train_runtime: the steady steps x its warm-up, evals and saves (transfer.runtime_factor)
+    seed = next(r for r in recs if r.run == SEED_TIME_RUN)
+    assert h200["total_time_s"] == pytest.approx(seed.train_runtime_s) == h200["total_low_s"] == h200["total_high_s"]
+    factor = transfer.runtime_factor(seed)
+    assert factor == pytest.approx(seed.train_runtime_s / (median * 94)) and f"{factor:.3f}" in h200["epoch_basis"]
     step = transfer.profile_step(next(r for r in recs if r.run == SEED_TIME_RUN))
     for key in ("a10", "rtx4090", "a100", "h100"):
         p = plans[key]
-        assert p["time_source"] == f"profile of h200/seed/{SEED_TIME_RUN}" and p["time_kind"] == "profiled"
+        assert p["time_source"] == "profile of h200/seed/20261202-145024" and p["time_kind"] == "profiled"
+        assert f"h200/seed/{SEED_TIME_RUN}" in p["time_note"]
         parts = transfer.step_on(step, key)
         assert p["step_time_s"] == pytest.approx(parts.total_s)
         assert p["time_parts"]["host_s"] == pytest.approx(step.host_s)  # same host assumed
+        assert p["total_time_s"] == pytest.approx(parts.total_s * 94 * factor)
         low, high = transfer.band_range(p["total_time_s"])
         assert (p["total_low_s"], p["total_high_s"]) == pytest.approx((low, high))
         assert p["total_low_s"] < p["total_time_s"] < p["total_high_s"]

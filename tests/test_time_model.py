@@ -116,6 +116,11 @@ def test_predict_epoch_on_its_own_class_and_another(records):
     assert other.low_s < other.epoch_s < other.high_s
     assert other.step_s == pytest.approx(other.parts.total_s)
     assert "same host assumed" in other.basis and other.parts.host_s == pytest.approx(own.parts.host_s)
+    # a full epoch: train_runtime (warm-up, evals, saves) given back on its class, scaled like the step elsewhere
+    assert own.runtime_s == pytest.approx(rec.train_runtime_s)
+    assert other.runtime_s == pytest.approx(rec.train_runtime_s * other.step_s / own.step_s)
+    cut = _run(records, "bs16", "20261202-042429-e4e316c83b7a")  # 40 of 94 steps
+    assert transfer.runtime_factor(cut) is None and transfer.predict_epoch(cut, "h100").runtime_s is None
 
 
 def test_runs_without_a_kernel_level_profile_are_refused(records):

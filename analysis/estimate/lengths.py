@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,9 +90,10 @@ def synthetic(mean: float, longest: int, cv: float, source: str) -> Lengths:
     and LONGEST itself once (the job has a sample that long)."""
     if mean <= 0 or longest < mean:
         raise InputError(None, f"a mean length of {mean:g} and a longest sample of {longest} do not go together")
-    rng = np.random.default_rng(SEED)
+    rng = random.Random(SEED)  # a sample of lengths, not a range: drawn here, not in measure/stats.py
     shape = 1 / cv ** 2
-    draws = np.clip(np.rint(rng.gamma(shape, mean / shape, SYNTHETIC_SAMPLES)), 1, longest).astype(int)
+    draws = np.clip(np.rint([rng.gammavariate(shape, mean / shape) for _ in range(SYNTHETIC_SAMPLES)]), 1,
+                    longest).astype(int)
     # the cut lowers the mean: scale the draws back to it (bounded by the longest), then keep one longest sample
     for _ in range(8):
         draws = np.clip(np.rint(draws * mean / draws.mean()), 1, longest).astype(int)
@@ -102,12 +104,15 @@ def synthetic(mean: float, longest: int, cv: float, source: str) -> Lengths:
 def batch_stats(lengths: Lengths, batch: int, padding_free: bool, samples: int | None = None) -> BatchStats:
     """Micro-batches of BATCH samples drawn over SAMPLES samples (default: every length once) for EPOCH_DRAWS
     shuffled epochs; the last, short micro-batch of an epoch counts too."""
-    values = np.asarray(lengths.values)
+    values = list(lengths.values)
     n = samples or len(values)
-    rng = np.random.default_rng(SEED)
+    rng = random.Random(SEED)  # the sampler's order, not a range: drawn here, not in measure/stats.py
     tokens, sq, biggest = [], [], 0
     for _ in range(EPOCH_DRAWS):
-        order = rng.choice(values, size=n, replace=n > len(values)) if n != len(values) else rng.permutation(values)
+        if n <= len(values):
+            order = np.asarray(rng.sample(values, n))
+        else:  # more samples than lengths: the lengths drawn again
+            order = np.asarray(rng.choices(values, k=n))
         for i in range(0, n, batch):
             rows = order[i:i + batch]
             if padding_free:

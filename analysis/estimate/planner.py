@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,8 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
         out["padding_free"] = flags["padding_free"]
     if args.get("use_liger_kernel") is not None:
         out["liger"] = flags["liger"]
+    if len(folder.parts) >= 3 and (folder / LOG_NAME).is_file():  # results/<hw>/<experiment>/<run>/args.json
+        out["from_run"] = "/".join(folder.parts[-3:])
     if (folder / LOG_NAME).is_file():
         rec = read_log_record(folder)
         if rec.train_samples:
@@ -349,7 +352,7 @@ def _class_time(key: str, measured: RunRecord | None, profiled: ProfiledStep | N
     if profiled is not None:
         parts = transfer.step_on(profiled, key)
         low, high = transfer.band_range(parts.total_s)
-        return ClassTime(parts.total_s, low, high, "profiled", f"profile of {profiled.run}",
+        return ClassTime(parts.total_s, low, high, "profiled", f"profile of {_without_host(profiled.run)}",
                          f"{profiled.run}'s profiled step carried to {key} kernel by kernel (docs/time-model.md); "
                          f"host {parts.host_s:.3f} s as measured on the {profiled.hw} (same host assumed)", parts)
     if synth is not None:
@@ -367,13 +370,14 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
              gradient_checkpointing: bool = True, lora_rank: int = 8, results: str | Path | None = None,
              mean_len: int | None = None, gpus: int = 1, parallel: str = "ddp", padding_free: bool = False,
              liger: bool = False, packed_len: int | None = None,
-             lengths: str | Path | Lengths | None = None) -> list[dict]:
+             lengths: str | Path | Lengths | None = None, from_run: str | None = None) -> list[dict]:
     """One estimate per GPU class: memory (breakdown, peak, fits), step and total time with the model's band, cost
     (the built-in price table, analysis/data/prices.yaml, unless PRICES names another). The data: LENGTHS (a file
     of sample lengths), or MEAN_LEN and SEQ_LEN (the longest sample), else the recipe's data. PADDING_FREE rows hold
     their batch's samples end to end (PACKED_LEN: the longest such row, where a run measured it), LIGER: Liger's
     kernels and fused cross-entropy. GPUS > 1 or a ZeRO PARALLEL: memory per GPU (per_gpu_memory), BATCH and
-    GRAD_ACCUM per GPU, the time assuming perfect scaling.
+    GRAD_ACCUM per GPU, the time assuming perfect scaling. FROM_RUN (hw/experiment/run, set by args_from_run): that
+    run first where it is one of the recipe's committed runs (its step, profile and train_runtime).
     Stays whole: the input checks and one row per GPU class, whose memory, fit, time and cost read each other's values
     in order."""
     if method not in METHODS:
@@ -407,12 +411,20 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     rows, results_dir = _collect(results)
     recipe_runs = _matching_runs(rows, None, shapes["name"], method, batch, grad_accum, max_length,
                                  gradient_checkpointing, lora_rank, padding_free, liger)
-    same_data = [r for r in recipe_runs if _same_data(r, data)]
+    same_data = sorted((r for r in recipe_runs if _same_data(r, data)), key=lambda r: _run_label(r) != from_run)
     mean = stats.mean_tokens / batch  # tokens the GPU processes per sample, padding included
     steps_per_epoch = math.ceil(samples / (batch * grad_accum * gpus))
     steps = steps_per_epoch * epochs
     profiled = next((transfer.profile_step(r) for r in same_data if r.hw == "h200" and transfer.transferable(r)),
                     None)
+    # a full epoch of the recipe on the H200: what its warm-up, evals and saves add to the steady steps, on every class
+    full = next((r for r in same_data if r.hw == "h200" and transfer.runtime_factor(r)), None)
+    factor = 1.0
+    epoch_basis = f"steady step x {steps} steps (no evals, saves or warm-up: no full epoch of the recipe is committed)"
+    if full is not None and (measured_factor := transfer.runtime_factor(full)):
+        factor = measured_factor
+        epoch_basis = (f"steady step x {steps} steps x {factor:.3f} (train_runtime / steady steps of "
+                       f"{_run_label(full)}: warm-up, evals and saves)")
     synth, synth_note = None, None
     if method == "lora" and profiled is None and rows:
         try:
@@ -449,7 +461,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
         source = t.source if fits else "does not fit"
         if not fits:  # no time and no cost for a job that cannot run (the roofline below keeps its figures)
             time_note = None
-        total_s = step_s * steps if step_s is not None else None
+        total_s = step_s * steps * factor if step_s is not None else None
         price = (price_table or {}).get(key)
         rates = _rates(step_s, batch * grad_accum, mean, steps) if step_s is not None else \
             {"ms_per_sample": None, "tokens_per_s": None}
@@ -469,8 +481,8 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
             "tokens_per_sample": mean, "data": data.source, "steps": steps, "samples": samples, "epochs": epochs,
             "max_batch": largest_batch(shapes, method, seq, gradient_checkpointing, lora_rank, cap, c),
             "step_time_s": step_s, "total_time_s": total_s,
-            "total_low_s": t.low_s * steps if step_s is not None else None,
-            "total_high_s": t.high_s * steps if step_s is not None else None,
+            "total_low_s": t.low_s * steps * factor if step_s is not None else None,
+            "total_high_s": t.high_s * steps * factor if step_s is not None else None, "epoch_basis": epoch_basis,
             "total_hours": total_s / 3600 if total_s is not None else None,
             "ms_per_sample": rates["ms_per_sample"], "tokens_per_s": rates["tokens_per_s"],
             "time_source": source, "time_kind": t.kind if fits else None, "time_note": time_note,
@@ -549,6 +561,14 @@ def _rates(step_s: float, samples_per_step: int, tokens_per_sample: float, steps
     tokens per sample the roofline assumed), and the time to run STEPS steps."""
     return {"ms_per_sample": step_s / samples_per_step * 1000,
             "tokens_per_s": samples_per_step * tokens_per_sample / step_s, "total_time_s": step_s * steps}
+
+
+def _without_host(label: str) -> str:
+    """hw/experiment/run with the run's time stamp only: a run folder's name ends in its host's id, which answers
+    (README, report) leave out; the note keeps the whole label."""
+    hw_exp, _, run = label.rpartition("/")
+    stamp = re.match(r"\d{8}-\d{6}", run)
+    return f"{hw_exp}/{stamp.group(0)}" if stamp else label
 
 
 def _run_label(rec: RunRecord) -> str:

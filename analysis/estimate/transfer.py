@@ -6,7 +6,9 @@ Only H200s are measured here; a time on an A10, RTX 4090, A100 or H100 rests on 
         the committed run REC's epoch on class HW (a hardware.yaml key or name): epoch_s = its steady step on HW x the
         epoch's optimizer steps (warm-up, evals and saves left out, as measure.steps.epoch_time), low_s / high_s (the
         band time_model.yaml derives from the published cross-GPU ratios: analysis.estimate.anchors), step_s and its
-        parts (StepParts: gemm, attention, memory, communication and host seconds), basis (one line saying how).
+        parts (StepParts: gemm, attention, memory, communication and host seconds), basis (one line saying how),
+        runtime_s (a full-epoch run only: epoch_s x its train_runtime / its steady steps, i.e. with the warm-up,
+        evals and saves train_runtime counts, scaled like the step; compare it with a measured train_runtime).
         On the run's own class it is the measured steady median (measured=True, no band).
     profile_step(rec) -> ProfiledStep      the run's profiled step in kernel groups, reconciled with its steady median
     step_on(step: ProfiledStep, hw) -> StepParts    one steady step on class HW
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.measure.jobtime import job_time
 from analysis.measure.profile import measured_windows, steady_share
 from analysis.measure.steps import epoch_steps, steady_steps, step_time
 from analysis.parse.record import RunRecord
@@ -167,6 +170,8 @@ class EpochPrediction:
     parts: StepParts
     measured: bool
     basis: str
+    runtime_s: float | None = None  # the whole epoch as train_runtime counts it (warm-up, evals, saves): a full run's
+
 
 
 def split(g: KernelGroup, floor_s: float) -> tuple[float, float]:
@@ -315,6 +320,16 @@ def band_range(seconds: float, kind: str = "profiled") -> tuple[float, float]:
     return seconds / (1 + max(high, 0.0)), seconds / (1 + min(low, 0.0))
 
 
+def runtime_factor(rec: RunRecord) -> float | None:
+    """A full-epoch run's train_runtime over its steady median x the epoch's steps: what warm-up, evaluations and
+    checkpoint saves add to the steady steps (ms-swift's train_runtime counts them); None for a cut run."""
+    job = job_time(rec)
+    median = step_time(rec)["median"]
+    if not job["full_epoch"] or not median or not job["epoch_steps"]:
+        return None
+    return float(job["train_runtime_s"]) / (median * job["epoch_steps"])
+
+
 def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
     """The committed run REC's epoch on class HW (see the module docstring)."""
     key = _key(hw)
@@ -323,11 +338,13 @@ def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
     if not n:
         raise InputError(rec.path, f"{step.run}: the epoch's optimizer steps are unknown (no summary, no max_steps)")
     parts = step_on(step, key)
+    factor = runtime_factor(rec)
     if key == rec.hw and step.steady_step_s:
         epoch = step.steady_step_s * n
         return EpochPrediction(run=step.run, hw=key, epoch_s=epoch, low_s=epoch, high_s=epoch,
                                step_s=step.steady_step_s, steps=n, parts=parts, measured=True,
-                               basis=f"measured: steady median step of {step.run} x {n} steps")
+                               basis=f"measured: steady median step of {step.run} x {n} steps",
+                               runtime_s=epoch * factor if factor else None)
     low, high = band()
     epoch = parts.total_s * n
     gpus = f" per GPU of {step.world_size}" if step.world_size > 1 else ""
@@ -336,7 +353,8 @@ def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
         high_s=epoch / (1 + min(low, 0.0)), step_s=parts.total_s, steps=n, parts=parts, measured=False,
         basis=(f"modelled from {step.run}'s profile{gpus}: GEMM/attention by effective FLOPs, memory-bound kernels by "
                f"bandwidth, host {parts.host_s:.3f} s as measured on the {step.hw} ({HOST_LABEL}); "
-               f"band {low:+.0%}..{high:+.0%} from the published cross-GPU ratios"))
+               f"band {low:+.0%}..{high:+.0%} from the published cross-GPU ratios"),
+        runtime_s=epoch * factor if factor else None)
 
 
 def transferable(rec: RunRecord) -> bool:
