@@ -179,7 +179,7 @@ def _print_optimize(plan) -> None:
                       f"0 of {ch.tried}")
             continue
         t.add_row(ch.hw, f"{ch.capacity_gib:.1f}", b.flags, f"{b.needs_gib:.1f}",
-                  f"{_hours(b.epoch_s)} ({_hours(b.low_s)}-{_hours(b.high_s)})", f"{b.gpu_hours:.3g}",
+                  _banded(b.epoch_s, b.low_s, b.high_s), f"{b.gpu_hours:.3g}",
                   "-" if b.cost is None else f"{b.cost:.2f}", b.time_kind or "-", f"{ch.fitting} of {ch.tried}")
     console.print(t)
     say = []
@@ -196,18 +196,33 @@ def _print_optimize(plan) -> None:
                   "runs used SDPA through the launcher's --sdpa-padding-free)", highlight=False, markup=False)
 
 
+def _unit(seconds: float) -> tuple[float, str, str]:
+    """(divisor, unit, number format) that _hours prints SECONDS in."""
+    if seconds >= 3600:
+        return 3600.0, "h", ".2f"
+    return (60.0, "min", ".1f") if seconds >= 60 else (1.0, "s", ".0f")
+
+
 def _hours(seconds: float | None) -> str:
     if seconds is None:
         return "-"
-    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+    div, unit, fmt = _unit(seconds)
+    return f"{seconds / div:{fmt}} {unit}"
+
+
+def _banded(seconds: float | None, low: float | None, high: float | None) -> str:
+    """A time with its band in the time's unit: 1.6 min (1.4-1.7); a measured time (no band) alone."""
+    if seconds is None:
+        return "-"
+    if low is None or high is None or low == high:
+        return _hours(seconds)
+    div, unit, fmt = _unit(seconds)
+    return f"{seconds / div:{fmt}} {unit} ({low / div:{fmt}}-{high / div:{fmt}})"
 
 
 def _total(p: dict) -> str:
     """The total time, with its band where it is modelled."""
-    low, high = p.get("total_low_s"), p.get("total_high_s")
-    if low is None or high is None or low == high:
-        return _hours(p["total_time_s"])
-    return f"{_hours(p['total_time_s'])} ({_hours(low)}-{_hours(high)})"
+    return _banded(p["total_time_s"], p.get("total_low_s"), p.get("total_high_s"))
 
 
 def _logged(p: dict) -> str:

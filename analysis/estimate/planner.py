@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -352,7 +351,7 @@ def _class_time(key: str, measured: RunRecord | None, profiled: ProfiledStep | N
     if profiled is not None:
         parts = transfer.step_on(profiled, key)
         low, high = transfer.band_range(parts.total_s)
-        return ClassTime(parts.total_s, low, high, "profiled", f"profile of {_without_host(profiled.run)}",
+        return ClassTime(parts.total_s, low, high, "profiled", f"profile of {transfer.without_host(profiled.run)}",
                          f"{profiled.run}'s profiled step carried to {key} kernel by kernel (docs/time-model.md); "
                          f"host {parts.host_s:.3f} s as measured on the {profiled.hw} (same host assumed)", parts)
     if synth is not None:
@@ -408,6 +407,13 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     sharded = per_gpu_memory(mem, gpus, parallel, c)
     if gpus > 1 or parallel != "ddp":  # what one GPU holds decides the fit
         mem = {**mem, "peak_mem_gib": sharded["peak_mem_gib"], "needs_gib": sharded["needs_gib"]}
+    cached: dict[int, int] = {}
+
+    def packed_of(b: int) -> int:  # the longest packed row of a batch of B (padding-free), drawn once per B
+        if b not in cached:
+            cached[b] = batch_stats(data, b, True, samples).max_tokens
+        return cached[b]
+
     rows, results_dir = _collect(results)
     recipe_runs = _matching_runs(rows, None, shapes["name"], method, batch, grad_accum, max_length,
                                  gradient_checkpointing, lora_rank, padding_free, liger)
@@ -479,7 +485,8 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
             "tokens_per_micro_batch": mem["tokens_per_micro_batch"],
             "lora_rank": lora_rank if method != "full" else None,
             "tokens_per_sample": mean, "data": data.source, "steps": steps, "samples": samples, "epochs": epochs,
-            "max_batch": largest_batch(shapes, method, seq, gradient_checkpointing, lora_rank, cap, c),
+            "max_batch": largest_batch(shapes, method, seq, gradient_checkpointing, lora_rank, cap, c,
+                                       padding_free=padding_free, liger=liger, packed_tokens_of=packed_of),
             "step_time_s": step_s, "total_time_s": total_s,
             "total_low_s": t.low_s * steps * factor if step_s is not None else None,
             "total_high_s": t.high_s * steps * factor if step_s is not None else None, "epoch_basis": epoch_basis,
@@ -561,14 +568,6 @@ def _rates(step_s: float, samples_per_step: int, tokens_per_sample: float, steps
     tokens per sample the roofline assumed), and the time to run STEPS steps."""
     return {"ms_per_sample": step_s / samples_per_step * 1000,
             "tokens_per_s": samples_per_step * tokens_per_sample / step_s, "total_time_s": step_s * steps}
-
-
-def _without_host(label: str) -> str:
-    """hw/experiment/run with the run's time stamp only: a run folder's name ends in its host's id, which answers
-    (README, report) leave out; the note keeps the whole label."""
-    hw_exp, _, run = label.rpartition("/")
-    stamp = re.match(r"\d{8}-\d{6}", run)
-    return f"{hw_exp}/{stamp.group(0)}" if stamp else label
 
 
 def _run_label(rec: RunRecord) -> str:

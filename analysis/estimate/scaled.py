@@ -169,7 +169,8 @@ def scaled_step(shapes: dict, recipe: Recipe, stats: BatchStats, refs: dict[str,
     ov = overlap(refs, recipe.gradient_checkpointing)
     hidden = ov.hidden_s * shapes["num_hidden_layers"] / ov.layers
     wall = micro * (ov.serial_s + max(hidden, busy / micro))
-    return ProfiledStep(run=f"{label} (scaled from {ref.name})", hw=ref.step.hw, groups=tuple(groups), windows=0,
+    name = f"{label} (scaled from {transfer.without_host(ref.name)})"
+    return ProfiledStep(run=name, hw=ref.step.hw, groups=tuple(groups), windows=0,
                         profiled_wall_s=wall, profiled_busy_s=busy, profiled_tokens=tokens, steady_tokens=tokens,
                         token_scale=1.0, steady_step_s=wall, busy_s=busy, host_s=wall - busy, profile_only_s=wall,
                         gpm_host_s=None, world_size=1)

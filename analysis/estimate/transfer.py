@@ -20,6 +20,7 @@ InputError. Formulas in docs/time-model.md, constants (each with kind and source
 from __future__ import annotations
 
 import functools
+import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,6 +248,14 @@ def profile_step(rec: RunRecord) -> ProfiledStep:
 
 
 # ------------------------------------------------------------------------------------------- classes
+
+
+def without_host(label: str) -> str:
+    """hw/experiment/run with the run's time stamp only: a run folder's name ends in its host's id, which answers
+    (README, report) leave out; notes keep the whole label."""
+    hw_exp, _, run = label.rpartition("/")
+    stamp = re.match(r"\d{8}-\d{6}", run)
+    return f"{hw_exp}/{stamp.group(0)}" if stamp else label
 
 
 def _arch(spec: dict) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from analysis.measure import flops as measure_flops
 from analysis.parse.record import RunRecord
@@ -192,13 +192,18 @@ def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int =
 
 
 def largest_batch(shapes: dict, method: str, seq_len: int, gradient_checkpointing: bool, lora_rank: int,
-                  capacity: float, c: dict | None = None, limit: int = 4096) -> int:
-    """The largest per-device batch whose `needs` fits CAPACITY GiB with every sample SEQ_LEN long (0: not even
-    batch 1; at most LIMIT). The memory model grows with the batch, so a doubling then bisection finds it."""
+                  capacity: float, c: dict | None = None, limit: int = 4096, padding_free: bool = False,
+                  liger: bool = False, packed_tokens_of: Callable[[int], int] | None = None) -> int:
+    """The largest per-device batch whose `needs` fits CAPACITY GiB (0: not even batch 1; at most LIMIT): padded
+    rows with every sample SEQ_LEN long, or padding-free rows of PACKED_TOKENS_OF(batch) tokens (the longest packed
+    row of that batch; without it batch x SEQ_LEN). The memory model grows with the batch, so a doubling then
+    bisection finds it."""
     c = c or constants()
 
     def fits(b: int) -> bool:
-        return memory(shapes, method, seq_len, b, gradient_checkpointing, lora_rank, c)["needs_gib"] <= capacity
+        packed = packed_tokens_of(b) if padding_free and packed_tokens_of else None
+        return memory(shapes, method, seq_len, b, gradient_checkpointing, lora_rank, c, padding_free=padding_free,
+                      liger=liger, packed_tokens=packed)["needs_gib"] <= capacity
 
     if not fits(1):
         return 0
