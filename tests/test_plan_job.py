@@ -206,3 +206,14 @@ def test_scaled_band_is_what_the_committed_runs_give():
     checks = run_checks(RESULTS)
     assert len([r for r in checks.scaled if r.counted]) >= 50
     assert checks.scaled_band_in_data == pytest.approx(checks.scaled_band, abs=0.001)
+
+
+def test_flash_attention_repeats_no_kv_and_args_carry_attn_impl():
+    """--attn_impl flash_attn: packed rows and padding without a mask, so no k/v repeated to every head (with
+    checkpointing off every layer keeps them: 28 x (4h - 4kv) bytes per token less)."""
+    shapes = planner.resolve_model(MODEL)
+    sdpa = planner.memory(shapes, "lora", 593, 16, False, 8, padding_free=True, liger=True, packed_tokens=3007)
+    flash = planner.memory(shapes, "lora", 593, 16, False, 8, padding_free=True, liger=True, packed_tokens=3007,
+                           attn_impl="flash_attn")
+    assert sdpa["activations_gib"] - flash["activations_gib"] == pytest.approx(LAYERS * (4 * H - 4 * KV) * 3007 / GIB)
+    assert planner.args_from_run(FAST / "args.json")["attn_impl"] == "sdpa"

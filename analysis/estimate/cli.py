@@ -63,6 +63,9 @@ def register(sub) -> None:
                    help="ms-swift's --padding_free: the batch's samples in one row, no padding (default false)")
     p.add_argument("--liger", "--use_liger_kernel", dest="liger", type=_bool, metavar="true|false",
                    help="ms-swift's --use_liger_kernel: Liger's kernels and fused cross-entropy (default false)")
+    p.add_argument("--attn-impl", "--attn_impl", dest="attn_impl",
+                   help="ms-swift's --attn_impl: sdpa (default), flash_attn (no mask: packed rows keep k/v per "
+                        "group), eager (not modelled)")
     p.add_argument("--optimize", choices=("time", "cost"),
                    help="search the recipes of global batch 16 (batch x grad-accum 16x1 .. 1x16, padding-free, "
                         "Liger, checkpointing on/off) for the fastest that fits each class; order the classes by "
@@ -106,7 +109,8 @@ def recipe(args) -> dict:
              "mean_len": args.mean_len, "batch": args.batch, "grad_accum": args.grad_accum, "samples": args.samples,
              "epochs": args.epochs, "gradient_checkpointing": args.gradient_checkpointing,
              "lora_rank": args.lora_rank, "gpus": args.gpus, "parallel": args.parallel,
-             "padding_free": args.padding_free, "liger": args.liger, "lengths": args.lengths}
+             "padding_free": args.padding_free, "liger": args.liger, "lengths": args.lengths,
+             "attn_impl": args.attn_impl}
     if args.lengths is not None or args.mean_len is not None or args.seq_len is not None:
         # the user's data: the run's lengths (from --from-args) do not describe it
         for key in ("packed_len", "mean_len", "seq_len"):

@@ -40,8 +40,8 @@ from analysis.estimate.workload import constant_kinds as constant_kinds
 from analysis.estimate.workload import constants as constants
 from analysis.estimate.workload import fit_verdict as fit_verdict
 from analysis.estimate.workload import flops_per_token as flops_per_token
+from analysis.estimate.workload import is_flash, longest_micro_batch
 from analysis.estimate.workload import largest_batch as largest_batch
-from analysis.estimate.workload import longest_micro_batch
 from analysis.estimate.workload import memory as memory
 from analysis.estimate.workload import param_counts as param_counts
 from analysis.estimate.workload import per_gpu_memory as per_gpu_memory
@@ -149,6 +149,8 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
     if isinstance(args.get("gradient_checkpointing"), bool):
         out["gradient_checkpointing"] = args["gradient_checkpointing"]
     flags = run_flags(args)
+    if isinstance(args.get("attn_impl"), str) and args["attn_impl"]:
+        out["attn_impl"] = args["attn_impl"]
     if args.get("padding_free") is not None:
         out["padding_free"] = flags["padding_free"]
     if args.get("use_liger_kernel") is not None:
@@ -291,7 +293,7 @@ def run_tokens_per_sample(rec: RunRecord, shapes: dict) -> float | None:
 
 def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, method: str, batch: int,
                    grad_accum: int, max_length: int, gradient_checkpointing: bool, lora_rank: int,
-                   padding_free: bool = False, liger: bool = False) -> list[RunRecord]:
+                   padding_free: bool = False, liger: bool = False, attn_impl: str | None = None) -> list[RunRecord]:
     """Committed runs of this recipe (model, method, rank, batch, grad-accum, max-length, checkpointing,
     padding-free, Liger; one GPU, eager SDPA attention, no length grouping) with a steady median step."""
     out = []
@@ -308,7 +310,8 @@ def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, me
             continue
         flags = run_flags(args)
         if (flags["padding_free"], flags["liger"]) != (padding_free, liger) or args.get("torch_compile") \
-                or flags["attn_impl"] not in (None, "sdpa") or args.get("group_by_length") or args.get("packing"):
+                or (flags["attn_impl"] or "sdpa") != (attn_impl or "sdpa") or args.get("group_by_length") \
+                or args.get("packing"):
             continue
         out.append(r)
     # the least cut run first (most steps), newest among equals, as the tables pick it
@@ -369,7 +372,8 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
              gradient_checkpointing: bool = True, lora_rank: int = 8, results: str | Path | None = None,
              mean_len: int | None = None, gpus: int = 1, parallel: str = "ddp", padding_free: bool = False,
              liger: bool = False, packed_len: int | None = None,
-             lengths: str | Path | Lengths | None = None, from_run: str | None = None) -> list[dict]:
+             lengths: str | Path | Lengths | None = None, from_run: str | None = None,
+             attn_impl: str | None = None) -> list[dict]:
     """One estimate per GPU class: memory (breakdown, peak, fits), step and total time with the model's band, cost
     (the built-in price table, analysis/data/prices.yaml, unless PRICES names another). The data: LENGTHS (a file
     of sample lengths), or MEAN_LEN and SEQ_LEN (the longest sample), else the recipe's data. PADDING_FREE rows hold
@@ -403,7 +407,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     stats = batch_stats(data, batch, padding_free, samples)
     packed = (packed_len or stats.max_tokens) if padding_free else None
     mem = memory(shapes, method, seq, batch, gradient_checkpointing, lora_rank, c, padding_free=padding_free,
-                 liger=liger, packed_tokens=packed)
+                 liger=liger, packed_tokens=packed, attn_impl=attn_impl)
     sharded = per_gpu_memory(mem, gpus, parallel, c)
     if gpus > 1 or parallel != "ddp":  # what one GPU holds decides the fit
         mem = {**mem, "peak_mem_gib": sharded["peak_mem_gib"], "needs_gib": sharded["needs_gib"]}
@@ -416,7 +420,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
 
     rows, results_dir = _collect(results)
     recipe_runs = _matching_runs(rows, None, shapes["name"], method, batch, grad_accum, max_length,
-                                 gradient_checkpointing, lora_rank, padding_free, liger)
+                                 gradient_checkpointing, lora_rank, padding_free, liger, attn_impl)
     same_data = sorted((r for r in recipe_runs if _same_data(r, data)), key=lambda r: _run_label(r) != from_run)
     mean = stats.mean_tokens / batch  # tokens the GPU processes per sample, padding included
     steps_per_epoch = math.ceil(samples / (batch * grad_accum * gpus))
@@ -439,7 +443,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
         except InputError as exc:  # reference runs missing from this results tree
             synth_note = f"no scaled time: {exc}"
     assumptions = _assumptions(shapes, method, seq, mean, batch, gradient_checkpointing, lora_rank, mem, c,
-                               data.source, results_dir, padding_free, liger, packed)
+                               data.source, results_dir, padding_free, liger, packed, attn_impl)
     asked = Path(str(model).rstrip("/")).name
     if not Path(model).exists() and asked.lower() != str(shapes["name"]).lower():
         assumptions.insert(0, f"model {asked}: the shapes of {shapes['name']} (analysis/data/models.yaml aliases; "
@@ -575,7 +579,7 @@ def _run_label(rec: RunRecord) -> str:
 
 
 def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, data_source, results_dir, padding_free, liger,
-                 packed) -> list[str]:
+                 packed, attn_impl=None) -> list[str]:
     m = "memory."
     lines = []
     if method not in VALIDATED_METHODS:
@@ -613,6 +617,12 @@ def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, data_source
         "profiles for this recipe, model and data, carried over the same way (docs/time-model.md); each modelled "
         "time with its band (total_low_s .. total_high_s); qlora and full: the roofline (no profile of them)")
     lines.append(f"tokens the GPU processes per sample (padding included): {mean:.1f}")
+    if attn_impl and (attn_impl or "sdpa") != "sdpa":
+        lines.append(f"attn_impl {attn_impl}: " + ("FlashAttention takes packed rows and padding without a mask (no "
+                                                   "repeated k/v); its time is SDPA's (no FlashAttention profile)"
+                                                   if is_flash(attn_impl) else
+                                                   "not modelled: the activations and time are SDPA's (eager saves "
+                                                   "the attention probabilities too)"))
     lines.append("measured times and profiles come from " + (results_dir if results_dir else "no results folder")
                  + " (same model, method, rank, batch, grad-accum, max-length, checkpointing, padding-free, Liger)")
     return lines

@@ -69,11 +69,12 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
         seen_tokens = longest_micro_batch(r)
         packed = (longest_micro_batch(r, whole_epoch=True) or seen_tokens) if pf else None
         mem = _per_gpu(r, memory(shapes, method, seq, r.per_device_batch, gc, rank, c, padding_free=pf,
-                                 liger=liger, packed_tokens=packed), c)
+                                 liger=liger, packed_tokens=packed, attn_impl=flags["attn_impl"]), c)
         if seen_tokens and not launcher.get("pad_to"):
             seen_seq = seq if pf else max(math.ceil(seen_tokens / r.per_device_batch), 1)
             seen_mem = _per_gpu(r, memory(shapes, method, seen_seq, r.per_device_batch, gc, rank, c, padding_free=pf,
-                                          liger=liger, packed_tokens=seen_tokens if pf else None), c)
+                                          liger=liger, packed_tokens=seen_tokens if pf else None,
+                                          attn_impl=flags["attn_impl"]), c)
         else:
             seen_tokens, seen_mem = int(mem["tokens_per_micro_batch"]), mem
         note = []

@@ -83,7 +83,8 @@ def param_counts(shapes: dict, method: str, lora_rank: int) -> dict[str, int]:
 
 def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing: bool, batch: int,
                                seq_len: int, c: dict | None = None, padding_free: bool = False,
-                               liger: bool = False, tokens: float | None = None) -> dict[str, float]:
+                               liger: bool = False, tokens: float | None = None,
+                               attn_impl: str | None = None) -> dict[str, float]:
     """Live activation bytes per token of a micro-batch at its peak, and the pieces it is made of. TOKENS is the
     micro-batch's length in tokens (padded: batch x seq_len; padding-free: the packed row), which sizes Liger's
     cross-entropy chunk. stored: what stays alive across the step (checkpointed inputs, or every layer's saved
@@ -100,7 +101,9 @@ def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing
         layer += _coef(c[a + "layer_qlora_extra"], d)
     if liger:  # Liger's RMSNorm saves its bf16 input, its SwiGLU the two bf16 projections
         layer += _coef(c[a + "liger_layer"], d)
-    if padding_free:  # the packed row's block-diagonal mask: SDPA gets a mask, so k and v are repeated to all heads
+    if is_flash(attn_impl):  # FlashAttention takes packed rows and padding without a mask: no repeated k/v
+        pass
+    elif padding_free:  # the packed row's block-diagonal mask: SDPA gets a mask, so k and v are repeated to all heads
         layer += _coef(c[a + "padded_batch_kv_repeat"], d)
     elif batch > 1:  # padded batch: attention mask -> k, v repeated to all heads, bf16 bias B x 1 x T x T
         layer += _coef(c[a + "padded_batch_kv_repeat"], d) + c[a + "padded_batch_mask_bytes_per_seq_token"] * seq_len
@@ -124,6 +127,14 @@ def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing
             "layer_per_token": layer, "working_per_token": working, "total_per_token": stored + final + working}
 
 
+FLASH_IMPLS = ("flash_attn", "flash_attention_2", "flash_attention_3", "fa2", "fa3")
+
+
+def is_flash(attn_impl: str | None) -> bool:
+    """ms-swift's --attn_impl names of FlashAttention (its own, and transformers')."""
+    return str(attn_impl or "").lower() in FLASH_IMPLS
+
+
 def cache_factors(gradient_checkpointing: bool, liger: bool, c: dict | None = None) -> tuple[float, float]:
     """(stored, working) allocator factors: what ms-swift logs (max_memory_reserved) over the live bytes. The loss's
     logits alone at the peak (checkpointing on, no Liger) leave the most cached blocks of earlier batches' sizes."""
@@ -136,7 +147,8 @@ def cache_factors(gradient_checkpointing: bool, liger: bool, c: dict | None = No
 
 def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int = 1,
            gradient_checkpointing: bool = True, lora_rank: int = 8, c: dict | None = None,
-           padding_free: bool = False, liger: bool = False, packed_tokens: int | None = None) -> dict[str, Any]:
+           padding_free: bool = False, liger: bool = False, packed_tokens: int | None = None,
+           attn_impl: str | None = None) -> dict[str, Any]:
     """Memory estimate in GiB: the breakdown, the live peak, the peak ms-swift would log, what must fit. A padded
     micro-batch holds batch x seq_len tokens; a padding-free one PACKED_TOKENS (its longest packed row; without it,
     batch x seq_len, every sample as long as the longest)."""
@@ -158,7 +170,8 @@ def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int =
         optim = p["lora"] * c[m + "lora.adam_state_bytes"]
     tokens = float(packed_tokens) if padding_free and packed_tokens else float(batch * seq_len)
     per_token = activation_bytes_per_token(shapes, method, gradient_checkpointing, batch, seq_len, c,
-                                           padding_free=padding_free, liger=liger, tokens=tokens)
+                                           padding_free=padding_free, liger=liger, tokens=tokens,
+                                           attn_impl=attn_impl)
     stored = (per_token["stored_per_token"] + per_token["final_norm_per_token"]) * tokens
     working = per_token["working_per_token"] * tokens
     act = stored + working
