@@ -1,23 +1,23 @@
-"""The planner's model: will a fine-tune fit on a GPU class, how long will it take, what will it cost.
+"""The planner: will a fine-tune fit on a GPU class, how long will it take, what will it cost, and what to change.
 
-    swiftbench plan --model Qwen2.5-7B-Instruct --method lora --max-length 2048 --batch 1 --grad-accum 16
-        --samples 1500 --epochs 1 [--seq-len 593] [--mean-len 128] [--hw a10,h200] [--prices prices.yaml] [--json]
+    swiftbench plan --model Qwen2.5-7B-Instruct|config.json --method lora --max-length 2048 --batch 1
+        --grad-accum 16 [--padding-free true] [--liger true] [--lengths FILE | --mean-len 128 --seq-len 593]
+        --samples 1500 --epochs 1 [--hw a10,h200] [--prices prices.yaml] [--json]
 
-Memory (bytes; T = seq-len, the longest sequence a batch holds, B = per-device batch, L layers):
+Memory (workload.py; T = the micro-batch's tokens: padded, batch x the longest sample; padding-free, the longest
+packed row):
     static  = weights + adapters + gradients + AdamW states          (bytes per parameter: planner.yaml)
-    live    = B x T x [ L x per-layer + final norm + max(logits 12 V, one recomputed layer + its backward) ]
-              per-layer = 2h (checkpointing keeps the layer input) or the layer's saved tensors (no checkpointing)
-    peak    = static + allocator_cache_factor x live         (what ms-swift logs: max_memory_reserved; calibrated)
-    needs   = static + (1 + tight_fragmentation) x live + CUDA context
-    fit     = yes: needs <= memory_gb in GiB;  no: static + live + CUDA context does not;  tight: in between (capped
-              runs in that band both trained and ran out of memory; fit_verdict). No time or cost where it is no.
-Time per optimizer step: measured median where results/ has the same recipe on that GPU class, else
-    grad_accum x [ max(FLOPs/token x tokens / (peak bf16 x achievable_fraction), weights x passes / bandwidth)
-                   + host_overhead ] + optimizer bytes / bandwidth.
-Every constant, with whether it is physical or calibrated, is in analysis/data/planner.yaml.
-
-Stays whole: memory, time and cost are one model over the same resolved shapes and planner.yaml constants, each step
-reading the one before; apart, the formulas above would be spread over files.
+    stored  = T x (layers x 2h with checkpointing, else every layer's saved tensors) + final norm (+ Liger's 2h)
+    working = T x max(the loss's 12 V logits, or Liger's chunk; the recomputed layer with checkpointing)
+    peak    = static + k_stored x stored + k_working x working       (what ms-swift logs: max_memory_reserved)
+    needs   = static + (1 + tight_fragmentation) x (stored + working) + CUDA context
+    fit     = yes: needs <= the card's GiB;  no: static + live + CUDA context does not;  tight: in between.
+Time per optimizer step (docs/time-model.md): measured where results/ has the recipe with the same data on that
+class; else the recipe's committed H200 profile carried over (transfer.py); else an H200 step scaled from the
+reference profiles (scaled.py); qlora and full: the roofline. Each modelled time carries its band. A class the job
+does not fit gets no time or cost but the changes that would make it fit (suggestions). Cost: the built-in price
+table (analysis/data/prices.yaml) unless another is given. Every constant, with its kind, is in
+analysis/data/planner.yaml and time_model.yaml.
 """
 from __future__ import annotations
 
