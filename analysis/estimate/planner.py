@@ -18,6 +18,10 @@ reference profiles (scaled.py); qlora and full: the roofline. Each modelled time
 does not fit gets no time or cost but the changes that would make it fit (suggestions). Cost: the built-in price
 table (analysis/data/prices.yaml) unless another is given. Every constant, with its kind, is in
 analysis/data/planner.yaml and time_model.yaml.
+
+Stays whole: the job's inputs (model, data, prices, classes), the time chosen per class, the cost and the suggestions
+are one estimate() whose rows read each other's values; the arithmetic under them is in workload.py, the time models
+in transfer.py and scaled.py, the lengths in lengths.py.
 """
 from __future__ import annotations
 
