@@ -14,6 +14,7 @@ import json
 
 from analysis.estimate import planner
 from analysis.estimate.planner import DEFAULT_HW, METHODS, estimate
+from analysis.estimate.recipe_gpus import price_source
 from experiments.base.errors import InputError
 
 # estimate()'s defaults (the seed recipe's), for what neither a flag nor --from-args gives; the model: default_model()
@@ -53,8 +54,22 @@ def register(sub) -> None:
                    help="ms-swift --max_length (default 2048)")
     p.add_argument("--seq-len", type=int, help="longest sequence a batch really holds (default: --max-length); "
                                                 "padding makes every sample of the batch this long")
-    p.add_argument("--mean-len", type=int, help="mean tokens per sample the GPU processes, padding included, for "
-                                                 "the time estimate (default: --seq-len)")
+    p.add_argument("--mean-len", type=int, help="your data's mean sample length in tokens (with --seq-len, its "
+                                                 "longest); without any of --lengths/--mean-len/--seq-len the "
+                                                 "recipe's data is assumed (mean 127.74, longest 593)")
+    p.add_argument("--lengths", metavar="FILE", help="your data's sample lengths in tokens: one per line, or a "
+                                                     "JSON list (padded and packed rows are drawn from them)")
+    p.add_argument("--padding-free", "--padding_free", dest="padding_free", type=_bool, metavar="true|false",
+                   help="ms-swift's --padding_free: the batch's samples in one row, no padding (default false)")
+    p.add_argument("--liger", "--use_liger_kernel", dest="liger", type=_bool, metavar="true|false",
+                   help="ms-swift's --use_liger_kernel: Liger's kernels and fused cross-entropy (default false)")
+    p.add_argument("--attn-impl", "--attn_impl", dest="attn_impl",
+                   help="ms-swift's --attn_impl: sdpa (default), flash_attn (no mask: packed rows keep k/v per "
+                        "group), eager (not modelled)")
+    p.add_argument("--optimize", choices=("time", "cost"),
+                   help="search the recipes of global batch 16 (batch x grad-accum 16x1 .. 1x16, padding-free, "
+                        "Liger, checkpointing on/off) for the fastest that fits each class; order the classes by "
+                        "time or cost")
     p.add_argument("--batch", "--per_device_train_batch_size", dest="batch", type=int,
                    help="per-device batch size (default 1)")
     p.add_argument("--grad-accum", "--gradient_accumulation_steps", dest="grad_accum", type=int,
@@ -64,7 +79,7 @@ def register(sub) -> None:
     p.add_argument("--hw", help=f"comma-separated GPU classes, any case (default {','.join(DEFAULT_HW)}; any key of "
                                 "analysis/data/hardware.yaml)")
     p.add_argument("--prices", help="YAML mapping hardware key -> price per GPU-hour, and optionally "
-                                    "'currency: EUR' (no prices are built in)")
+                                    "'currency: EUR' (default: the built-in table, analysis/data/prices.yaml)")
     p.add_argument("--gradient-checkpointing", "--gradient_checkpointing", dest="gradient_checkpointing", type=_bool,
                    metavar="true|false", help="ms-swift's default is true")
     p.add_argument("--lora-rank", "--lora_rank", dest="lora_rank", type=int, help="default 8")
@@ -73,6 +88,10 @@ def register(sub) -> None:
                    help="ddp (default), zero2 or zero3: how memory is shared over --gpus (per-GPU memory)")
     p.add_argument("--results", help="results folder with measured runs (default: ./results if present)")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per GPU class")
+    p.add_argument("--checks", action="store_true",
+                   help="print the time model's checks on the committed runs (each H200 run's steady step given back "
+                        "from its profile; the published cross-GPU ratios predicted, with their errors and the band) "
+                        "and exit")
     p.set_defaults(func=run)
 
 
@@ -89,7 +108,13 @@ def recipe(args) -> dict:
     given = {"model": args.model, "method": method, "max_length": args.max_length, "seq_len": args.seq_len,
              "mean_len": args.mean_len, "batch": args.batch, "grad_accum": args.grad_accum, "samples": args.samples,
              "epochs": args.epochs, "gradient_checkpointing": args.gradient_checkpointing,
-             "lora_rank": args.lora_rank, "gpus": args.gpus, "parallel": args.parallel}
+             "lora_rank": args.lora_rank, "gpus": args.gpus, "parallel": args.parallel,
+             "padding_free": args.padding_free, "liger": args.liger, "lengths": args.lengths,
+             "attn_impl": args.attn_impl}
+    if args.lengths is not None or args.mean_len is not None or args.seq_len is not None:
+        # the user's data: the run's lengths (from --from-args) do not describe it
+        for key in ("packed_len", "mean_len", "seq_len"):
+            out.pop(key, None)
     out.update({k: v for k, v in given.items() if v is not None})
     if not out.get("model"):
         out["model"] = default_model()
@@ -104,6 +129,11 @@ def default_model() -> str:
 
 
 def run(args) -> int:
+    if args.checks:
+        _print_checks(args.results or "results", args.json)
+        return 0
+    if args.optimize:
+        return _run_optimize(args)
     plans = estimate(hw=args.hw, prices=args.prices, results=args.results, **recipe(args))
     if args.json:
         print(json.dumps(plans, indent=2, allow_nan=False))
@@ -112,8 +142,91 @@ def run(args) -> int:
     return 0
 
 
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+def _run_optimize(args) -> int:
+    """--optimize: the job's fields from the flags (and --from-args), the recipe's own flags ignored (searched)."""
+    import dataclasses
+
+    from analysis.estimate.optimize import optimize
+
+    job = recipe(args)
+    if job.get("method", "lora") != "lora":
+        raise InputError(None, "--optimize searches LoRA recipes (bf16); QLoRA and full fine-tuning are not searched")
+    plan = optimize(job["model"], samples=job["samples"], epochs=job["epochs"], max_length=job["max_length"],
+                    seq_len=job.get("seq_len"), mean_len=job.get("mean_len"), lengths=job.get("lengths"),
+                    lora_rank=job["lora_rank"], hw=args.hw, prices=args.prices, results=args.results,
+                    objective=args.optimize)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(plan), indent=2, allow_nan=False))
+        return 0
+    _print_optimize(plan)
+    return 0
+
+
+def _print_optimize(plan) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    t = Table(title=f"{plan.model}: {plan.samples} samples x {plan.epochs} epoch(s), global batch 16; best recipe per "
+                    f"class by {plan.objective}")
+    currency = next((ch.currency for ch in plan.choices if ch.currency), "USD")
+    for col in ("GPU", "GiB", "recipe (swift sft flags added to the seed recipe)", "needs GiB", "epoch (band)",
+                "GPU-hours", f"cost ({currency})", "time from", "fit"):
+        t.add_column(col, justify="left" if col in ("GPU", "time from", "fit") or col.startswith("recipe")
+                     else "right")
+    for ch in plan.choices:
+        b = ch.best
+        if b is None:
+            t.add_row(ch.hw, f"{ch.capacity_gib:.1f}", "nothing tried fits", "-", "-", "-", "-", "-",
+                      f"0 of {ch.tried}")
+            continue
+        t.add_row(ch.hw, f"{ch.capacity_gib:.1f}", b.flags, f"{b.needs_gib:.1f}",
+                  _banded(b.epoch_s, b.low_s, b.high_s), f"{b.gpu_hours:.3g}",
+                  "-" if b.cost is None else f"{b.cost:.2f}", b.time_kind or "-", f"{ch.fitting} of {ch.tried}")
+    console.print(t)
+    say = []
+    if plan.soonest:
+        say.append(f"{plan.soonest} finishes soonest" + (" (its band clear of every other class's)"
+                                                          if plan.sure_soonest else " (bands overlap: not sure)"))
+    if plan.cheapest:
+        say.append(f"{plan.cheapest} costs least" + (" (clear of the others' bands)" if plan.sure_cheapest
+                                                     else " (bands overlap: not sure)"))
+    console.print("; ".join(say) or "no class fits", highlight=False, markup=False)
+    console.print(f"data: {plan.data}; prices: {plan.prices}; time from: measured (a committed run), profiled (a "
+                  "committed H200 profile carried over), scaled (built from the reference profiles): "
+                  "docs/time-model.md; padding-free with plain swift sft needs --attn_impl flash_attn (the measured "
+                  "runs used SDPA through the launcher's --sdpa-padding-free)", highlight=False, markup=False)
+
+
+def _unit(seconds: float) -> tuple[float, str, str]:
+    """(divisor, unit, number format) that _hours prints SECONDS in."""
+    if seconds >= 3600:
+        return 3600.0, "h", ".2f"
+    return (60.0, "min", ".1f") if seconds >= 60 else (1.0, "s", ".0f")
+
+
+def _hours(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    div, unit, fmt = _unit(seconds)
+    return f"{seconds / div:{fmt}} {unit}"
+
+
+def _banded(seconds: float | None, low: float | None, high: float | None) -> str:
+    """A time with its band in the time's unit: 1.6 min (1.4-1.7); a measured time (no band) alone."""
+    if seconds is None:
+        return "-"
+    if low is None or high is None or low == high:
+        return _hours(seconds)
+    div, unit, fmt = _unit(seconds)
+    return f"{seconds / div:{fmt}} {unit} ({low / div:{fmt}}-{high / div:{fmt}})"
+
+
+def _total(p: dict) -> str:
+    """The total time, with its band where it is modelled."""
+    return _banded(p["total_time_s"], p.get("total_low_s"), p.get("total_high_s"))
 
 
 def _logged(p: dict) -> str:
@@ -144,26 +257,34 @@ def _print(plans: list[dict], prices: str | None = None) -> None:
         fits = p["fit"] != "no"  # a job that does not fit gets no time and no cost
         t.add_row(p["hw"], f"{p['capacity_gib']:.1f}", f"{p['needs_gib']:.1f}",
                   {"yes": "yes", "tight": "tight", "no": "NO"}[p["fit"]], str(p["max_batch"]), _logged(p),
-                  f"{p['step_time_s']:.3g}" if fits else "-", _hours(p["total_time_s"]) if fits else "-",
+                  f"{p['step_time_s']:.3g}" if fits else "-", _total(p) if fits else "-",
                   f"{p['total_hours'] * p['gpus']:.3g}" if fits else "-",
                   "-" if p["cost"] is None else f"{p['cost']:.2f}", p["time_source"])
     console.print(t)
     if not prices:
-        console.print("cost: no prices given, none are built in: --prices FILE (YAML 'h100: 2.5' per GPU-hour, "
-                      "optionally 'currency: EUR'); GPU-hours x your price is the cost", highlight=False, markup=False)
+        console.print(f"cost: GPU-hours x the built-in price table ({planner.DEFAULT_PRICES.name}: "
+                      f"{price_source(planner.DEFAULT_PRICES) or 'list prices'}), in USD; --prices FILE for yours",
+                      highlight=False, markup=False)
     else:
         console.print(f"cost: GPU-hours x the price per GPU-hour of {prices}, in "
                       + (currency if currency else "its currency (it names none: add 'currency: EUR')"),
                       highlight=False, markup=False)
     console.print(f"largest batch: the largest per-device batch whose needs fit the GPU with every sample "
-                  f"{first['seq_len']} tokens long (--seq-len)", highlight=False, markup=False)
+                  f"{first['seq_len']} tokens long (the longest sample)", highlight=False, markup=False)
     if any(p["fit"] == "tight" for p in plans):
         console.print("tight: the live peak fits, the fragmentation margin does not; under a memory cap such runs "
                       "both trained and ran out of memory: try it, or take the largest batch", highlight=False,
                       markup=False)
     if any(p["fit"] == "no" for p in plans):
-        console.print("NO: not even the live peak fits, so no time and no cost; try a smaller --batch or "
-                      "--max-length, or --method qlora", highlight=False, markup=False)
+        console.print("NO: not even the live peak fits, so no time and no cost", highlight=False, markup=False)
+    for p in plans:
+        if p["fit"] == "yes":
+            continue
+        tries = p.get("suggestions") or []
+        text = "; ".join(f"{s['change']} (needs {s['needs_gib']:.1f} GiB)" for s in tries[:4])
+        console.print(f"{p['hw']}: fits with " + text if text else
+                      f"{p['hw']}: nothing tried fits (checkpointing, Liger, padding-free, a smaller batch, QLoRA)",
+                      highlight=False, markup=False)
     if any(p["logged_peak_gib"] is not None and p["logged_peak_gib"] < p["peak_mem_gib"] for p in plans):
         console.print(f"* capped at the GPU's memory: on a GPU with room to spare ms-swift would log "
                       f"{first['peak_mem_gib']:.1f} GiB (cached blocks); here the allocator frees them instead",
@@ -179,3 +300,85 @@ def _print(plans: list[dict], prices: str | None = None) -> None:
     console.print("assumptions (the same for every GPU class):", highlight=False)
     for line in first["assumptions"]:
         console.print(f"  assumption: {line}", highlight=False, markup=False)
+
+
+def _print_checks(results: str, as_json: bool) -> None:
+    """The time model's checks (analysis.estimate.time_checks), as a table or JSON."""
+    import dataclasses
+
+    from analysis.estimate.time_checks import run_checks
+
+    checks = run_checks(results)
+    if as_json:
+        out = dataclasses.asdict(checks)
+        out["anchors"] = [{**dataclasses.asdict(a), "error": a.error} for a in checks.anchors]
+        out["given_back"] = [{**dataclasses.asdict(g), "profile_only_error": g.profile_only_error,
+                              "model_error": g.model_error} for g in checks.given_back]
+        print(json.dumps(out, indent=2, allow_nan=False))
+        return
+    print("(1) each committed H200 run's steady step, given back from its own profile (seconds per optimizer step)")
+    print(f"{'run':58} {'steady':>7} {'profiled':>8} {'profile':>8} {'err':>6} {'GPU':>6} {'host':>6} {'GPM host':>8}"
+          f" {'model':>7}")
+    for g in checks.given_back:
+        gpm = f"{g.gpm_host_s:8.3f}" if g.gpm_host_s is not None else f"{'-':>8}"
+        print(f"{g.run:58} {g.steady_s:7.3f} {g.profiled_wall_s:8.3f} {g.profile_only_s:8.3f} "
+              f"{g.profile_only_error:+6.1%} {g.busy_s:6.3f} {g.host_s:6.3f} {gpm} {g.model_s:7.3f}")
+    errs = [abs(g.profile_only_error) for g in checks.given_back]
+    if errs:
+        print(f"profile alone vs steady median: {len(errs)} runs, |error| up to {max(errs):.1%} (the profiled steps'"
+              " host time carries the tracer's cost and two steps' own batches); the model keeps the GPU work of the"
+              " profile at the steady steps' tokens and takes the host's part from the steady median, so it gives"
+              " the median back (model column)")
+    print()
+    print(f"(2) published same-source ratios, predicted from {checks.reference_run} (bs16: padded rows, "
+          "checkpointing on)")
+    rp = checks.reference_parts
+    print(f"its steady step on the H200: {rp.total_s:.3f} s = GEMM {rp.gemm_s:.3f} + attention {rp.attention_s:.3f} + "
+          f"memory-bound {rp.memory_s:.3f} ({rp.memory_s / rp.gpu_s:.0%} of the GPU's) + host {rp.host_s:.3f}")
+    print(f"{'source':10} {'pair (faster / slower)':42} {'published':>9} {'predicted':>9} {'error':>7}  kind")
+    for a in checks.anchors:
+        print(f"{a.source:10} {a.pair:42} {a.published:9.3f} {a.predicted:9.3f} {a.error:+7.1%}  "
+              + ("comparable LoRA" if a.comparable else "proxy workload"))
+    lo, hi = checks.band
+    dlo, dhi = checks.band_in_data
+    print(f"band: errors {lo:+.1%} .. {hi:+.1%}; a predicted time T stands for T / {1 + hi:.3f} .. T / {1 + lo:.3f}"
+          f" (time_model.yaml: {dlo:+.1%} .. {dhi:+.1%})")
+    print()
+    print("(3) the scaled model (a recipe without a profile of its own, built from the reference profiles) against "
+          "each committed single-GPU eager LoRA H200 run's steady median")
+    print(f"{'run':58} {'host':12} {'recipe':30} {'steady':>7} {'scaled':>7} {'error':>7}")
+    for r in checks.scaled:
+        print(f"{r.run:58} {r.host or '-':12} {r.recipe:30} {r.steady_s:7.3f} {r.scaled_s:7.3f} {r.error:+7.1%}"
+              + ("" if r.counted else "  (not counted: not the recipes' 4 workers, or group_by_length)"))
+    counted = [r.error for r in checks.scaled if r.counted]
+    slo, shi = checks.scaled_band
+    dlo, dhi = checks.scaled_band_in_data
+    if counted:
+        print(f"scaled model on the H200: {len(counted)} runs, errors {min(counted):+.1%} .. {max(counted):+.1%}; "
+              f"with the cross-GPU band: {slo:+.1%} .. {shi:+.1%} (time_model.yaml scaled.band: {dlo:+.1%} .. "
+              f"{dhi:+.1%})")
+    _print_memory_check(results)
+
+
+def _print_memory_check(results: str) -> None:
+    """(4) The memory model against every committed run's logged peak, at the micro-batch each run met."""
+    from analysis.estimate.validate import estimates_vs_measurements
+
+    df = estimates_vs_measurements(results)
+    rows = [r for r in df.to_dict("records") if isinstance(r.get("seen_ratio"), float) and r["seen_ratio"] == r[
+        "seen_ratio"]]
+    print()
+    print("(4) memory: every committed run's logged peak (GiB) beside the estimate at the micro-batch it met "
+          "(under an allocator cap, at most the cap)")
+    print(f"{'run':58} {'flags':30} {'tokens':>7} {'cap':>4} {'logged':>7} {'estimate':>8} {'error':>7}")
+    for r in rows:
+        flags = [n for n, on in (("padding-free", r["padding_free"]), ("Liger", r["liger"])) if on]
+        flags.append("GC on" if r["gradient_checkpointing"] else "GC off")
+        cap = f"{r['cap_gib']:4.0f}" if r["cap_gib"] == r["cap_gib"] and r["cap_gib"] is not None else f"{'-':>4}"
+        label = f"{r['per_device_batch']:.0f}x{r['grad_accum']:.0f} " + ", ".join(flags)
+        print(f"{r['hw'] + '/' + r['experiment'] + '/' + r['run']:58} {label:30} {r['seen_tokens']:7.0f} {cap} "
+              f"{r['measured_peak_gib']:7.2f} {r['seen_estimate_gib']:8.2f} {r['seen_ratio'] - 1:+7.1%}"
+              + ("" if r["within_20pct"] else "  MISS"))
+    misses = [r for r in rows if not r["within_20pct"]]
+    print(f"{len(rows) - len(misses)} of {len(rows)} runs within 20 %; misses: "
+          + (", ".join(f"{r['experiment']}/{r['run']}" for r in misses) or "none"))

@@ -1,92 +1,70 @@
-"""The planner's model: will a fine-tune fit on a GPU class, how long will it take, what will it cost.
+"""The planner: will a fine-tune fit on a GPU class, how long will it take, what will it cost, and what to change.
 
-    swiftbench plan --model Qwen2.5-7B-Instruct --method lora --max-length 2048 --batch 1 --grad-accum 16
-        --samples 1500 --epochs 1 [--seq-len 593] [--mean-len 128] [--hw a10,h200] [--prices prices.yaml] [--json]
+    swiftbench plan --model Qwen2.5-7B-Instruct|config.json --method lora --max-length 2048 --batch 1
+        --grad-accum 16 [--padding-free true] [--liger true] [--lengths FILE | --mean-len 128 --seq-len 593]
+        --samples 1500 --epochs 1 [--hw a10,h200] [--prices prices.yaml] [--json]
 
-Memory (bytes; T = seq-len, the longest sequence a batch holds, B = per-device batch, L layers):
+Memory (workload.py; T = the micro-batch's tokens: padded, batch x the longest sample; padding-free, the longest
+packed row):
     static  = weights + adapters + gradients + AdamW states          (bytes per parameter: planner.yaml)
-    live    = B x T x [ L x per-layer + final norm + max(logits 12 V, one recomputed layer + its backward) ]
-              per-layer = 2h (checkpointing keeps the layer input) or the layer's saved tensors (no checkpointing)
-    peak    = static + allocator_cache_factor x live         (what ms-swift logs: max_memory_reserved; calibrated)
-    needs   = static + (1 + tight_fragmentation) x live + CUDA context
-    fit     = yes: needs <= memory_gb in GiB;  no: static + live + CUDA context does not;  tight: in between (capped
-              runs in that band both trained and ran out of memory; fit_verdict). No time or cost where it is no.
-Time per optimizer step: measured median where results/ has the same recipe on that GPU class, else
-    grad_accum x [ max(FLOPs/token x tokens / (peak bf16 x achievable_fraction), weights x passes / bandwidth)
-                   + host_overhead ] + optimizer bytes / bandwidth.
-Every constant, with whether it is physical or calibrated, is in analysis/data/planner.yaml.
+    stored  = T x (layers x 2h with checkpointing, else every layer's saved tensors) + final norm (+ Liger's 2h)
+    working = T x max(the loss's 12 V logits, or Liger's chunk; the recomputed layer with checkpointing)
+    peak    = static + k_stored x stored + k_working x working       (what ms-swift logs: max_memory_reserved)
+    needs   = static + (1 + tight_fragmentation) x (stored + working) + CUDA context
+    fit     = yes: needs <= the card's GiB;  no: static + live + CUDA context does not;  tight: in between.
+Time per optimizer step (docs/time-model.md): measured where results/ has the recipe with the same data on that
+class; else the recipe's committed H200 profile carried over (transfer.py); else an H200 step scaled from the
+reference profiles (scaled.py); qlora and full: the roofline. Each modelled time carries its band. A class the job
+does not fit gets no time or cost but the changes that would make it fit (suggestions). Cost: the built-in price
+table (analysis/data/prices.yaml) unless another is given. Every constant, with its kind, is in
+analysis/data/planner.yaml and time_model.yaml.
 
-Stays whole: memory, time and cost are one model over the same resolved shapes and planner.yaml constants, each step
-reading the one before; apart, the formulas above would be spread over files.
+Stays whole: the job's inputs (model, data, prices, classes), the time chosen per class, the cost and the suggestions
+are one estimate() whose rows read each other's values; the arithmetic under them is in workload.py, the time models
+in transfer.py and scaled.py, the lengths in lengths.py.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.measure import flops as measure_flops
+from analysis.estimate import scaled, transfer
+from analysis.estimate.lengths import Lengths, batch_stats, job_lengths
+from analysis.estimate.transfer import ProfiledStep
+from analysis.estimate.workload import GIB as GIB
+from analysis.estimate.workload import PARALLEL_LAYOUTS as PARALLEL_LAYOUTS
+from analysis.estimate.workload import activation_bytes_per_token as activation_bytes_per_token
+from analysis.estimate.workload import cache_factors as cache_factors
+from analysis.estimate.workload import capacity_gib as capacity_gib
+from analysis.estimate.workload import constant_kinds as constant_kinds
+from analysis.estimate.workload import constants as constants
+from analysis.estimate.workload import fit_verdict as fit_verdict
+from analysis.estimate.workload import flops_per_token as flops_per_token
+from analysis.estimate.workload import is_flash, longest_micro_batch
+from analysis.estimate.workload import largest_batch as largest_batch
+from analysis.estimate.workload import memory as memory
+from analysis.estimate.workload import param_counts as param_counts
+from analysis.estimate.workload import per_gpu_memory as per_gpu_memory
+from analysis.estimate.workload import run_flags as run_flags
+from analysis.estimate.workload import run_method as run_method
 from analysis.measure.steps import step_time
+from analysis.parse import sidefiles
 from analysis.parse.record import LOG_NAME, RunRecord, read_log_record
 from analysis.parse.results import collect
 from experiments.base import hardware, runfiles
 from experiments.base.datafiles import read_json_object, read_yaml
 from experiments.base.errors import InputError
 
-CONSTANTS_FILE = hardware.DATA / "planner.yaml"
 DEFAULT_HW = ("a10", "rtx4090", "a100", "h100", "h200")
 METHODS = ("lora", "qlora", "full")
-GIB = 2 ** 30
 VALIDATED_METHODS = ("lora",)  # methods with committed measurements to check the memory model against
 
 
 # --------------------------------------------------------------------------------------------- constants
-
-
-def constants(path: str | Path = CONSTANTS_FILE) -> dict[str, Any]:
-    """planner.yaml as {dotted.name: value}; every entry must say its value, kind and why."""
-    path = Path(path)
-    data = read_yaml(path)
-    out: dict[str, Any] = {}
-
-    def walk(node: Any, prefix: str) -> None:
-        if isinstance(node, dict) and "value" in node:
-            for field in ("kind", "why"):
-                if field not in node:
-                    raise InputError(path, f"constant {prefix!r} lacks {field!r}")
-            if node["kind"] not in ("physical", "calibrated", "measured", "assumption"):
-                raise InputError(path, f"constant {prefix!r} has unknown kind {node['kind']!r}")
-            out[prefix] = node["value"]
-        elif isinstance(node, dict):
-            for key, child in node.items():
-                walk(child, f"{prefix}.{key}" if prefix else str(key))
-        else:
-            raise InputError(path, f"{prefix!r} is neither a section nor a constant")
-
-    walk(data, "")
-    return out
-
-
-def constant_kinds(path: str | Path = CONSTANTS_FILE) -> dict[str, str]:
-    """{dotted.name: kind} of planner.yaml (physical, calibrated, measured, assumption)."""
-    data = read_yaml(path)
-    out: dict[str, str] = {}
-
-    def walk(node: Any, prefix: str) -> None:
-        if isinstance(node, dict) and "value" in node:
-            out[prefix] = node["kind"]
-        elif isinstance(node, dict):
-            for key, child in node.items():
-                walk(child, f"{prefix}.{key}" if prefix else str(key))
-
-    walk(data, "")
-    return out
-
-
-def _coef(coefs: dict[str, float], dims: dict[str, float]) -> float:
-    """Bytes per token of a {h: 24, i: 8, ...} coefficient table for these shapes."""
-    return sum(float(c) * dims[k] for k, c in coefs.items())
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -128,8 +106,10 @@ MODEL_NAMES = ("model", "model_id_or_path", "model_type")
 
 def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
     """estimate() keyword arguments from a run's args.json (ms-swift's, as `swift sft` wrote it, 1.x to 4.x): model,
-    method, max_length, batch, grad_accum, epochs, gradient_checkpointing, lora_rank; and, from the log beside it where
-    there is one, the epoch's training samples and the longest sample (seq_len). The model is the config.json the
+    method, max_length, batch, grad_accum, epochs, gradient_checkpointing, lora_rank, padding_free, liger
+    (use_liger_kernel); and, from the log beside it where there is one, the epoch's training samples, the longest
+    sample (seq_len), the mean (mean_len) and, padding-free, the longest packed row (packed_len: schedule.jsonl or
+    tokens.jsonl). The model is the config.json the
     runner copied into the folder when the args' model path is not on this machine. Without NEED_MODEL (--model is
     given) a model the planner does not know is no error. What it cannot use is bad input naming the file and why."""
     path = Path(path)
@@ -156,7 +136,7 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
                 raise InputError(path, f"model {model!r} ({field}{old}) is not in analysis/data/models.yaml and no "
                                        f"{MODEL_CONFIG_NAME} or config.json is at hand: pass --model with its "
                                        "config.json (or a models.yaml name of the same shapes)") from None
-    method = _run_method(args)
+    method = run_method(args)
     if method is not None and method not in METHODS:
         raise InputError(path, f"tuner {method!r}: the planner models {', '.join(METHODS)} only")
     if method is not None:
@@ -172,12 +152,31 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
             out[key] = value
     if isinstance(args.get("gradient_checkpointing"), bool):
         out["gradient_checkpointing"] = args["gradient_checkpointing"]
+    flags = run_flags(args)
+    if isinstance(args.get("attn_impl"), str) and args["attn_impl"]:
+        out["attn_impl"] = args["attn_impl"]
+    if args.get("padding_free") is not None:
+        out["padding_free"] = flags["padding_free"]
+    if args.get("use_liger_kernel") is not None:
+        out["liger"] = flags["liger"]
+    if len(folder.parts) >= 3 and (folder / LOG_NAME).is_file():  # results/<hw>/<experiment>/<run>/args.json
+        out["from_run"] = "/".join(folder.parts[-3:])
     if (folder / LOG_NAME).is_file():
         rec = read_log_record(folder)
         if rec.train_samples:
             out["samples"] = int(rec.train_samples)
         if rec.train_tokens_max and out.get("max_length"):
             out["seq_len"] = min(int(rec.train_tokens_max), int(out["max_length"]))
+        if rec.train_tokens_mean and out.get("seq_len"):
+            out["mean_len"] = min(max(int(round(rec.train_tokens_mean)), 1), out["seq_len"])
+        if flags["padding_free"]:  # the longest packed row the epoch holds (schedule.jsonl, else tokens.jsonl)
+            side = sidefiles.read(folder)
+            rec = dataclasses.replace(rec, args=args, schedule=side.get("schedule"),
+                                      tokens_by_step=side.get("tokens_by_step"),
+                                      padded_by_step=side.get("padded_by_step"))
+            packed = longest_micro_batch(rec, whole_epoch=True)
+            if packed:
+                out["packed_len"] = packed
     return out
 
 
@@ -211,6 +210,7 @@ def _hw_list(hw: str | list[str] | None) -> list[str]:
 
 
 CURRENCY_KEY = "currency"
+DEFAULT_PRICES = hardware.DATA / "prices.yaml"  # the one price table tables, report and plan use unless given another
 
 
 def read_prices(path: str | Path) -> dict[str, float]:
@@ -251,143 +251,7 @@ def _price_table(path: str | Path) -> tuple[dict[str, float], str | None]:
 # ------------------------------------------------------------------------------------------------ memory
 
 
-def _dims(shapes: dict) -> dict[str, float]:
-    return {"h": shapes["hidden_size"], "i": shapes["intermediate_size"],
-            "kv": shapes["num_key_value_heads"] * shapes["head_dim"], "V": shapes["vocab_size"]}
-
-
-def param_counts(shapes: dict, method: str, lora_rank: int) -> dict[str, int]:
-    total = hardware.total_params(shapes)
-    matmul = hardware.matmul_params(shapes)
-    decoder_linears = matmul - shapes["hidden_size"] * shapes["vocab_size"]
-    lora = hardware.lora_params(shapes, {"lora_rank": lora_rank, "target_modules": "all-linear"})
-    return {"total": total, "matmul": matmul, "decoder_linears": decoder_linears, "lora": lora,
-            "trainable": total if method == "full" else lora, "layers": int(shapes["num_hidden_layers"])}
-
-
-def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing: bool, batch: int,
-                               seq_len: int, c: dict | None = None) -> dict[str, float]:
-    """Live activation bytes per token of a micro-batch at its peak, and the pieces it is made of."""
-    c = c or constants()
-    d = _dims(shapes)
-    n_layers = shapes["num_hidden_layers"]
-    a = "memory.activations."
-    layer = _coef(c[a + "layer_full"] if method == "full" else c[a + "layer_lora"], d)
-    if method != "full":
-        layer += _coef(c[a + "layer_lora_dropout"], d)
-    if method == "qlora":
-        layer += _coef(c[a + "layer_qlora_extra"], d)
-    if batch > 1:  # padded batch: attention mask -> k, v repeated to all heads, bf16 bias B x 1 x T x T
-        layer += _coef(c[a + "padded_batch_kv_repeat"], d) + c[a + "padded_batch_mask_bytes_per_seq_token"] * seq_len
-    logits = _coef(c[a + "logits"], d) * c[a + "logits_token_fraction"]
-    final = _coef(c[a + "final_norm"], d)
-    if gradient_checkpointing:
-        stored = n_layers * _coef(c[a + "checkpoint_per_layer"], d)
-        working = max(logits, layer + _coef(c[a + "backward_transient_layer"], d))
-    else:
-        stored = n_layers * layer
-        working = logits
-    return {"stored_per_token": stored, "final_norm_per_token": final, "logits_per_token": logits,
-            "layer_per_token": layer, "working_per_token": working, "total_per_token": stored + final + working}
-
-
-def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int = 1,
-           gradient_checkpointing: bool = True, lora_rank: int = 8, c: dict | None = None) -> dict[str, Any]:
-    """Memory estimate in GiB: the breakdown, the live peak, the peak ms-swift would log, what must fit."""
-    c = c or constants()
-    m = "memory."
-    p = param_counts(shapes, method, lora_rank)
-    bf16 = c[m + "weight_bytes.bf16"]
-    if method == "qlora":
-        weights = p["decoder_linears"] * c[m + "weight_bytes.nf4"] + (p["total"] - p["decoder_linears"]) * bf16
-    else:
-        weights = p["total"] * bf16
-    if method == "full":
-        adapters = 0.0
-        grads = p["trainable"] * c[m + "full.grad_bytes"]
-        optim = p["trainable"] * c[m + "full.adam_state_bytes"]
-    else:
-        adapters = p["lora"] * c[m + "lora.param_bytes"]
-        grads = p["lora"] * c[m + "lora.grad_bytes"]
-        optim = p["lora"] * c[m + "lora.adam_state_bytes"]
-    per_token = activation_bytes_per_token(shapes, method, gradient_checkpointing, batch, seq_len, c)
-    tokens = batch * seq_len
-    act = per_token["total_per_token"] * tokens
-    static = weights + adapters + grads + optim
-    k = c[m + "allocator_cache_factor"]
-    context = c[m + "cuda_context_gib"] * GIB
-    out = {
-        "weights_gib": weights / GIB, "adapters_gib": adapters / GIB, "gradients_gib": grads / GIB,
-        "optimizer_gib": optim / GIB, "activations_gib": act / GIB,
-        "activations_detail_gib": {
-            "checkpointed_layer_inputs" if gradient_checkpointing else "saved_layer_tensors":
-                per_token["stored_per_token"] * tokens / GIB,
-            "final_norm": per_token["final_norm_per_token"] * tokens / GIB,
-            "logits_loss" if per_token["working_per_token"] == per_token["logits_per_token"] else "recomputed_layer":
-                per_token["working_per_token"] * tokens / GIB,
-        },
-        "logits_loss_gib": per_token["logits_per_token"] * tokens / GIB,
-        "allocator_cache_gib": (k - 1) * act / GIB,
-        "cuda_context_gib": context / GIB,
-        "live_peak_gib": (static + act) / GIB,
-        "peak_mem_gib": (static + k * act) / GIB,
-        "needs_gib": (static + (1 + c[m + "tight_fragmentation"]) * act + context) / GIB,
-        "tokens_per_micro_batch": tokens,
-        "params": p,
-    }
-    return out
-
-
-def largest_batch(shapes: dict, method: str, seq_len: int, gradient_checkpointing: bool, lora_rank: int,
-                  capacity: float, c: dict | None = None, limit: int = 4096) -> int:
-    """The largest per-device batch whose `needs` fits CAPACITY GiB with every sample SEQ_LEN long (0: not even
-    batch 1; at most LIMIT). The memory model grows with the batch, so a doubling then bisection finds it."""
-    c = c or constants()
-
-    def fits(b: int) -> bool:
-        return memory(shapes, method, seq_len, b, gradient_checkpointing, lora_rank, c)["needs_gib"] <= capacity
-
-    if not fits(1):
-        return 0
-    lo, hi = 1, 2
-    while hi <= limit and fits(hi):
-        lo, hi = hi, hi * 2
-    hi = min(hi, limit + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
-
-
-def capacity_gib(spec: dict) -> float:
-    if spec.get("memory_gib"):
-        return float(spec["memory_gib"])
-    return float(spec["memory_gb"]) * 1e9 / GIB
-
-
-FIT_VERDICTS = ("yes", "tight", "no")
-
-
-def fit_verdict(needs_gib: float, activations_gib: float, capacity: float, capped: bool = False,
-                c: dict | None = None) -> str:
-    """yes, tight or no: NEEDS_GIB (static + (1 + tight_fragmentation) x activations + CUDA context) within CAPACITY
-    GiB is yes; the live peak alone (the same without the fragmentation margin) above it is no; in between, tight:
-    runs under an allocator cap there both trained (cap24-bs8, qcap24-bs4) and ran out of memory (lcap24-len2048-bs2),
-    so the model cannot call it. CAPPED: CAPACITY is an allocator cap (experiments/launch.py --mem-cap-gib), which
-    the CUDA context sits outside of."""
-    c = c or constants()
-    context = c["memory.cuda_context_gib"] if capped else 0.0
-    sure, live = needs_gib - context, needs_gib - context - c["memory.tight_fragmentation"] * activations_gib
-    return "yes" if sure <= capacity else "no" if live > capacity else "tight"
-
-
 # -------------------------------------------------------------------------------------------------- time
-
-
-def flops_per_token(shapes: dict, method: str, gradient_checkpointing: bool, lora_rank: int) -> float:
-    """Hardware FLOPs per trained token (recompute included): analysis.measure.flops's formula, the one MFU uses."""
-    p = param_counts(shapes, method, lora_rank)
-    return measure_flops.flops_per_token(p["matmul"], p["lora"], method, gradient_checkpointing)["hardware"]
 
 
 def roofline_micro_step(spec: dict, shapes: dict, method: str, tokens: float, gradient_checkpointing: bool,
@@ -414,13 +278,6 @@ def optimizer_step_s(spec: dict, method: str, trainable: int, c: dict | None = N
 # ---------------------------------------------------------------------------------------- measured runs
 
 
-def _run_method(args: dict) -> str | None:
-    tuner = args.get("tuner_type") or args.get("train_type") or args.get("sft_type")
-    if tuner == "lora" and (args.get("quant_bits") == 4 or args.get("quantization_bit") == 4):
-        return "qlora"
-    return tuner
-
-
 def _model_name(rec: RunRecord) -> str | None:
     return Path(str(rec.model).rstrip("/")).name.lower() if rec.model else None
 
@@ -439,7 +296,10 @@ def run_tokens_per_sample(rec: RunRecord, shapes: dict) -> float | None:
 
 
 def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, method: str, batch: int,
-                   grad_accum: int, max_length: int, gradient_checkpointing: bool, lora_rank: int) -> list[RunRecord]:
+                   grad_accum: int, max_length: int, gradient_checkpointing: bool, lora_rank: int,
+                   padding_free: bool = False, liger: bool = False, attn_impl: str | None = None) -> list[RunRecord]:
+    """Committed runs of this recipe (model, method, rank, batch, grad-accum, max-length, checkpointing,
+    padding-free, Liger; one GPU, eager SDPA attention, no length grouping) with a steady median step."""
     out = []
     for r in records:
         if not r.ok or (hw is not None and r.hw != hw) or step_time(r)["median"] is None:
@@ -450,7 +310,12 @@ def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, me
         if (r.world_size or 1) != 1 or _model_name(r) != model_name.lower():
             continue
         args = r.args or {}
-        if _run_method(args) != method or (method != "full" and args.get("lora_rank") != lora_rank):
+        if run_method(args) != method or (method != "full" and args.get("lora_rank") != lora_rank):
+            continue
+        flags = run_flags(args)
+        if (flags["padding_free"], flags["liger"]) != (padding_free, liger) or args.get("torch_compile") \
+                or (flags["attn_impl"] or "sdpa") != (attn_impl or "sdpa") or args.get("group_by_length") \
+                or args.get("packing"):
             continue
         out.append(r)
     # the least cut run first (most steps), newest among equals, as the tables pick it
@@ -468,13 +333,58 @@ def _collect(results: str | Path | None) -> tuple[list[RunRecord], str | None]:
 # ------------------------------------------------------------------------------------------------ plan
 
 
+@dataclass(frozen=True)
+class ClassTime:
+    """One class's optimizer-step time and where it comes from: measured (a committed run of the recipe on it),
+    profiled (a committed H200 profile of the recipe carried over: transfer.py), scaled (built from the reference
+    profiles: scaled.py) or roofline (qlora and full: no profile of those). low_s .. high_s: the model's band."""
+
+    step_s: float
+    low_s: float
+    high_s: float
+    kind: str
+    source: str
+    note: str | None
+    parts: transfer.StepParts | None
+
+
+def _class_time(key: str, measured: RunRecord | None, profiled: ProfiledStep | None, synth: ProfiledStep | None,
+                roof_step: float) -> ClassTime:
+    if measured is not None:
+        step = float(step_time(measured)["median"])
+        return ClassTime(step, step, step, "measured", f"measured: {_run_label(measured)}",
+                         f"median steady-state step of {_run_label(measured)} ({measured.global_steps} steps; "
+                         f"{'; '.join(measured.labels)})", None)
+    if profiled is not None:
+        parts = transfer.step_on(profiled, key)
+        low, high = transfer.band_range(parts.total_s)
+        return ClassTime(parts.total_s, low, high, "profiled", f"profile of {transfer.without_host(profiled.run)}",
+                         f"{profiled.run}'s profiled step carried to {key} kernel by kernel (docs/time-model.md); "
+                         f"host {parts.host_s:.3f} s as measured on the {profiled.hw} (same host assumed)", parts)
+    if synth is not None:
+        parts = transfer.step_on(synth, key)
+        low, high = transfer.band_range(parts.total_s, "scaled")
+        return ClassTime(parts.total_s, low, high, "scaled", synth.run,
+                         f"an H200 step built from the reference profiles for this recipe, model and data, carried to "
+                         f"{key} (docs/time-model.md); host {parts.host_s:.3f} s (same host assumed)", parts)
+    return ClassTime(roof_step, roof_step, roof_step, "roofline", "roofline", None, None)
+
+
 def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: int | None = None,
              batch: int = 1, grad_accum: int = 16, samples: int = 1500, epochs: int = 1,
              hw: str | list[str] | None = None, prices: str | Path | dict | None = None,
              gradient_checkpointing: bool = True, lora_rank: int = 8, results: str | Path | None = None,
-             mean_len: int | None = None, gpus: int = 1, parallel: str = "ddp") -> list[dict]:
-    """One estimate per GPU class: memory (breakdown, peak, fits), step and total time, cost. GPUS > 1 or a ZeRO
-    PARALLEL: memory per GPU (per_gpu_memory), BATCH and GRAD_ACCUM per GPU, the time assuming perfect scaling.
+             mean_len: int | None = None, gpus: int = 1, parallel: str = "ddp", padding_free: bool = False,
+             liger: bool = False, packed_len: int | None = None,
+             lengths: str | Path | Lengths | None = None, from_run: str | None = None,
+             attn_impl: str | None = None) -> list[dict]:
+    """One estimate per GPU class: memory (breakdown, peak, fits), step and total time with the model's band, cost
+    (the built-in price table, analysis/data/prices.yaml, unless PRICES names another). The data: LENGTHS (a file
+    of sample lengths), or MEAN_LEN and SEQ_LEN (the longest sample), else the recipe's data. PADDING_FREE rows hold
+    their batch's samples end to end (PACKED_LEN: the longest such row, where a run measured it), LIGER: Liger's
+    kernels and fused cross-entropy. GPUS > 1 or a ZeRO PARALLEL: memory per GPU (per_gpu_memory), BATCH and
+    GRAD_ACCUM per GPU, the time assuming perfect scaling. FROM_RUN (hw/experiment/run, set by args_from_run): that
+    run first where it is one of the recipe's committed runs (its step, profile and train_runtime).
     Stays whole: the input checks and one row per GPU class, whose memory, fit, time and cost read each other's values
     in order."""
     if method not in METHODS:
@@ -482,38 +392,62 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     for name, value in (("--max-length", max_length), ("--batch", batch), ("--grad-accum", grad_accum),
                         ("--samples", samples), ("--epochs", epochs), ("--lora-rank", lora_rank)):
         _positive_int(name, value)
-    seq = max_length if seq_len is None else _positive_int("--seq-len", seq_len)
-    if seq > max_length:
-        raise InputError(None, f"--seq-len {seq} is longer than --max-length {max_length} "
+    if seq_len is not None and _positive_int("--seq-len", seq_len) > max_length:
+        raise InputError(None, f"--seq-len {seq_len} is longer than --max-length {max_length} "
                                "(ms-swift drops or truncates longer samples)")
-    if mean_len is not None and _positive_int("--mean-len", mean_len) > seq:
-        raise InputError(None, f"--mean-len {mean_len} is longer than --seq-len {seq}")
-    if not isinstance(gradient_checkpointing, bool):
-        raise InputError(None, f"--gradient-checkpointing must be true or false, got {gradient_checkpointing!r}")
+    if mean_len is not None and _positive_int("--mean-len", mean_len) > (seq_len or max_length):
+        raise InputError(None, f"--mean-len {mean_len} is longer than --seq-len {seq_len or max_length}")
+    for name, flag in (("--gradient-checkpointing", gradient_checkpointing), ("--padding-free", padding_free),
+                       ("--liger", liger)):
+        if not isinstance(flag, bool):
+            raise InputError(None, f"{name} must be true or false, got {flag!r}")
     keys = _hw_list(hw)
-    price_table, currency = (prices, None) if isinstance(prices, dict) or prices is None else _price_table(prices)
+    price_table, currency = (prices, None) if isinstance(prices, dict) else _price_table(prices or DEFAULT_PRICES)
     shapes = resolve_model(model)
     c = constants()
     _positive_int("--gpus", gpus)
-    mem = memory(shapes, method, seq, batch, gradient_checkpointing, lora_rank, c)
+    data = job_lengths(max_length, seq_len, mean_len, lengths, c)
+    seq = min(seq_len or data.longest, max_length)
+    stats = batch_stats(data, batch, padding_free, samples)
+    packed = (packed_len or stats.max_tokens) if padding_free else None
+    mem = memory(shapes, method, seq, batch, gradient_checkpointing, lora_rank, c, padding_free=padding_free,
+                 liger=liger, packed_tokens=packed, attn_impl=attn_impl)
     sharded = per_gpu_memory(mem, gpus, parallel, c)
     if gpus > 1 or parallel != "ddp":  # what one GPU holds decides the fit
         mem = {**mem, "peak_mem_gib": sharded["peak_mem_gib"], "needs_gib": sharded["needs_gib"]}
+    cached: dict[int, int] = {}
+
+    def packed_of(b: int) -> int:  # the longest packed row of a batch of B (padding-free), drawn once per B
+        if b not in cached:
+            cached[b] = batch_stats(data, b, True, samples).max_tokens
+        return cached[b]
+
     rows, results_dir = _collect(results)
     recipe_runs = _matching_runs(rows, None, shapes["name"], method, batch, grad_accum, max_length,
-                                 gradient_checkpointing, lora_rank)
-    if mean_len is not None:
-        mean, mean_source = float(mean_len), "--mean-len"
-    elif recipe_runs and (run_mean := run_tokens_per_sample(recipe_runs[0], shapes)):
-        mean = min(float(seq), run_mean)
-        mean_source = f"what {_run_label(recipe_runs[0])} processed (same recipe; pass --mean-len for other data)"
-    else:
-        mean, mean_source = float(seq), "= --seq-len, every sample as long as the longest; pass --mean-len " \
-                                         "with your data's mean (padding included)"
+                                 gradient_checkpointing, lora_rank, padding_free, liger, attn_impl)
+    same_data = sorted((r for r in recipe_runs if _same_data(r, data)), key=lambda r: _run_label(r) != from_run)
+    mean = stats.mean_tokens / batch  # tokens the GPU processes per sample, padding included
     steps_per_epoch = math.ceil(samples / (batch * grad_accum * gpus))
     steps = steps_per_epoch * epochs
+    profiled = next((transfer.profile_step(r) for r in same_data if r.hw == "h200" and transfer.transferable(r)),
+                    None)
+    # a full epoch of the recipe on the H200: what its warm-up, evals and saves add to the steady steps, on every class
+    full = next((r for r in same_data if r.hw == "h200" and transfer.runtime_factor(r)), None)
+    factor = 1.0
+    epoch_basis = f"steady step x {steps} steps (no evals, saves or warm-up: no full epoch of the recipe is committed)"
+    if full is not None and (measured_factor := transfer.runtime_factor(full)):
+        factor = measured_factor
+        epoch_basis = (f"steady step x {steps} steps x {factor:.3f} (train_runtime / steady steps of "
+                       f"{_run_label(full)}: warm-up, evals and saves)")
+    synth, synth_note = None, None
+    if method == "lora" and profiled is None and rows:
+        try:
+            recipe = scaled.Recipe(batch, grad_accum, padding_free, liger, gradient_checkpointing, lora_rank)
+            synth = scaled.scaled_step(shapes, recipe, stats, scaled.references(rows), label=shapes["name"])
+        except InputError as exc:  # reference runs missing from this results tree
+            synth_note = f"no scaled time: {exc}"
     assumptions = _assumptions(shapes, method, seq, mean, batch, gradient_checkpointing, lora_rank, mem, c,
-                               mean_source, results_dir)
+                               data.source, results_dir, padding_free, liger, packed, attn_impl)
     asked = Path(str(model).rstrip("/")).name
     if not Path(model).exists() and asked.lower() != str(shapes["name"]).lower():
         assumptions.insert(0, f"model {asked}: the shapes of {shapes['name']} (analysis/data/models.yaml aliases; "
@@ -528,31 +462,21 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
         opt_s = optimizer_step_s(spec, method, mem["params"]["trainable"], c)
         roof_step = grad_accum * roof["micro_step_s"] + opt_s
         gpu_s = grad_accum * max(roof["compute_s"], roof["weight_reads_s"]) + opt_s  # the rest is host overhead
-        matches = [r for r in recipe_runs if r.hw == key]
-        time_note = None
-        measured = matches[0] if matches else None
-        if measured is not None and mean_len is not None:
-            run_mean = run_tokens_per_sample(measured, shapes) or measured.train_tokens_mean
-            if run_mean and abs(mean_len - run_mean) > 0.1 * run_mean:
-                time_note = (f"measured run {_run_label(measured)} processed {run_mean:.0f} tokens/sample, "
-                             f"not --mean-len {mean_len}: roofline used")
-                measured = None
-        step_s: float | None
-        if measured is not None:
-            step_s = float(step_time(measured)["median"])
-            source = f"measured: {_run_label(measured)}"
-            time_note = (f"median steady-state step of {_run_label(measured)} ({measured.global_steps} steps, "
-                         f"data of {measured.train_tokens_mean or 0:.0f} tokens/sample; "
-                         f"{'; '.join(measured.labels)})")
-        else:
-            step_s = roof_step
-            source = "roofline"
-        price = (price_table or {}).get(key)
+        measured = next((r for r in same_data if r.hw == key), None)
+        other = next((r for r in recipe_runs if r.hw == key), None)
+        t = _class_time(key, measured, profiled, synth, roof_step)
+        time_note = t.note or synth_note
+        if measured is None and other is not None:
+            time_note = (f"measured run {_run_label(other)} trained other data (mean {other.train_tokens_mean or 0:.0f}"
+                         f" tokens/sample, not {data.mean:.0f}): modelled instead")
         fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, c=c)
         fits = fit != "no"
+        step_s: float | None = t.step_s if fits else None
+        source = t.source if fits else "does not fit"
         if not fits:  # no time and no cost for a job that cannot run (the roofline below keeps its figures)
-            step_s, source, time_note = None, "does not fit", None
-        total_s = step_s * steps if step_s is not None else None
+            time_note = None
+        total_s = step_s * steps * factor if step_s is not None else None
+        price = (price_table or {}).get(key)
         rates = _rates(step_s, batch * grad_accum, mean, steps) if step_s is not None else \
             {"ms_per_sample": None, "tokens_per_s": None}
         out.append({
@@ -565,24 +489,85 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                                               "activations_gib", "allocator_cache_gib", "cuda_context_gib")},
             "activations_detail_gib": mem["activations_detail_gib"],
             "seq_len": seq, "batch": batch, "grad_accum": grad_accum, "max_length": max_length,
-            "gradient_checkpointing": gradient_checkpointing, "lora_rank": lora_rank if method != "full" else None,
-            "tokens_per_sample": mean, "steps": steps, "samples": samples, "epochs": epochs,
-            "max_batch": largest_batch(shapes, method, seq, gradient_checkpointing, lora_rank, cap, c),
+            "gradient_checkpointing": gradient_checkpointing, "padding_free": padding_free, "liger": liger,
+            "tokens_per_micro_batch": mem["tokens_per_micro_batch"],
+            "lora_rank": lora_rank if method != "full" else None,
+            "tokens_per_sample": mean, "data": data.source, "steps": steps, "samples": samples, "epochs": epochs,
+            "max_batch": largest_batch(shapes, method, seq, gradient_checkpointing, lora_rank, cap, c,
+                                       padding_free=padding_free, liger=liger, packed_tokens_of=packed_of),
             "step_time_s": step_s, "total_time_s": total_s,
+            "total_low_s": t.low_s * steps * factor if step_s is not None else None,
+            "total_high_s": t.high_s * steps * factor if step_s is not None else None, "epoch_basis": epoch_basis,
             "total_hours": total_s / 3600 if total_s is not None else None,
             "ms_per_sample": rates["ms_per_sample"], "tokens_per_s": rates["tokens_per_s"],
-            "time_source": source, "time_note": time_note,
-            # the roofline's own figures, also where a measured time is used above (the report's predicted rows)
+            "time_source": source, "time_kind": t.kind if fits else None, "time_note": time_note,
+            "time_parts": dataclasses.asdict(t.parts) if t.parts is not None and fits else None,
+            # the roofline's own figures, also where another time is used above (the report's predicted rows)
             "roofline": {"step_time_s": roof_step, "micro_step_s": roof["micro_step_s"], "compute_s": roof["compute_s"],
                          "weight_reads_s": roof["weight_reads_s"], "host_overhead_s": roof["host_overhead_s"],
                          "optimizer_s": opt_s, "bound": roof["bound"], "flops_per_token": roof["flops_per_token"],
                          "gpu_busy_frac": gpu_s / roof_step, **_rates(roof_step, batch * grad_accum, mean, steps)},
             "gpus": gpus, "parallel": parallel, "per_gpu": sharded,
-            "price_per_gpu_hour": price, "currency": currency if price is not None else None,
+            "price_per_gpu_hour": price, "currency": (currency or "USD" if prices is None else currency)
+            if price is not None else None,
             "cost": None if price is None or total_s is None else total_s / 3600 * price * gpus,
+            "suggestions": [] if fit == "yes" else suggestions(shapes, method, seq, batch, grad_accum,
+                                                                 gradient_checkpointing, lora_rank, padding_free,
+                                                                 liger, data, cap, c),
             "estimate_only": method not in VALIDATED_METHODS,
             "assumptions": assumptions,
         })
+    return out
+
+
+def _same_data(rec: RunRecord, data: Lengths) -> bool:
+    """Whether REC trained data like DATA: its log's mean sample length within 10 % of DATA's (a run without one
+    counts as the recipe's)."""
+    run_mean = rec.train_tokens_mean
+    return run_mean is None or abs(data.mean - run_mean) <= 0.1 * run_mean
+
+
+def suggestions(shapes: dict, method: str, seq: int, batch: int, grad_accum: int, gradient_checkpointing: bool,
+                lora_rank: int, padding_free: bool, liger: bool, data: Lengths, capacity: float,
+                c: dict | None = None) -> list[dict]:
+    """Settings that make the job fit CAPACITY GiB where it does not (or only tightly), one change at a time, then all
+    memory savers together: checkpointing on, Liger, padding-free rows, a smaller per-device batch with a larger
+    grad-accum (only where batch > 1; the global batch kept), QLoRA. Each: {change (the `swift sft` flags), needs_gib,
+    fit}; only those whose fit is yes."""
+    c = c or constants()
+    options: list[tuple[str, dict]] = []
+    if not gradient_checkpointing:
+        options.append(("--gradient_checkpointing true", {"gradient_checkpointing": True}))
+    if not liger:
+        options.append(("--use_liger_kernel true", {"liger": True}))
+    if not padding_free:
+        options.append(("--padding_free true", {"padding_free": True}))
+    base = {"batch": batch, "grad_accum": grad_accum, "gradient_checkpointing": gradient_checkpointing,
+            "liger": liger, "padding_free": padding_free, "method": method}
+    savers = {"gradient_checkpointing": True, "liger": True, "padding_free": True}
+    if len(options) > 1:
+        options.append((" ".join(o for o, _ in options), savers))
+    b = batch // 2
+    while b >= 1 and batch > 1:
+        ga = grad_accum * batch // b if (grad_accum * batch) % b == 0 else None
+        if ga:
+            options.append((f"--per_device_train_batch_size {b} --gradient_accumulation_steps {ga}",
+                            {"batch": b, "grad_accum": ga}))
+        b //= 2
+    if method == "lora":
+        options.append(("--quant_bits 4 (QLoRA)", {"method": "qlora"}))
+        options.append(("--quant_bits 4 (QLoRA) " + " ".join(o for o, _ in options[:3] if "batch" not in o),
+                        {"method": "qlora", **savers}))
+    out = []
+    for change, kw in options:
+        k = {**base, **kw}
+        stats = batch_stats(data, k["batch"], k["padding_free"])
+        mem = memory(shapes, k["method"], seq, k["batch"], k["gradient_checkpointing"], lora_rank, c,
+                     padding_free=k["padding_free"], liger=k["liger"],
+                     packed_tokens=stats.max_tokens if k["padding_free"] else None)
+        fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], capacity, c=c)
+        if fit == "yes":
+            out.append({"change": change, "needs_gib": mem["needs_gib"], "fit": fit})
     return out
 
 
@@ -597,7 +582,8 @@ def _run_label(rec: RunRecord) -> str:
     return f"{rec.hw}/{rec.experiment}/{rec.run}"
 
 
-def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source, results_dir) -> list[str]:
+def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, data_source, results_dir, padding_free, liger,
+                 packed, attn_impl=None) -> list[str]:
     m = "memory."
     lines = []
     if method not in VALIDATED_METHODS:
@@ -610,13 +596,18 @@ def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source
         lines.append(f"{method}: LoRA r{rank} on all linears, {mem['params']['lora']:,} adapter parameters in fp32 "
                      "(PEFT upcasts adapters of a bf16 model), fp32 gradients, AdamW 2 fp32 states"
                      + ("; decoder linears in 4-bit NF4, embeddings and lm_head bf16" if method == "qlora" else ""))
+    lines.append(f"data: {data_source}; longest sample {seq} tokens")
+    rows = (f"padding-free: the batch's {batch} samples in one row, the longest packed row {packed:,} tokens"
+            if padding_free else f"padded rows: {batch} x {seq} tokens in the micro-batch holding the longest sample")
     lines.append(
-        f"activations at seq-len {seq} x batch {batch}: "
+        f"activations of {rows}: "
         + ("checkpointed layer inputs 2h B/token/layer" if gc else "every layer's saved tensors (no checkpointing)")
-        + f", logits/loss {c[m + 'activations.logits']['V']} B x vocab {shapes['vocab_size']:,} per token "
-          "(bf16 logits -> fp32 -> log-softmax and its gradients); ms-swift's default lora_dropout 0.05")
+        + (", Liger's RMSNorm/SwiGLU and fused linear cross-entropy (no logits tensor)" if liger else
+           f", logits/loss {c[m + 'activations.logits']['V']} B x vocab {shapes['vocab_size']:,} per token "
+           "(bf16 logits -> fp32 -> log-softmax and its gradients)") + "; ms-swift's default lora_dropout 0.05")
+    k_stored, k_working = cache_factors(gc, liger, c)
     lines.append(
-        f"peak = static + {c[m + 'allocator_cache_factor']} x activations: what ms-swift logs "
+        f"peak = static + {k_stored} x stored activations + {k_working} x the working set: what ms-swift logs "
         "(max_memory_reserved) on a GPU with room to spare (calibrated on results/h200, order-dependent)")
     lines.append(
         f"fits: needs = static + {1 + c[m + 'tight_fragmentation']:.2f} x activations + "
@@ -624,51 +615,23 @@ def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, mean_source
         "before it fails); tight: the live peak (static + activations + context) fits, needs does not: runs under a "
         "memory cap there both trained and ran out of memory; no: not even the live peak fits (no time, no cost)")
     lines.append(
-        f"roofline step = grad-accum x [max(FLOPs/token x tokens / (peak bf16 x {c['time.achievable_fraction']}), "
-        f"weights x passes / bandwidth) + {c['time.host_overhead_s']} s host overhead] + optimizer; "
-        "constants fitted on the two H200 experiments, host overhead assumed equal on every GPU class")
-    lines.append(f"tokens per sample for the roofline: {mean:.1f} ({mean_source})")
-    lines.append("measured times come from " + (results_dir if results_dir else "no results folder")
-                 + " (same model, method, rank, batch, grad-accum, max-length, checkpointing and GPU class)")
+        "time: measured where results/ has the recipe on that class (same data); else a committed H200 profile of the "
+        "recipe carried to the class kernel by kernel (GEMMs and attention by effective FLOPs, memory-bound kernels "
+        "by bandwidth, the H200 host's idle time kept: same host assumed); else an H200 step built from the reference "
+        "profiles for this recipe, model and data, carried over the same way (docs/time-model.md); each modelled "
+        "time with its band (total_low_s .. total_high_s); qlora and full: the roofline (no profile of them)")
+    lines.append(f"tokens the GPU processes per sample (padding included): {mean:.1f}")
+    if attn_impl and (attn_impl or "sdpa") != "sdpa":
+        lines.append(f"attn_impl {attn_impl}: " + ("FlashAttention takes packed rows and padding without a mask (no "
+                                                   "repeated k/v); its time is SDPA's (no FlashAttention profile)"
+                                                   if is_flash(attn_impl) else
+                                                   "not modelled: the activations and time are SDPA's (eager saves "
+                                                   "the attention probabilities too)"))
+    lines.append("measured times and profiles come from " + (results_dir if results_dir else "no results folder")
+                 + " (same model, method, rank, batch, grad-accum, max-length, checkpointing, padding-free, Liger)")
     return lines
 
 
 # ---------------------------------------------------------------------------------- validation / calibration
 
 
-
-
-PARALLEL_LAYOUTS = ("ddp", "zero2", "zero3")
-
-
-def per_gpu_memory(mem: dict[str, Any], gpus: int = 1, parallel: str = "ddp", c: dict | None = None) -> dict[str, Any]:
-    """MEM (memory(), one GPU's work at its per-device batch) spread over GPUS the way PARALLEL shares it, in GiB:
-    DDP keeps everything on every GPU plus its gradient buckets; ZeRO-2 partitions gradients, optimizer states and an
-    fp32 master copy of the trainables, plus its two buckets; ZeRO-3 also partitions the weights and adapters and
-    gathers one layer at a time. Activations are per GPU at the per-device batch in every layout."""
-    c = c or constants()
-    if parallel not in PARALLEL_LAYOUTS:
-        raise InputError(None, f"parallel layout {parallel!r}: use one of {', '.join(PARALLEL_LAYOUTS)}")
-    d = "memory.data_parallel."
-    n = max(int(gpus), 1)
-    trainable = mem["params"]["lora"] if mem["adapters_gib"] else mem["params"]["trainable"]
-    weights, adapters, grads, optim = (mem[k] for k in
-                                       ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib"))
-    extra = 0.0
-    if parallel == "ddp":
-        if n > 1:
-            extra = c[d + "ddp_grad_buckets"] * grads
-    else:
-        grads, optim = grads / n, optim / n
-        extra = (trainable * c[d + "zero_master_bytes"] / n + 2 * c[d + "zero_bucket_elements"] * 2) / GIB
-        if parallel == "zero3":
-            per_layer = weights / mem["params"]["layers"]
-            live = min(c[d + "zero3_live_params"] * 2 / GIB, 2 * per_layer)
-            weights, adapters = weights / n + live, adapters / n
-    static = weights + adapters + grads + optim + extra
-    act = mem["activations_gib"]
-    k = c["memory.allocator_cache_factor"]
-    return {"gpus": n, "parallel": parallel, "weights_gib": weights, "adapters_gib": adapters, "gradients_gib": grads,
-            "optimizer_gib": optim, "sharding_extra_gib": extra, "activations_gib": act,
-            "peak_mem_gib": static + k * act,
-            "needs_gib": static + (1 + c["memory.tight_fragmentation"]) * act + mem["cuda_context_gib"]}

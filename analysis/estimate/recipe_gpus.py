@@ -67,3 +67,26 @@ def gpu_rows(kwargs: dict, classes: list[str], measured: dict | None = None, pri
                      "gpu_hours": hours, "price_per_gpu_hour": price, "currency": p["currency"],
                      "cost": cost(hours, price), "source": source, "host": host})
     return rows
+
+
+def best_recipe_rows(classes: list[str], prices: str | Path | None = DEFAULT_PRICES,
+                     results: str | Path | None = None, objective: str = "time", **job) -> list[dict]:
+    """Per class of CLASSES the fastest recipe of global batch 16 that fits it (analysis.estimate.optimize; JOB:
+    optimize's keyword arguments, the recipe's model and data by default): {hw, name, capacity_gib, recipe (the
+    `swift sft` flags it adds to the seed recipe), needs_gib, epoch_s, low_s, high_s, gpu_hours, price_per_gpu_hour,
+    currency, cost, time_kind (measured | profiled | scaled), time_source}; a class nothing fits gets recipe None."""
+    from analysis.estimate.optimize import optimize
+
+    job.setdefault("model", "Qwen2.5-7B-Instruct")
+    plan = optimize(hw=classes, prices=prices, results=results, objective=objective, **job)
+    rows = []
+    for ch in plan.choices:
+        b = ch.best
+        rows.append({"hw": ch.hw, "name": ch.name, "capacity_gib": ch.capacity_gib,
+                     "recipe": b.flags if b else None, "needs_gib": b.needs_gib if b else None,
+                     "epoch_s": b.epoch_s if b else None, "low_s": b.low_s if b else None,
+                     "high_s": b.high_s if b else None, "gpu_hours": b.gpu_hours if b else None,
+                     "price_per_gpu_hour": ch.price_per_gpu_hour, "currency": ch.currency,
+                     "cost": b.cost if b else None, "time_kind": b.time_kind if b else None,
+                     "time_source": b.time_source if b else None})
+    return rows

@@ -6,13 +6,13 @@ calibrated constants from the committed H200 seed and bs16 runs.
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 from typing import cast
 
 from analysis.estimate.planner import (
     GIB,
     METHODS,
-    _run_method,
     constants,
     fit_verdict,
     flops_per_token,
@@ -20,8 +20,11 @@ from analysis.estimate.planner import (
     optimizer_step_s,
     per_gpu_memory,
     roofline_micro_step,
+    run_flags,
+    run_method,
     run_tokens_per_sample,
 )
+from analysis.estimate.workload import longest_micro_batch
 from analysis.measure.steps import step_time
 from analysis.parse.record import RunRecord
 from analysis.parse.results import collect
@@ -40,10 +43,12 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
 
     c = constants()
     rows = []
-    for r in collect(results_dir):
+    records = collect(results_dir)
+    longest = _longest_by_data(records)
+    for r in records:
         args = (r.args or {})
         shapes = hardware.model_shapes(args, Path(r.path) if r.path else None)
-        method = _run_method(args)
+        method = run_method(args)
         rank = lr if isinstance(lr := args.get("lora_rank"), int) else 8
         base = {"hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status,
                 "method": method, "gpus": r.gpus, "parallel": r.parallel, "per_device_batch": r.per_device_batch,
@@ -54,14 +59,24 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
             continue
         launcher = r.launcher
         # the launcher's --pad-to pads every row to that length: the run's sequence, whatever the data's lengths
-        seq = min(int(launcher.get("pad_to") or r.train_tokens_max or r.max_length), int(r.max_length))
+        # a run killed before ms-swift's summary line: the longest sample of a finished run of the same data
+        data_max = r.train_tokens_max or longest.get(_data_key(args))
+        seq = min(int(launcher.get("pad_to") or data_max or r.max_length), int(r.max_length))
         gc = r.gradient_checkpointing is not False
-        mem = memory(shapes, method, seq, r.per_device_batch, gc, rank, c)
-        if r.gpus > 1 or r.parallel != "ddp":  # what one GPU held: the planner's per-GPU share of the layout
-            shard = per_gpu_memory(mem, r.gpus, r.parallel, c)
-            mem = {**mem, "peak_mem_gib": shard["peak_mem_gib"], "needs_gib": shard["needs_gib"],
-                   "live_peak_gib": shard["peak_mem_gib"] - (c["memory.allocator_cache_factor"] - 1)
-                   * shard["activations_gib"]}
+        flags = run_flags(args)
+        pf, liger = flags["padding_free"], flags["liger"]
+        # the micro-batch the whole epoch holds (padding-free: its longest packed row) and the one this run met
+        seen_tokens = longest_micro_batch(r)
+        packed = (longest_micro_batch(r, whole_epoch=True) or seen_tokens) if pf else None
+        mem = _per_gpu(r, memory(shapes, method, seq, r.per_device_batch, gc, rank, c, padding_free=pf,
+                                 liger=liger, packed_tokens=packed, attn_impl=flags["attn_impl"]), c)
+        if seen_tokens and not launcher.get("pad_to"):
+            seen_seq = seq if pf else max(math.ceil(seen_tokens / r.per_device_batch), 1)
+            seen_mem = _per_gpu(r, memory(shapes, method, seen_seq, r.per_device_batch, gc, rank, c, padding_free=pf,
+                                          liger=liger, packed_tokens=seen_tokens if pf else None,
+                                          attn_impl=flags["attn_impl"]), c)
+        else:
+            seen_tokens, seen_mem = int(mem["tokens_per_micro_batch"]), mem
         note = []
         seen = (r.global_steps or 0) * (r.samples_per_step or 0)
         cut = bool(r.train_samples and seen < r.train_samples)
@@ -79,11 +94,13 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
         measured_step = step_time(r)["median"]
         measured = r.peak_mem_gib
         cap = launcher.get("mem_cap_gib")
-        unmodelled = [f for f in ("padding_free", "packing", "use_liger_kernel", "group_by_length") if args.get(f)]
+        unmodelled = [f for f in ("packing", "group_by_length") if args.get(f)]
         if args.get("attn_impl") == "eager":
             unmodelled.append("attn_impl eager (the activations and FLOPs are SDPA's)")
-        if not gc:
-            unmodelled.append("gradient_checkpointing false (the cache factor is fitted on GC-on runs)")
+        if args.get("torch_compile"):
+            unmodelled.append("torch_compile (inductor's fused kernels save other tensors)")
+        if r.parallel not in ("ddp", "single"):
+            unmodelled.append(f"{r.parallel} (DeepSpeed's own buffers: the per-GPU model is checked on DDP only)")
         oom = r.status == "failed" and str(r.failure or "").startswith("OOM")
         # What is validated where: uncapped runs of a modelled configuration -> the reserved peak (within 10 %);
         # runs under an allocator cap -> whether it fits (live peak <= cap), as trained vs OOM says.
@@ -106,8 +123,16 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
         planner_fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, capped=True, c=c) \
             if cap is not None else None
         planner_fits = planner_fit == "yes" if cap is not None else None
+        # every run with a logged peak: the estimate at the micro-batch it met, as ms-swift would log it (under an
+        # allocator cap the allocator frees its cache before it exceeds the cap)
+        seen_est = min(seen_mem["peak_mem_gib"], cap) if cap is not None else seen_mem["peak_mem_gib"]
+        seen_ratio = seen_est / measured if measured else None
         rows.append({
-            **base, "seq_len": seq, "estimated_peak_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
+            **base, "padding_free": pf, "liger": liger, "gradient_checkpointing": gc,
+            "tokens_per_micro_batch": mem["tokens_per_micro_batch"], "seen_tokens": seen_tokens,
+            "seen_estimate_gib": seen_est, "seen_ratio": seen_ratio,
+            "within_20pct": bool(abs(seen_ratio - 1) <= 0.20) if seen_ratio else None,
+            "seq_len": seq, "estimated_peak_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
             "needs_gib": mem["needs_gib"], "cap_gib": cap, "check": check,
             "predicted_fits": predicted_fits, "planner_fits": planner_fits, "planner_fit": planner_fit,
             # the verdict is wrong when a run trained under a `no` or ran out of memory under a `yes`
@@ -127,12 +152,40 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
             "steady_intervals": step_time(r)["n_intervals"],
             "host": r.host_id,
             "step_checked": bool(check == "reserved peak" and est_step and measured_step
+                                 and gc and not pf and not liger  # the roofline's configuration
                                  and math.isfinite(measured_step)
                                  and step_time(r)["n_intervals"] >= MIN_STEADY_INTERVALS
                                  and int(args.get("dataloader_num_workers") or 0) == 4 and r.host_id is None),
             "note": "; ".join(note) or None,
         })
     return pd.DataFrame(rows)
+
+
+def _data_key(args: dict) -> tuple:
+    """What makes two runs' training data the same: the model (its tokenizer), the dataset files' names with their
+    sample counts (the runner copies them into a folder per run) and max_length."""
+    data = args.get("dataset")
+    names = tuple(sorted(Path(str(d)).name for d in data)) if isinstance(data, list) else (str(data),)
+    return (Path(str(args.get("model") or "")).name, names, args.get("max_length"))
+
+
+def _longest_by_data(records: list[RunRecord]) -> dict[tuple, float]:
+    """{data key: the longest training sample} over the runs whose log has ms-swift's dataset summary."""
+    out: dict[tuple, float] = {}
+    for r in records:
+        if r.train_tokens_max and r.args:
+            key = _data_key(r.args)
+            out[key] = max(out.get(key, 0.0), float(r.train_tokens_max))
+    return out
+
+
+def _per_gpu(r: RunRecord, mem: dict, c: dict) -> dict:
+    """MEM as one GPU of R's layout held it (per_gpu_memory); one GPU alone: MEM."""
+    if r.gpus == 1 and r.parallel in ("ddp", "single"):
+        return mem
+    shard = per_gpu_memory(mem, r.gpus, r.parallel, c)
+    return {**mem, "peak_mem_gib": shard["peak_mem_gib"], "needs_gib": shard["needs_gib"],
+            "live_peak_gib": shard["peak_mem_gib"] - (mem["peak_mem_gib"] - mem["live_peak_gib"])}
 
 
 def planner_error(df) -> dict:
@@ -197,7 +250,9 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
             raise InputError(r0.path, "calibration: the run's model shapes, LoRA rank, lengths or batch are unknown")
         seq = min(int(r0.train_tokens_max), int(r0.max_length))
         mem = memory(shapes, "lora", seq, r0.per_device_batch, True, rank, c)
-        static = (mem["live_peak_gib"] - mem["activations_gib"])
+        # what does not scale with k: the static part and the stored activations at their own factor
+        static = mem["live_peak_gib"] - mem["activations_gib"] \
+            + c["memory.allocator_cache_factor_stored"] * mem["stored_activations_gib"]
         micro = sum(step_time(r)["median"] for r in runs) / len(runs) / r0.grad_accum
         per_sample = [run_tokens_per_sample(r, shapes) for r in runs]
         peaks = [r.peak_mem_gib for r in runs]
@@ -208,7 +263,7 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
         fpt = flops_per_token(shapes, "lora", True, rank)
         passes = c["time.weight_passes"]["gradient_checkpointing"]
         reads = mem["weights_gib"] * GIB * passes / (spec["bandwidth_gbs"] * 1e9)
-        points[exp] = {"static": static, "act": mem["activations_gib"],
+        points[exp] = {"static": static, "act": mem["working_activations_gib"],
                        "peak": sum(cast(list[float], peaks)) / len(runs),
                        "micro": micro, "a": fpt * tokens / (spec["bf16_dense_tflops"] * 1e12), "reads": reads}
     s, b = points["seed"], points["bs16"]
@@ -220,9 +275,49 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
     inv_f = (b["micro"] - s["micro"]) / (b["a"] - s["a"])
     f = 1 / inv_f
     o = s["micro"] - max(s["a"] / f, s["reads"])
-    return {"allocator_cache_factor": k, "achievable_fraction": f, "host_overhead_s": o,
+    k_stored, k_other = _cache_factors_beside(collect(results_dir), named, c)
+    return {"allocator_cache_factor": k, "allocator_cache_factor_stored": k_stored,
+            "allocator_cache_factor_other": k_other, "achievable_fraction": f, "host_overhead_s": o,
             "seed_micro_step_s": s["micro"], "bs16_micro_step_s": b["micro"],
             "seed_tokens_per_micro_step": s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt,
             "bs16_tokens_per_micro_step": b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt}
 
 
+
+
+def _cache_factors_beside(records: list[RunRecord], named: dict, c: dict) -> tuple[float, float]:
+    """allocator_cache_factor_stored k_s and _other k_o: peak = static + k_s x stored + k_o x working, k_s from the
+    run named `stored` (padding-free, Liger, checkpointing off: nearly all stored), k_o the minimax over the runs
+    named `other` (their working set beside stored tensors or with Liger). Each run at the micro-batch it met."""
+    points: dict[str, list[tuple[float, float, float, float]]] = {"stored": [], "other": []}
+    for group in points:
+        for name in named.get(group, ()):
+            r = next((r for r in records if f"{r.experiment}/{r.run}" == name), None)
+            if r is None or not r.peak_mem_gib or not r.per_device_batch:
+                raise InputError(name, f"calibration: run {name} ({group}) is not in the results or has no peak")
+            args = r.args or {}
+            shapes = hardware.model_shapes(args, Path(r.path))
+            flags = run_flags(args)
+            tokens = longest_micro_batch(r)
+            if shapes is None or not tokens:
+                raise InputError(r.path, "calibration: the run's model shapes or micro-batch tokens are unknown")
+            gc = r.gradient_checkpointing is not False
+            seq = tokens if flags["padding_free"] else math.ceil(tokens / r.per_device_batch)
+            mem = memory(shapes, "lora", seq, r.per_device_batch, gc, int(args.get("lora_rank") or 8), c,
+                         padding_free=flags["padding_free"], liger=flags["liger"],
+                         packed_tokens=tokens if flags["padding_free"] else None)
+            static = mem["live_peak_gib"] - mem["activations_gib"]
+            points[group].append((static, mem["stored_activations_gib"], mem["working_activations_gib"],
+                                  float(r.peak_mem_gib)))
+    k_o = c["memory.allocator_cache_factor_other"]
+    k_s = c["memory.allocator_cache_factor_stored"]
+    for _ in range(20):  # each factor's fit reads the other's; a few rounds settle both
+        k_s = statistics.mean((p - st - k_o * w) / s for st, s, w, p in points["stored"])
+        ks = [(p - st - k_s * s) / w for st, s, w, p in points["other"]]
+        # minimax relative error over the `other` runs: k_o where the largest over- and under-estimate are equal
+        lo, hi = min(ks), max(ks)
+        best = min((abs(max((st + k_s * s + k * w) / p - 1 for st, s, w, p in points["other"])
+                        + min((st + k_s * s + k * w) / p - 1 for st, s, w, p in points["other"])), k)
+                   for k in (lo + (hi - lo) * i / 1000 for i in range(1001)))
+        k_o = best[1]
+    return k_s, k_o

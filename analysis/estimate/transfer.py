@@ -1,0 +1,386 @@
+"""A measured step carried to another GPU class kernel by kernel, from the run's own profile (profile.json).
+
+Only H200s are measured here; a time on an A10, RTX 4090, A100 or H100 rests on this model. Public API:
+
+    predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction
+        the committed run REC's epoch on class HW (a hardware.yaml key or name): epoch_s = its steady step on HW x the
+        epoch's optimizer steps (warm-up, evals and saves left out, as measure.steps.epoch_time), low_s / high_s (the
+        band time_model.yaml derives from the published cross-GPU ratios: analysis.estimate.anchors), step_s and its
+        parts (StepParts: gemm, attention, memory, communication and host seconds), basis (one line saying how),
+        runtime_s (a full-epoch run only: epoch_s x its train_runtime / its steady steps, i.e. with the warm-up,
+        evals and saves train_runtime counts, scaled like the step; compare it with a measured train_runtime).
+        On the run's own class it is the measured steady median (measured=True, no band).
+    profile_step(rec) -> ProfiledStep      the run's profiled step in kernel groups, reconciled with its steady median
+    step_on(step: ProfiledStep, hw) -> StepParts    one steady step on class HW
+    kernel_kind(name) -> str               gemm | attention | communication | memory
+
+A run without a kernel-level profile (made before the launcher recorded kernels only, or never profiled) is
+InputError. Formulas in docs/time-model.md, constants (each with kind and source) in analysis/data/time_model.yaml.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis.measure.jobtime import job_time
+from analysis.measure.profile import measured_windows, steady_share
+from analysis.measure.steps import epoch_steps, steady_steps, step_time
+from analysis.parse.record import RunRecord
+from experiments.base import hardware
+from experiments.base.datafiles import read_yaml
+from experiments.base.errors import InputError
+
+TIME_MODEL_FILE = hardware.DATA / "time_model.yaml"
+KINDS = ("gemm", "attention", "memory", "communication")
+CONSTANT_KINDS = ("published", "physical", "measured", "calibrated", "assumption")
+HOST_LABEL = "same host assumed"
+OPERATOR_PREFIXES = ("aten::", "autograd::", "cudaLaunch", "Optimizer.", "ProfilerStep")
+
+
+@functools.lru_cache(maxsize=4)
+def model_constants(path: str | Path = TIME_MODEL_FILE) -> dict[str, Any]:
+    """time_model.yaml as {dotted.name: value}; every entry must have a value, a known kind and a source."""
+    path = Path(path)
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and "value" in node:
+            if node.get("kind") not in CONSTANT_KINDS or not node.get("source"):
+                raise InputError(path, f"constant {prefix!r} needs a kind ({', '.join(CONSTANT_KINDS)}) and a source")
+            out[prefix] = node["value"]
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                walk(child, f"{prefix}.{key}" if prefix else str(key))
+        else:
+            raise InputError(path, f"{prefix!r} is neither a section nor a constant")
+
+    walk(read_yaml(path), "")
+    return out
+
+
+def constant_kinds(path: str | Path = TIME_MODEL_FILE) -> dict[str, str]:
+    """{dotted.name: kind} of time_model.yaml."""
+    out: dict[str, str] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and "value" in node:
+            out[prefix] = node["kind"]
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                walk(child, f"{prefix}.{key}" if prefix else str(key))
+
+    walk(read_yaml(path), "")
+    return out
+
+
+# ------------------------------------------------------------------------------------------- kernels
+
+
+def kernel_kind(name: str) -> str:
+    """gemm, attention, communication or memory, by the kernel's name (time_model.yaml kernel_kinds, in order)."""
+    low = name.lower()
+    c = model_constants()
+    for kind in ("attention", "gemm", "communication"):
+        if any(p in low for p in c[f"kernel_kinds.{kind}"]):
+            return kind
+    return "memory"
+
+
+@dataclass(frozen=True)
+class KernelGroup:
+    """One kernel name's calls and GPU seconds per profiled step (mean over the measured windows); `other kernels`
+    is the GPU-busy time the top-15 list does not name, with the rest of the step's GPU events as its calls."""
+
+    name: str
+    kind: str
+    calls: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ProfiledStep:
+    """A run's measured step taken apart: kernel groups of the profiled steps, the token scale that carries them to
+    the run's steady steps, and the host's part as the steady median leaves it.
+
+    busy_s = sum over groups of floors + work x token_scale (the GPU part of a steady step); host_s = steady median -
+    busy_s (the GPU's idle time in a step: Python, launches, data; measured on the H200's host). profile_only_s is
+    the step the profile gives alone (the profiled steps' own host time + busy_s), which the tracer's cost and the two
+    steps' own batches move off the median."""
+
+    run: str
+    hw: str
+    groups: tuple[KernelGroup, ...]
+    windows: int
+    profiled_wall_s: float
+    profiled_busy_s: float
+    profiled_tokens: float | None
+    steady_tokens: float | None
+    token_scale: float
+    steady_step_s: float | None
+    busy_s: float
+    host_s: float
+    profile_only_s: float
+    gpm_host_s: float | None
+    world_size: int
+
+    @property
+    def kind_seconds(self) -> dict[str, float]:
+        """Seconds per kind at the steady steps' tokens (floors + scaled work), on the run's own class."""
+        floor = model_constants()["kernel_floor_us"] * 1e-6
+        out = dict.fromkeys(KINDS, 0.0)
+        for g in self.groups:
+            base, work = split(g, floor)
+            out[g.kind] += base + work * self.token_scale
+        return out
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """Seconds of one steady optimizer step on a class, by kind; host is the H200's (same host assumed)."""
+
+    gemm_s: float
+    attention_s: float
+    memory_s: float
+    communication_s: float
+    host_s: float
+
+    @property
+    def gpu_s(self) -> float:
+        return self.gemm_s + self.attention_s + self.memory_s + self.communication_s
+
+    @property
+    def total_s(self) -> float:
+        return self.gpu_s + self.host_s
+
+
+@dataclass(frozen=True)
+class EpochPrediction:
+    """A committed run's epoch on one GPU class: measured on its own class, else carried there by the time model."""
+
+    run: str
+    hw: str
+    epoch_s: float
+    low_s: float
+    high_s: float
+    step_s: float
+    steps: int
+    parts: StepParts
+    measured: bool
+    basis: str
+    runtime_s: float | None = None  # the whole epoch as train_runtime counts it (warm-up, evals, saves): a full run's
+
+
+
+def split(g: KernelGroup, floor_s: float) -> tuple[float, float]:
+    """(floor seconds, work seconds) of a group: each call's first FLOOR_S do not scale with the GPU."""
+    if g.calls <= 0:
+        return 0.0, g.seconds
+    per_call = g.seconds / g.calls
+    base = g.calls * min(per_call, floor_s)
+    return base, g.seconds - base
+
+
+def _kernel_level(profile: dict) -> bool:
+    """A profile whose top list names GPU kernels only (the launcher's --profile-activities kernels, recorded with
+    `activities`); older profiles list operators with nested, overlapping times."""
+    if not profile.get("activities"):
+        return False
+    return not any(str(op.get("op", "")).startswith(OPERATOR_PREFIXES)
+                   for st in profile.get("steps", []) for op in st.get("top_gpu_ops") or [])
+
+
+def _mean_tokens(by_step: dict[int, int], steps) -> float | None:
+    values = [by_step[s] for s in steps if s in by_step]
+    return statistics.mean(values) if values else None
+
+
+def profile_step(rec: RunRecord) -> ProfiledStep:
+    """REC's profiled step in kernel groups (mean over its measured windows), carried to its steady steps' tokens
+    and reconciled with its steady median (the host's part). InputError without a kernel-level profile."""
+    label = f"{rec.hw}/{rec.experiment}/{rec.run}"
+    profile = rec.profile or {}
+    windows = [w for w in measured_windows(rec) if w.get("gpu_busy_s") is not None and w.get("top_gpu_ops")]
+    if not windows:
+        raise InputError(rec.path, f"{label}: no profiled step with GPU kernels (profile.json)")
+    if not _kernel_level(profile):
+        raise InputError(rec.path, f"{label}: profile.json lists operators, not kernels only (a launcher before "
+                                   "--profile-activities kernels): no kernel-level time to carry over")
+    n = len(windows)
+    calls: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    rest_calls = rest_s = 0.0
+    for w in windows:
+        ops = w["top_gpu_ops"]
+        for op in ops:
+            calls[op["op"]] = calls.get(op["op"], 0.0) + float(op.get("calls") or 0)
+            seconds[op["op"]] = seconds.get(op["op"], 0.0) + float(op["gpu_ms"]) / 1000
+        # busy is the union of kernel intervals; the top list sums kernel durations (overlapping streams of a 2-GPU
+        # run can make the sum larger: then no rest)
+        rest_s += max(float(w["gpu_busy_s"]) - sum(float(op["gpu_ms"]) / 1000 for op in ops), 0.0)
+        events = w.get("gpu_events")
+        if isinstance(events, int):
+            rest_calls += max(events - sum(int(op.get("calls") or 0) for op in ops), 0)
+    groups = [KernelGroup(name, kernel_kind(name), calls[name] / n, seconds[name] / n) for name in seconds]
+    groups.append(KernelGroup("other kernels", "memory", rest_calls / n, rest_s / n))
+    wall = statistics.mean(float(w["wall_s"]) for w in windows)
+    busy_p = statistics.mean(float(w["gpu_busy_s"]) for w in windows)
+    by_step = rec.padded_by_step or rec.tokens_by_step or {}  # what the GPU processed: padding included
+    prof_tokens = _mean_tokens(by_step, [w["step"] for w in windows])
+    steady_tokens = _mean_tokens(by_step, steady_steps(rec))
+    scale = steady_tokens / prof_tokens if prof_tokens and steady_tokens else 1.0
+    floor = model_constants()["kernel_floor_us"] * 1e-6
+    busy = 0.0
+    for g in groups:
+        base, work = split(g, floor)
+        busy += base + work * scale
+    median = step_time(rec)["median"]
+    host = max(median - busy, 0.0) if median else wall - busy_p
+    gpm = steady_share(rec)
+    gpm_host = gpm["gpm_host_ms"] / 1000 if gpm.get("gpm_host_ms") is not None else None
+    return ProfiledStep(run=label, hw=str(rec.hw), groups=tuple(groups), windows=n, profiled_wall_s=wall,
+                        profiled_busy_s=busy_p, profiled_tokens=prof_tokens, steady_tokens=steady_tokens,
+                        token_scale=scale, steady_step_s=median, busy_s=busy, host_s=host,
+                        profile_only_s=(wall - busy_p) + busy, gpm_host_s=gpm_host, world_size=rec.world_size or 1)
+
+
+# ------------------------------------------------------------------------------------------- classes
+
+
+def without_host(label: str) -> str:
+    """hw/experiment/run with the run's time stamp only: a run folder's name ends in its host's id, which answers
+    (README, report) leave out; notes keep the whole label."""
+    hw_exp, _, run = label.rpartition("/")
+    stamp = re.match(r"\d{8}-\d{6}", run)
+    return f"{hw_exp}/{stamp.group(0)}" if stamp else label
+
+
+def _arch(spec: dict) -> str:
+    return str(spec.get("arch") or "").split(" ")[0].lower()
+
+
+def _fraction(table: str, key: str, spec: dict) -> float:
+    c = model_constants()
+    own = c.get(f"{table}.classes.{key}")
+    if own is not None:
+        return float(own)
+    value = c.get(f"{table}.{_arch(spec)}")
+    if value is None:
+        raise InputError(TIME_MODEL_FILE, f"{table}: no value for {key!r} (architecture {spec.get('arch')!r})")
+    return float(value)
+
+
+def effective_tflops(key: str, kind: str) -> float:
+    """The class's dense bf16 peak (with FP32 accumulate: hardware.yaml) x the achievable fraction of KIND (gemm,
+    attention)."""
+    spec = hardware.require(key)
+    return float(spec["bf16_dense_tflops"]) * _fraction(f"{kind}_fraction", key, spec)
+
+
+def kind_ratios(src: str, dst: str) -> dict[str, float]:
+    """How many times longer each kind's work takes on DST than on SRC: GEMMs and attention by effective FLOPs,
+    memory-bound kernels by bandwidth, communication unchanged."""
+    a, b = hardware.require(src), hardware.require(dst)
+    return {"gemm": effective_tflops(src, "gemm") / effective_tflops(dst, "gemm"),
+            "attention": effective_tflops(src, "attention") / effective_tflops(dst, "attention"),
+            "memory": float(a["bandwidth_gbs"]) / float(b["bandwidth_gbs"]),
+            "communication": 1.0}
+
+
+def step_on(step: ProfiledStep, hw: str) -> StepParts:
+    """One steady step of STEP's run on class HW: every kernel group's floor kept, its work (at the steady steps'
+    tokens) times the class ratio of its kind, and the H200 host's idle time kept (same host assumed)."""
+    key = _key(hw)
+    ratios = kind_ratios(step.hw, key)
+    floor = model_constants()["kernel_floor_us"] * 1e-6
+    out = dict.fromkeys(KINDS, 0.0)
+    for g in step.groups:
+        base, work = split(g, floor)
+        out[g.kind] += base + work * step.token_scale * ratios[g.kind]
+    return StepParts(gemm_s=out["gemm"], attention_s=out["attention"], memory_s=out["memory"],
+                     communication_s=out["communication"], host_s=step.host_s)
+
+
+def _key(hw: str) -> str:
+    key = hardware.resolve(hw)
+    if key is None:
+        raise InputError(hardware.HARDWARE_FILE, f"unknown hardware {hw!r} (known: {', '.join(hardware.table())})")
+    spec = hardware.require(key)
+    if not spec.get("bf16_dense_tflops") or not spec.get("bandwidth_gbs"):
+        raise InputError(hardware.HARDWARE_FILE, f"{key!r} has no bf16 peak or bandwidth to carry a step to")
+    return key
+
+
+def band(kind: str = "profiled") -> tuple[float, float]:
+    """(low, high) relative error a predicted time carries (time_model.yaml): `profiled`, a committed profile carried
+    to another class (the published cross-GPU ratios' errors, analysis.estimate.anchors); `scaled`, a step built from
+    the reference profiles (its errors on the committed H200 runs compounded with those). A predicted time T stands
+    for T / (1 + high) .. T / (1 + low), widened to hold T itself."""
+    b = model_constants()["band" if kind == "profiled" else "scaled.band"]
+    return float(b["low"]), float(b["high"])
+
+
+def band_range(seconds: float, kind: str = "profiled") -> tuple[float, float]:
+    """(low, high) seconds of a predicted SECONDS (band)."""
+    low, high = band(kind)
+    return seconds / (1 + max(high, 0.0)), seconds / (1 + min(low, 0.0))
+
+
+def runtime_factor(rec: RunRecord) -> float | None:
+    """A full-epoch run's train_runtime over its steady median x the epoch's steps: what warm-up, evaluations and
+    checkpoint saves add to the steady steps (ms-swift's train_runtime counts them); None for a cut run."""
+    job = job_time(rec)
+    median = step_time(rec)["median"]
+    if not job["full_epoch"] or not median or not job["epoch_steps"]:
+        return None
+    return float(job["train_runtime_s"]) / (median * job["epoch_steps"])
+
+
+def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
+    """The committed run REC's epoch on class HW (see the module docstring)."""
+    key = _key(hw)
+    step = profile_step(rec)
+    n = epoch_steps(rec)
+    if not n:
+        raise InputError(rec.path, f"{step.run}: the epoch's optimizer steps are unknown (no summary, no max_steps)")
+    parts = step_on(step, key)
+    factor = runtime_factor(rec)
+    if key == rec.hw and step.steady_step_s:
+        epoch = step.steady_step_s * n
+        return EpochPrediction(run=step.run, hw=key, epoch_s=epoch, low_s=epoch, high_s=epoch,
+                               step_s=step.steady_step_s, steps=n, parts=parts, measured=True,
+                               basis=f"measured: steady median step of {step.run} x {n} steps",
+                               runtime_s=epoch * factor if factor else None)
+    low, high = band()
+    epoch = parts.total_s * n
+    gpus = f" per GPU of {step.world_size}" if step.world_size > 1 else ""
+    return EpochPrediction(
+        run=step.run, hw=key, epoch_s=epoch, low_s=epoch / (1 + max(high, 0.0)),
+        high_s=epoch / (1 + min(low, 0.0)), step_s=parts.total_s, steps=n, parts=parts, measured=False,
+        basis=(f"modelled from {step.run}'s profile{gpus}: GEMM/attention by effective FLOPs, memory-bound kernels by "
+               f"bandwidth, host {parts.host_s:.3f} s as measured on the {step.hw} ({HOST_LABEL}); "
+               f"band {low:+.0%}..{high:+.0%} from the published cross-GPU ratios"),
+        runtime_s=epoch * factor if factor else None)
+
+
+def transferable(rec: RunRecord) -> bool:
+    """Whether REC has a kernel-level profile to carry over (profile_step would not raise)."""
+    try:
+        profile_step(rec)
+    except InputError:
+        return False
+    return True
+
+
+def reconciliation(step: ProfiledStep) -> dict[str, float | None]:
+    """How the profiled step and the steady median differ: the profiled wall over the median, the profile-only step
+    over the median, and the host's part against GPM's steady host (mean wall - GPM busy of the steady steps)."""
+    med = step.steady_step_s
+    return {"profiled_over_steady": step.profiled_wall_s / med if med else None,
+            "profile_only_error": step.profile_only_s / med - 1 if med else None,
+            "token_scale": step.token_scale,
+            "host_over_gpm_host": step.host_s / step.gpm_host_s if step.gpm_host_s else None}
+

@@ -1,0 +1,322 @@
+"""What one micro-batch of a model costs on a GPU: its parameters, the bytes it holds (static and activations, as
+ms-swift logs the peak), whether that fits a card, and its FLOPs per token; with planner.yaml's constants.
+
+The planner (planner.py), the time models (scaled.py) and the validation (validate.py) all read these; none of them
+is imported here, so the arithmetic has one home below them.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from analysis.measure import flops as measure_flops
+from analysis.parse.record import RunRecord
+from experiments.base import hardware
+from experiments.base.datafiles import read_yaml
+from experiments.base.errors import InputError
+
+CONSTANTS_FILE = hardware.DATA / "planner.yaml"
+GIB = 2 ** 30
+FIT_VERDICTS = ("yes", "tight", "no")
+PARALLEL_LAYOUTS = ("ddp", "zero2", "zero3")
+
+
+def constants(path: str | Path = CONSTANTS_FILE) -> dict[str, Any]:
+    """planner.yaml as {dotted.name: value}; every entry must say its value, kind and why."""
+    path = Path(path)
+    data = read_yaml(path)
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and "value" in node:
+            for field in ("kind", "why"):
+                if field not in node:
+                    raise InputError(path, f"constant {prefix!r} lacks {field!r}")
+            if node["kind"] not in ("physical", "calibrated", "measured", "assumption"):
+                raise InputError(path, f"constant {prefix!r} has unknown kind {node['kind']!r}")
+            out[prefix] = node["value"]
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                walk(child, f"{prefix}.{key}" if prefix else str(key))
+        else:
+            raise InputError(path, f"{prefix!r} is neither a section nor a constant")
+
+    walk(data, "")
+    return out
+
+
+def constant_kinds(path: str | Path = CONSTANTS_FILE) -> dict[str, str]:
+    """{dotted.name: kind} of planner.yaml (physical, calibrated, measured, assumption)."""
+    data = read_yaml(path)
+    out: dict[str, str] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and "value" in node:
+            out[prefix] = node["kind"]
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                walk(child, f"{prefix}.{key}" if prefix else str(key))
+
+    walk(data, "")
+    return out
+
+
+def _coef(coefs: dict[str, float], dims: dict[str, float]) -> float:
+    """Bytes per token of a {h: 24, i: 8, ...} coefficient table for these shapes."""
+    return sum(float(c) * dims[k] for k, c in coefs.items())
+
+
+def _dims(shapes: dict) -> dict[str, float]:
+    return {"h": shapes["hidden_size"], "i": shapes["intermediate_size"],
+            "kv": shapes["num_key_value_heads"] * shapes["head_dim"], "V": shapes["vocab_size"]}
+
+
+def param_counts(shapes: dict, method: str, lora_rank: int) -> dict[str, int]:
+    total = hardware.total_params(shapes)
+    matmul = hardware.matmul_params(shapes)
+    decoder_linears = matmul - shapes["hidden_size"] * shapes["vocab_size"]
+    lora = hardware.lora_params(shapes, {"lora_rank": lora_rank, "target_modules": "all-linear"})
+    return {"total": total, "matmul": matmul, "decoder_linears": decoder_linears, "lora": lora,
+            "trainable": total if method == "full" else lora, "layers": int(shapes["num_hidden_layers"])}
+
+
+def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing: bool, batch: int,
+                               seq_len: int, c: dict | None = None, padding_free: bool = False,
+                               liger: bool = False, tokens: float | None = None,
+                               attn_impl: str | None = None) -> dict[str, float]:
+    """Live activation bytes per token of a micro-batch at its peak, and the pieces it is made of. TOKENS is the
+    micro-batch's length in tokens (padded: batch x seq_len; padding-free: the packed row), which sizes Liger's
+    cross-entropy chunk. stored: what stays alive across the step (checkpointed inputs, or every layer's saved
+    tensors without checkpointing; Liger's input gradient); working: the transient on top at the peak (the loss's
+    logits, the recomputed layer's backward, or Liger's chunk)."""
+    c = c or constants()
+    d = _dims(shapes)
+    n_layers = shapes["num_hidden_layers"]
+    a = "memory.activations."
+    layer = _coef(c[a + "layer_full"] if method == "full" else c[a + "layer_lora"], d)
+    if method != "full":
+        layer += _coef(c[a + "layer_lora_dropout"], d)
+    if method == "qlora":
+        layer += _coef(c[a + "layer_qlora_extra"], d)
+    if liger:  # Liger's RMSNorm saves its bf16 input, its SwiGLU the two bf16 projections
+        layer += _coef(c[a + "liger_layer"], d)
+    if is_flash(attn_impl):  # FlashAttention takes packed rows and padding without a mask: no repeated k/v
+        pass
+    elif padding_free:  # the packed row's block-diagonal mask: SDPA gets a mask, so k and v are repeated to all heads
+        layer += _coef(c[a + "padded_batch_kv_repeat"], d)
+    elif batch > 1:  # padded batch: attention mask -> k, v repeated to all heads, bf16 bias B x 1 x T x T
+        layer += _coef(c[a + "padded_batch_kv_repeat"], d) + c[a + "padded_batch_mask_bytes_per_seq_token"] * seq_len
+    n_tokens = float(tokens) if tokens else float(batch * seq_len)
+    if liger:  # fused linear cross-entropy: no logits tensor; its input gradient is kept from forward to backward
+        stored_loss = _coef(c[a + "liger_flce_per_token"], d)
+        inc = math.ceil(d["V"] / d["h"])
+        chunk = 2 ** math.ceil(math.log2(max(math.ceil(n_tokens / inc), 1)))
+        logits = _coef(c[a + "liger_flce_chunk"], d) * min(chunk, n_tokens) / n_tokens
+    else:
+        stored_loss = 0.0
+        logits = _coef(c[a + "logits"], d) * c[a + "logits_token_fraction"]
+    final = _coef(c[a + "final_norm"], d) + stored_loss
+    if gradient_checkpointing:
+        stored = n_layers * _coef(c[a + "checkpoint_per_layer"], d)
+        working = max(logits, layer + _coef(c[a + "backward_transient_layer"], d))
+    else:
+        stored = n_layers * layer
+        working = logits
+    return {"stored_per_token": stored, "final_norm_per_token": final, "logits_per_token": logits,
+            "layer_per_token": layer, "working_per_token": working, "total_per_token": stored + final + working}
+
+
+FLASH_IMPLS = ("flash_attn", "flash_attention_2", "flash_attention_3", "fa2", "fa3")
+
+
+def is_flash(attn_impl: str | None) -> bool:
+    """ms-swift's --attn_impl names of FlashAttention (its own, and transformers')."""
+    return str(attn_impl or "").lower() in FLASH_IMPLS
+
+
+def cache_factors(gradient_checkpointing: bool, liger: bool, c: dict | None = None) -> tuple[float, float]:
+    """(stored, working) allocator factors: what ms-swift logs (max_memory_reserved) over the live bytes. The loss's
+    logits alone at the peak (checkpointing on, no Liger) leave the most cached blocks of earlier batches' sizes."""
+    c = c or constants()
+    m = "memory."
+    working = c[m + "allocator_cache_factor"] if gradient_checkpointing and not liger \
+        else c[m + "allocator_cache_factor_other"]
+    return c[m + "allocator_cache_factor_stored"], working
+
+
+def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int = 1,
+           gradient_checkpointing: bool = True, lora_rank: int = 8, c: dict | None = None,
+           padding_free: bool = False, liger: bool = False, packed_tokens: int | None = None,
+           attn_impl: str | None = None) -> dict[str, Any]:
+    """Memory estimate in GiB: the breakdown, the live peak, the peak ms-swift would log, what must fit. A padded
+    micro-batch holds batch x seq_len tokens; a padding-free one PACKED_TOKENS (its longest packed row; without it,
+    batch x seq_len, every sample as long as the longest)."""
+    c = c or constants()
+    m = "memory."
+    p = param_counts(shapes, method, lora_rank)
+    bf16 = c[m + "weight_bytes.bf16"]
+    if method == "qlora":
+        weights = p["decoder_linears"] * c[m + "weight_bytes.nf4"] + (p["total"] - p["decoder_linears"]) * bf16
+    else:
+        weights = p["total"] * bf16
+    if method == "full":
+        adapters = 0.0
+        grads = p["trainable"] * c[m + "full.grad_bytes"]
+        optim = p["trainable"] * c[m + "full.adam_state_bytes"]
+    else:
+        adapters = p["lora"] * c[m + "lora.param_bytes"]
+        grads = p["lora"] * c[m + "lora.grad_bytes"]
+        optim = p["lora"] * c[m + "lora.adam_state_bytes"]
+    tokens = float(packed_tokens) if padding_free and packed_tokens else float(batch * seq_len)
+    per_token = activation_bytes_per_token(shapes, method, gradient_checkpointing, batch, seq_len, c,
+                                           padding_free=padding_free, liger=liger, tokens=tokens,
+                                           attn_impl=attn_impl)
+    stored = (per_token["stored_per_token"] + per_token["final_norm_per_token"]) * tokens
+    working = per_token["working_per_token"] * tokens
+    act = stored + working
+    static = weights + adapters + grads + optim
+    k_stored, k_working = cache_factors(gradient_checkpointing, liger, c)
+    reserved = k_stored * stored + k_working * working
+    context = c[m + "cuda_context_gib"] * GIB
+    working_name = ("logits_loss" if not liger else "fused_cross_entropy_chunk") \
+        if per_token["working_per_token"] == per_token["logits_per_token"] else "recomputed_layer"
+    out = {
+        "weights_gib": weights / GIB, "adapters_gib": adapters / GIB, "gradients_gib": grads / GIB,
+        "optimizer_gib": optim / GIB, "activations_gib": act / GIB,
+        "activations_detail_gib": {
+            "checkpointed_layer_inputs" if gradient_checkpointing else "saved_layer_tensors":
+                per_token["stored_per_token"] * tokens / GIB,
+            "final_norm" + ("_and_liger_input_grad" if liger else ""): per_token["final_norm_per_token"] * tokens / GIB,
+            working_name: working / GIB,
+        },
+        "stored_activations_gib": stored / GIB, "working_activations_gib": working / GIB,
+        "logits_loss_gib": per_token["logits_per_token"] * tokens / GIB,
+        "allocator_cache_gib": (reserved - act) / GIB,
+        "cuda_context_gib": context / GIB,
+        "live_peak_gib": (static + act) / GIB,
+        "peak_mem_gib": (static + reserved) / GIB,
+        "needs_gib": (static + (1 + c[m + "tight_fragmentation"]) * act + context) / GIB,
+        "tokens_per_micro_batch": tokens,
+        "padding_free": padding_free, "liger": liger,
+        "params": p,
+    }
+    return out
+
+
+def largest_batch(shapes: dict, method: str, seq_len: int, gradient_checkpointing: bool, lora_rank: int,
+                  capacity: float, c: dict | None = None, limit: int = 4096, padding_free: bool = False,
+                  liger: bool = False, packed_tokens_of: Callable[[int], int] | None = None) -> int:
+    """The largest per-device batch whose `needs` fits CAPACITY GiB (0: not even batch 1; at most LIMIT): padded
+    rows with every sample SEQ_LEN long, or padding-free rows of PACKED_TOKENS_OF(batch) tokens (the longest packed
+    row of that batch; without it batch x SEQ_LEN). The memory model grows with the batch, so a doubling then
+    bisection finds it."""
+    c = c or constants()
+
+    def fits(b: int) -> bool:
+        packed = packed_tokens_of(b) if padding_free and packed_tokens_of else None
+        return memory(shapes, method, seq_len, b, gradient_checkpointing, lora_rank, c, padding_free=padding_free,
+                      liger=liger, packed_tokens=packed)["needs_gib"] <= capacity
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and fits(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def capacity_gib(spec: dict) -> float:
+    if spec.get("memory_gib"):
+        return float(spec["memory_gib"])
+    return float(spec["memory_gb"]) * 1e9 / GIB
+
+
+def fit_verdict(needs_gib: float, activations_gib: float, capacity: float, capped: bool = False,
+                c: dict | None = None) -> str:
+    """yes, tight or no: NEEDS_GIB (static + (1 + tight_fragmentation) x activations + CUDA context) within CAPACITY
+    GiB is yes; the live peak alone (the same without the fragmentation margin) above it is no; in between, tight:
+    runs under an allocator cap there both trained (cap24-bs8, qcap24-bs4) and ran out of memory (lcap24-len2048-bs2),
+    so the model cannot call it. CAPPED: CAPACITY is an allocator cap (experiments/launch.py --mem-cap-gib), which
+    the CUDA context sits outside of."""
+    c = c or constants()
+    context = c["memory.cuda_context_gib"] if capped else 0.0
+    sure, live = needs_gib - context, needs_gib - context - c["memory.tight_fragmentation"] * activations_gib
+    return "yes" if sure <= capacity else "no" if live > capacity else "tight"
+
+
+def flops_per_token(shapes: dict, method: str, gradient_checkpointing: bool, lora_rank: int) -> float:
+    """Hardware FLOPs per trained token (recompute included): analysis.measure.flops's formula, the one MFU uses."""
+    p = param_counts(shapes, method, lora_rank)
+    return measure_flops.flops_per_token(p["matmul"], p["lora"], method, gradient_checkpointing)["hardware"]
+
+
+def run_method(args: dict) -> str | None:
+    tuner = args.get("tuner_type") or args.get("train_type") or args.get("sft_type")
+    if tuner == "lora" and (args.get("quant_bits") == 4 or args.get("quantization_bit") == 4):
+        return "qlora"
+    return tuner
+
+
+def run_flags(args: dict) -> dict[str, Any]:
+    """The memory-relevant flags of a run's args.json: padding_free, liger (use_liger_kernel), attn_impl."""
+    return {"padding_free": bool(args.get("padding_free")), "liger": bool(args.get("use_liger_kernel")),
+            "attn_impl": args.get("attn_impl")}
+
+
+def longest_micro_batch(rec: RunRecord, whole_epoch: bool = False) -> int | None:
+    """Tokens of the run's largest micro-batch on one GPU: a padding-free run's longest packed row, a padded run's
+    largest padded micro-batch; from schedule.jsonl (every step of the epoch, WHOLE_EPOCH) or tokens.jsonl (the steps
+    the run trained). Exact where a step is one micro-batch on one GPU; with several micro-batches or GPUs per step,
+    each step's mean micro-batch (a lower bound). None where neither file has counts, or a padded run accumulates
+    (its largest micro-batch is batch x its longest sample: the caller's)."""
+    padded = not bool((rec.args or {}).get("padding_free"))
+    ws = rec.world_size or 1
+    rows: list[tuple[int, int]] = []  # (tokens of the step, micro-batches x GPUs)
+    if whole_epoch and rec.schedule:
+        rows = [(s["padded_tokens"] if padded else s["tokens"], s["micro_batches"] * ws) for s in rec.schedule]
+    else:
+        by_step = (rec.padded_by_step if padded else rec.tokens_by_step) or {}
+        ga = rec.grad_accum or 1
+        rows = [(t, ga * ws) for t in by_step.values()]
+    if not rows or (padded and any(n > 1 for _, n in rows)):
+        return None
+    return max(math.ceil(t / n) for t, n in rows)
+
+
+def per_gpu_memory(mem: dict[str, Any], gpus: int = 1, parallel: str = "ddp", c: dict | None = None) -> dict[str, Any]:
+    """MEM (memory(), one GPU's work at its per-device batch) spread over GPUS the way PARALLEL shares it, in GiB:
+    DDP keeps everything on every GPU plus its gradient buckets; ZeRO-2 partitions gradients, optimizer states and an
+    fp32 master copy of the trainables, plus its two buckets; ZeRO-3 also partitions the weights and adapters and
+    gathers one layer at a time. Activations are per GPU at the per-device batch in every layout."""
+    c = c or constants()
+    if parallel not in PARALLEL_LAYOUTS:
+        raise InputError(None, f"parallel layout {parallel!r}: use one of {', '.join(PARALLEL_LAYOUTS)}")
+    d = "memory.data_parallel."
+    n = max(int(gpus), 1)
+    trainable = mem["params"]["lora"] if mem["adapters_gib"] else mem["params"]["trainable"]
+    weights, adapters, grads, optim = (mem[k] for k in
+                                       ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib"))
+    extra = 0.0
+    if parallel == "ddp":
+        if n > 1:
+            extra = c[d + "ddp_grad_buckets"] * grads
+    else:
+        grads, optim = grads / n, optim / n
+        extra = (trainable * c[d + "zero_master_bytes"] / n + 2 * c[d + "zero_bucket_elements"] * 2) / GIB
+        if parallel == "zero3":
+            per_layer = weights / mem["params"]["layers"]
+            live = min(c[d + "zero3_live_params"] * 2 / GIB, 2 * per_layer)
+            weights, adapters = weights / n + live, adapters / n
+    static = weights + adapters + grads + optim + extra
+    act = mem["activations_gib"]
+    reserved_act = mem["peak_mem_gib"] - sum(mem[k] for k in ("weights_gib", "adapters_gib", "gradients_gib",
+                                                                 "optimizer_gib"))
+    return {"gpus": n, "parallel": parallel, "weights_gib": weights, "adapters_gib": adapters, "gradients_gib": grads,
+            "optimizer_gib": optim, "sharding_extra_gib": extra, "activations_gib": act,
+            "peak_mem_gib": static + reserved_act,
+            "needs_gib": static + (1 + c["memory.tight_fragmentation"]) * act + mem["cuda_context_gib"]}
