@@ -366,6 +366,41 @@ def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
         runtime_s=epoch * factor if factor else None)
 
 
+@dataclass(frozen=True)
+class RuntimePrediction:
+    """A full-epoch run's train_runtime on one class: the steady steps carried there (EpochPrediction) plus what the
+    run spent outside its steady steps (warm-up, compile, evaluations, saves) as measured on its own host, unscaled:
+    that part is the host's (same host assumed), not the GPU's."""
+
+    run: str
+    hw: str
+    runtime_s: float
+    low_s: float
+    high_s: float
+    overhead_s: float
+    measured: bool
+    basis: str
+
+
+def runtime_on(rec: RunRecord, hw: str) -> RuntimePrediction:
+    """REC's train_runtime on class HW: measured on its own class, else predict_epoch's steady epoch + its overhead
+    (train_runtime - steady median x steps) as measured, the band on the steady part only. REC must be a full epoch."""
+    job = job_time(rec)
+    if not job["full_epoch"]:
+        raise InputError(rec.path, f"{rec.run}: not a full epoch, so no train_runtime to carry over")
+    runtime = float(job["train_runtime_s"])
+    pred = predict_epoch(rec, hw)
+    measured_steady = (step_time(rec)["median"] or 0.0) * (job["epoch_steps"] or 0)
+    overhead = max(runtime - measured_steady, 0.0)
+    if pred.measured:
+        return RuntimePrediction(rec.run, pred.hw, runtime, runtime, runtime, overhead, True,
+                                 f"measured: train_runtime of {rec.run}")
+    return RuntimePrediction(rec.run, pred.hw, pred.epoch_s + overhead, pred.low_s + overhead,
+                             pred.high_s + overhead, overhead, False,
+                             f"{pred.basis}; plus {overhead:.1f} s outside the steady steps (warm-up, evaluations, "
+                             f"saves, compile) as measured on the {rec.hw} ({HOST_LABEL})")
+
+
 def transferable(rec: RunRecord) -> bool:
     """Whether REC has a kernel-level profile to carry over (profile_step would not raise)."""
     try:

@@ -1,101 +1,299 @@
-"""The recommended recipe for the job: among the matrix recipes, the one whose committed full-epoch run finishes the
-epoch soonest (train_runtime, analysis.measure.jobtime), with its eval loss equal to the seed recipe's within the
-seed band, held against a full-epoch seed run made on the same host (a host-bound step moves with the host, so a
-cross-host ratio measures the hosts). Soonest is counted against that host's seed run (the seed's train_runtime /
-the recipe's): on one host the same order as train_runtime, and two recipes measured on two hosts are not ranked by
-their hosts.
+"""The recommended recipe for the job: the one owner of the choice, of the ratios it rests on and of the order of the
+recipes. Tables, report and README format the Recommendation it returns; the rule is in docs/recommend.md.
 
-Without such a same-host pair nothing is claimed: the pick says so (`note`, "no same-host full-epoch pair yet: ...")
-and names the best candidate with its label, never a ratio it does not have. Which experiment is which is data: the
-seed recipe is analysis.judge.published.SEED_EXPERIMENT, the matrix is experiments/recipes.yaml, the seeds of the band
-claims.yaml figures.recipes.spread.
+- Candidates: the matrix recipes (experiments/recipes/recipes.yaml) with a full-epoch run on one GPU whose final eval
+  loss equals the seed recipe's within the seed band.
+- One host at a time: a host-bound step moves with the host, so two recipes are ordered only by runs of one host.
+  On each host a recipe's *first* full epoch decides (the run that found the host's caches cold for it: compiled
+  code, Triton kernels); later full epochs of it there are its warm figure, shown beside.
+- A is sooner than B where, on every host holding full epochs of both, A's first one finished sooner. The seed recipe
+  may stand there with a cut run: its steady step x the epoch's steps is a lower bound of its epoch (no evaluation,
+  no save), and a recipe finishing below that bound is sooner. No shared host, or hosts that disagree: the order is
+  undetermined, and the pair is named with the runs that would settle it.
+- The recommended recipe is sooner than every other candidate; where none is, the one with the most wins, and the
+  answer says which orders are undetermined.
+- epoch_x_seed: the host's seed epoch (a full one's train_runtime, else a cut run's lower bound, said so) / the
+  recipe's first full epoch there; over the hosts where it was measured, a range.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from analysis.judge import config
 from analysis.judge.band import loss_against
 from analysis.judge.published import SEED_EXPERIMENT
-from analysis.judge.result import rnd
 from analysis.judge.select import runs_by_experiment
-from analysis.measure import jobtime, throughput
+from analysis.measure import jobtime, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import is_matrix
+from experiments.recipes import recipes
 
-NO_PAIR = "no same-host full-epoch pair yet"
+MIN_SEED_STEADY = 5  # steady steps a cut seed run needs before its step stands for the seed's epoch
 
 
-def _newest(recs: list[RunRecord]) -> RunRecord:
-    """The newest of RECS (never empty: a group exists because it has a run)."""
-    return max(recs, key=lambda r: r.run)
+@dataclass(frozen=True)
+class SeedEpoch:
+    """The seed recipe's epoch on one host: a full epoch's train_runtime, or a cut run's steady step x the epoch's
+    steps (a lower bound: no evaluation, no save)."""
+
+    hw: str
+    host: str
+    seconds: float
+    full: bool
+    run: str
+    steps_run: int
+
+    @property
+    def basis(self) -> str:
+        return "full epoch" if self.full else f"cut run ({self.steps_run} steps): steady step x epoch steps"
+
+
+@dataclass(frozen=True)
+class HostEpochs:
+    """One matrix recipe's full epochs on one host: the first (cold for this recipe on the host) and the later ones
+    (warm), its eval loss against the seed recipe's, and the host's seed epoch."""
+
+    experiment: str
+    hw: str
+    host: str
+    run: str
+    path: str
+    steps: int
+    epoch_s: float
+    load_s: float | None
+    tokens_per_s: float | None
+    peak_gib: float | None
+    cap_gib: float | None
+    warm_s: tuple[float, ...]
+    eval_step: int | None
+    eval_loss: float | None
+    seed_eval_loss: float | None
+    seed_range: float | None
+    in_band: bool | None
+    seed: SeedEpoch | None
+    labels: str
+    swift_version: str | None
+
+    @property
+    def epoch_x_seed(self) -> float | None:
+        """The host's seed epoch / this recipe's first full epoch there."""
+        return jobtime.epoch_ratio(self.seed.seconds, self.epoch_s) if self.seed else None
+
+    @property
+    def warm_epoch_s(self) -> float | None:
+        return min(self.warm_s) if self.warm_s else None
+
+
+@dataclass(frozen=True)
+class Order:
+    """FASTER finishes the job sooner than SLOWER on HOSTS (every host holding both)."""
+
+    faster: str
+    slower: str
+    hosts: tuple[str, ...]
+    basis: str
+
+
+@dataclass(frozen=True)
+class Undetermined:
+    a: str
+    b: str
+    why: str
+    settle: str
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The answer for one GPU class: the recommended recipe and what it rests on (None: no candidate)."""
+
+    hw: str | None
+    experiment: str | None
+    command: str | None
+    rows: tuple[HostEpochs, ...]
+    orders: tuple[Order, ...]
+    undetermined: tuple[Undetermined, ...]
+    runner_up: str | None
+    note: str | None = None
+    swift_version: str | None = None  # the ms-swift the deciding run used: the command's flags are spelled for it
+    classes: tuple = field(default=())
+
+    def of(self, experiment: str | None) -> list[HostEpochs]:
+        return [r for r in self.rows if r.experiment == experiment]
+
+    @property
+    def chosen(self) -> list[HostEpochs]:
+        return self.of(self.experiment)
+
+    @property
+    def deciding(self) -> HostEpochs | None:
+        """The chosen recipe's row on the host where it beat the most candidates (ties: the newest run)."""
+        rows = self.chosen
+        if not rows:
+            return None
+        wins = {r.host: sum(o.faster == self.experiment and r.host in o.hosts for o in self.orders) for r in rows}
+        return max(rows, key=lambda r: (wins[r.host], r.seed is not None, r.run))
+
+    def x_seed_range(self, experiment: str | None = None) -> tuple[float, float] | None:
+        xs = [r.epoch_x_seed for r in self.of(experiment or self.experiment) if r.epoch_x_seed]
+        return (min(xs), max(xs)) if xs else None
+
+    def epoch_range(self, experiment: str | None = None) -> tuple[float, float] | None:
+        es = [r.epoch_s for r in self.of(experiment or self.experiment)]
+        return (min(es), max(es)) if es else None
+
+
+# ------------------------------------------------------------------------------------------------ the runs
+
+
+def _single_gpu(rec: RunRecord) -> bool:
+    return (rec.world_size or 1) == 1 and is_matrix(rec) and rec.hw is not None and bool(rec.host_id)
 
 
 def full_epoch_runs(records: list[RunRecord]) -> list[RunRecord]:
-    """The matrix runs on one GPU that trained their whole epoch and finished (jobtime.job_time full_epoch)."""
-    return [r for r in records if is_matrix(r) and (r.world_size or 1) == 1 and jobtime.job_time(r)["full_epoch"]]
+    """The matrix runs on one GPU of a known host that trained their whole epoch and finished."""
+    return [r for r in records if _single_gpu(r) and jobtime.job_time(r)["full_epoch"]]
 
 
-def candidates(records: list[RunRecord]) -> list[dict]:
-    """One row per (hardware, matrix experiment, host) with a full-epoch run (its newest): time to finish the job and
-    the start-up beside it, steady tokens/s, and, where the host has a full-epoch seed run, x seed (seed's
-    train_runtime / this one's) and the eval loss against the seed run's within the seed band."""
-    full = full_epoch_runs(records)
-    groups: dict[tuple, list[RunRecord]] = {}
-    for r in full:
-        groups.setdefault((r.hw, r.experiment, r.host_id), []).append(r)
-    seeds = {(hw, host): _newest(g) for (hw, exp, host), g in groups.items() if exp == SEED_EXPERIMENT and host}
-    spread = config.figures("recipes")["spread"]
-    band_runs = {}
-    rows = []
-    for (hw, exp, host), g in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
-        rec = _newest(g)
+def seed_epochs(records: list[RunRecord]) -> dict[tuple[str, str], SeedEpoch]:
+    """(hw, host) -> the seed recipe's epoch there: its newest full epoch, else its cut run with the most steady
+    steps (at least MIN_SEED_STEADY) as a lower bound."""
+    out: dict[tuple[str, str], SeedEpoch] = {}
+    seeds = [r for r in records if _single_gpu(r) and r.experiment == SEED_EXPERIMENT and r.ok]
+    for rec in sorted(seeds, key=lambda r: r.run):
+        key = (str(rec.hw), str(rec.host_id))
         jt = jobtime.job_time(rec)
-        seed = seeds.get((hw, host)) if host else None
-        row = {"hw": hw, "experiment": exp, "host": host, "run": rec.run, "steps": jt["steps"],
-               "train_runtime_s": jt["train_runtime_s"], "load_s": jt["load_s"],
-               "tokens_per_s": throughput.throughput(rec).tokens_per_s, "peak_gib": rec.peak_mem_gib,
-               "path": rec.path, "seed_run": None,
-               "seed_train_runtime_s": None, "x_seed": None, "eval_step": rec.last_eval_step,
-               "eval_loss": rnd(rec.eval_loss[-1][1]) if rec.eval_loss else None, "seed_eval_loss": None,
-               "loss_dev": None, "seed_range": None, "band_step": None, "loss_counts": None,
-               "same_host_seed": seed is not None, "labels": "; ".join(rec.labels)}
-        if seed is not None:
-            if hw not in band_runs:
-                band_runs[hw] = runs_by_experiment(None, hw, records)
-            lc = loss_against(rec, seed, spread, band_runs[hw])
-            row.update(seed_run=seed.run, seed_train_runtime_s=jobtime.job_time(seed)["train_runtime_s"],
-                       x_seed=jobtime.job_speedup(seed, rec), seed_eval_loss=lc["ref_eval_loss"],
-                       loss_dev=lc["loss_dev"], seed_range=lc["seed_range"], band_step=lc["band_step"],
-                       loss_counts=lc["counts"])
-        rows.append(row)
-    return rows
+        if jt["full_epoch"]:
+            out[key] = SeedEpoch(key[0], key[1], float(jt["train_runtime_s"]), True, rec.run, int(jt["steps"] or 0))
+            continue
+        if key in out and out[key].full:
+            continue
+        n = len(steps.steady_steps(rec))
+        bound = steps.epoch_time(rec)["seconds"]
+        if n >= MIN_SEED_STEADY and bound and (key not in out or n >= out[key].steps_run):
+            out[key] = SeedEpoch(key[0], key[1], float(bound), False, rec.run, int(rec.global_steps or 0))
+    return out
 
 
-def recommend(records: list[RunRecord], rows: list[dict] | None = None) -> dict:
-    """The pick: the candidate that finishes soonest against its host's full-epoch seed run (the largest x_seed; the
-    shorter train_runtime among equals) among those whose eval loss counts (`same_host_pair` True, `note` None).
-    Else `same_host_pair` False, `note` saying what is
-    missing, and the candidate that finishes soonest on any host (or none) named as the best candidate, its x_seed
-    left empty."""
-    rows = candidates(records) if rows is None else rows
-    paired = [r for r in rows if r["same_host_seed"] and r["loss_counts"] is True]
-    # the seed run paired with itself says nothing: it counts only beside another recipe of its host
-    contested = {(r["hw"], r["host"]) for r in paired if r["experiment"] != SEED_EXPERIMENT}
-    paired = [r for r in paired if (r["hw"], r["host"]) in contested]
-    if paired:
-        best = max(paired, key=lambda r: (r["x_seed"], -r["train_runtime_s"]))
-        return {**best, "same_host_pair": True, "note": None}
-    others = [r for r in rows if r["experiment"] != SEED_EXPERIMENT] or rows
-    if not rows:
-        why = "no matrix recipe has a full-epoch run"
-    elif not any(r["same_host_seed"] for r in rows if r["experiment"] != SEED_EXPERIMENT):
-        why = "no full-epoch run of a recipe was made on a host with a full-epoch seed run"
-    else:
-        why = "no same-host recipe's eval loss is within the seed band (or no seed band to judge it by)"
-    cand = min(others, key=lambda r: r["train_runtime_s"]) if others else None
-    base = {k: None for k in ("hw", "experiment", "host", "run", "train_runtime_s", "load_s", "tokens_per_s",
-                               "peak_gib", "path")}
-    pick = {**base, **(cand or {}), "x_seed": None, "same_host_pair": False,
-            "note": f"{NO_PAIR}: {why}" + (f"; best candidate {cand['experiment']} (unpaired: its "
-                                          f"{cand['train_runtime_s']:.1f} s is on host {cand['host'] or '?'}, "
-                                          "against no seed run of that host)" if cand else "")}
-    return pick
+def _cap_gib(rec: RunRecord) -> float | None:
+    cap = rec.mem_cap
+    if isinstance(cap, dict) and cap.get("applied") and isinstance(cap.get("requested_gib"), (int, float)):
+        return float(cap["requested_gib"])
+    return None
+
+
+def host_epochs(records: list[RunRecord]) -> list[HostEpochs]:
+    """One row per (hw, matrix recipe, host) with full epochs, the first one deciding, fastest first per host."""
+    full = full_epoch_runs(records)
+    seeds = seed_epochs(records)
+    groups: dict[tuple[str, str, str], list[RunRecord]] = {}
+    for r in full:
+        groups.setdefault((str(r.hw), str(r.experiment), str(r.host_id)), []).append(r)
+    refs = {hw: max((r for r in full if r.hw == hw and r.experiment == SEED_EXPERIMENT), key=lambda r: r.run,
+                    default=None) for hw in {k[0] for k in groups}}
+    spread = config.figures("recipes")["spread"]
+    band_runs = {hw: runs_by_experiment(None, hw, records) for hw in refs}
+    rows = []
+    for (hw, exp, host), runs in groups.items():
+        runs = sorted(runs, key=lambda r: r.run)
+        first = runs[0]
+        jt = jobtime.job_time(first)
+        seed = seeds.get((hw, host))
+        same_host_ref = [r for r in full if r.hw == hw and r.host_id == host and r.experiment == SEED_EXPERIMENT]
+        ref = max(same_host_ref, key=lambda r: r.run) if same_host_ref else refs.get(hw)
+        lc = loss_against(first, ref, spread, band_runs[hw]) if ref is not None else {}
+        rows.append(HostEpochs(
+            experiment=exp, hw=hw, host=host, run=first.run, path=str(first.path), steps=int(jt["steps"]),
+            epoch_s=float(jt["train_runtime_s"]), load_s=jt["load_s"],
+            tokens_per_s=throughput.throughput(first).tokens_per_s, peak_gib=first.peak_mem_gib,
+            cap_gib=_cap_gib(first), warm_s=tuple(float(jobtime.job_time(r)["train_runtime_s"]) for r in runs[1:]),
+            eval_step=lc.get("eval_step"), eval_loss=lc.get("eval_loss"), seed_eval_loss=lc.get("ref_eval_loss"),
+            seed_range=lc.get("seed_range"), in_band=lc.get("counts"), seed=seed,
+            labels="; ".join(first.labels), swift_version=first.swift_version))
+    return sorted(rows, key=lambda r: (r.hw, r.host, r.epoch_s))
+
+
+# ------------------------------------------------------------------------------------------------ the order
+
+
+def _epoch_on(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], exp: str, hw: str,
+              host: str) -> tuple[float, bool] | None:
+    """EXP's epoch on HOST: (seconds, a full epoch) from its first full epoch, else for the seed recipe its cut-run
+    lower bound; None where the host has neither."""
+    row = next((r for r in rows if r.experiment == exp and r.hw == hw and r.host == host), None)
+    if row is not None:
+        return row.epoch_s, True
+    seed = seeds.get((hw, host)) if exp == SEED_EXPERIMENT else None
+    return (seed.seconds, seed.full) if seed is not None else None
+
+
+def order(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], a: str, b: str,
+          hw: str) -> Order | Undetermined:
+    """Which of recipes A and B finishes the job sooner, from the hosts holding both (see the module's rule)."""
+    hosts = sorted({r.host for r in rows if r.hw == hw} | {h for (w, h) in seeds if w == hw})
+    sooner: dict[str, list[str]] = {a: [], b: []}
+    bound = False
+    for host in hosts:
+        ea, eb = _epoch_on(rows, seeds, a, hw, host), _epoch_on(rows, seeds, b, hw, host)
+        if ea is None or eb is None:
+            continue
+        (ta, fa), (tb, fb) = ea, eb
+        if not fa and not fb:
+            continue
+        if (not fa and ta <= tb) or (not fb and tb <= ta):
+            continue  # sooner than a lower bound: that order is not shown
+        sooner[a if ta < tb else b].append(host)
+        bound = bound or not (fa and fb)
+    if sooner[a] and sooner[b]:
+        return Undetermined(a, b, f"hosts disagree: {a} sooner on {', '.join(h[:8] for h in sooner[a])}, {b} on "
+                                  f"{', '.join(h[:8] for h in sooner[b])}",
+                            f"more full epochs of {a} and {b} on one host")
+    for x, y in ((a, b), (b, a)):
+        if sooner[x]:
+            basis = "full epochs" + (" and a cut seed run's lower bound" if bound else "")
+            return Order(x, y, tuple(sooner[x]), basis)
+    return Undetermined(a, b, "no host holds full epochs of both",
+                        f"full epochs of {a} and {b} on one host (run-all --experiments {a},{b})")
+
+
+def recommend(records: list[RunRecord], hw: str | None = None) -> Recommendation:
+    """The recommended recipe on HW (default: the class with the most full-epoch runs) and the orders it rests on."""
+    rows_all = host_epochs(records)
+    if hw is None:
+        counts: dict[str, int] = {}
+        for r in rows_all:
+            counts[r.hw] = counts.get(r.hw, 0) + 1
+        hw = max(counts, key=lambda h: (counts[h], h)) if counts else None
+    rows = [r for r in rows_all if r.hw == hw]
+    seeds = {k: v for k, v in seed_epochs(records).items() if k[0] == hw}
+    counting = sorted({r.experiment for r in rows if r.in_band and r.experiment != SEED_EXPERIMENT})
+    others = sorted({r.experiment for r in rows if r.experiment not in counting})
+    if not counting:
+        why = ("no matrix recipe has a full-epoch run" if not rows else
+               "no recipe's full epoch has its eval loss within the seed band of the seed recipe's")
+        return Recommendation(hw, None, None, tuple(rows), (), (), None, note=why)
+    names = counting + ([SEED_EXPERIMENT] if SEED_EXPERIMENT not in counting else [])
+    orders: list[Order] = []
+    open_pairs: list[Undetermined] = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            got = order(rows, seeds, a, b, hw or "")
+            if isinstance(got, Order):
+                orders.append(got)
+            else:
+                open_pairs.append(got)
+    wins = {n: sum(o.faster == n for o in orders) for n in counting}
+    best = max(counting, key=lambda n: (wins[n], -min(r.epoch_s for r in rows if r.experiment == n)))
+    rest = [n for n in counting if n != best]
+    runner = max(rest, key=lambda n: (wins[n], -min(r.epoch_s for r in rows if r.experiment == n)), default=None)
+    unsettled = [u for u in open_pairs if best in (u.a, u.b)]
+    note = None
+    if unsettled:
+        note = "order undetermined against " + ", ".join((u.b if u.a == best else u.a) for u in unsettled)
+    others = [o for o in others if o != SEED_EXPERIMENT]
+    if others:
+        note = (note + "; " if note else "") + "not counted (eval loss outside the seed band or not judged): " \
+            + ", ".join(others)
+    rec = Recommendation(hw, best, None, tuple(rows), tuple(orders), tuple(open_pairs), runner, note=note)
+    version = (rec.deciding.swift_version if rec.deciding else None) or recipes.MEASURED_SWIFT
+    return Recommendation(hw, best, recipes.copyable(best, version), tuple(rows), tuple(orders), tuple(open_pairs),
+                          runner, note=note, swift_version=version)

@@ -61,10 +61,18 @@ def break_even(compiled: RunRecord, eager: RunRecord) -> dict:
     return {"compiled_step_s": c, "eager_step_s": e, "compile_s": cs, "break_even_steps": break_even_steps(c, e, cs)}
 
 
+def epoch_ratio(base_s: float | None, test_s: float | None) -> float | None:
+    """How many times sooner an epoch of TEST_S seconds finishes than one of BASE_S: the one producer of every
+    "x seed (epoch)" (epoch_x_seed); the steady-step ratio is analysis.measure.compare's (steady_x_seed)."""
+    if not base_s or not test_s or base_s <= 0 or test_s <= 0:
+        return None
+    return base_s / test_s
+
+
 def job_speedup(base: RunRecord, test: RunRecord) -> float | None:
     """How many times sooner TEST finishes the job than BASE: BASE's train_runtime / TEST's, both whole epochs
     (None otherwise: a cut run's train_runtime is not the job's)."""
     b, t = job_time(base), job_time(test)
     if not (b["full_epoch"] and t["full_epoch"]):
         return None
-    return b["train_runtime_s"] / t["train_runtime_s"]
+    return epoch_ratio(b["train_runtime_s"], t["train_runtime_s"])

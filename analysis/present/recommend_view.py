@@ -1,8 +1,16 @@
-"""The recommendation in words: one sentence for the first screen (the report's answer, `swiftbench tables`), from
-analysis.judge.recommend's pick and analysis.estimate.recipe_gpus' rows. Formatting only."""
+"""The recommendation in words and tables (`swiftbench tables`, its `--answer`, README's answer block, the report's
+first screen): analysis.judge.recommend's Recommendation and analysis.judge.classes' ClassAnswers, formatted. Every
+number here is a field or property of those values; this module computes none.
+"""
 from __future__ import annotations
 
+import dataclasses
+
+import pandas as pd
+
+from analysis.judge.classes import ClassAnswer
 from analysis.judge.published import SEED_EXPERIMENT, short
+from analysis.judge.recommend import HostEpochs, Order, Recommendation, Undetermined
 
 
 def seconds_text(s: float | None) -> str:
@@ -17,52 +25,157 @@ def seconds_text(s: float | None) -> str:
 def money(value: float | None, currency: str | None) -> str:
     if value is None:
         return "–"
-    return f"{value:.2f} {currency}" if currency else f"{value:.2f}"
+    return f"{value:.4f} {currency}" if currency else f"{value:.4f}"
 
 
-def _basis(row: dict) -> str:
-    return "measured" if row["source"].startswith("measured") else "the planner's prediction"
+def span(low: float | None, high: float | None, fmt: str = "{:.1f}") -> str:
+    """'a-b', or 'a' where both are one."""
+    if low is None or high is None:
+        return "–"
+    a, b = fmt.format(low), fmt.format(high)
+    return a if a == b else f"{a}-{b}"
 
 
-def gpu_clause(rows: list[dict]) -> str:
-    """Then the GPU: which classes the recipe fits, the soonest and the cheapest epoch among them."""
-    fits = [r for r in rows if r["fits"]]
-    timed = [r for r in fits if r["epoch_s"] is not None]
-    if not rows:
+# ------------------------------------------------------------------------------------------------ frames
+
+ROW_COLUMNS = [f.name for f in dataclasses.fields(HostEpochs) if f.name not in ("seed", "warm_s")] + [
+    "warm_epoch_s", "seed_epoch_s", "seed_basis", "seed_run", "epoch_x_seed", "recommended"]
+CLASS_COLUMNS = ["hw", "name", "capacity_gib", "recipe", "fits", "fit_basis", "epoch_s", "low_s", "high_s",
+                 "measured", "basis", "run", "gpu_hours", "price_per_gpu_hour", "currency", "cost", "close"]
+ORDER_COLUMNS = ["faster", "slower", "hosts", "basis", "undetermined", "settle"]
+
+
+def row_record(r: HostEpochs, rec: Recommendation) -> dict:
+    """A HostEpochs as one table row: its fields, its properties and the seed epoch it is held against."""
+    d = {f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name not in ("seed", "warm_s")}
+    d.update(warm_epoch_s=r.warm_epoch_s, seed_epoch_s=r.seed.seconds if r.seed else None,
+             seed_basis=r.seed.basis if r.seed else None, seed_run=r.seed.run if r.seed else None,
+             epoch_x_seed=r.epoch_x_seed, recommended=r.experiment == rec.experiment)
+    return d
+
+
+def rows_frame(rec: Recommendation) -> pd.DataFrame:
+    return pd.DataFrame([row_record(r, rec) for r in rec.rows], columns=ROW_COLUMNS)
+
+
+def class_record(c: ClassAnswer) -> dict:
+    ch = c.choice
+    return {"hw": c.hw, "name": c.name, "capacity_gib": c.capacity_gib, "recipe": ch.experiment if ch else None,
+            "fits": bool(ch), "fit_basis": ch.fit_basis if ch else "no matrix recipe is shown to fit",
+            "epoch_s": ch.epoch_s if ch else None, "low_s": ch.low_s if ch else None,
+            "high_s": ch.high_s if ch else None, "measured": ch.measured if ch else None,
+            "basis": ch.basis if ch else None, "run": ch.run if ch else None, "gpu_hours": c.gpu_hours,
+            "price_per_gpu_hour": c.price_per_gpu_hour, "currency": c.currency, "cost": c.cost,
+            "close": ", ".join(c.close) or None}
+
+
+def classes_frame(classes: list[ClassAnswer]) -> pd.DataFrame:
+    return pd.DataFrame([class_record(c) for c in classes], columns=CLASS_COLUMNS)
+
+
+def orders_frame(rec: Recommendation) -> pd.DataFrame:
+    rows = [{"faster": o.faster, "slower": o.slower, "hosts": ", ".join(h[:8] for h in o.hosts), "basis": o.basis,
+             "undetermined": False, "settle": None} for o in rec.orders]
+    rows += [{"faster": u.a, "slower": u.b, "hosts": None, "basis": u.why, "undetermined": True, "settle": u.settle}
+             for u in rec.undetermined]
+    return pd.DataFrame(rows, columns=ORDER_COLUMNS)
+
+
+def recommended_record(rec: Recommendation, classes: list[ClassAnswer]) -> dict:
+    d = rec.deciding
+    xs, es = rec.x_seed_range(), rec.epoch_range()
+    return {"experiment": rec.experiment, "hw": rec.hw, "host": d.host if d else None, "run": d.run if d else None,
+            "epoch_s": d.epoch_s if d else None, "epoch_low_s": es[0] if es else None,
+            "epoch_high_s": es[1] if es else None, "hosts": len(rec.chosen),
+            "warm_epoch_s": d.warm_epoch_s if d else None, "epoch_x_seed": d.epoch_x_seed if d else None,
+            "x_seed_low": xs[0] if xs else None, "x_seed_high": xs[1] if xs else None,
+            "seed_epoch_s": d.seed.seconds if d and d.seed else None,
+            "seed_basis": d.seed.basis if d and d.seed else None, "eval_loss": d.eval_loss if d else None,
+            "seed_eval_loss": d.seed_eval_loss if d else None, "seed_range": d.seed_range if d else None,
+            "runner_up": rec.runner_up, "note": rec.note, "swift_version": rec.swift_version,
+            "command": rec.command, "sentence": sentence(rec, classes)}
+
+
+# ------------------------------------------------------------------------------------------------ words
+
+
+def _x_seed(rec: Recommendation, d: HostEpochs) -> str:
+    xs = rec.x_seed_range()
+    seed = d.seed
+    if seed is None or d.epoch_x_seed is None:
         return ""
-    if not fits:
-        return "; it fits none of the GPU classes shown"
-    text = f"; then the GPU: it fits {len(fits)} of the {len(rows)} classes shown"
+    where = ("the same host" if seed.full else
+             f"the same host, whose seed epoch is a lower bound from a {seed.steps_run}-step cut run")
+    over = (f"; {span(*xs)}x over the {sum(1 for r in rec.chosen if r.epoch_x_seed)} hosts with a seed epoch"
+            if xs and xs[0] != xs[1] else "")
+    return (f" against {seconds_text(seed.seconds)} for the published seed recipe on {where} "
+            f"({d.epoch_x_seed:.1f}x sooner{over})")
+
+
+def gpu_clause(classes: list[ClassAnswer], rec: Recommendation) -> str:
+    """Then the GPU: every class's recipe, the soonest and the cheapest, and how sure."""
+    timed = [c for c in classes if c.choice and c.choice.epoch_s is not None]
+    if not classes:
+        return ""
     if not timed:
-        return text + ", none with a measured or modelled epoch time"
-    soonest = min(timed, key=lambda r: r["epoch_s"])
-    untimed = len(fits) - len(timed)
-    rest = f"; the other {untimed}: time not modelled for this recipe" if untimed else ""
-    if len(timed) == 1:
-        return text + (f", with an epoch time only on the {short(soonest['hw'])} ({seconds_text(soonest['epoch_s'])}, "
-                       f"{_basis(soonest)}{rest})")
-    text += (f", {short(soonest['hw'])} finishing soonest ({seconds_text(soonest['epoch_s'])}, {_basis(soonest)}"
-             f"{rest})")
-    priced = [r for r in timed if r["cost"] is not None]
+        return "; then the GPU: no class shown has a recipe that is shown to fit"
+    untimed = [short(c.hw) for c in classes if c not in timed]
+    soon = min(timed, key=lambda c: (c.choice.epoch_s if c.choice else None) or 0.0)
+    text = f"; then the GPU: {len(timed)} of the {len(classes)} classes shown have a recipe that fits"
+    text += f" (none: {', '.join(untimed)})" if untimed else ""
+    rivals = [c.choice for c in timed if c is not soon and c.choice and soon.choice and c.choice.low_s is not None
+              and soon.choice.high_s is not None and c.choice.low_s <= soon.choice.high_s]
+    rival_hw = {id(c.choice): c.hw for c in timed}
+    how = "measured" if soon.choice and soon.choice.measured else "modelled"
+    text += (f"; the {short(soon.hw)} finishes soonest ({seconds_text(soon.choice.epoch_s if soon.choice else None)}"
+             f", {how}, {soon.choice.experiment if soon.choice else ''})")
+    if rivals:
+        text += " with the " + ", ".join(f"{short(rival_hw[id(o)])}'s modelled {span(o.low_s, o.high_s)} s within reach"
+                                         for o in rivals)
+    priced = [c for c in timed if c.cost is not None]
     if priced:
-        cheap = min(priced, key=lambda r: r["cost"])
-        text += (f" and {short(cheap['hw'])} the cheapest "
-                 f"({money(cheap['cost'], cheap['currency'])} at the price table's rate)")
+        cheap = min(priced, key=lambda c: c.cost or 0.0)  # cost exists only with a choice
+        rng = cheap.cost_range
+        text += (f", the {short(cheap.hw)} costs least ({money(cheap.cost, cheap.currency)}"
+                 + (f", {span(*rng, fmt='{:.4f}')} with the model's band" if rng and rng[0] != rng[1] else "")
+                 + " at the price table's rate)")
     return text
 
 
-def sentence(pick: dict, rows: list[dict] | None = None) -> str:
-    """The recommendation in one sentence (no number that the pick or the rows do not hold)."""
-    if not pick.get("same_host_pair"):
-        return f"No recommended recipe yet: {pick['note']}."
-    gpu = short(pick["hw"]) if pick.get("hw") else "this GPU"
-    if pick["experiment"] == SEED_EXPERIMENT or not pick.get("x_seed"):
-        head = f"For this job, the published recipe ({pick['experiment']}) is the fastest measured"
+def sentence(rec: Recommendation, classes: list[ClassAnswer] | None = None) -> str:
+    """The recommendation in one sentence (no number that REC or CLASSES do not hold)."""
+    d = rec.deciding
+    if rec.experiment is None or d is None:
+        return f"No recommended recipe yet: {rec.note}."
+    gpu = short(rec.hw) if rec.hw else "this GPU"
+    es = rec.epoch_range()
+    over = f" ({span(*es)} s over {len(rec.chosen)} hosts)" if es and es[0] != es[1] else ""
+    if rec.experiment == SEED_EXPERIMENT:
+        head = f"For this job, the published recipe ({rec.experiment}) is the fastest measured"
     else:
-        head = (f"For this job ({pick['steps']} optimizer steps), change the settings before the GPU: recipe "
-                f"{pick['experiment']} finishes the epoch in {seconds_text(pick['train_runtime_s'])} on the {gpu} "
-                f"against {seconds_text(pick['seed_train_runtime_s'])} for the published seed recipe on the same host "
-                f"({pick['x_seed']:.1f}x sooner)")
-    loss = (f", at equal eval loss ({pick['eval_loss']:.4f} vs {pick['seed_eval_loss']:.4f} at step "
-            f"{pick['eval_step']}, within the seeds' range {pick['seed_range']:.4f} at step {pick['band_step']})")
-    return head + loss + gpu_clause(rows or []) + "."
+        head = (f"For this job ({d.steps} optimizer steps), change the settings before the GPU: recipe "
+                f"{rec.experiment} finishes the epoch in {seconds_text(d.epoch_s)} on the {gpu}{over}"
+                + _x_seed(rec, d))
+    loss = ""
+    if d.eval_loss is not None and d.seed_eval_loss is not None and d.seed_range is not None:
+        loss = (f", at equal eval loss ({d.eval_loss:.4f} vs {d.seed_eval_loss:.4f} at step {d.eval_step}, "
+                f"within the seeds' range {d.seed_range:.4f})")
+    order = ""
+    others = sorted({r.experiment for r in rec.rows if r.experiment != rec.experiment})
+    beaten = sorted({o.slower for o in rec.orders if o.faster == rec.experiment})
+    if others:
+        order = (f"; it finished sooner than {', '.join(beaten)} on a host holding both" if beaten else "")
+        if rec.note:
+            order += f" ({rec.note})"
+    return head + loss + order + gpu_clause(classes or [], rec) + "."
+
+
+def undetermined_lines(rec: Recommendation) -> list[str]:
+    """One line per order the runs do not settle, with what would settle it."""
+    return [f"{u.a} vs {u.b}: undetermined ({u.why}); settle with {u.settle}" for u in rec.undetermined]
+
+
+def order_text(o: Order | Undetermined) -> str:
+    if isinstance(o, Order):
+        return f"{o.faster} < {o.slower} ({o.basis}; {', '.join(h[:8] for h in o.hosts)})"
+    return f"{o.a} ? {o.b} ({o.why})"

@@ -10,6 +10,7 @@ statistic. The recommendation is analysis.judge.recommend's, its per-GPU rows an
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -19,8 +20,8 @@ import pandas as pd
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import quick as quick_estimate
 from analysis.estimate import recipe_gpus
+from analysis.judge import classes, recommend, your_runs
 from analysis.judge import published as P
-from analysis.judge import recommend
 from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
@@ -178,7 +179,8 @@ def pick_baseline(rows: list[dict], baseline: str) -> dict | None:
     return max(usable, key=lambda r: r["ms_per_sample"]) if usable else None
 
 
-def speedup_table(results_dir: str | Path | Scan, baseline: str = "a10", seeds_dir: str | Path | None = None,
+def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
+                  seeds_dir: str | Path | None = None,
                   records: list[RunRecord] | None = None) -> pd.DataFrame:
     """Measured rows (one per hw x experiment x host) and published rows, speed-up versus the baseline.
 
@@ -281,7 +283,8 @@ def register(sub) -> None:
     p = sub.add_parser("tables", help="speedup and convergence tables of a results tree")
     p.add_argument("results_dir", nargs="+", help="results/ (results/<hw>/<experiment>/<run>/); several roots (other "
                    "machines' trees) are merged, a run found twice counted once")
-    p.add_argument("--baseline", default="a10", help="hardware the speedup is relative to (default a10)")
+    p.add_argument("--baseline", default=hardware.DEFAULT_BASELINE,
+                   help=f"hardware the speedup is relative to (default {hardware.DEFAULT_BASELINE})")
     p.add_argument("--format", choices=["md", "csv", "json"], default="md",
                    help="output format: md (Markdown, the default), csv or json")
     p.add_argument("--seeds", default=None, help="folder of published figures (default: the suite's seeds/)")
@@ -296,77 +299,112 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-RECIPE_COLUMNS = ["hw", "experiment", "host", "run", "steps", "train_runtime_s", "load_s", "tokens_per_s", "peak_gib",
-                  "seed_run", "seed_train_runtime_s", "x_seed", "eval_step", "eval_loss", "seed_eval_loss", "loss_dev",
-                  "seed_range", "band_step", "loss_counts", "same_host_seed", "recommended", "labels"]
-RECOMMENDED_COLUMNS = ["experiment", "hw", "host", "run", "steps", "train_runtime_s", "load_s", "seed_run",
-                       "seed_train_runtime_s", "x_seed", "eval_loss", "seed_eval_loss", "seed_range", "loss_counts",
-                       "same_host_pair", "note", "sentence"]
-GPU_COLUMNS = ["experiment", "hw", "name", "capacity_gib", "needs_gib", "planner_needs_gib", "fits", "fit_basis",
-               "epoch_s", "gpu_hours", "price_per_gpu_hour", "currency", "cost", "source", "host"]
-GPU_CLASSES = ("a10", "rtx4090", "a100", "a100-80gb", "h100", "h200")  # the classes a reader asks about
+YOUR_COLUMNS = ["run", "hw", "experiment", "host", "labels", "steps", "ms_per_step", "tokens_per_s", "peak_gib", "mfu",
+                "final_eval_loss", "nearest", "differs"]
 
 
-def recommendation(records: list[RunRecord], prices: str | Path | None = recipe_gpus.DEFAULT_PRICES,
-                   results_dir=None) -> dict:
-    """{"recipes": every full-epoch matrix recipe per host by time to finish the job (analysis.judge.recommend),
-    "pick": the recommended one, "gpus": its rows per GPU class (analysis.estimate.recipe_gpus), "sentence"}."""
-    rows = recommend.candidates(records)
-    pick = recommend.recommend(records, rows)
-    gpus = []
-    if pick.get("path"):
-        rec = next(r for r in records if r.path == pick["path"])
-        measured = pick if pick["same_host_pair"] else {"peak_gib": pick.get("peak_gib")}
-        gpus = [{"experiment": pick["experiment"], **g} for g in recipe_gpus.gpu_rows(
-            recipe_gpus.recipe_kwargs(rec), [k for k in GPU_CLASSES if hardware.get(k)], measured, prices,
-            results_dir)]
-    for r in rows:
-        r["recommended"] = bool(pick["same_host_pair"] and r["path"] == pick["path"])
-    return {"recipes": rows, "pick": pick, "gpus": gpus, "sentence": recommend_view.sentence(pick, gpus)}
+def your_runs_table(records: list[RunRecord]) -> pd.DataFrame:
+    """The user's own runs (analysis.judge.your_runs: experiments that are neither the matrix's nor the claims
+    audit's): their metrics as the speed table has them, the nearest matrix recipe and the flags that differ."""
+    by_path = {str(r.path): r for r in records}
+    rows = []
+    for y in your_runs.your_runs(records):
+        rec = by_path[y.path]
+        sp = speed_row(rec)
+        rows.append({"run": y.run, "hw": y.hw, "experiment": y.experiment, "host": rec.host_id,
+                     "labels": labels_text(rec), "steps": rec.global_steps, "ms_per_step": sp["ms_per_step"],
+                     "tokens_per_s": sp["tokens_per_s"], "peak_gib": sp["peak_gib"], "mfu": sp["mfu"],
+                     "final_eval_loss": loss.final_eval_loss(rec), "nearest": y.nearest,
+                     "differs": "; ".join(y.differs) or None})
+    return pd.DataFrame(rows, columns=YOUR_COLUMNS)
 
 
-def tables(results_dir: str | Path | Scan, baseline: str = "a10", seeds_dir: str | Path | None = None,
-           compact: bool = False, prices: str | Path | None = recipe_gpus.DEFAULT_PRICES,
-           planner_results: str | Path | None = None) -> dict[str, pd.DataFrame]:
-    """{"speedup", "convergence", "scaling", "recommended" (one row: the recipe for the job and its sentence),
-    "recipes" (every full-epoch matrix recipe by time to finish the job), "recommended_gpus" (the recommended recipe
-    per GPU class; PLANNER_RESULTS: the tree the planner takes measured steps and sample lengths from, by default
-    RESULTS_DIR where it is one folder)} of RESULTS_DIR (COMPACT: only the main columns of the first two)."""
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """The recommendation (analysis.judge.recommend) and the per-class answer (analysis.judge.classes)."""
+
+    recommendation: recommend.Recommendation
+    classes: list
+
+
+def answer(records: list[RunRecord], prices: str | Path | None = recipe_gpus.DEFAULT_PRICES) -> Answer:
+    rec = recommend.recommend(records)
+    return Answer(rec, classes.class_answers(rec, records, prices=prices) if rec.experiment else [])
+
+
+def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
+           seeds_dir: str | Path | None = None,
+           compact: bool = False, prices: str | Path | None = recipe_gpus.DEFAULT_PRICES) -> dict[str, pd.DataFrame]:
+    """{"speedup", "convergence", "scaling", "recommended" (one row: the recipe for the job, its command and
+    sentence), "recipes" (every matrix recipe's full epochs per host), "orders" (which recipe finishes sooner, and
+    which orders are undetermined), "classes" (each GPU class's recipe, epoch and cost), "your_runs"} of RESULTS_DIR
+    (COMPACT: only the main columns of the first two)."""
     records = measured_records(results_dir)
     speed = speedup_table(results_dir, baseline, seeds_dir, records=records)
     conv = convergence_table(results_dir, seeds_dir, records=records)
     scale = scaling_table(records)
     everything = results_dir.records if isinstance(results_dir, Scan) else collect(results_dir)
-    if planner_results is None and isinstance(results_dir, (str, Path)):
-        planner_results = results_dir
-    rec = recommendation(everything, prices, planner_results)
+    ans = answer(everything, prices)
     if compact:
         speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
     return {"speedup": speed, "convergence": conv, "scaling": scale,
-            "recommended": pd.DataFrame([{**rec["pick"], "sentence": rec["sentence"]}], columns=RECOMMENDED_COLUMNS),
-            "recipes": pd.DataFrame(rec["recipes"], columns=RECIPE_COLUMNS),
-            "recommended_gpus": pd.DataFrame(rec["gpus"], columns=GPU_COLUMNS)}
+            "recommended": pd.DataFrame([recommend_view.recommended_record(ans.recommendation, ans.classes)]),
+            "recipes": recommend_view.rows_frame(ans.recommendation),
+            "orders": recommend_view.orders_frame(ans.recommendation),
+            "classes": recommend_view.classes_frame(ans.classes),
+            "your_runs": your_runs_table(everything)}
 
 
-ANSWER_RECIPES = {"experiment": "recipe", "hw": "GPU", "pair": "host", "steps": "steps", "train_runtime_s": "epoch s",
-                  "load_s": "start-up s", "tokens_per_s": "steady tokens/s", "x_seed": "x seed (epoch)",
-                  "eval_loss": "eval loss", "seed_eval_loss": "seed's eval loss", "loss_counts": "in band"}
-ANSWER_GPUS = {"hw": "GPU class", "capacity_gib": "GiB", "needs_gib": "needs GiB", "fits": "fits", "epoch_s": "epoch s",
-               "gpu_hours": "GPU-h", "price_per_gpu_hour": "price/h", "cost": "cost", "source": "how"}
+ANSWER_RECIPES = {"experiment": "recipe", "pair": "host", "steps": "steps", "epoch_s": "epoch s",
+                  "warm_epoch_s": "again s", "load_s": "start-up s", "tokens_per_s": "steady tokens/s",
+                  "peak_gib": "peak GiB", "epoch_x_seed": "x seed (epoch)", "seed": "seed epoch s",
+                  "eval_loss": "eval loss", "in_band": "in band"}
+ANSWER_CLASSES = {"hw": "GPU class", "capacity_gib": "GiB", "recipe": "recipe", "fit_basis": "fits",
+                  "epoch": "epoch s", "gpu_hours": "GPU-h", "price_per_gpu_hour": "price/h", "cost": "cost",
+                  "how": "time"}
+
+
+def _seed_cell(epoch: float | None, basis: str | None) -> str | None:
+    if epoch is None or pd.isna(epoch):
+        return None
+    return f"{epoch:.1f}" + ("" if basis == "full epoch" else " (cut run, lower bound)")
 
 
 def answer_md(t: dict[str, pd.DataFrame]) -> str:
-    """The answer as README shows it: the sentence, the same-host recipe rows (fastest first), the recommended
-    recipe per GPU class. Formats only what tables() computed; host ids stay in the full tables."""
-    rec = t["recipes"]
-    paired = rec[rec["same_host_seed"].astype(bool)].sort_values("train_runtime_s").copy()
-    letters = {h: chr(ord("A") + i) for i, h in enumerate(dict.fromkeys(paired["host"]))}
-    paired["pair"] = paired["host"].map(letters)  # which rows share a host (a ratio is of one host's runs)
-    gpus = t["recommended_gpus"]
-    parts = [str(t["recommended"].iloc[0]["sentence"]), "",
-             render(paired[list(ANSWER_RECIPES)].rename(columns=ANSWER_RECIPES), "md")]
-    if not gpus.empty:
-        parts += ["", render(gpus[list(ANSWER_GPUS)].rename(columns=ANSWER_GPUS), "md")]
+    """The answer as README shows it: the sentence, the command to paste, the recipes' full epochs per host (hosts
+    lettered: a ratio is only of one host's runs), the undetermined orders, the recipe per GPU class. Formats only
+    what tables() computed; host ids stay in the full tables."""
+    top = t["recommended"].iloc[0]
+    parts = [str(top["sentence"])]
+    if isinstance(top.get("command"), str):
+        parts += ["", f"The recommended recipe, for ms-swift {top['swift_version']} (`pip install swiftbench` gives "
+                      "`swiftbench plugin`, the path of the one plugin file it names):", "", "```bash",
+                  str(top["command"]), "```"]
+    rec = t["recipes"].copy()
+    if not rec.empty:
+        rec = rec.sort_values(["host", "epoch_s"])
+        letters = {h: chr(ord("A") + i) for i, h in enumerate(dict.fromkeys(
+            rec.sort_values("epoch_x_seed", ascending=False, na_position="last")["host"]))}
+        rec["pair"] = rec["host"].map(letters)
+        rec["seed"] = [_seed_cell(e, b) for e, b in zip(rec["seed_epoch_s"], rec["seed_basis"])]
+        rec["experiment"] = [f"**{x}**" if r else x for x, r in zip(rec["experiment"], rec["recommended"])]
+        rec = rec.sort_values(["pair", "epoch_s"])
+        parts += ["", render(rec[list(ANSWER_RECIPES)].rename(columns=ANSWER_RECIPES), "md")]
+    orders = t["orders"]
+    open_rows = orders[orders["undetermined"].astype(bool)] if not orders.empty else orders
+    if not open_rows.empty:
+        parts += ["", "Orders the runs do not settle: " + "; ".join(
+            f"{a} vs {b} ({why}; settle with {settle})"
+            for a, b, why, settle in zip(open_rows["faster"], open_rows["slower"], open_rows["basis"],
+                                         open_rows["settle"])) + "."]
+    cls = t["classes"].copy()
+    if not cls.empty:
+        cls["epoch"] = [None if pd.isna(e) else (f"{e:.1f}" if m else f"{e:.1f} ({lo:.1f}-{hi:.1f})")
+                        for e, lo, hi, m in zip(cls["epoch_s"], cls["low_s"], cls["high_s"], cls["measured"])]
+        cls["how"] = ["measured" if m is True else ("modelled from the H200 run's profile" if isinstance(b, str)
+                                                     and b.startswith("modelled") else b)
+                      for m, b in zip(cls["measured"], cls["basis"])]
+        parts += ["", render(cls[list(ANSWER_CLASSES)].rename(columns=ANSWER_CLASSES), "md")]
     return "\n".join(parts)
 
 
@@ -376,7 +414,7 @@ def run(args) -> int:
     for line in found.lines():  # folders left out and copies counted once, one line each; exit 3 if any was left out
         print(f"swiftbench: {line}", file=sys.stderr)
     done = SKIPPED_EXIT if found.skipped else 0
-    t = tables(found, args.baseline, args.seeds, args.compact, args.prices, args.results_dir[0])
+    t = tables(found, args.baseline, args.seeds, args.compact, args.prices)
     speed, conv = t["speedup"], t["convergence"]
     if getattr(args, "answer", False):
         print(answer_md(t))
@@ -386,12 +424,16 @@ def run(args) -> int:
                           for name, df in t.items()}, indent=2))
         return done
     if args.format == "md":
-        print(f"{t['recommended'].iloc[0]['sentence']}\n")
-        print("## Recipes by time to finish the job (full-epoch runs; train_runtime, start-up beside it)\n")
-        print(render(t["recipes"].drop(columns=["labels"]), "md"))
-        if not t["recommended_gpus"].empty:
-            print("\n## The recommended recipe per GPU class\n")
-            print(render(t["recommended_gpus"], "md"))
+        print(answer_md(t) + "\n")
+        print("## Recipes' full epochs per host (first run on the host; later ones: `warm_epoch_s`)\n")
+        print(render(t["recipes"].drop(columns=["labels", "path"]), "md"))
+        print("\n## Which recipe finishes sooner (same host only)\n")
+        print(render(t["orders"], "md"))
+        print("\n## Each GPU class's recipe\n")
+        print(render(t["classes"], "md"))
+        if not t["your_runs"].empty:
+            print("\n## Your runs (experiments of your own: the nearest matrix recipe and the flags that differ)\n")
+            print(render(t["your_runs"], "md"))
         print()
     if args.format == "md":
         print(f"## Speedup (baseline {args.baseline}; slowest measured where it has no run)\n")

@@ -18,6 +18,7 @@ from experiments.base.errors import InputError
 DATA = paths.DATA
 HARDWARE_FILE = DATA / "hardware.yaml"
 MODELS_FILE = DATA / "models.yaml"
+DEFAULT_BASELINE = "a10"  # the class speed-ups are relative to unless asked otherwise: the article's slowest card
 SHAPE_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
               "num_key_value_heads", "vocab_size")
 
@@ -39,6 +40,12 @@ def table(path: str | Path = HARDWARE_FILE) -> dict[str, dict]:
             if other != key:
                 raise InputError(path, f"hardware name {name!r} of {key!r} is also a name of {other!r}")
     return data
+
+
+def shown() -> list[str]:
+    """The classes the answer, the tables and the report give a row each (hardware.yaml's `shown: true`), in the
+    file's order."""
+    return [k for k, spec in table().items() if spec.get("shown")]
 
 
 def _plain(name: str) -> str:

@@ -24,6 +24,7 @@ RUN_FLAGS = ("output_dir", "model", "dataset", "max_steps", "add_version")
 # `external_plugins: swiftbench` in a recipe names the package's plugin file (swift_plugin.py beside this module): a
 # run gets its path, a printed command `"$(swiftbench plugin)"`, which prints that path where swiftbench is installed.
 PLUGIN = "swiftbench"
+MEASURED_SWIFT = "4.6.0"  # the ms-swift every committed GPU run used: a command is spelled for it when none is known
 PLUGIN_SHELL = '"$(swiftbench plugin)"'
 
 

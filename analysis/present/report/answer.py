@@ -1,14 +1,13 @@
-"""The answer section, the report's first screen: per GPU class, the seed recipe's time per sample and per optimizer
-step, real tokens/s, peak memory against capacity, GPU-busy share, time and GPU-hours to finish its epoch, and the best
-recipe that fits the class with its speed-up over the seed recipe; measured, published or predicted, each said so.
+"""The answer section, the report's first screen: the recommended recipe (analysis.judge.recommend: its sentence, the
+command to paste, its full epochs per host against the seed recipe's), each GPU class's recipe with its epoch and cost
+(analysis.judge.classes), then the seed recipe per class: measured, predicted and published, each said so.
 
 Every number is some stage's: measured rows analysis.measure (steps, throughput, profile), predicted rows the planner
-(analysis.estimate.planner.estimate, its roofline figures), its error on our runs analysis.estimate.validate, the best
-recipes the claims audit (analysis.judge), published rows the seeds. This module picks the rows and words them.
+(analysis.estimate.planner.estimate), its error on our runs analysis.estimate.validate, the recommendation and the
+class's recipe analysis.judge, published rows the seeds. This module picks the rows and words them.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -16,30 +15,29 @@ import pandas as pd
 from analysis.core.seeds import published_recipe
 from analysis.estimate import planner, recipe_gpus
 from analysis.estimate.validate import planner_error
-from analysis.judge import config
 from analysis.judge import published as P
+from analysis.judge.classes import ClassAnswer
+from analysis.judge.recommend import Recommendation
 from analysis.measure import profile, steps, throughput
 from analysis.parse.record import RunRecord
-from analysis.present import plots
-from analysis.present import tables as T
-from analysis.present.recommend_view import money, seconds_text
+from analysis.present import plots, recommend_view
+from analysis.present.recommend_view import money, seconds_text, span
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base import hardware
 
 # The GPU classes a reader asks about (the article's four, the 80 GB A100, the H100 and the H200 we measure on)
-PREDICTED = ("a10", "rtx4090", "a100", "a100-80gb", "h100", "h200")
 COLUMNS = ["GPU", "source", "ms / sample", "ms / step", "tokens/s", "peak / capacity GiB", "GPU busy",
-           "epoch", "GPU\u2011h", "best recipe that fits · x seed recipe"]  # a non-breaking hyphen in GPU-h
+           "epoch", "GPU\u2011h", "the class's recipe · its epoch"]  # a non-breaking hyphen in GPU-h
 CSV_COLUMNS = ["hw", "gpu", "source", "run", "host", "gpus", "labels", "ms_per_sample", "ms_per_step", "tokens_per_s",
                "peak_gib", "capacity_gib", "fits", "gpu_busy_frac", "epoch_steps", "epoch_s", "gpu_hours",
-               "largest_batch", "best_recipe", "best_x_seed", "best_x_seed_hosts", "best_basis"]
+               "largest_batch", "class_recipe", "class_recipe_epoch_s"]
 
 
 def classes(ctx: Context) -> list[str]:
     """The classes with a row: the ones asked about, then any other with a measured seed-recipe run, by memory size
     and peak."""
-    keys = [k for k in PREDICTED if hardware.get(k)] + [r.hw for r in P.seed_runs(ctx.picked) if r.hw]
+    keys = hardware.shown() + [r.hw for r in P.seed_runs(ctx.picked) if r.hw]
     keys = [k for k in dict.fromkeys(keys) if k and hardware.get(k)]
     return sorted(keys, key=lambda k: (hardware.require(k)["memory_gb"], hardware.require(k)["bf16_dense_tflops"]))
 
@@ -67,52 +65,6 @@ def predictions(ctx: Context) -> dict[str, dict]:
     """hw -> the planner's estimate of the seed recipe on that class (its roofline figures are the predicted row)."""
     plans = planner.estimate(hw=classes(ctx), results=ctx.results_dir, **recipe_kwargs(ctx))
     return {p["hw"]: p for p in plans}
-
-
-# ------------------------------------------------------------------------------------------ best recipe
-
-
-def class_best(ctx: Context) -> list[tuple[float, dict]]:
-    """(card GB, the claims audit's row) of every `class_best` claim, smallest card first."""
-    table = ctx.verdicts().set_index("id")
-    out = [(float(c["rule"]["card_gb"]), {**table.loc[c["id"]].to_dict(), "id": c["id"]})
-           for c in config.claims() if c["rule"]["kind"] == "class_best" and c["id"] in table.index]
-    return sorted(out, key=lambda x: x[0])
-
-
-def same_host_pair(ctx: Context) -> dict | None:
-    """The claims audit's same-host pair (the target_speedup rule): its numbers, when both runs shared a host."""
-    table = ctx.verdicts().set_index("id")
-    for c in config.claims():
-        if c["rule"]["kind"] == "target_speedup" and c["id"] in table.index:
-            n = table.loc[c["id"], "numbers"]
-            if isinstance(n, dict) and n.get("hosts") == "same host" and n.get("ratio"):
-                return n
-    return None
-
-
-def best_recipe(hw: str, bests: list[tuple[float, dict]], pair: dict | None) -> dict:
-    """The best recipe that fits HW's memory (the class_best claim with the largest cap not above it) and its speed-up
-    over the seed recipe: the same-host pair's where the pair ran that recipe, else the audit's with its host
-    relation."""
-    gb = float(hardware.require(hw)["memory_gb"])
-    fitting = [row for cap, row in bests if cap <= gb]
-    if not fitting:
-        return {"text": "–", "recipe": None}
-    row = fitting[-1]
-    n = numbers if isinstance(numbers := row.get("numbers"), dict) else {}
-    if not n.get("recipe"):
-        return {"text": f"{row['verdict']} ({row['id']})", "recipe": None}
-    name = n["recipe"]
-    if pair and pair.get("combination") == n.get("overrides"):
-        ratio, hosts, basis = pair["ratio"], "same host", "the same-host pair (paired steps)"
-        low, high = pair.get("ratio_low"), pair.get("ratio_high")
-    else:
-        ratio, hosts, basis = n.get("ratio"), n.get("hosts") or "same host", f"claims audit {row['id']}"
-        low, high = n.get("ratio_low"), n.get("ratio_high")
-    text = f"{name} · {ratio:.1f}x ({hosts})" if ratio else name
-    return {"text": text, "recipe": name, "ratio": ratio, "hosts": hosts, "basis": basis, "low": low, "high": high,
-            "cap": n.get("cap_gib")}
 
 
 # ------------------------------------------------------------------------------------------ rows
@@ -175,12 +127,12 @@ def published_row(ctx: Context, hw: str, capacity: float) -> dict | None:
 def answer_rows(ctx: Context) -> list[dict]:
     """Per class: its measured seed-recipe runs (one per host), the planner's prediction, the article's figure."""
     plans = predictions(ctx)
-    bests, pair = class_best(ctx), same_host_pair(ctx)
+    per_class = {c.hw: c for c in ctx.answer().classes}
     measured = P.seed_runs(ctx.picked)
     rows = []
     for hw in classes(ctx):
         cap = planner.capacity_gib(hardware.require(hw))
-        best = best_recipe(hw, bests, pair)
+        best = _class_cell(per_class.get(hw))
         runs = sorted([r for r in measured if r.hw == hw], key=lambda r: (r.host_id is None, r.host_id or "", r.run))
         rows += [measured_row(r, cap, best) for r in runs]
         if hw in plans:
@@ -196,8 +148,8 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     out = []
     for r in rows:
         b = r["best"]
-        out.append({**{k: r.get(k) for k in CSV_COLUMNS if k in r}, "best_recipe": b.get("recipe"),
-                    "best_x_seed": b.get("ratio"), "best_x_seed_hosts": b.get("hosts"), "best_basis": b.get("basis")})
+        out.append({**{k: r.get(k) for k in CSV_COLUMNS if k in r}, "class_recipe": b.get("recipe"),
+                    "class_recipe_epoch_s": b.get("epoch_s")})
     return pd.DataFrame(out, columns=CSV_COLUMNS)
 
 
@@ -211,12 +163,21 @@ def _cells(r: dict) -> dict:
     }
 
 
+def _class_cell(c: ClassAnswer | None) -> dict:
+    """The class's recipe (analysis.judge.classes) as the seed table's last cell shows it."""
+    ch = c.choice if c else None
+    if ch is None:
+        return {"text": "no matrix recipe shown to fit", "recipe": None}
+    how = "measured" if ch.measured else f"modelled, {span(ch.low_s, ch.high_s)} s"
+    return {"text": f"{ch.experiment} · {seconds_text(ch.epoch_s)} ({how})", "recipe": ch.experiment,
+            "epoch_s": ch.epoch_s, "how": how, "fit": ch.fit_basis}
+
+
 def _best_cell(best: dict) -> str:
     if not best.get("recipe"):
         return H.e(best.get("text") or "–")
-    ratio = f"{best['ratio']:.1f}x" if best.get("ratio") else ""
-    rng = (f" ({best['low']:.1f}-{best['high']:.1f})" if best.get("low") and best.get("high") else "")
-    return f"<b>{H.e(best['recipe'])}</b><br>{H.e(ratio + rng)}<br><small>{H.e(best['hosts'])}</small>"
+    return (f"<b>{H.e(best['recipe'])}</b><br>{H.e(seconds_text(best['epoch_s']))}<br>"
+            f"<small>{H.e(best['how'])}</small>")
 
 
 def table_html(rows: list[dict]) -> str:
@@ -238,7 +199,7 @@ def table_html(rows: list[dict]) -> str:
                 detail = {"measured": r["detail"], "predicted": "planner" if r["fits"] in (None, True)
                           else "planner · does NOT fit", "published": "article"}[r["source"]]
                 tds.append(f'<td data-col="source">{H.e(r["source"])} <small>{H.e(detail)}</small></td>')
-            elif c.startswith("best recipe"):
+            elif c.startswith("the class's recipe"):
                 if first:
                     tds.append(f'<td rowspan="{n}" class="sb-best" data-col="best">{_best_cell(r["best"])}</td>')
             else:
@@ -284,75 +245,81 @@ def error_text(err: dict) -> str:
 # ------------------------------------------------------------------------------------------ the recommendation
 
 
-def recommendation(ctx: Context) -> dict:
-    """analysis.present.tables.recommendation of the report's runs (made once)."""
-    if "recommendation" not in ctx._cache:
-        root = ctx.results_dir if isinstance(ctx.results_dir, Path) else None  # several roots: the planner reads none
-        ctx._cache["recommendation"] = T.recommendation(ctx.records, ctx.prices, root)
-    return ctx._cache["recommendation"]
-
-
-def gpu_table_html(rows: list[dict]) -> str:
-    """The recommended recipe per GPU class: fit, epoch, GPU-hours, price and cost (none where it does not fit)."""
-    if not rows:
+def classes_table_html(classes: list[ClassAnswer]) -> str:
+    """Each GPU class's recipe: how it is shown to fit, its epoch (measured, or modelled with its band), GPU-hours,
+    price and cost."""
+    if not classes:
         return ""
-    head = ["GPU", "fits? peak / capacity GiB", "epoch", "GPU\u2011h", "price / GPU\u2011h", "cost", "time from"]
+    head = ["GPU", "recipe", "fits", "epoch", "GPU\u2011h", "price / GPU\u2011h", "cost", "time from"]
     body = []
-    for r in rows:
-        fit = ("fits" if r["fits"] else "does NOT fit") + f" {r['needs_gib']:.1f} / {r['capacity_gib']:.1f}"
-        cells = [_gpu(r["hw"]), fit, seconds_text(r["epoch_s"]), H.fmt(r["gpu_hours"], "{:.3f}"),
-                 money(r["price_per_gpu_hour"], r["currency"]), money(r["cost"], r["currency"]),
-                 r["source"] + (f", host {r['host'][:8]}" if r.get("host") else "")]
-        body.append("<tr>" + "".join(f"<td>{H.e(c)}</td>" for c in cells) + "</tr>")
+    for c in classes:
+        ch = c.choice
+        if ch is None:
+            cells = [_gpu(c.hw), "–", "no matrix recipe shown to fit", "–", "–", "–", "–", "–"]
+        else:
+            epoch = seconds_text(ch.epoch_s) + ("" if ch.measured else f" ({span(ch.low_s, ch.high_s)} s)")
+            close = f"; within the band: {', '.join(c.close)}" if c.close else ""
+            cells = [_gpu(c.hw), ch.experiment, ch.fit_basis, epoch, H.fmt(c.gpu_hours, "{:.3f}"),
+                     money(c.price_per_gpu_hour, c.currency), money(c.cost, c.currency), ch.basis + close]
+        body.append("<tr>" + "".join(f"<td>{H.e(x)}</td>" for x in cells) + "</tr>")
     return ('<table class="sb-table sb-answer" id="recommended-gpus"><thead><tr>'
             + "".join(f"<th>{H.e(c)}</th>" for c in head) + f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
-def recipes_table_html(rows: list[dict]) -> str:
-    """Every full-epoch matrix recipe per host by time to finish the job, start-up beside it, steady tokens/s: the
-    hosts with a full-epoch seed run first (their x seed is a same-host ratio), the others folded below."""
-    df = pd.DataFrame(rows, columns=T.RECIPE_COLUMNS)
+def recipes_table_html(rec: Recommendation) -> str:
+    """Every matrix recipe's full epochs per host (the first on the host, then the later ones), against the host's
+    seed epoch: the hosts with a seed epoch first, the others folded below."""
+    df = recommend_view.rows_frame(rec)
     if df.empty:
         return ""
-    df = df.sort_values(["x_seed", "train_runtime_s"], ascending=[False, True], na_position="last")
+    df = df.sort_values(["epoch_x_seed", "epoch_s"], ascending=[False, True], na_position="last")
     df["host"] = df["host"].map(lambda h: h[:8] if isinstance(h, str) else "?")
-    df["experiment"] = [f"{x} ★" if rec else x for x, rec in zip(df["experiment"], df["recommended"])]
+    df["experiment"] = [f"{x} ★" if r else x for x, r in zip(df["experiment"], df["recommended"])]
+    df["seed epoch s"] = [None if H.missing(e) else f"{e:.1f}" + ("" if b == "full epoch" else " (cut run)")
+                          for e, b in zip(df["seed_epoch_s"], df["seed_basis"])]
     df["eval loss (seed's)"] = [f"{a:.4f}" + (f" ({b:.4f})" if not H.missing(b) else "")
                                 for a, b in zip(df["eval_loss"], df["seed_eval_loss"])]
-    cols = ["experiment", "host", "train_runtime_s", "load_s", "tokens_per_s", "x_seed", "eval loss (seed's)",
-            "loss_counts"]
-    spec: dict[str, Any] = {"formats": {"train_runtime_s": "{:.1f}", "load_s": "{:.1f}", "tokens_per_s": "{:,.0f}",
-                        "x_seed": "{:.1f}x"},
-            "columns": cols,
-            "rename": {"train_runtime_s": "epoch s", "load_s": "start-up s", "tokens_per_s": "steady tokens/s",
-                       "x_seed": "x seed (epoch)", "loss_counts": "in band"}}
-    paired, other = df[df["same_host_seed"]], df[~df["same_host_seed"]]
-    return (H.html_table(paired, **spec) if not paired.empty else "") + H.fold(
-        f"{len(other)} more full epochs on hosts without a full-epoch seed run (no same-host ratio)",
-        H.html_table(other, **spec) if not other.empty else "")
+    cols = ["experiment", "host", "epoch_s", "warm_epoch_s", "load_s", "tokens_per_s", "peak_gib", "epoch_x_seed",
+            "seed epoch s", "eval loss (seed's)", "in_band"]
+    spec: dict[str, Any] = {"formats": {"epoch_s": "{:.1f}", "warm_epoch_s": "{:.1f}", "load_s": "{:.1f}",
+                                        "tokens_per_s": "{:,.0f}", "peak_gib": "{:.1f}", "epoch_x_seed": "{:.1f}x"},
+                            "columns": cols,
+                            "rename": {"epoch_s": "epoch s", "warm_epoch_s": "again s", "load_s": "start-up s",
+                                       "tokens_per_s": "steady tokens/s", "peak_gib": "peak GiB",
+                                       "epoch_x_seed": "x seed (epoch)", "in_band": "in band"}}
+    seeded = df["seed_epoch_s"].notna()
+    return (H.html_table(df[seeded], **spec) if seeded.any() else "") + H.fold(
+        f"{int((~seeded).sum())} more full epochs on hosts without a seed epoch (no same-host ratio)",
+        H.html_table(df[~seeded], **spec) if (~seeded).any() else "")
 
 
 def recommendation_html(ctx: Context) -> str:
-    rec = recommendation(ctx)
+    ans = ctx.answer()
+    rec, classes = ans.recommendation, ans.classes
     source = recipe_gpus.price_source(ctx.prices)
     prices = (f"Prices: <code>{H.e(ctx.prices.name if ctx.prices else 'none')}</code>"
               + (f" ({H.e(source)})" if source else "") + "; yours with <code>--prices FILE</code>.")
-    note = ("<i>epoch</i>: train_runtime of the whole epoch (ms-swift's clock: every step, eval and save); "
-            "<i>start-up</i>: the run's wall time outside it (model load, data, final save). The recipe is the "
-            "matrix recipe whose full-epoch run finished soonest against a full-epoch seed run of the same host, "
-            "eval loss within the seed band. Other classes: the planner's time for the recipe's batch and "
-            "checkpointing (it models no padding-free rows or Liger kernels), the fit from the run's logged peak. "
+    note = ("<i>epoch</i>: train_runtime of the recipe's first full epoch on a host (ms-swift's clock: every step, "
+            "eval and save; later runs of it there, with its compiled code and kernels cached: <i>again</i>); "
+            "<i>start-up</i>: the run's wall time outside it (model load, data, final save). A recipe is ranked above "
+            "another only by runs of one host; the seed recipe's epoch on a host without a full one is its cut run's "
+            "steady step x the epoch's steps (a lower bound). Other classes: the time model carries the H200 run's "
+            "steps there kernel by kernel (docs/time-model.md) with its band; the fit is the runs' logged peak. "
             + prices)
-    pick = rec["pick"]
-    title = f"The recommended recipe ({H.e(pick['experiment'])}) per GPU class" if pick.get("experiment") else ""
+    command = (f"<pre class=\"sb-command\"><code>{H.e(rec.command)}</code></pre>" if rec.command else "")
+    lines = recommend_view.undetermined_lines(rec)
+    title = "Each GPU class's recipe" if classes else ""
     return H.join([
-        f'<p class="sb-box" id="recommendation"><b>{H.e(rec["sentence"])}</b></p>',
-        # one above the other: side by side, the GPU table's `time from` column (what each row rests on) was cut
-        (f"<h3>{title}</h3>" if title else "") + gpu_table_html(rec["gpus"]),
-        "<h3>Matrix recipes by time to finish the job (full epochs)</h3>" + recipes_table_html(rec["recipes"]),
+        f'<p class="sb-box" id="recommendation"><b>{H.e(recommend_view.sentence(rec, classes))}</b></p>',
+        (f"<h3>The recommended recipe ({H.e(rec.experiment)}), for ms-swift {H.e(rec.swift_version or '')}: "
+         "paste it (<code>pip install swiftbench</code> gives <code>swiftbench plugin</code>)</h3>" + command)
+        if command else "",
+        (f"<h3>{title}</h3>" if title else "") + classes_table_html(classes),
+        "<h3>Matrix recipes' full epochs per host</h3>" + recipes_table_html(rec),
+        H.note("Orders the runs do not settle: " + "; ".join(lines) + ".") if lines else "",
         H.note(note),
-        H.csv(ctx, pd.DataFrame(rec["gpus"], columns=T.GPU_COLUMNS), "recommended_gpus.csv"),
-        H.csv(ctx, pd.DataFrame(rec["recipes"], columns=T.RECIPE_COLUMNS), "recipes_by_job_time.csv"),
+        H.csv(ctx, recommend_view.classes_frame(classes), "classes.csv"),
+        H.csv(ctx, recommend_view.rows_frame(rec), "recipes_by_job_time.csv"),
     ])
 
 
@@ -380,9 +347,8 @@ def answer_section(ctx: Context) -> str:
             "2,048 tokens a sample; its memory column is illegible). <i>epoch</i>: the epoch at the steady median "
             "step; <i>GPU-h</i> x your price per GPU-hour = its cost (the recommended recipe's table above prices "
             "it); <i>GPU busy</i>: share of a step the GPU computes (measured: two profiled steps; predicted: the "
-            "roofline's). <i>best recipe</i>: the fastest recipe that trained within the class's memory, run on the "
-            "H200 under an allocator cap of that size (the H200's speed with the class's memory), x its speed-up over "
-            "the seed recipe (95 % range), same host where a same-host pair ran it.")
+            "roofline's). <i>the class's recipe</i>: the fastest matrix recipe shown to fit the class's memory "
+            "(the recommendation's table above), with its epoch there.")
     return H.join([
         recommendation_html(ctx),
         H.p(f"For {recipe}: what each GPU class gives. Then the claims, the details of speed, memory and loss, "

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.parse.results import Scan, roots_of, run_folders, scan
-from analysis.present.report.context import DEFAULT_HARDWARE, hardware_list
+from analysis.present.report.context import hardware_list
 from experiments.base import hardware, paths
 from experiments.base.argparsing import first_paragraph
 from experiments.base.errors import SKIPPED_EXIT, InputError
@@ -84,7 +84,8 @@ def render_html(nb_path: Path, html_path: Path) -> Path:
     return html_path
 
 
-def build(results: str | Path | Sequence[str | Path] = "results", out: str | Path = "report", baseline: str = "a10",
+def build(results: str | Path | Sequence[str | Path] = "results", out: str | Path = "report",
+          baseline: str = hardware.DEFAULT_BASELINE,
           hardware_wanted: str | list[str] = "", seeds: str | Path | None = None, timeout_s: int = 600,
           notebook: str | Path = NOTEBOOK, prices: str | Path | None = None) -> dict:
     """Execute the report notebook and render it; returns the paths and seconds taken. InputError for bad input,
@@ -133,9 +134,10 @@ def build(results: str | Path | Sequence[str | Path] = "results", out: str | Pat
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", nargs="+", default=["results"],
                         help="results/<hw>/<experiment>/<run>/ (default results); several roots are merged")
-    parser.add_argument("--baseline", default="a10", help="hardware the speedup is relative to (default a10)")
+    parser.add_argument("--baseline", default=hardware.DEFAULT_BASELINE,
+                        help=f"hardware the speedup is relative to (default {hardware.DEFAULT_BASELINE})")
     parser.add_argument("--hardware", default="", help="comma-separated hardware classes to give a section "
-                        f"(default {','.join(DEFAULT_HARDWARE)}; classes with runs are always added)")
+                        f"(default {','.join(hardware.shown())}; classes with runs are always added)")
     parser.add_argument("--seeds", default=None, help="folder of published figures (default: the suite's seeds/)")
     parser.add_argument("--out", default="report", help="output folder (default report)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds one notebook cell may take")

@@ -21,8 +21,7 @@ from analysis.parse.results import Roots, collect, is_matrix, latest_per_group
 from analysis.present import plots
 from analysis.present.tables import convergence_table, speedup_table
 from experiments.base import hardware
-
-DEFAULT_HARDWARE = ("a10", "rtx4090", "a100", "h100", "h200")
+from experiments.base.hardware import DEFAULT_BASELINE
 
 
 def hardware_list(value: str | list[str] | tuple[str, ...] | None) -> list[str]:
@@ -53,11 +52,12 @@ class Context:
     _cache: dict = field(default_factory=dict, repr=False)  # stage outputs two sections share, made once
 
     @classmethod
-    def load(cls, results_dir: str | Path, baseline: str = "a10", hardware_wanted: str | list[str] = "",
+    def load(cls, results_dir: str | Path, baseline: str = DEFAULT_BASELINE,
+             hardware_wanted: str | list[str] = "",
              seeds_dir: str | Path | None = None, out_dir: str | Path = "report",
              prices: str | Path | None = None) -> Context:
         hardware.require(baseline)
-        wanted = hardware_list(hardware_wanted) or list(DEFAULT_HARDWARE)
+        wanted = hardware_list(hardware_wanted) or hardware.shown()
         for h in wanted:
             hardware.require(h)
         results_dir = Path(results_dir) if isinstance(results_dir, (str, Path)) else Roots(map(Path, results_dir))
@@ -126,6 +126,14 @@ class Context:
                 self._cache["verdicts"] = claims_table(self.results_dir, seeds_dir=self.seeds_dir,
                                                        records=self.records)
         return self._cache["verdicts"]
+
+    def answer(self):
+        """The recommendation and each class's recipe (analysis.present.tables.answer: analysis.judge's), made once."""
+        if "answer" not in self._cache:
+            from analysis.present.tables import answer
+
+            self._cache["answer"] = answer(self.records, self.prices)
+        return self._cache["answer"]
 
     def estimates(self) -> pd.DataFrame:
         """The planner's estimates beside the measurements (the answer's planner error, the planner section)."""

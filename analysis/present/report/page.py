@@ -23,6 +23,7 @@ from analysis.present.report import (
     spread,
 )
 from analysis.present.report.context import Context
+from experiments.base import hardware
 
 
 def _html(text: str):
@@ -35,7 +36,8 @@ class Report:
     """Everything the notebook shows, one method per section; each returns an IPython HTML object and writes its
     tables (CSV) and figures (PNG) into the output folder."""
 
-    def __init__(self, results_dir: str | Path, baseline: str = "a10", hardware_list: str | list = "",
+    def __init__(self, results_dir: str | Path, baseline: str = hardware.DEFAULT_BASELINE,
+                 hardware_list: str | list = "",
                  seeds_dir: str | Path | None = None, out_dir: str | Path = "report", prices: str | Path | None = None):
         self.ctx = Context.load(results_dir, baseline, hardware_list, seeds_dir, out_dir, prices)
 
