@@ -135,7 +135,15 @@ def test_a_run_of_another_recipe_never_changes_the_answer(swift_output, results_
     (run,) = list((results_tree / "rtx4090" / "myrun").iterdir())
     assert read_run(run).experiment == "myrun"
     assert _answer_table(results_tree, tmp_path / "r2") == before
-    assert _cli("tables", results_tree, "--format", "json").stdout == tables_before
+    after = json.loads(_cli("tables", results_tree, "--format", "json").stdout)
+    mine = after.pop("your_runs")
+    assert after == {k: v for k, v in json.loads(tables_before).items() if k != "your_runs"}
+    # the user's run is named by the tables (issue 36), beside the matrix, with the recipe it is nearest to
+    (row,) = mine
+    assert row["experiment"] == "myrun" and row["hw"] == "rtx4090" and row["nearest"]
+    assert "model: yours" in row["differs"] and "imported" in row["labels"]
+    text = _cli("tables", results_tree).stdout
+    assert "## Your runs" in text and "myrun" in text
 
     # the same log under a second label is refused, whatever the label
     p = _cli("import", swift_output, "--hw", "a100", "--experiment", "other", "--results", results_tree)
