@@ -507,7 +507,20 @@ def record_from_log(log: RunLog, **identity) -> RunRecord:
     with gc_paused():
         facts = log_facts(log)
     facts["log_path"] = facts.pop("log")
-    return RunRecord(**ident, **facts, **sidefiles.read(run_dir))
+    sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=step_token_cap(facts, ident),
+                           max_step=facts["max_steps"])
+    return RunRecord(**ident, **facts, **sides)
+
+
+def step_token_cap(facts: dict, identity: dict) -> int | None:
+    """The most tokens one optimizer step can hold, padding included: samples per step x max_length (x the
+    launcher's pad_to where it pads further); None where the log does not say both."""
+    samples, length = facts.get("samples_per_step"), facts.get("max_length")
+    if not samples or not length or length < 0:
+        return None
+    launcher = ((identity.get("run_status") or {}).get("key") or {}).get("launcher") or {}
+    pad_to = launcher.get("pad_to") if isinstance(launcher, dict) else None
+    return int(samples) * max(int(length), int(pad_to) if isinstance(pad_to, int) else 0)
 
 
 def read_log_record(path: str | Path, **identity) -> RunRecord:

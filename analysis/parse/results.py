@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.parse import sidefiles
-from analysis.parse.logs import LOG_NAME, find_runs, read_log
+from analysis.parse.logs import LOG_NAME, find_runs, read_log, resumes_of
 from analysis.parse.record import RunRecord, record_from_log
-from experiments.base import hardware, runfiles
+from experiments.base import hardware, runfiles, treewalk, userfiles
 from experiments.base.datafiles import read_json_object
 from experiments.base.errors import InputError
 from experiments.base.runfiles import digest
@@ -23,6 +23,7 @@ from experiments.base.runfiles import digest
 ENV_NAME = runfiles.ENV_JSON
 STATUS_NAME = runfiles.RUN_JSON
 UNLABELLED = "unlabelled (no run.json or env.json: not made by the runner)"
+PARTIAL = runfiles.PARTIAL  # the suffix of a run folder `swiftbench import` is still filling (.<run id>.partial)
 SWIFT_RUN = re.compile(r"^v\d+-\d{8}-\d{6}$")  # the folder `swift sft` makes under output/<model>/
 
 
@@ -44,8 +45,9 @@ def read_status(run_dir: str | Path) -> dict:
 
 
 def identity(run_dir: str | Path) -> dict:
-    """hw / experiment / run id from the `results/<hw>/<experiment>/<run>` layout."""
-    run_dir = Path(run_dir).resolve()
+    """hw / experiment / run id from the `results/<hw>/<experiment>/<run>` layout, as the path names it (a run
+    folder linked in from elsewhere is where the link is)."""
+    run_dir = Path(os.path.abspath(run_dir))
     parts = run_dir.parts
     hw = parts[-3] if len(parts) >= 3 and hardware.get(parts[-3]) else None
     return {"hw": hw, "experiment": parts[-2] if hw else None, "run": run_dir.name}
@@ -70,16 +72,28 @@ def roots_of(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
     return [Path(p) for p in results_dir]
 
 
-def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
-    """Every run folder under the root(s): a folder with run.json or logging.jsonl (failed runs too), each root's in
-    order. A root that does not exist is bad input."""
-    out: list[Path] = []
+def find_folders(results_dir: str | Path | Sequence[str | Path]) -> treewalk.Found:
+    """Every run folder under the root(s) (a folder with run.json or logging.jsonl, failed runs too), each root's in
+    order, read through symlinks (experiments.base.treewalk), with the folders that could not be listed and the links
+    read once. A root that is no folder is bad input."""
+    out = treewalk.Found()
     for root in roots_of(results_dir):
         if not root.is_dir():
             raise InputError(root, "no such results folder")
-        found = {p.parent for name in (STATUS_NAME, LOG_NAME) for p in root.rglob(name)}
-        out += sorted(p for p in found if not p.name.startswith("checkpoint-"))
+        try:
+            os.scandir(root).close()
+        except OSError as exc:
+            raise InputError(root, f"cannot be read ({userfiles.reason(exc)})") from None
+        found = treewalk.folders_with(root, (STATUS_NAME, LOG_NAME))
+        out.folders += found.folders
+        out.skipped += found.skipped
+        out.notes += found.notes
     return out
+
+
+def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The run folders of find_folders."""
+    return find_folders(results_dir).folders
 
 
 def check_hardware(run_dir: Path, env: dict, status: dict, folder_hw: str | None) -> None:
@@ -119,16 +133,16 @@ def read_run(run_dir: str | Path) -> RunRecord:
         "env": env,
         "run_status": status,
     }
-    if not (run_dir / STATUS_NAME).is_file() and not (run_dir / ENV_NAME).is_file():
+    if not userfiles.present(run_dir / STATUS_NAME) and not userfiles.present(run_dir / ENV_NAME):
         info["labels"].append(UNLABELLED)
-    if (run_dir / LOG_NAME).is_file():
-        rec = record_from_log(read_log(run_dir), **info)
+    if userfiles.present(run_dir / LOG_NAME):  # a FIFO, a folder or a loop by that name is bad input, not "no log"
+        rec = record_from_log(read_log(run_dir, resumes=resumes_of(status)), **info)
         if rec.ok and not rec.complete:  # a log cut at step 30 read as a finished run, step 30's loss as final
             rec.labels.append(incomplete_label(rec))
         return rec
     if info["status"] == "ok":
         info["status"], info["failure"] = "failed", "no logging.jsonl"
-    return RunRecord(path=str(run_dir), **info, **sidefiles.read(run_dir))
+    return RunRecord(path=str(run_dir), **info, **sidefiles.read(run_dir, resumed=bool(resumes_of(status))))
 
 
 def collect(results_dir: str | Path | Sequence[str | Path]) -> list[RunRecord]:
@@ -148,14 +162,18 @@ class Scan:
 
     def lines(self) -> list[str]:
         """One line per skipped folder and per note, for stderr."""
-        return [f"skipped {d}: {why}" for d, why in self.skipped] + [f"note: {n}" for n in self.notes]
+        return [userfiles.shown(f"skipped {d}: {why}") for d, why in self.skipped] + \
+            [userfiles.shown(f"note: {n}") for n in self.notes]
 
 
 def _why_unused(run_dir: Path) -> str | None:
     """Why a run folder is outside what the tables and the report read, else None."""
+    if run_dir.name.startswith(".") and run_dir.name.endswith(PARTIAL):
+        return ("an unfinished `swiftbench import` (stopped before its folder was complete): delete it and import "
+                "again")
     ident = identity(run_dir)
     if ident["hw"] is None:
-        plain = not (run_dir / STATUS_NAME).is_file() and not (run_dir / ENV_NAME).is_file()
+        plain = not userfiles.present(run_dir / STATUS_NAME) and not userfiles.present(run_dir / ENV_NAME)
         if plain or SWIFT_RUN.match(run_dir.name):
             return ("a plain ms-swift output folder, not a results/<hw>/<experiment>/<run> folder: bring it in with "
                     "`swiftbench import <its output folder> --hw HW --experiment NAME`")
@@ -163,7 +181,7 @@ def _why_unused(run_dir: Path) -> str | None:
                 "analysis/data/hardware.yaml)")
     experiment = ident["experiment"]
     try:
-        imported = read_status(run_dir).get("imported") if (run_dir / STATUS_NAME).is_file() else None
+        imported = read_status(run_dir).get("imported")
     except (InputError, OSError, UnicodeDecodeError):
         imported = None  # a broken run.json: reading the run says so, with its line
     if imported is not None:  # swiftbench import: a recipe's name only where args.json is that recipe
@@ -220,13 +238,20 @@ def read_runs(run_dirs: Sequence[Path], skipped: list[tuple[Path, str]] | None =
 def scan(results_dir: str | Path | Sequence[str | Path]) -> Scan:
     """Read every run folder of the root(s) as the tables and the report use them, and say what was not used.
 
-    A folder that cannot be read (broken run.json or env.json, a log that is bad input, not UTF-8, unreadable) or
-    that lies outside the layout (a plain ms-swift output folder, an unknown hardware class or experiment) is
-    skipped with its reason; a folder with the same run.json/env.json/logging.jsonl bytes as one already read (the
-    same run copied into two roots) is counted once; a folder with only ms-swift's files is an unlabelled run."""
+    A folder that cannot be read (broken run.json or env.json, a log that is bad input, not UTF-8, unreadable, a
+    folder that cannot be listed) or that lies outside the layout (a plain ms-swift output folder, an unknown hardware
+    class or experiment, an unfinished import) is skipped with its reason; a folder with the same
+    run.json/env.json/logging.jsonl bytes as one already read (the same run copied into two roots) is counted once;
+    a folder with only ms-swift's files is an unlabelled run; a link to a folder already read is said and read once.
+    A folder read by an earlier scan of this process and unchanged since (the same files, sizes and times) is not
+    parsed again (_cached_run)."""
     out = Scan()
+    found = find_folders(results_dir)
+    out.skipped += found.skipped
+    out.notes += found.notes
     seen: dict[str | None, Path] = {}  # digest: None for a folder without identity files
-    for run_dir in run_folders(results_dir):
+    cache: dict[str, tuple[tuple, RunRecord]] = {}
+    for run_dir in found.folders:
         why = _why_unused(run_dir)
         if why is not None:
             out.skipped.append((run_dir, why))
@@ -237,7 +262,7 @@ def scan(results_dir: str | Path | Sequence[str | Path]) -> Scan:
                 out.notes.append(f"{run_dir} is the same run as {seen[key]} (identical run.json, env.json and "
                                  "logging.jsonl): counted once")
                 continue
-            rec = read_run(run_dir)
+            rec = _cached_run(run_dir, cache)
         except (InputError, OSError, UnicodeDecodeError) as exc:
             out.skipped.append((run_dir, skip_reason(run_dir, exc)))
             continue
@@ -245,7 +270,37 @@ def scan(results_dir: str | Path | Sequence[str | Path]) -> Scan:
         if UNLABELLED in rec.labels:
             out.notes.append(f"{run_dir}: {UNLABELLED}; read as an unlabelled run")
         out.records.append(rec)
+    _RECORDS.clear()  # the last scan's folders only: memory stays one tree's
+    _RECORDS.update(cache)
     return out
+
+
+_RECORDS: dict[str, tuple[tuple, RunRecord]] = {}  # run folder -> (its files' signature, its record): _cached_run
+
+
+def _signature(run_dir: Path) -> tuple:
+    """What a run folder's record depends on: each entry's name, size, change time and inode (a rewritten file differs
+    in one of them)."""
+    out: list[tuple] = []
+    with os.scandir(run_dir) as it:
+        for entry in it:
+            try:
+                st = entry.stat()
+                out.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+            except OSError:
+                out.append((entry.name, None, None, None, None))
+    return tuple(sorted(out, key=lambda e: e[0]))
+
+
+def _cached_run(run_dir: Path, cache: dict[str, tuple[tuple, RunRecord]]) -> RunRecord:
+    """read_run of RUN_DIR, or the record an earlier scan read from the same files (`tables` reads its tree, then the
+    planner reads it again for its measured steps: parsing 5,000 folders twice took half of `tables`' time)."""
+    sig = _signature(run_dir)
+    key = str(run_dir)
+    hit = _RECORDS.get(key)
+    rec = hit[1] if hit is not None and hit[0] == sig else read_run(run_dir)
+    cache[key] = (sig, rec)
+    return rec
 
 
 def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = None) -> list[RunRecord]:
