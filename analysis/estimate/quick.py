@@ -467,18 +467,16 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None =
 def calibrated(est: QuickEstimate) -> QuickEstimate:
     """EST with its ranges widened to what the committed quick/full pairs support (analysis.estimate
     .quick_calibration); no estimate where they support none."""
-    for kind, value, low, high in (("train_s", "train_s", "train_s_low", "train_s_high"),
-                                   ("tokens_per_s", "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high")):
-        predicted = getattr(est, value)
+    for kind in quick_calibration.KINDS:  # train_s, tokens_per_s: fields of EST, each with its _low and _high
+        predicted = getattr(est, kind)
         if predicted is None:
             continue
-        widened = quick_calibration.widen(predicted, getattr(est, low), getattr(est, high), kind)
+        widened = quick_calibration.widen(predicted, getattr(est, f"{kind}_low"), getattr(est, f"{kind}_high"), kind)
         if widened is None:
             est.notes.append(f"too few committed quick/full pairs to give {kind} a range: no estimate")
-            setattr(est, value, None)
-            widened = (None, None)
-        setattr(est, low, widened[0])
-        setattr(est, high, widened[1])
+            setattr(est, kind, None)
+        setattr(est, f"{kind}_low", widened[0] if widened else None)
+        setattr(est, f"{kind}_high", widened[1] if widened else None)
     return est
 
 
