@@ -27,6 +27,14 @@ def price_source(path: str | Path | None = DEFAULT_PRICES) -> str | None:
     return None
 
 
+def check_prices(path: str | Path | None) -> None:
+    """Bad input (one line) for a price table that cannot be read: said before a tree is read, whether or not a
+    recommended recipe then needs its prices."""
+    if path is not None:
+        planner.read_prices(path)
+        price_source(path)
+
+
 def cost(gpu_hours: float | None, price: float | None) -> float | None:
     """GPU-hours x price per GPU-hour; None where either is unknown."""
     return None if gpu_hours is None or price is None else gpu_hours * price

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
-from analysis.parse import megatron
+from analysis.parse import megatron, shared
 from experiments.base import runfiles, runschema, treewalk, userfiles
 from experiments.base.errors import InputError
 
@@ -413,7 +413,7 @@ def read_args(run_dir: Path) -> dict | None:
             data = _load_json_file(p)
             if not isinstance(data, dict):
                 raise InputError(p, "args file is not a JSON object")
-            return runfiles.check(p, data)
+            return shared.fields(runfiles.check(p, data))
     return None
 
 

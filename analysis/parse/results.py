@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.parse import sidefiles
-from analysis.parse.logs import LOG_NAME, find_runs, read_log, resumes_of
+from analysis.parse import shared, sidefiles
+from analysis.parse.logs import LOG_NAME, find_runs, gc_paused, read_log, resumes_of
 from analysis.parse.record import RunRecord, record_from_log
 from experiments.base import hardware, runfiles, treewalk, userfiles
 from experiments.base.datafiles import read_json_object
@@ -31,7 +31,7 @@ def read_env(run_dir: str | Path) -> dict:
     """env.json of a run folder checked against its schema ({} when absent), with `hw` filled from the path when
     env.json lacks it: the parser's reader (experiments.base.runfiles.read_env_raw is the unchecked look)."""
     run_dir = Path(run_dir)
-    env = runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {})
+    env = shared.fields(runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {}))
     if "hw" not in env:
         ident = identity(run_dir)
         if ident["hw"]:
@@ -41,7 +41,8 @@ def read_env(run_dir: str | Path) -> dict:
 
 def read_status(run_dir: str | Path) -> dict:
     """run.json of a run folder ({} when absent); a field of the wrong type or out of range is bad input."""
-    return runfiles.check(Path(run_dir) / STATUS_NAME, read_json_object(Path(run_dir) / STATUS_NAME) or {})
+    return shared.fields(runfiles.check(Path(run_dir) / STATUS_NAME,
+                                        read_json_object(Path(run_dir) / STATUS_NAME) or {}))
 
 
 def identity(run_dir: str | Path) -> dict:
@@ -243,64 +244,101 @@ def scan(results_dir: str | Path | Sequence[str | Path]) -> Scan:
     class or experiment, an unfinished import) is skipped with its reason; a folder with the same
     run.json/env.json/logging.jsonl bytes as one already read (the same run copied into two roots) is counted once;
     a folder with only ms-swift's files is an unlabelled run; a link to a folder already read is said and read once.
-    A folder read by an earlier scan of this process and unchanged since (the same files, sizes and times) is not
-    parsed again (_cached_run)."""
+    A folder the last scan of this process read, unchanged since (the same files, sizes and times), is not read
+    again (_FOLDERS: `tables` reads its tree, then the planner reads it again for its measured steps)."""
     out = Scan()
     found = find_folders(results_dir)
     out.skipped += found.skipped
     out.notes += found.notes
     seen: dict[str | None, Path] = {}  # digest: None for a folder without identity files
-    cache: dict[str, tuple[tuple, RunRecord]] = {}
-    for run_dir in found.folders:
-        why = _why_unused(run_dir)
-        if why is not None:
-            out.skipped.append((run_dir, why))
-            continue
-        try:
-            key = digest(run_dir)
-            if key in seen:
-                out.notes.append(f"{run_dir} is the same run as {seen[key]} (identical run.json, env.json and "
-                                 "logging.jsonl): counted once")
-                continue
-            rec = _cached_run(run_dir, cache)
-        except (InputError, OSError, UnicodeDecodeError) as exc:
-            out.skipped.append((run_dir, skip_reason(run_dir, exc)))
-            continue
-        seen[key] = run_dir
-        if UNLABELLED in rec.labels:
-            out.notes.append(f"{run_dir}: {UNLABELLED}; read as an unlabelled run")
-        out.records.append(rec)
-    _RECORDS.clear()  # the last scan's folders only: memory stays one tree's
-    _RECORDS.update(cache)
+    cache: dict[str, tuple[tuple, _Folder]] = {}
+    with gc_paused(), shared.sharing():  # records hold no cycles; the collector's passes over thousands of them
+        _scan_folders(found.folders, cache, seen, out)  # took a fifth of the scan
+    _FOLDERS.clear()  # the last scan's folders only: memory stays one tree's
+    _FOLDERS.update(cache)
     return out
 
 
-_RECORDS: dict[str, tuple[tuple, RunRecord]] = {}  # run folder -> (its files' signature, its record): _cached_run
+def _scan_folders(folders: list[Path], cache: dict, seen: dict, out: Scan) -> None:
+    """scan()'s loop: each folder skipped, counted once, or read into OUT."""
+    for run_dir in folders:
+        folder = _cached_folder(run_dir, cache)
+        if folder.why is not None:
+            out.skipped.append((run_dir, folder.why))
+            continue
+        if folder.digest in seen:
+            out.notes.append(f"{run_dir} is the same run as {seen[folder.digest]} (identical run.json, env.json and "
+                             "logging.jsonl): counted once")
+            continue
+        rec = folder.read(run_dir)
+        if rec is None:
+            out.skipped.append((run_dir, folder.error or "not read"))
+            continue
+        seen[folder.digest] = run_dir
+        if UNLABELLED in rec.labels:
+            out.notes.append(f"{run_dir}: {UNLABELLED}; read as an unlabelled run")
+        out.records.append(rec)
+
+
+@dataclass
+class _Folder:
+    """What scan() makes of one run folder: why it is not used (the layout, or an error), else its digest and, once
+    read, its record."""
+
+    why: str | None = None
+    digest: str | None = None
+    record: RunRecord | None = None
+    error: str | None = None
+
+    def read(self, run_dir: Path) -> RunRecord | None:
+        """The folder's record (read_run, once); None with ERROR set when it cannot be read."""
+        if self.record is None and self.error is None:
+            try:
+                self.record = read_run(run_dir)
+            except (InputError, OSError, UnicodeDecodeError) as exc:
+                self.error = skip_reason(run_dir, exc)
+        return self.record
+
+
+_FOLDERS: dict[str, tuple[tuple, _Folder]] = {}  # run folder -> (its entries' signature, what scan made of it)
 
 
 def _signature(run_dir: Path) -> tuple:
-    """What a run folder's record depends on: each entry's name, size, change time and inode (a rewritten file differs
-    in one of them)."""
+    """What a run folder's reading depends on: each entry's name, size, times and inode (a rewritten file differs in
+    one of them). Empty when the folder cannot be listed (never the same as a listing)."""
     out: list[tuple] = []
-    with os.scandir(run_dir) as it:
-        for entry in it:
-            try:
-                st = entry.stat()
-                out.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-            except OSError:
-                out.append((entry.name, None, None, None, None))
+    try:
+        with os.scandir(run_dir) as it:
+            for entry in it:
+                try:
+                    st = entry.stat()
+                    out.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+                except OSError:
+                    out.append((entry.name, None, None, None, None))
+    except OSError:
+        return ()
     return tuple(sorted(out, key=lambda e: e[0]))
 
 
-def _cached_run(run_dir: Path, cache: dict[str, tuple[tuple, RunRecord]]) -> RunRecord:
-    """read_run of RUN_DIR, or the record an earlier scan read from the same files (`tables` reads its tree, then the
-    planner reads it again for its measured steps: parsing 5,000 folders twice took half of `tables`' time)."""
+def _cached_folder(run_dir: Path, cache: dict[str, tuple[tuple, _Folder]]) -> _Folder:
+    """_read_folder of RUN_DIR, or what the last scan made of it where its files are unchanged."""
     sig = _signature(run_dir)
     key = str(run_dir)
-    hit = _RECORDS.get(key)
-    rec = hit[1] if hit is not None and hit[0] == sig else read_run(run_dir)
-    cache[key] = (sig, rec)
-    return rec
+    hit = _FOLDERS.get(key)
+    folder = hit[1] if hit is not None and sig and hit[0] == sig else _read_folder(run_dir)
+    cache[key] = (sig, folder)
+    return folder
+
+
+def _read_folder(run_dir: Path) -> _Folder:
+    """Why RUN_DIR is not used, else its digest (its record is read when scan() keeps it: a copy is not read)."""
+    why = _why_unused(run_dir)
+    if why is not None:
+        return _Folder(why=why)
+    try:
+        return _Folder(digest=digest(run_dir))
+    except (InputError, OSError, UnicodeDecodeError) as exc:
+        return _Folder(why=skip_reason(run_dir, exc))
 
 
 def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = None) -> list[RunRecord]:

@@ -10,10 +10,11 @@ JSON file cut short, are bad input: the folder is skipped and said, not read as 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from analysis.parse import shared
 from experiments.base import runfiles, runschema, userfiles
 from experiments.base.errors import InputError
 from experiments.base.runfiles import GPM as GPM_FILE
@@ -28,7 +29,12 @@ def jsonl(path: Path, errors: str = "replace") -> Iterator[tuple[int, Any]]:
     """(line number, value) of every line of a JSON Lines file; a line that is no JSON (the torn last line of a killed
     writer, one nested too deeply) is (line number, INVALID). Empty lines are skipped, a BOM is no error. Only a
     regular file within its size cap is read (experiments.base.userfiles): anything else is InputError."""
-    for n, raw in userfiles.lines(path, runfiles.max_bytes(path)):
+    return _values(userfiles.lines(path, runfiles.max_bytes(path)), errors)
+
+
+def _values(lines: Iterable[tuple[int, bytes]], errors: str = "replace") -> Iterator[tuple[int, Any]]:
+    """jsonl() of numbered raw lines."""
+    for n, raw in lines:
         if n == 1 and raw[:3] == b"\xef\xbb\xbf":
             raw = raw[3:]
         text = raw.decode("utf-8", errors)
@@ -38,6 +44,10 @@ def jsonl(path: Path, errors: str = "replace") -> Iterator[tuple[int, Any]]:
             yield n, json.loads(text)
         except (ValueError, RecursionError):
             yield n, INVALID
+
+
+def _blob_lines(blob: bytes) -> Iterator[tuple[int, bytes]]:
+    return enumerate(blob.splitlines(keepends=True), 1)
 
 
 INVALID = object()  # jsonl()'s value for a line that is no JSON
@@ -72,9 +82,17 @@ def read_tokens(run_dir: str | Path, resumed: bool = False, step_cap: int | None
     path = Path(run_dir) / TOKENS_FILE
     if not userfiles.present(path):
         return None, None
+    blob = userfiles.read_bytes(path, runfiles.max_bytes(path))
+    return shared.by_content(f"tokens {resumed} {step_cap} {max_step}", blob,
+                             lambda: _tokens(path, blob, resumed, step_cap, max_step))
+
+
+def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: int | None,
+            max_step: int | None) -> tuple[dict[int, int] | None, dict[int, int] | None]:
+    """read_tokens of tokens.jsonl's bytes BLOB."""
     real: dict[int, int] = {}
     padded: dict[int, int] = {}
-    for line_no, d in jsonl(path):
+    for line_no, d in _values(_blob_lines(blob)):
         if d is INVALID:  # a torn line of a killed run: skipped
             continue
         if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count (issue 30)
@@ -107,7 +125,7 @@ def read_profile(run_dir: str | Path) -> dict | None:
     data = userfiles.read_json(path, runfiles.max_bytes(path))
     if not isinstance(data, dict):
         raise InputError(path, "not a JSON object")
-    return runfiles.check(path, data)
+    return shared.fields(runfiles.check(path, data))
 
 
 def read_schedule(run_dir: str | Path) -> list[dict] | None:
@@ -117,9 +135,15 @@ def read_schedule(run_dir: str | Path) -> list[dict] | None:
     path = Path(run_dir) / SCHEDULE_FILE
     if not userfiles.present(path):
         return None
+    blob = userfiles.read_bytes(path, runfiles.max_bytes(path))
+    return shared.by_content("schedule", blob, lambda: _schedule(blob))
+
+
+def _schedule(blob: bytes) -> list[dict] | None:
+    """read_schedule of schedule.jsonl's bytes BLOB."""
     steps = []
     try:
-        for _, d in jsonl(path, errors="strict"):
+        for _, d in _values(_blob_lines(blob), errors="strict"):
             if d is INVALID:
                 return None
             steps.append({**d, "step": int(d["step"]), "tokens": int(d["tokens"]),

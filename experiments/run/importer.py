@@ -127,8 +127,15 @@ def checked(run: Path, hw: str, experiment: str, results: Path) -> tuple[str, di
     destination holding another run, the log imported under another label, a label the run cannot have."""
     log = run / LOG_NAME
     with userfiles.open_regular(log, runfiles.max_bytes(log)) as f:
-        if not f.read(BLOCK).strip():  # a log of only whitespace is longer than a block only if it is absurd
-            raise InputError(log, "empty log file")
+        first = next((line for line in f if line.strip()), b"")
+    if not first:
+        raise InputError(log, "empty log file")
+    try:
+        is_object = isinstance(json.loads(first), dict)
+    except (ValueError, RecursionError):
+        is_object = False
+    if not is_object:  # what the line holds is not quoted: the log may be a link to a file not meant to be shown
+        raise InputError(log, "not an ms-swift log: its first line is no JSON object")
     sha = log_sha256(log)
     dest = results / hw / experiment / run_id(run, sha)
     if os.path.lexists(dest):
