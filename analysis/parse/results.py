@@ -226,13 +226,14 @@ def read_runs(run_dirs: Sequence[Path], skipped: list[tuple[Path, str]] | None =
     """read_run of each folder; with SKIPPED (a list), a folder that is bad input is appended there with its reason
     and left out, else its InputError stops everything."""
     out = []
-    for run_dir in run_dirs:
-        try:
-            out.append(read_run(run_dir))
-        except (InputError, OSError, UnicodeDecodeError) as exc:
-            if skipped is None:
-                raise
-            skipped.append((Path(run_dir), skip_reason(Path(run_dir), exc)))
+    with gc_paused(), shared.sharing():  # as in scan(): no cycles to collect, equal values held once
+        for run_dir in run_dirs:
+            try:
+                out.append(read_run(run_dir))
+            except (InputError, OSError, UnicodeDecodeError) as exc:
+                if skipped is None:
+                    raise
+                skipped.append((Path(run_dir), skip_reason(Path(run_dir), exc)))
     return out
 
 
@@ -348,19 +349,20 @@ def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = Non
     the others are read; PATH that is itself one run stays bad input."""
     out = []
     one_run = os.path.isfile(path) or os.path.lexists(Path(path) / LOG_NAME)  # no stat error: find_runs says it
-    for run_path in find_runs(path):
-        run_dir = run_path.parent if run_path.is_file() else run_path
-        try:
-            if (run_dir / STATUS_NAME).is_file() or (run_dir / ENV_NAME).is_file():
-                out.append(read_run(run_dir))
-            else:
-                rec = record_from_log(read_log(run_path))
-                rec.env = read_env(run_dir)
-                out.append(rec)
-        except (InputError, OSError, UnicodeDecodeError) as exc:
-            if skipped is None or one_run:
-                raise
-            skipped.append((run_dir, skip_reason(run_dir, exc)))
+    with gc_paused(), shared.sharing():  # as in scan(): no cycles to collect, equal values held once
+        for run_path in find_runs(path, skipped if not one_run else None):
+            run_dir = run_path.parent if run_path.is_file() else run_path
+            try:
+                if userfiles.present(run_dir / STATUS_NAME) or userfiles.present(run_dir / ENV_NAME):
+                    out.append(read_run(run_dir))
+                else:
+                    rec = record_from_log(read_log(run_path))
+                    rec.env = read_env(run_dir)
+                    out.append(rec)
+            except (InputError, OSError, UnicodeDecodeError) as exc:
+                if skipped is None or one_run:
+                    raise
+                skipped.append((run_dir, skip_reason(run_dir, exc)))
     return out
 
 
