@@ -183,6 +183,11 @@ def test_plan_refuses_a_model_config_no_model_has(tmp_path, change, needle):
     assert out == ""
 
 
+def test_plan_with_a_300_character_model_is_one_line():
+    rc, out, err = cli("plan", "--model", "m" * 300, "--hw", "h200")
+    one_line(rc, err, "m" * 300)
+
+
 @pytest.mark.parametrize("flag", ["--gpus", "--samples", "--batch", "--epochs", "--grad-accum", "--lora-rank"])
 def test_plan_refuses_an_input_beyond_any_plausible_value(flag):
     """--gpus of 401 digits gave 0 steps and 0 s."""
