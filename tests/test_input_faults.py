@@ -348,3 +348,47 @@ def test_the_committed_tree_reads_as_before():
     """No committed run folder is refused by the new checks (tables exit 0, nothing on stderr)."""
     rc, out, err = cli("tables", REPO / "results", "--format", "json", limit_s=120)
     assert rc == 0 and err == "", err
+
+
+def test_a_folder_name_that_is_no_utf8_is_skipped_not_the_whole_tree(tmp_path):
+    """Bytes that are no UTF-8 in a run folder's name stopped tables (pandas cannot hold them): that folder is
+    skipped, the other runs are read."""
+    root, bad, good = tree(tmp_path)
+    odd = Path(os.fsdecode(os.fsencode(bad.parent) + b"/run\xff\xfe"))
+    bad.rename(odd)
+    for fmt in ("md", "json"):
+        rc, out, err = cli("tables", root, "--format", fmt)
+        one_line(rc, err, "run\\udcff\\udcfe: its path is not UTF-8 text: rename the folder", code=3)
+    assert good.name in _rows(out)
+
+
+@pytest.mark.parametrize("kind, needle", [("loop", "a symlink loop"), ("fifo", "a FIFO (named pipe), not a results "
+                                                                                "folder"),
+                                          ("file", "a file, not a results folder"), ("none", "no such results folder")])
+def test_a_results_root_that_is_no_folder_says_what_it_is(tmp_path, kind, needle):
+    root = tmp_path / "root"
+    {"loop": lambda: root.symlink_to(root.name), "fifo": lambda: os.mkfifo(root), "file": lambda: root.write_text("x"),
+     "none": lambda: None}[kind]()
+    rc, out, err = cli("tables", root)
+    one_line(rc, err, f"{root}: {needle}")
+
+
+def test_an_error_writing_the_output_is_one_line(tmp_path, monkeypatch):
+    """stdout on a full disk: one line naming the command's input, not the suite's own default price table."""
+    import sys
+
+    class Full:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+    root, _, _ = tree(tmp_path)
+    from analysis.cli import main
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    err_lines = []
+    monkeypatch.setattr(sys, "stderr", type("E", (), {"write": lambda self, t: err_lines.append(t),
+                                                      "flush": lambda self: None})())
+    assert main(["tables", str(root), "--format", "json"]) == 2
+    assert "".join(err_lines) == f"swiftbench: error: {root}: No space left on device\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,7 +81,7 @@ def find_folders(results_dir: str | Path | Sequence[str | Path]) -> treewalk.Fou
     out = treewalk.Found()
     for root in roots_of(results_dir):
         if not root.is_dir():
-            raise InputError(root, "no such results folder")
+            raise InputError(root, _not_a_folder(root))
         try:
             os.scandir(root).close()
         except OSError as exc:
@@ -90,6 +91,18 @@ def find_folders(results_dir: str | Path | Sequence[str | Path]) -> treewalk.Fou
         out.skipped += found.skipped
         out.notes += found.notes
     return out
+
+
+def _not_a_folder(path: Path) -> str:
+    """Why PATH, which is no folder, cannot be a results root, in words."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such results folder"
+    except OSError as exc:
+        return userfiles.reason(exc)
+    what = "a file" if stat.S_ISREG(mode) else userfiles.kind_of(mode).split(", not ")[0]
+    return f"{what}, not a results folder"
 
 
 def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
@@ -169,6 +182,10 @@ class Scan:
 
 def _why_unused(run_dir: Path) -> str | None:
     """Why a run folder is outside what the tables and the report read, else None."""
+    try:
+        str(run_dir).encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are no UTF-8 in a name: no table, JSON or report can hold it
+        return "its path is not UTF-8 text: rename the folder"
     if run_dir.name.startswith(".") and run_dir.name.endswith(PARTIAL):
         return ("an unfinished `swiftbench import` (stopped before its folder was complete): delete it and import "
                 "again")

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 
+from experiments.base import paths
 from experiments.base.errors import InputError
 from experiments.base.userfiles import reason, shown
 
@@ -20,12 +21,14 @@ INPUT_ARGS = ("path", "results_dir", "src", "from_args", "model", "prices", "res
 
 
 def inputs_of(args: object) -> list[str]:
-    """The file and folder arguments of a parsed command line (ARGS), in words, for an error that knows no file."""
+    """The file and folder arguments of a parsed command line (ARGS), in words, for an error that knows no file (the
+    suite's own data files, such as the default price table, are no user's input)."""
     out: list[str] = []
     for name in INPUT_ARGS:
         value = getattr(args, name, None)
         for v in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(v, (str, os.PathLike)) and str(v) and str(v) not in out:
+            if isinstance(v, (str, os.PathLike)) and str(v) and str(v) not in out \
+                    and os.path.dirname(os.path.abspath(v)) != str(paths.DATA):
                 out.append(str(v))
     return out
 

@@ -24,12 +24,12 @@ from experiments.base.errors import InputError
 MIB = 2 ** 20
 DATA_FILE_BYTES = 16 * MIB     # a YAML or JSON data file (recipes, seeds, prices, a model's config.json)
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def shown(text: object) -> str:
     """TEXT with control characters escaped (\\n, \\x1b, ...): a file name holding a newline or an ANSI sequence
-    prints as one plain line."""
+    prints as one plain line, one holding bytes that are no UTF-8 (surrogates) as \\udcff."""
     s = str(text)
     if not _CONTROL.search(s):
         return s
