@@ -392,3 +392,21 @@ def test_an_error_writing_the_output_is_one_line(tmp_path, monkeypatch):
                                                       "flush": lambda self: None})())
     assert main(["tables", str(root), "--format", "json"]) == 2
     assert "".join(err_lines) == f"swiftbench: error: {root}: No space left on device\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "loop", "missing"])
+def test_a_seeds_folder_that_is_no_folder_is_one_line(tmp_path, kind):
+    """tables --seeds naming no folder left the published rows out, exit 0."""
+    seeds = tmp_path / "seeds"
+    {"fifo": lambda: os.mkfifo(seeds), "/dev/zero": lambda: seeds.symlink_to("/dev/zero"),
+     "loop": lambda: seeds.symlink_to(seeds.name), "missing": lambda: None}[kind]()
+    root, _, _ = tree(tmp_path)
+    rc, out, err = cli("tables", root, "--seeds", seeds)
+    one_line(rc, err, f"{seeds}: no such seeds folder")
+
+
+def test_import_refuses_runner_folders_below_its_source(tmp_path):
+    root, bad, _ = tree(tmp_path)
+    rc, out, err = cli("import", root / "h200", "--hw", "h200", "--experiment", "myrun", "--results", tmp_path / "r")
+    one_line(rc, err, "already a swiftbench run folder (it has run.json)")
+    assert not (tmp_path / "r").exists()

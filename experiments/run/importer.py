@@ -125,6 +125,9 @@ def _read_args(run: Path) -> dict | None:
 def checked(run: Path, hw: str, experiment: str, results: Path) -> tuple[str, dict, Path, bool]:
     """(log sha256, args, destination, already there) of one swift run folder, or bad input: an empty log, a
     destination holding another run, the log imported under another label, a label the run cannot have."""
+    if userfiles.present(run / runfiles.RUN_JSON):
+        raise InputError(run, "already a swiftbench run folder (it has run.json): copy it into a results tree, or "
+                              "give its tree to `swiftbench tables`")
     log = run / LOG_NAME
     with userfiles.open_regular(log, runfiles.max_bytes(log)) as f:
         first = next((line for line in f if line.strip()), b"")
