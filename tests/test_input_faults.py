@@ -34,13 +34,33 @@ def _skipped(root: Path, bad: Path, needle: str) -> None:
 
 # ------------------------------------------------------------------------------- silent wrong numbers: refused
 
-def test_a_tokens_line_beyond_samples_times_max_length_is_refused(tmp_path):
-    """9e8 tokens in one step (under the schema's 1e9) made tokens/s 11.8 M: a step of 16 samples of at most 2048
-    tokens holds 32,768."""
+def test_a_tokens_line_beyond_what_its_samples_can_hold_is_refused(tmp_path):
+    """9e8 tokens in one step (under the schema's 1e9) made tokens/s 11.8 M: a step of 16 samples holds at most
+    16 x 2048 (max_length), and by the log's own count of its longest training sample (593) 9,488."""
     root, bad, _ = tree(tmp_path)
     _edit_lines(bad / "tokens.jsonl", lambda lines: lines[3].update(tokens=900_000_000, padded_tokens=900_000_000))
-    _skipped(root, bad, "tokens.jsonl:4: 900,000,000 tokens in step 4, more than its samples can hold (32,768: "
-                        "samples per step x max_length)")
+    _skipped(root, bad, "tokens.jsonl:4: 900,000,000 tokens in step 4, more than its samples can hold (9,488: 16 "
+                        "samples x 593 tokens, the longest training sample the log counts)")
+
+
+def test_a_tokens_line_within_max_length_but_beyond_the_logs_longest_sample_is_refused(tmp_path):
+    """x5 tokens in one step (under 16 x 2048) is still more than 16 of the log's longest sample."""
+    root, bad, _ = tree(tmp_path)
+    _edit_lines(bad / "tokens.jsonl", lambda lines: lines[3].update(tokens=lines[3]["tokens"] * 5,
+                                                                    padded_tokens=lines[3]["tokens"] * 5))
+    _skipped(root, bad, "tokens in step 4, more than its samples can hold (9,488: 16 samples x 593 tokens")
+
+
+def test_the_step_cap_is_max_length_without_a_summary_or_with_packing():
+    from analysis.parse.record import step_token_cap
+
+    facts = {"samples_per_step": 16, "max_length": 2048, "train_tokens_max": 593.0, "args": {}}
+    assert step_token_cap(facts, {}) == (9488, "16 samples x 593 tokens, the longest training sample the log counts")
+    assert step_token_cap({**facts, "train_tokens_max": None}, {})[0] == 32768
+    assert step_token_cap({**facts, "args": {"packing": True}}, {})[0] == 32768
+    padded = {"run_status": {"key": {"launcher": {"pad_to": 4096}}}}
+    assert step_token_cap(facts, padded) == (65536, "16 samples x 4,096 tokens, the launcher's pad_to")
+    assert step_token_cap({**facts, "samples_per_step": None}, {}) is None
 
 
 def test_a_tokens_step_past_the_last_step_is_refused(tmp_path):

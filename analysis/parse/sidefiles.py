@@ -71,14 +71,14 @@ def _plain_tokens_line(d: Any) -> bool:
     return True
 
 
-def read_tokens(run_dir: str | Path, resumed: bool = False, step_cap: int | None = None,
+def read_tokens(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] | None = None,
                 max_step: int | None = None) -> tuple[dict[int, int] | None, dict[int, int] | None]:
     """({step: real tokens}, {step: tokens with padding}) from tokens.jsonl; (None, None) without it.
 
     Bad input (InputError, the folder is skipped): a line of no plausible count (runschema.TOKENS_LINE), padding below
-    the real tokens, more tokens in a step than it can hold (STEP_CAP: samples per step x max_length), a step past
-    the run's last (MAX_STEP), a step recorded again with other counts unless the run was RESUMED (then the resumed
-    training's count, the later line, wins). A torn line of a killed run is skipped."""
+    the real tokens, more tokens in a step than it can hold (STEP_CAP: the most and why, record.step_token_cap), a
+    step past the run's last (MAX_STEP), a step recorded again with other counts unless the run was RESUMED (then the
+    resumed training's count, the later line, wins). A torn line of a killed run is skipped."""
     path = Path(run_dir) / TOKENS_FILE
     if not userfiles.present(path):
         return None, None
@@ -87,7 +87,7 @@ def read_tokens(run_dir: str | Path, resumed: bool = False, step_cap: int | None
                              lambda: _tokens(path, blob, resumed, step_cap, max_step))
 
 
-def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: int | None,
+def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: tuple[int, str] | None,
             max_step: int | None) -> tuple[dict[int, int] | None, dict[int, int] | None]:
     """read_tokens of tokens.jsonl's bytes BLOB."""
     real: dict[int, int] = {}
@@ -102,9 +102,9 @@ def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: int | None,
         if pad is not None and pad < tokens:
             raise InputError(path, f"padded_tokens {pad} below tokens {tokens}", line_no)
         most = int(pad) if pad is not None else tokens
-        if step_cap is not None and most > step_cap:
+        if step_cap is not None and most > step_cap[0]:
             raise InputError(path, f"{most:,} tokens in step {step}, more than its samples can hold "
-                                   f"({step_cap:,}: samples per step x max_length)", line_no)
+                                   f"({step_cap[0]:,}: {step_cap[1]})", line_no)
         if max_step is not None and step > max_step:
             raise InputError(path, f"step {step}, past the run's last step {max_step}", line_no)
         if step in real and not resumed and (real[step], padded.get(step)) != (tokens, pad):
@@ -190,7 +190,7 @@ def read_quick(run_dir: str | Path) -> dict | None:
     return quick if isinstance(quick, dict) else None
 
 
-def read(run_dir: str | Path, resumed: bool = False, step_cap: int | None = None,
+def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] | None = None,
          max_step: int | None = None) -> dict:
     """The RunRecord fields of the side files (RESUMED, STEP_CAP, MAX_STEP: read_tokens')."""
     real, padded = read_tokens(run_dir, resumed, step_cap, max_step)
