@@ -101,6 +101,17 @@ def test_a_tokens_step_repeated_with_another_count_is_refused_without_a_resume(t
                         "resume")
 
 
+def test_a_gpm_step_repeated_with_other_values_is_refused_without_a_resume(tmp_path):
+    from analysis.parse import sidefiles
+    from experiments.base.errors import InputError
+
+    row = {"step": 3, "wall_s": 0.5, "graphics_util": 40.0, "sm_util": 30.0, "tensor_util": 10.0, "dram_bw_util": 5.0}
+    (tmp_path / "gpm.jsonl").write_text("".join(json.dumps(x) + "\n" for x in (row, row, dict(row, wall_s=0.9))))
+    with pytest.raises(InputError, match=r"gpm.jsonl:3: step 3 recorded twice with different values"):
+        sidefiles.read_gpm(tmp_path)
+    assert sidefiles.read_gpm(tmp_path, resumed=True)[3]["wall_s"] == 0.9
+
+
 def test_a_repeated_tokens_step_of_a_resumed_run_takes_the_later_count():
     from analysis.parse import sidefiles
 

@@ -155,15 +155,16 @@ def _schedule(blob: bytes) -> list[dict] | None:
     return steps
 
 
-def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
+def read_gpm(run_dir: str | Path, resumed: bool = False) -> dict[int, dict] | None:
     """{step: {"wall_s", "graphics_util", "sm_util", "tensor_util", "dram_bw_util"}} from gpm.jsonl (a secondary
-    metric NVML did not give is None; a line without graphics_util, the one every figure uses, is skipped; a resumed
-    run's repeated step: the later line wins); None without the file, bad input when it is no regular file."""
+    metric NVML did not give is None; a line without graphics_util, the one every figure uses, is skipped; a RESUMED
+    run's repeated step: the later line wins, another run's is bad input, as in tokens.jsonl); None without the file,
+    bad input when it is no regular file."""
     path = Path(run_dir) / GPM_FILE
     if not userfiles.present(path):
         return None
     out: dict[int, dict] = {}
-    for _, d in jsonl(path):
+    for line_no, d in jsonl(path):
         try:
             wall = float(d["wall_s"])
             util = float(d["graphics_util"])
@@ -173,9 +174,13 @@ def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
             for name in GPM_METRICS:
                 v = d.get(name)
                 row[name] = float(v) if v is not None else None
-            out[int(d["step"])] = row
+            step = int(d["step"])
         except (KeyError, TypeError, ValueError, OverflowError):  # INVALID or a line without its fields
             continue
+        if step in out and out[step] != row and not resumed:
+            raise InputError(path, f"step {step} recorded twice with different values, and run.json records no "
+                                   "resume", line_no)
+        out[step] = row
     return out or None
 
 
@@ -195,4 +200,5 @@ def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] |
     """The RunRecord fields of the side files (RESUMED, STEP_CAP, MAX_STEP: read_tokens')."""
     real, padded = read_tokens(run_dir, resumed, step_cap, max_step)
     return {"tokens_by_step": real, "padded_by_step": padded, "profile": read_profile(run_dir),
-            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir), "gpm_by_step": read_gpm(run_dir)}
+            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir),
+            "gpm_by_step": read_gpm(run_dir, resumed)}
