@@ -441,3 +441,16 @@ def test_import_refuses_runner_folders_below_its_source(tmp_path):
     rc, out, err = cli("import", root / "h200", "--hw", "h200", "--experiment", "myrun", "--results", tmp_path / "r")
     one_line(rc, err, "already a swiftbench run folder (it has run.json)")
     assert not (tmp_path / "r").exists()
+
+
+def test_a_log_line_past_its_cap_is_one_line_not_held_whole(tmp_path, monkeypatch):
+    """A log of one line without end (under the file's cap) would be read whole into memory: one line is bounded too
+    (runfiles.LOG_LINE_BYTES; small here)."""
+    from experiments.base import runfiles
+
+    monkeypatch.setattr(runfiles, "LOG_LINE_BYTES", 4096)
+    root, bad, _ = tree(tmp_path)
+    with open(bad / "logging.jsonl", "a") as f:
+        f.write('{"loss": 1.0, "pad": "' + "x" * 10_000 + '"}\n')
+    rc, out, err = cli("parse", bad)
+    one_line(rc, err, "logging.jsonl:11: a line of more than 4096 bytes")

@@ -569,8 +569,11 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
     with f, gc_paused():
         line_no = 0
         try:
-            for raw in f:
+            for raw in iter(lambda: f.readline(runfiles.LOG_LINE_BYTES + 1), b""):
                 line_no += 1
+                if len(raw) > runfiles.LOG_LINE_BYTES:  # one line is held whole: bounded, as the file is
+                    raise InputError(log_path, f"a line of more than {userfiles.size_text(runfiles.LOG_LINE_BYTES)}",
+                                     line_no)
                 if line_no == 1 and raw[:3] == b"\xef\xbb\xbf":  # a BOM (a Windows editor's save) is no error
                     raw = raw[3:]
                 torn = not raw.endswith(b"\n")  # only a last line lacks its newline

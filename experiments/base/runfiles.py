@@ -56,6 +56,9 @@ MAX_BYTES = {RUN_JSON: 16 * _MIB, ENV_JSON: 16 * _MIB, ARGS_JSON: 16 * _MIB, ARG
              GPM: 256 * _MIB, NCCL_LOG: 256 * _MIB, COMMAND_SH: 16 * _MIB}
 
 
+LOG_LINE_BYTES = 256 * _MIB  # one line of logging.jsonl (the summary repeats the log history: ~half a long log)
+
+
 def max_bytes(path: str | Path) -> int:
     """The size cap of a run-folder file by its name (MAX_BYTES; 16 MiB for a name the contract does not list)."""
     return MAX_BYTES.get(Path(path).name, 16 * _MIB)
