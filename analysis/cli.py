@@ -3,9 +3,10 @@ import, plugin, wheelhouse).
 
 Each stage module registers its own subcommand through `register(subparsers)`, so the CLI stays a thin
 dispatcher. Only the module of the subcommand asked for is imported (`swiftbench tables` loads no torch and no
-ms-swift); `swiftbench --help` and `--version` import none. Bad input raises `InputError`, printed here as one line
-with exit code 2. A command that read a tree but left a run folder out (parse, tables, report) says which and why
-on stderr and exits with 3 (experiments.base.errors.SKIPPED_EXIT).
+ms-swift); `swiftbench --help` and `--version` import none. Bad input raises `InputError`; it and any other error a
+command's input causes (a full disk, a name too long, a number too large) are one line here, exit code 2
+(experiments.base.boundary). A command that read a tree but left a run folder out (parse, tables, report) says which
+and why on stderr and exits with 3 (experiments.base.errors.SKIPPED_EXIT).
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from experiments.base import boundary
 from experiments.base.argparsing import OneLineParser, first_paragraph
-from experiments.base.errors import InputError
 
 # Subcommand -> the module whose register(subparsers) adds it, in help order.
 SUBCOMMAND_MODULES = {
@@ -95,13 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except InputError as exc:
-        print(f"swiftbench: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
+    return boundary.guarded("swiftbench", lambda: args.func(args), boundary.inputs_of(args))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import types
 import pynvml
 import pytest
 
+from experiments.base.errors import InputError
 from experiments.record import gpm
 
 
@@ -148,10 +149,12 @@ def test_read_gpm_skips_broken_lines_and_keeps_the_later_repeat(tmp_path):
         'not json\n'
         '{"step": 1, "wall_s": 3.0, "graphics_util": 10.0, "tensor_util": null}\n'  # a resumed run's repeat
         '{"step": 4, "wall_s": 1.0, "graphics_util": 20.0, "sm_util": 1')             # torn last line
-    got = sidefiles.read_gpm(tmp_path)
+    got = sidefiles.read_gpm(tmp_path, resumed=True)
     assert got == {1: {"wall_s": 3.0, "graphics_util": 10.0, "sm_util": None, "tensor_util": None,
                        "dram_bw_util": None}}
     assert sidefiles.read_gpm(tmp_path / "missing") is None
+    with pytest.raises(InputError, match="step 1 recorded twice with different values, and run.json records no"):
+        sidefiles.read_gpm(tmp_path)  # a repeat no resume explains
 
 
 def test_gpm_casts_the_utilisation_vote_where_measured():

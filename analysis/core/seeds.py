@@ -164,6 +164,8 @@ def load_seed(path: str | Path) -> dict:
 
 def published_figures(seeds_dir: str | Path = DEFAULT_SEEDS_DIR) -> pd.DataFrame:
     """All figures of all seed files, one row each; `value` is NaN wherever the article's digits were lost."""
+    if not Path(seeds_dir).is_dir():  # a missing folder read as "no published figures" left those rows out unsaid
+        raise InputError(seeds_dir, "no such seeds folder")
     rows = []
     for path in sorted(Path(seeds_dir).glob("*.yaml")):
         data = load_seed(path)

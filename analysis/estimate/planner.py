@@ -26,7 +26,6 @@ in transfer.py and scaled.py, the lengths in lengths.py.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +54,7 @@ from analysis.measure.steps import step_time
 from analysis.parse import sidefiles
 from analysis.parse.record import LOG_NAME, RunRecord, read_log_record
 from analysis.parse.results import collect
-from experiments.base import hardware, runfiles
+from experiments.base import hardware, runfiles, runschema, userfiles
 from experiments.base.datafiles import read_json_object, read_yaml
 from experiments.base.errors import InputError
 
@@ -75,10 +74,10 @@ def resolve_model(model: str) -> dict:
     path = Path(model)
     config_path = path / "config.json" if path.is_dir() else path
     if config_path.is_file():
-        try:
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(config_path, f"not valid JSON: {exc.msg}", exc.lineno) from None
+        config = userfiles.read_json(config_path)
+        problem = hardware.config_problem(config) if isinstance(config, dict) else None
+        if problem:
+            raise InputError(config_path, problem)
         shapes = hardware.shapes_from_config(config) if isinstance(config, dict) else None
         if shapes is None:
             raise InputError(config_path, "config.json lacks hidden_size, intermediate_size, num_hidden_layers, "
@@ -180,9 +179,18 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
     return out
 
 
+# the most each input can plausibly be (runschema's ranges of a run): more is a typo, and 10**400 GPUs made 0 steps
+PLAUSIBLE = {"--max-length": 10**8, "--seq-len": 10**8, "--mean-len": 10**8, "--batch": runschema.BATCH,
+             "--grad-accum": runschema.BATCH, "--samples": 10**12, "--epochs": 10**6, "--lora-rank": 10**6,
+             "--gpus": runschema.GPUS}
+
+
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InputError(None, f"{name} must be a positive integer, got {value!r}")
+        raise InputError(None, f"{name} must be a positive integer, got {runschema.describe_value(value)}")
+    if value > PLAUSIBLE.get(name, math.inf):
+        raise InputError(None, f"{name} {runschema.describe_value(value)} is beyond any plausible value (at most "
+                               f"{PLAUSIBLE[name]:,})")
     return value
 
 

@@ -12,19 +12,27 @@ from pathlib import Path
 
 from analysis.estimate import planner
 from analysis.parse.record import RunRecord
-from experiments.base import runfiles
+from experiments.base import runfiles, userfiles
 
 DEFAULT_PRICES = Path(__file__).resolve().parents[1] / "data" / "prices.yaml"
 
 
 def price_source(path: str | Path | None = DEFAULT_PRICES) -> str | None:
     """The `# source:` comment line of a price table (where and when its prices were listed), None without one."""
-    if path is None or not Path(path).is_file():
+    if path is None or not userfiles.present(path):
         return None
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in userfiles.read_text(path).splitlines():
         if line.startswith("# source:"):
             return line.removeprefix("# source:").strip()
     return None
+
+
+def check_prices(path: str | Path | None) -> None:
+    """Bad input (one line) for a price table that cannot be read: said before a tree is read, whether or not a
+    recommended recipe then needs its prices."""
+    if path is not None:
+        planner.read_prices(path)
+        price_source(path)
 
 
 def cost(gpu_hours: float | None, price: float | None) -> float | None:

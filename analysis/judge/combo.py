@@ -17,6 +17,7 @@ from analysis.judge import config
 from analysis.judge.rules_speed import recipe_outcome
 from analysis.judge.select import runs_by_experiment
 from analysis.parse.record import RunRecord
+from experiments.base import userfiles
 from experiments.base.errors import InputError
 from experiments.recipes import catalog
 
@@ -114,9 +115,7 @@ def write_resolved(name: str, results_dir: str | Path, hw: str, force: bool = Fa
                     "message": f"kept {path}: it says {existing['reason']!r} (resolved {existing.get('made') or '?'}), "
                                f"the results now say {combo['reason']!r}; --force replaces it"}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=False), encoding="utf-8")
-    tmp.replace(path)
+    userfiles.write_atomic(path, yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
     action = "written" if existing is None else "replaced"
     return {"path": path, "action": action, "combo": combo, "existing": existing,
             "message": f"{action} {path} ({what})"}

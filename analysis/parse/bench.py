@@ -6,12 +6,12 @@ without a readable allreduce.json is skipped with a warning, never a traceback.
 """
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from pathlib import Path
 
-from experiments.base import runfiles
+from experiments.base import runfiles, userfiles
+from experiments.base.errors import InputError
 
 BENCH = "allreduce"
 FILE = runfiles.ALLREDUCE_JSON
@@ -32,18 +32,20 @@ def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[dict]
     root = Path(results_dir)
     for folder in sorted(root.glob(f"{hw or '*'}/{BENCH}/*")):
         f = folder / FILE
-        if not f.is_file():
+        if not userfiles.present(f):
             continue
         try:
-            data = json.loads(f.read_text(encoding="utf-8"))
+            data = userfiles.read_json(f, runfiles.max_bytes(f))
             sizes = [{k: float(s[k]) for k in ("bytes", "mib", "time_us", "algbw_gbs", "busbw_gbs")}
                      for s in data["sizes"]]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            warnings.warn(f"{f}: skipped, not an all-reduce sweep ({type(exc).__name__}: {exc})", stacklevel=2)
+        except (InputError, ValueError, KeyError, TypeError) as exc:
+            why = exc.message if isinstance(exc, InputError) else type(exc).__name__
+            warnings.warn(f"{f}: skipped, not an all-reduce sweep ({why})", stacklevel=2)
             continue
+        log_file = folder / runfiles.NCCL_LOG
         try:
-            log = (folder / runfiles.NCCL_LOG).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            log = userfiles.read_bytes(log_file, runfiles.max_bytes(log_file)).decode("utf-8", "replace")
+        except InputError:
             log = ""
         env = runfiles.read_env_raw(folder)
         host = runfiles.host_id(env)

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
-from analysis.parse import megatron
-from experiments.base import runfiles, runschema
+from analysis.parse import megatron, shared
+from experiments.base import runfiles, runschema, treewalk, userfiles
 from experiments.base.errors import InputError
 
 LOG_NAME = runfiles.LOGGING
@@ -47,8 +47,10 @@ SUMMARY_KEYS = {"log_history", "model_parameter_info", "last_model_checkpoint", 
 # ms-swift's clock strings on a training line: nothing reads them there (a line's time comes from its speed; an eval
 # line's elapsed_time is kept), and they held a fifth of a 200 MB log's memory (issue 30): not kept in its row.
 TRAIN_CLOCK_KEYS = frozenset({"elapsed_time", "remaining_time"})
-# Keys that differ between the duplicated lines of multi-node runs (each node master writes its own speed).
-VOLATILE_KEYS = {SPEED_S_PER_IT, SPEED_IT_PER_S, "elapsed_time", "remaining_time", "percentage"}
+# Keys that differ between the duplicated lines of multi-node runs (each node master writes its own speed and times
+# its own evaluation).
+VOLATILE_KEYS = {SPEED_S_PER_IT, SPEED_IT_PER_S, "elapsed_time", "remaining_time", "percentage", "eval_runtime",
+                 "eval_samples_per_second", "eval_steps_per_second"}
 
 _ELAPSED_RE = re.compile(r"^\s*(?:(\d+)d\s*)?(?:(\d+)h\s*)?(?:(\d+)m\s*)?(?:(\d+)s)?\s*$")
 _DATASET_RE = re.compile(
@@ -78,8 +80,13 @@ def to_float(value: Any) -> float | None:
     """A log value as float: numbers and numeric strings ('0.5', 'nan'); anything else None."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:  # an integer of hundreds of digits: beyond any float, as 1e400 is
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, str):
         try:
             return float(value.strip().rstrip("%"))
@@ -284,17 +291,26 @@ def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | Non
         except ValueError:
             step = total = None
         if step is None or total is None:
-            raise InputError(path, f"'global_step/max_steps' is not 'a/b' integers: {raw[:60]!r}", line_no)
+            raise InputError(path, "'global_step/max_steps' is not 'a/b' integers", line_no)
         if step < 0:
             raise InputError(path, f"negative step {step}", line_no)
-        return step, total
+        return step, total  # a step past its max_steps is warned about and left out (_Reader.finish)
     for key in ("global_step", "step"):
         step = _int(obj.get(key))
         if step is not None:
-            if step < 0:
-                raise InputError(path, f"negative step {step}", line_no)
+            _check_step(step, path, line_no)
             return step, None
     return None, None
+
+
+def _check_step(step: int, path: Path, line_no: int) -> None:
+    """A step counter no run can have (negative, or beyond runschema.STEPS: a 401-digit integer) is bad input where
+    the line says no max_steps to leave it out against."""
+    if step < 0:
+        raise InputError(path, f"negative step {step}", line_no)
+    if step > runschema.STEPS:
+        raise InputError(path, f"step {runschema.describe_value(step)} is beyond any run's {runschema.STEPS:g} steps",
+                         line_no)
 
 
 _TOTALS: dict[str, int] = {}  # max_steps text -> one int for all lines that say it (a line's own: 28 bytes each)
@@ -359,8 +375,9 @@ def find_log(path: str | Path) -> Path:
     return path
 
 
-def find_runs(path: str | Path) -> list[Path]:
-    """All run folders under PATH (a run folder, a parent of several, or a log file's folder)."""
+def find_runs(path: str | Path, skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """All run folders under PATH (a run folder, a parent of several, or a log file's folder), read through symlinks
+    (experiments.base.treewalk); with SKIPPED (a list), folders below PATH that cannot be listed are appended there."""
     path = Path(path)
     what = describe_path(path)
     if what is not None:
@@ -369,28 +386,23 @@ def find_runs(path: str | Path) -> list[Path]:
         return [path]
     if os.path.lexists(path / LOG_NAME):
         return [path]
-    try:
-        runs = sorted(p.parent for p in path.rglob(LOG_NAME) if "checkpoint-" not in str(p.parent.name))
-    except OSError as exc:
-        raise InputError(path, f"cannot be searched ({exc.strerror or exc})") from None
-    if not runs:
+    found = treewalk.folders_with(path, (LOG_NAME,))
+    if skipped is not None:
+        skipped += found.skipped
+    elif found.skipped:
+        folder, why = found.skipped[0]
+        raise InputError(folder, why)
+    if not found.folders and not found.skipped:
         raise InputError(path, f"no {LOG_NAME} in this folder or below it")
-    return runs
+    return found.folders
 
 
 def _load_json_file(p: Path) -> Any:
-    """A JSON file's value; anything unreadable or malformed is bad input naming the file."""
+    """A JSON file's value; anything unreadable, malformed or beyond its size cap is bad input naming the file."""
     what = describe_path(p)
     if what is not None:
         raise InputError(p, what)
-    try:
-        return json.loads(p.read_text(encoding="utf-8-sig"))  # a BOM (a Windows editor's save) is no error
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(p, f"not valid JSON: {exc}", getattr(exc, "lineno", None)) from None
-    except RecursionError:
-        raise InputError(p, "JSON nested too deeply") from None
-    except OSError as exc:
-        raise InputError(p, f"cannot be read ({exc.strerror or exc})") from None
+    return userfiles.read_json(p, runfiles.max_bytes(p))
 
 
 def read_args(run_dir: Path) -> dict | None:
@@ -401,7 +413,7 @@ def read_args(run_dir: Path) -> dict | None:
             data = _load_json_file(p)
             if not isinstance(data, dict):
                 raise InputError(p, "args file is not a JSON object")
-            return runfiles.check(p, data)
+            return shared.fields(runfiles.check(p, data))
     return None
 
 
@@ -411,11 +423,16 @@ def resume_points(run_dir: Path) -> list[tuple[int, int]]:
     broken run.json is the results reader's to report)."""
     p = Path(run_dir) / runfiles.RUN_JSON
     try:
-        data = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
-    except (OSError, ValueError, RecursionError):
+        data = userfiles.read_json(p, runfiles.max_bytes(p)) if userfiles.present(p) else None
+    except InputError:
         return []
+    return resumes_of(data)
+
+
+def resumes_of(status: Any) -> list[tuple[int, int]]:
+    """resume_points of a run.json already read (STATUS)."""
     out = []
-    for r in (data.get("resumes") if isinstance(data, dict) else None) or []:
+    for r in (status.get("resumes") if isinstance(status, dict) else None) or []:
         if isinstance(r, dict):
             lines, step = _int(r.get("log_lines_before")), _int(r.get("from_step"))
             if lines is not None and step is not None and lines >= 0 and step >= 0:
@@ -507,8 +524,10 @@ class _Reader:
                         i += 1
                     if step < steps[-1]:
                         raise InputError(self.path, f"step counter goes backwards ({steps[-1]} -> {step})", line_no)
-                    if kind == "train":  # identical repeats were dropped above: these values differ
-                        raise InputError(self.path, f"step {step} logged twice with different values", line_no)
+                    # identical repeats were dropped above: these values differ (an eval's too: the later copy
+                    # would be read as the run's final eval loss)
+                    what = "step" if kind == "train" else "the eval of step"
+                    raise InputError(self.path, f"{what} {step} logged twice with different values", line_no)
                 steps.append(step)
                 kept_lines.append(line)
             if kind == "train":
@@ -546,15 +565,15 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
     args_max = _int((run.args or {}).get("max_steps"))
     reader = _Reader(log_path, run, run.resumes, args_max if args_max and args_max > 0 else None)
     any_text = False
-    try:
-        f = open(log_path, "rb")
-    except OSError as exc:
-        raise InputError(log_path, f"cannot be read ({exc.strerror or exc})") from None
+    f = userfiles.open_regular(log_path, runfiles.max_bytes(log_path))
     with f, gc_paused():
         line_no = 0
         try:
-            for raw in f:
+            for raw in iter(lambda: f.readline(runfiles.LOG_LINE_BYTES + 1), b""):
                 line_no += 1
+                if len(raw) > runfiles.LOG_LINE_BYTES:  # one line is held whole: bounded, as the file is
+                    raise InputError(log_path, f"a line of more than {userfiles.size_text(runfiles.LOG_LINE_BYTES)}",
+                                     line_no)
                 if line_no == 1 and raw[:3] == b"\xef\xbb\xbf":  # a BOM (a Windows editor's save) is no error
                     raw = raw[3:]
                 torn = not raw.endswith(b"\n")  # only a last line lacks its newline
@@ -574,8 +593,9 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
                     if torn and run.lines:
                         _torn(run, line_no)
                         break
+                    # what the line holds is not quoted: a log may be a link to a file the user did not mean to show
                     what = "a JSON null, not an object" if text.strip() == "null" else "not valid JSON"
-                    raise InputError(log_path, f"{what}: {text.strip()[:60]!r}", line_no) from None
+                    raise InputError(log_path, what, line_no) from None
                 except RecursionError:
                     raise InputError(log_path, "JSON nested too deeply", line_no) from None
                 try:

@@ -508,7 +508,27 @@ def record_from_log(log: RunLog, **identity) -> RunRecord:
     with gc_paused():
         facts = log_facts(log)
     facts["log_path"] = facts.pop("log")
-    return RunRecord(**ident, **facts, **sidefiles.read(run_dir))
+    sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=step_token_cap(facts, ident),
+                           max_step=facts["max_steps"])
+    return RunRecord(**ident, **facts, **sides)
+
+
+def step_token_cap(facts: dict, identity: dict) -> tuple[int, str] | None:
+    """The most tokens one optimizer step can hold, padding included, and why: samples per step x the longest a
+    sample can be (max_length; the log's own longest training sample where its summary counts one and samples are
+    not packed), or the launcher's pad_to where it pads further. None where the log does not say enough."""
+    samples, length = facts.get("samples_per_step"), facts.get("max_length")
+    if not samples or not length or length < 0:
+        return None
+    per_sample, what = int(length), "max_length"
+    longest = facts.get("train_tokens_max")
+    if longest and longest < per_sample and not (facts.get("args") or {}).get("packing"):
+        per_sample, what = math.ceil(longest), "the longest training sample the log counts"
+    launcher = ((identity.get("run_status") or {}).get("key") or {}).get("launcher") or {}
+    pad_to = launcher.get("pad_to") if isinstance(launcher, dict) else None
+    if isinstance(pad_to, int) and pad_to > per_sample:
+        per_sample, what = pad_to, "the launcher's pad_to"
+    return int(samples) * per_sample, f"{samples} samples x {per_sample:,} tokens, {what}"
 
 
 def read_log_record(path: str | Path, **identity) -> RunRecord:

@@ -8,14 +8,15 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.parse import sidefiles
-from analysis.parse.logs import LOG_NAME, find_runs, read_log
+from analysis.parse import shared, sidefiles
+from analysis.parse.logs import LOG_NAME, find_runs, gc_paused, read_log, resumes_of
 from analysis.parse.record import RunRecord, record_from_log
-from experiments.base import hardware, runfiles
+from experiments.base import hardware, runfiles, treewalk, userfiles
 from experiments.base.datafiles import read_json_object
 from experiments.base.errors import InputError
 from experiments.base.runfiles import digest
@@ -23,6 +24,7 @@ from experiments.base.runfiles import digest
 ENV_NAME = runfiles.ENV_JSON
 STATUS_NAME = runfiles.RUN_JSON
 UNLABELLED = "unlabelled (no run.json or env.json: not made by the runner)"
+PARTIAL = runfiles.PARTIAL  # the suffix of a run folder `swiftbench import` is still filling (.<run id>.partial)
 SWIFT_RUN = re.compile(r"^v\d+-\d{8}-\d{6}$")  # the folder `swift sft` makes under output/<model>/
 
 
@@ -30,7 +32,7 @@ def read_env(run_dir: str | Path) -> dict:
     """env.json of a run folder checked against its schema ({} when absent), with `hw` filled from the path when
     env.json lacks it: the parser's reader (experiments.base.runfiles.read_env_raw is the unchecked look)."""
     run_dir = Path(run_dir)
-    env = runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {})
+    env = shared.fields(runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {}))
     if "hw" not in env:
         ident = identity(run_dir)
         if ident["hw"]:
@@ -40,12 +42,14 @@ def read_env(run_dir: str | Path) -> dict:
 
 def read_status(run_dir: str | Path) -> dict:
     """run.json of a run folder ({} when absent); a field of the wrong type or out of range is bad input."""
-    return runfiles.check(Path(run_dir) / STATUS_NAME, read_json_object(Path(run_dir) / STATUS_NAME) or {})
+    return shared.fields(runfiles.check(Path(run_dir) / STATUS_NAME,
+                                        read_json_object(Path(run_dir) / STATUS_NAME) or {}))
 
 
 def identity(run_dir: str | Path) -> dict:
-    """hw / experiment / run id from the `results/<hw>/<experiment>/<run>` layout."""
-    run_dir = Path(run_dir).resolve()
+    """hw / experiment / run id from the `results/<hw>/<experiment>/<run>` layout, as the path names it (a run
+    folder linked in from elsewhere is where the link is)."""
+    run_dir = Path(os.path.abspath(run_dir))
     parts = run_dir.parts
     hw = parts[-3] if len(parts) >= 3 and hardware.get(parts[-3]) else None
     return {"hw": hw, "experiment": parts[-2] if hw else None, "run": run_dir.name}
@@ -70,16 +74,40 @@ def roots_of(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
     return [Path(p) for p in results_dir]
 
 
-def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
-    """Every run folder under the root(s): a folder with run.json or logging.jsonl (failed runs too), each root's in
-    order. A root that does not exist is bad input."""
-    out: list[Path] = []
+def find_folders(results_dir: str | Path | Sequence[str | Path]) -> treewalk.Found:
+    """Every run folder under the root(s) (a folder with run.json or logging.jsonl, failed runs too), each root's in
+    order, read through symlinks (experiments.base.treewalk), with the folders that could not be listed and the links
+    read once. A root that is no folder is bad input."""
+    out = treewalk.Found()
     for root in roots_of(results_dir):
         if not root.is_dir():
-            raise InputError(root, "no such results folder")
-        found = {p.parent for name in (STATUS_NAME, LOG_NAME) for p in root.rglob(name)}
-        out += sorted(p for p in found if not p.name.startswith("checkpoint-"))
+            raise InputError(root, _not_a_folder(root))
+        try:
+            os.scandir(root).close()
+        except OSError as exc:
+            raise InputError(root, f"cannot be read ({userfiles.reason(exc)})") from None
+        found = treewalk.folders_with(root, (STATUS_NAME, LOG_NAME))
+        out.folders += found.folders
+        out.skipped += found.skipped
+        out.notes += found.notes
     return out
+
+
+def _not_a_folder(path: Path) -> str:
+    """Why PATH, which is no folder, cannot be a results root, in words."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such results folder"
+    except OSError as exc:
+        return userfiles.reason(exc)
+    what = "a file" if stat.S_ISREG(mode) else userfiles.kind_of(mode).split(", not ")[0]
+    return f"{what}, not a results folder"
+
+
+def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The run folders of find_folders."""
+    return find_folders(results_dir).folders
 
 
 def check_hardware(run_dir: Path, env: dict, status: dict, folder_hw: str | None) -> None:
@@ -119,16 +147,16 @@ def read_run(run_dir: str | Path) -> RunRecord:
         "env": env,
         "run_status": status,
     }
-    if not (run_dir / STATUS_NAME).is_file() and not (run_dir / ENV_NAME).is_file():
+    if not userfiles.present(run_dir / STATUS_NAME) and not userfiles.present(run_dir / ENV_NAME):
         info["labels"].append(UNLABELLED)
-    if (run_dir / LOG_NAME).is_file():
-        rec = record_from_log(read_log(run_dir), **info)
+    if userfiles.present(run_dir / LOG_NAME):  # a FIFO, a folder or a loop by that name is bad input, not "no log"
+        rec = record_from_log(read_log(run_dir, resumes=resumes_of(status)), **info)
         if rec.ok and not rec.complete:  # a log cut at step 30 read as a finished run, step 30's loss as final
             rec.labels.append(incomplete_label(rec))
         return rec
     if info["status"] == "ok":
         info["status"], info["failure"] = "failed", "no logging.jsonl"
-    return RunRecord(path=str(run_dir), **info, **sidefiles.read(run_dir))
+    return RunRecord(path=str(run_dir), **info, **sidefiles.read(run_dir, resumed=bool(resumes_of(status))))
 
 
 def collect(results_dir: str | Path | Sequence[str | Path]) -> list[RunRecord]:
@@ -148,14 +176,22 @@ class Scan:
 
     def lines(self) -> list[str]:
         """One line per skipped folder and per note, for stderr."""
-        return [f"skipped {d}: {why}" for d, why in self.skipped] + [f"note: {n}" for n in self.notes]
+        return [userfiles.shown(f"skipped {d}: {why}") for d, why in self.skipped] + \
+            [userfiles.shown(f"note: {n}") for n in self.notes]
 
 
 def _why_unused(run_dir: Path) -> str | None:
     """Why a run folder is outside what the tables and the report read, else None."""
+    try:
+        str(run_dir).encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are no UTF-8 in a name: no table, JSON or report can hold it
+        return "its path is not UTF-8 text: rename the folder"
+    if run_dir.name.startswith(".") and run_dir.name.endswith(PARTIAL):
+        return ("an unfinished `swiftbench import` (stopped before its folder was complete): delete it and import "
+                "again")
     ident = identity(run_dir)
     if ident["hw"] is None:
-        plain = not (run_dir / STATUS_NAME).is_file() and not (run_dir / ENV_NAME).is_file()
+        plain = not userfiles.present(run_dir / STATUS_NAME) and not userfiles.present(run_dir / ENV_NAME)
         if plain or SWIFT_RUN.match(run_dir.name):
             return ("a plain ms-swift output folder, not a results/<hw>/<experiment>/<run> folder: bring it in with "
                     "`swiftbench import <its output folder> --hw HW --experiment NAME`")
@@ -163,7 +199,7 @@ def _why_unused(run_dir: Path) -> str | None:
                 "analysis/data/hardware.yaml)")
     experiment = ident["experiment"]
     try:
-        imported = read_status(run_dir).get("imported") if (run_dir / STATUS_NAME).is_file() else None
+        imported = read_status(run_dir).get("imported")
     except (InputError, OSError, UnicodeDecodeError):
         imported = None  # a broken run.json: reading the run says so, with its line
     if imported is not None:  # swiftbench import: a recipe's name only where args.json is that recipe
@@ -207,45 +243,120 @@ def read_runs(run_dirs: Sequence[Path], skipped: list[tuple[Path, str]] | None =
     """read_run of each folder; with SKIPPED (a list), a folder that is bad input is appended there with its reason
     and left out, else its InputError stops everything."""
     out = []
-    for run_dir in run_dirs:
-        try:
-            out.append(read_run(run_dir))
-        except (InputError, OSError, UnicodeDecodeError) as exc:
-            if skipped is None:
-                raise
-            skipped.append((Path(run_dir), skip_reason(Path(run_dir), exc)))
+    with gc_paused(), shared.sharing():  # as in scan(): no cycles to collect, equal values held once
+        for run_dir in run_dirs:
+            try:
+                out.append(read_run(run_dir))
+            except (InputError, OSError, UnicodeDecodeError) as exc:
+                if skipped is None:
+                    raise
+                skipped.append((Path(run_dir), skip_reason(Path(run_dir), exc)))
     return out
 
 
 def scan(results_dir: str | Path | Sequence[str | Path]) -> Scan:
     """Read every run folder of the root(s) as the tables and the report use them, and say what was not used.
 
-    A folder that cannot be read (broken run.json or env.json, a log that is bad input, not UTF-8, unreadable) or
-    that lies outside the layout (a plain ms-swift output folder, an unknown hardware class or experiment) is
-    skipped with its reason; a folder with the same run.json/env.json/logging.jsonl bytes as one already read (the
-    same run copied into two roots) is counted once; a folder with only ms-swift's files is an unlabelled run."""
+    A folder that cannot be read (broken run.json or env.json, a log that is bad input, not UTF-8, unreadable, a
+    folder that cannot be listed) or that lies outside the layout (a plain ms-swift output folder, an unknown hardware
+    class or experiment, an unfinished import) is skipped with its reason; a folder with the same
+    run.json/env.json/logging.jsonl bytes as one already read (the same run copied into two roots) is counted once;
+    a folder with only ms-swift's files is an unlabelled run; a link to a folder already read is said and read once.
+    A folder the last scan of this process read, unchanged since (the same files, sizes and times), is not read
+    again (_FOLDERS: `tables` reads its tree, then the planner reads it again for its measured steps)."""
     out = Scan()
+    found = find_folders(results_dir)
+    out.skipped += found.skipped
+    out.notes += found.notes
     seen: dict[str | None, Path] = {}  # digest: None for a folder without identity files
-    for run_dir in run_folders(results_dir):
-        why = _why_unused(run_dir)
-        if why is not None:
-            out.skipped.append((run_dir, why))
+    cache: dict[str, tuple[tuple, _Folder]] = {}
+    with gc_paused(), shared.sharing():  # records hold no cycles; the collector's passes over thousands of them
+        _scan_folders(found.folders, cache, seen, out)  # took a fifth of the scan
+    _FOLDERS.clear()  # the last scan's folders only: memory stays one tree's
+    _FOLDERS.update(cache)
+    return out
+
+
+def _scan_folders(folders: list[Path], cache: dict, seen: dict, out: Scan) -> None:
+    """scan()'s loop: each folder skipped, counted once, or read into OUT."""
+    for run_dir in folders:
+        folder = _cached_folder(run_dir, cache)
+        if folder.why is not None:
+            out.skipped.append((run_dir, folder.why))
             continue
-        try:
-            key = digest(run_dir)
-            if key in seen:
-                out.notes.append(f"{run_dir} is the same run as {seen[key]} (identical run.json, env.json and "
-                                 "logging.jsonl): counted once")
-                continue
-            rec = read_run(run_dir)
-        except (InputError, OSError, UnicodeDecodeError) as exc:
-            out.skipped.append((run_dir, skip_reason(run_dir, exc)))
+        if folder.digest in seen:
+            out.notes.append(f"{run_dir} is the same run as {seen[folder.digest]} (identical run.json, env.json and "
+                             "logging.jsonl): counted once")
             continue
-        seen[key] = run_dir
+        rec = folder.read(run_dir)
+        if rec is None:
+            out.skipped.append((run_dir, folder.error or "not read"))
+            continue
+        seen[folder.digest] = run_dir
         if UNLABELLED in rec.labels:
             out.notes.append(f"{run_dir}: {UNLABELLED}; read as an unlabelled run")
         out.records.append(rec)
-    return out
+
+
+@dataclass
+class _Folder:
+    """What scan() makes of one run folder: why it is not used (the layout, or an error), else its digest and, once
+    read, its record."""
+
+    why: str | None = None
+    digest: str | None = None
+    record: RunRecord | None = None
+    error: str | None = None
+
+    def read(self, run_dir: Path) -> RunRecord | None:
+        """The folder's record (read_run, once); None with ERROR set when it cannot be read."""
+        if self.record is None and self.error is None:
+            try:
+                self.record = read_run(run_dir)
+            except (InputError, OSError, UnicodeDecodeError) as exc:
+                self.error = skip_reason(run_dir, exc)
+        return self.record
+
+
+_FOLDERS: dict[str, tuple[tuple, _Folder]] = {}  # run folder -> (its entries' signature, what scan made of it)
+
+
+def _signature(run_dir: Path) -> tuple:
+    """What a run folder's reading depends on: each entry's name, size, times and inode (a rewritten file differs in
+    one of them). Empty when the folder cannot be listed (never the same as a listing)."""
+    out: list[tuple] = []
+    try:
+        with os.scandir(run_dir) as it:
+            for entry in it:
+                try:
+                    st = entry.stat()
+                    out.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+                except OSError:
+                    out.append((entry.name, None, None, None, None))
+    except OSError:
+        return ()
+    return tuple(sorted(out, key=lambda e: e[0]))
+
+
+def _cached_folder(run_dir: Path, cache: dict[str, tuple[tuple, _Folder]]) -> _Folder:
+    """_read_folder of RUN_DIR, or what the last scan made of it where its files are unchanged."""
+    sig = _signature(run_dir)
+    key = str(run_dir)
+    hit = _FOLDERS.get(key)
+    folder = hit[1] if hit is not None and sig and hit[0] == sig else _read_folder(run_dir)
+    cache[key] = (sig, folder)
+    return folder
+
+
+def _read_folder(run_dir: Path) -> _Folder:
+    """Why RUN_DIR is not used, else its digest (its record is read when scan() keeps it: a copy is not read)."""
+    why = _why_unused(run_dir)
+    if why is not None:
+        return _Folder(why=why)
+    try:
+        return _Folder(digest=digest(run_dir))
+    except (InputError, OSError, UnicodeDecodeError) as exc:
+        return _Folder(why=skip_reason(run_dir, exc))
 
 
 def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = None) -> list[RunRecord]:
@@ -255,19 +366,20 @@ def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = Non
     the others are read; PATH that is itself one run stays bad input."""
     out = []
     one_run = os.path.isfile(path) or os.path.lexists(Path(path) / LOG_NAME)  # no stat error: find_runs says it
-    for run_path in find_runs(path):
-        run_dir = run_path.parent if run_path.is_file() else run_path
-        try:
-            if (run_dir / STATUS_NAME).is_file() or (run_dir / ENV_NAME).is_file():
-                out.append(read_run(run_dir))
-            else:
-                rec = record_from_log(read_log(run_path))
-                rec.env = read_env(run_dir)
-                out.append(rec)
-        except (InputError, OSError, UnicodeDecodeError) as exc:
-            if skipped is None or one_run:
-                raise
-            skipped.append((run_dir, skip_reason(run_dir, exc)))
+    with gc_paused(), shared.sharing():  # as in scan(): no cycles to collect, equal values held once
+        for run_path in find_runs(path, skipped if not one_run else None):
+            run_dir = run_path.parent if run_path.is_file() else run_path
+            try:
+                if userfiles.present(run_dir / STATUS_NAME) or userfiles.present(run_dir / ENV_NAME):
+                    out.append(read_run(run_dir))
+                else:
+                    rec = record_from_log(read_log(run_path))
+                    rec.env = read_env(run_dir)
+                    out.append(rec)
+            except (InputError, OSError, UnicodeDecodeError) as exc:
+                if skipped is None or one_run:
+                    raise
+                skipped.append((run_dir, skip_reason(run_dir, exc)))
     return out
 
 

@@ -8,12 +8,12 @@ are loaded) and the losses of the steps both attempts logged. An unreadable file
 """
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
 from analysis.parse.logs import to_float
-from experiments.base import runfiles
+from experiments.base import runfiles, userfiles
+from experiments.base.errors import InputError
 
 FILE = runfiles.RESUME_CHECK
 
@@ -26,12 +26,13 @@ def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[dict]:
     for f in sorted(Path(results_dir).glob(f"{hw or '*'}/*/*/{FILE}"), key=lambda p: p.parent.name):
         folder = f.parent
         try:
-            data = json.loads(f.read_text(encoding="utf-8"))
+            data = userfiles.read_json(f, runfiles.max_bytes(f))
             resume = data.get("resume") or {}
             repeated = [(int(r["step"]), to_float(r["loss_before_kill"]), to_float(r["loss_after_resume"]))
                         for r in data.get("repeated_steps") or []]
-        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            warnings.warn(f"{f}: skipped, not a resume check ({type(exc).__name__}: {exc})", stacklevel=2)
+        except (InputError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            why = exc.message if isinstance(exc, InputError) else type(exc).__name__
+            warnings.warn(f"{f}: skipped, not a resume check ({why})", stacklevel=2)
             continue
         out.append({"path": folder, "hw": folder.parent.parent.name, "experiment": folder.parent.name,
                     "run": folder.name,

@@ -3,19 +3,19 @@
 counters, experiments/record/gpm.py) and launch.json's quick-stop and allocator-cap records.
 
 experiments/launch/launcher.py writes them beside ms-swift's log. A missing file is None (a run made without the
-launcher);
-an unreadable line is skipped, as a torn last line of a killed run would be.
+launcher); a torn line of a JSON Lines file is skipped, as a killed run leaves one. Something by a side file's name
+that is no regular file (a FIFO would block the reader for ever), that cannot be read or is beyond its size cap, and a
+JSON file cut short, are bad input: the folder is skipped and said, not read as a run without that file.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonlines
-
-from experiments.base import runfiles
+from analysis.parse import shared
+from experiments.base import runfiles, runschema, userfiles
 from experiments.base.errors import InputError
 from experiments.base.runfiles import GPM as GPM_FILE
 from experiments.base.runfiles import GPM_METRICS
@@ -25,100 +25,146 @@ from experiments.base.runfiles import SCHEDULE as SCHEDULE_FILE
 from experiments.base.runfiles import TOKENS as TOKENS_FILE
 
 
-def _loads(text: str | bytes):
-    """json.loads for jsonlines, with too deep a nesting (RecursionError) an invalid line like any other."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
 def jsonl(path: Path, errors: str = "replace") -> Iterator[tuple[int, Any]]:
-    """(line number, value) of every line of a JSON Lines file, read with jsonlines; a line that is no JSON (the
-    torn last line of a killed writer) is (line number, INVALID). Empty lines are skipped. OSError if unreadable."""
-    count = [0]
+    """(line number, value) of every line of a JSON Lines file; a line that is no JSON (the torn last line of a killed
+    writer, one nested too deeply) is (line number, INVALID). Empty lines are skipped, a BOM is no error. Only a
+    regular file within its size cap is read (experiments.base.userfiles): anything else is InputError."""
+    return _values(userfiles.lines(path, runfiles.max_bytes(path)), errors)
 
-    def lines():
-        with open(path, encoding="utf-8-sig", errors=errors) as f:
-            for line in f:
-                count[0] += 1
-                yield line
 
-    reader = jsonlines.Reader(lines(), loads=_loads)
-    while True:
-        try:
-            value = reader.read(allow_none=True)
-        except EOFError:
-            return
-        except jsonlines.InvalidLineError as exc:
-            if exc.line.strip():
-                yield count[0], INVALID
+def _values(lines: Iterable[tuple[int, bytes]], errors: str = "replace") -> Iterator[tuple[int, Any]]:
+    """jsonl() of numbered raw lines."""
+    for n, raw in lines:
+        if n == 1 and raw[:3] == b"\xef\xbb\xbf":
+            raw = raw[3:]
+        text = raw.decode("utf-8", errors)
+        if not text.strip():
             continue
-        yield count[0], value
+        try:
+            yield n, json.loads(text)
+        except (ValueError, RecursionError):
+            yield n, INVALID
+
+
+def _blob_lines(blob: bytes) -> Iterator[tuple[int, bytes]]:
+    return enumerate(blob.splitlines(keepends=True), 1)
 
 
 INVALID = object()  # jsonl()'s value for a line that is no JSON
 
 
-def read_tokens(run_dir: str | Path) -> tuple[dict[int, int] | None, dict[int, int] | None]:
-    """({step: real tokens}, {step: tokens with padding}) from tokens.jsonl; (None, None) without it."""
+_COUNT_MAX = {"tokens": runschema.STEP_TOKENS, "padded_tokens": runschema.STEP_TOKENS,
+              "label_tokens": runschema.STEP_TOKENS, "micro_batches": 10**8}
+
+
+def _plain_tokens_line(d: Any) -> bool:
+    """A tokens.jsonl line of whole numbers in range (what the launcher writes): the schema check can be skipped."""
+    if d.__class__ is not dict or d.get("tokens") is None:
+        return False
+    step = d.get("step")
+    if step.__class__ is not int or not 0 <= step <= runschema.STEPS:
+        return False
+    for key, most in _COUNT_MAX.items():
+        v = d.get(key)
+        if v is not None and (v.__class__ is not int or not 0 <= v <= most):
+            return False
+    return True
+
+
+def read_tokens(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] | None = None,
+                max_step: int | None = None) -> tuple[dict[int, int] | None, dict[int, int] | None]:
+    """({step: real tokens}, {step: tokens with padding}) from tokens.jsonl; (None, None) without it.
+
+    Bad input (InputError, the folder is skipped): a line of no plausible count (runschema.TOKENS_LINE), padding below
+    the real tokens, more tokens in a step than it can hold (STEP_CAP: the most and why, record.step_token_cap), a
+    step past the run's last (MAX_STEP), a step recorded again with other counts unless the run was RESUMED (then the
+    resumed training's count, the later line, wins). A torn line of a killed run is skipped."""
     path = Path(run_dir) / TOKENS_FILE
-    real, padded = {}, {}
-    try:
-        for line_no, d in jsonl(path):
-            if d is INVALID:  # a torn line of a killed run: skipped
-                continue
-            # a line that is JSON but no plausible count (a string step, 1e15 tokens in one step, a negative count)
-            # is bad input: one such line made tokens/s 1.3e13 (issue 30)
-            runfiles.check(path, d, line=line_no)
-            step, tokens = int(d["step"]), int(d["tokens"])
-            real[step] = tokens
-            if d.get("padded_tokens") is not None:
-                if d["padded_tokens"] < tokens:
-                    raise InputError(path, f"padded_tokens {d['padded_tokens']} below tokens {tokens}", line_no)
-                padded[step] = int(d["padded_tokens"])
-    except OSError:
+    if not userfiles.present(path):
         return None, None
+    blob = userfiles.read_bytes(path, runfiles.max_bytes(path))
+    return shared.by_content(f"tokens {resumed} {step_cap} {max_step}", blob,
+                             lambda: _tokens(path, blob, resumed, step_cap, max_step))
+
+
+def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: tuple[int, str] | None,
+            max_step: int | None) -> tuple[dict[int, int] | None, dict[int, int] | None]:
+    """read_tokens of tokens.jsonl's bytes BLOB."""
+    real: dict[int, int] = {}
+    padded: dict[int, int] = {}
+    for line_no, d in _values(_blob_lines(blob)):
+        if d is INVALID:  # a torn line of a killed run: skipped
+            continue
+        if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count (issue 30)
+            runfiles.check(path, d, line=line_no)
+        step, tokens = int(d["step"]), int(d["tokens"])
+        pad = d.get("padded_tokens")
+        if pad is not None and pad < tokens:
+            raise InputError(path, f"padded_tokens {pad} below tokens {tokens}", line_no)
+        most = int(pad) if pad is not None else tokens
+        if step_cap is not None and most > step_cap[0]:
+            raise InputError(path, f"{most:,} tokens in step {step}, more than its samples can hold "
+                                   f"({step_cap[0]:,}: {step_cap[1]})", line_no)
+        if max_step is not None and step > max_step:
+            raise InputError(path, f"step {step}, past the run's last step {max_step}", line_no)
+        if step in real and not resumed and (real[step], padded.get(step)) != (tokens, pad):
+            raise InputError(path, f"step {step} recorded twice with different counts, and run.json records no "
+                                   "resume", line_no)
+        real[step] = tokens
+        if pad is not None:
+            padded[step] = int(pad)
     return (real or None), (padded or None)
 
 
 def read_profile(run_dir: str | Path) -> dict | None:
-    """profile.json (None when missing or not JSON); a field of the wrong type or range is bad input."""
+    """profile.json (None when missing); a file cut short, not JSON, not a regular file or with a field of the wrong
+    type or range is bad input."""
     path = Path(run_dir) / PROFILE_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8, not JSON, nested too deeply
+    if not userfiles.present(path):
         return None
-    return runfiles.check(path, data) if isinstance(data, dict) else None
+    data = userfiles.read_json(path, runfiles.max_bytes(path))
+    if not isinstance(data, dict):
+        raise InputError(path, "not a JSON object")
+    return shared.fields(runfiles.check(path, data))
 
 
 def read_schedule(run_dir: str | Path) -> list[dict] | None:
     """schedule.jsonl's steps in order ({"step", "micro_batches", "tokens", "padded_tokens", ...}); None without it,
-    or when a step is missing or repeated (a schedule with a hole predicts nothing)."""
+    or when a step is missing or repeated (a schedule with a hole predicts nothing). One that is no regular file or
+    beyond its size cap is bad input."""
+    path = Path(run_dir) / SCHEDULE_FILE
+    if not userfiles.present(path):
+        return None
+    blob = userfiles.read_bytes(path, runfiles.max_bytes(path))
+    return shared.by_content("schedule", blob, lambda: _schedule(blob))
+
+
+def _schedule(blob: bytes) -> list[dict] | None:
+    """read_schedule of schedule.jsonl's bytes BLOB."""
     steps = []
     try:
-        for _, d in jsonl(Path(run_dir) / SCHEDULE_FILE, errors="strict"):
+        for _, d in _values(_blob_lines(blob), errors="strict"):
             if d is INVALID:
                 return None
             steps.append({**d, "step": int(d["step"]), "tokens": int(d["tokens"]),
                           "padded_tokens": int(d["padded_tokens"]), "micro_batches": int(d["micro_batches"])})
-    except (OSError, KeyError, TypeError, ValueError, OverflowError):  # ValueError: not UTF-8 too
+    except (KeyError, TypeError, ValueError, OverflowError):  # ValueError: not UTF-8 too
         return None
     if not steps or [s["step"] for s in steps] != list(range(1, len(steps) + 1)):
         return None
     return steps
 
 
-def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
+def read_gpm(run_dir: str | Path, resumed: bool = False) -> dict[int, dict] | None:
     """{step: {"wall_s", "graphics_util", "sm_util", "tensor_util", "dram_bw_util"}} from gpm.jsonl (a secondary
-    metric NVML did not give is None; a line without graphics_util, the one every figure uses, is skipped; a resumed
-    run's repeated step: the later line wins); None without the file."""
-    out: dict[int, dict] = {}
-    try:
-        lines = list(jsonl(Path(run_dir) / GPM_FILE))
-    except OSError:
+    metric NVML did not give is None; a line without graphics_util, the one every figure uses, is skipped; a RESUMED
+    run's repeated step: the later line wins, another run's is bad input, as in tokens.jsonl); None without the file,
+    bad input when it is no regular file."""
+    path = Path(run_dir) / GPM_FILE
+    if not userfiles.present(path):
         return None
-    for _, d in lines:
+    out: dict[int, dict] = {}
+    for line_no, d in jsonl(path):
         try:
             wall = float(d["wall_s"])
             util = float(d["graphics_util"])
@@ -128,18 +174,23 @@ def read_gpm(run_dir: str | Path) -> dict[int, dict] | None:
             for name in GPM_METRICS:
                 v = d.get(name)
                 row[name] = float(v) if v is not None else None
-            out[int(d["step"])] = row
+            step = int(d["step"])
         except (KeyError, TypeError, ValueError, OverflowError):  # INVALID or a line without its fields
             continue
+        if step in out and out[step] != row and not resumed:
+            raise InputError(path, f"step {step} recorded twice with different values, and run.json records no "
+                                   "resume", line_no)
+        out[step] = row
     return out or None
 
 
 def read_quick(run_dir: str | Path) -> dict | None:
-    """launch.json's record of a quick run's stop (experiments/launch/quick_stop.py); None for other runs."""
-    try:
-        data = json.loads((Path(run_dir) / LAUNCH_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    """launch.json's record of a quick run's stop (experiments/launch/quick_stop.py); None for other runs and without
+    the file. One cut short, not JSON or not a regular file is bad input, as a broken profile.json is."""
+    path = Path(run_dir) / LAUNCH_FILE
+    if not userfiles.present(path):
         return None
+    data = userfiles.read_json(path, runfiles.max_bytes(path))
     quick = data.get("quick") if isinstance(data, dict) else None
     return quick if isinstance(quick, dict) else None
 
@@ -148,10 +199,10 @@ def read_mem_cap(run_dir: str | Path) -> dict | None:
     """launch.json's record of the allocator cap (experiments/launch/launcher.py apply_memory_cap): `requested_gib`,
     `applied`, and where applied `cap_bytes`; None when the run had no cap or the record is not of that shape (a
     memory verdict must not rest on a cap it cannot read)."""
-    try:
-        data = json.loads((Path(run_dir) / LAUNCH_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    path = Path(run_dir) / LAUNCH_FILE
+    if not userfiles.present(path):
         return None
+    data = userfiles.read_json(path, runfiles.max_bytes(path))
     cap = data.get("mem_cap") if isinstance(data, dict) else None
     if not isinstance(cap, dict):
         return None
@@ -170,9 +221,10 @@ def _positive(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")
 
 
-def read(run_dir: str | Path) -> dict:
-    """The RunRecord fields of the side files."""
-    real, padded = read_tokens(run_dir)
+def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] | None = None,
+         max_step: int | None = None) -> dict:
+    """The RunRecord fields of the side files (RESUMED, STEP_CAP, MAX_STEP: read_tokens')."""
+    real, padded = read_tokens(run_dir, resumed, step_cap, max_step)
     return {"tokens_by_step": real, "padded_by_step": padded, "profile": read_profile(run_dir),
-            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir), "gpm_by_step": read_gpm(run_dir),
-            "mem_cap": read_mem_cap(run_dir)}
+            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir),
+            "gpm_by_step": read_gpm(run_dir, resumed), "mem_cap": read_mem_cap(run_dir)}

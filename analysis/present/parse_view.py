@@ -16,9 +16,10 @@ from analysis.measure.summary import run_summary
 from analysis.parse import bench
 from analysis.parse.logs import LOG_NAME
 from analysis.parse.record import RunRecord
-from analysis.parse.results import STATUS_NAME, read_runs, records_under, run_folders
+from analysis.parse.results import STATUS_NAME, find_folders, read_runs, records_under
 from experiments.base.errors import SKIPPED_EXIT
 from experiments.base.paths import relative
+from experiments.base.userfiles import present, shown
 
 SHOWN = [
     ("log_format", "log format"), ("swift_version", "ms-swift"), ("complete", "complete"),
@@ -80,11 +81,14 @@ def records(path: str | Path, skipped: list[tuple[Path, str]] | None = None) -> 
     """The runs under PATH (records_under), and the runner's folders that failed before ms-swift wrote a log. With
     SKIPPED, a bad run folder of a tree is noted there and left out (records_under)."""
     path = Path(path)
-    no_log = []
+    no_log: list[Path] = []
     if path.is_dir():
-        no_log = [d for d in run_folders(path) if (d / STATUS_NAME).is_file() and not (d / LOG_NAME).is_file()]
-    if no_log and not any(path.rglob(LOG_NAME)):
-        return read_runs(no_log, skipped)
+        found = find_folders(path)
+        no_log = [d for d in found.folders if present(d / STATUS_NAME) and not present(d / LOG_NAME)]
+        if no_log and len(no_log) == len(found.folders):
+            if skipped is not None:
+                skipped += found.skipped
+            return read_runs(no_log, skipped)
     recs = records_under(path, skipped) + read_runs(no_log, skipped)
     return sorted(recs, key=lambda r: str(r.path))
 
@@ -107,7 +111,7 @@ def run(args) -> int:
         paths = [p for p in paths if not benchmark_folder(p)] or paths
     recs = [rec for path in paths for rec in records(path, skipped)]
     for folder, why in skipped:  # a bad run folder of a tree: said, left out, and the exit code says so
-        print(f"swiftbench: skipped {relative(folder)}: {why}", file=sys.stderr)
+        print(shown(f"swiftbench: skipped {relative(folder)}: {why}"), file=sys.stderr)
     done = SKIPPED_EXIT if skipped else 0
     results = [summary(rec, args.intervals) for rec in recs]
     if args.json:

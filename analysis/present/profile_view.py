@@ -23,6 +23,7 @@ from analysis.parse.record import RunRecord
 from analysis.present.parse_view import records
 from experiments.base.errors import SKIPPED_EXIT
 from experiments.base.paths import relative
+from experiments.base.userfiles import shown
 
 
 def register(sub) -> None:
@@ -111,7 +112,7 @@ def run(args) -> int:
     skipped: list[tuple[Path, str]] = []
     recs = [rec for path in args.path for rec in records(path, skipped)]
     for folder, why in skipped:
-        print(f"swiftbench: skipped {relative(folder)}: {why}", file=sys.stderr)
+        print(shown(f"swiftbench: skipped {relative(folder)}: {why}"), file=sys.stderr)
     done = SKIPPED_EXIT if skipped else 0
     profiles = [(rec, profile_summary(rec, args.top)) for rec in recs]
     if args.json:

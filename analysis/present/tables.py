@@ -410,6 +410,7 @@ def answer_md(t: dict[str, pd.DataFrame]) -> str:
 
 def run(args) -> int:
     hardware.require(args.baseline)  # an unknown baseline is bad input (exit 2, the known names), as in report
+    recipe_gpus.check_prices(args.prices)  # so is a price table that cannot be read, even where none is needed
     found = scan(args.results_dir)
     for line in found.lines():  # folders left out and copies counted once, one line each; exit 3 if any was left out
         print(f"swiftbench: {line}", file=sys.stderr)

@@ -5,14 +5,13 @@ Specs are data, not code: adding a GPU class is one YAML entry.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from experiments.base import paths, runfiles
+from experiments.base import paths, runfiles, runschema, userfiles
 from experiments.base.errors import InputError
 
 DATA = paths.DATA
@@ -95,6 +94,32 @@ def known_models() -> dict[str, dict]:
     return yaml.safe_load(MODELS_FILE.read_text(encoding="utf-8"))
 
 
+# the shape fields of a config.json and the most each can plausibly be (a model far beyond any trained today)
+SHAPE_LIMITS = {"hidden_size": 10**6, "intermediate_size": 10**7, "num_hidden_layers": 10**4,
+                "num_attention_heads": 10**5, "num_key_value_heads": 10**5, "head_dim": 10**5, "vocab_size": 10**8}
+
+
+def config_problem(config: dict) -> str | None:
+    """What makes a config.json's shapes no model's (a size that is not a positive whole number within
+    SHAPE_LIMITS, attention heads that do not divide the hidden size where no head_dim is given, key-value heads that
+    do not divide the attention heads), else None. A missing field is shapes_from_config's to say."""
+    cfg = config.get("text_config") or config.get("llm_config") or config
+    if not isinstance(cfg, dict):
+        return "its text config is not an object"
+    for key, most in SHAPE_LIMITS.items():
+        value = cfg.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+            return f"{key} is {runschema.describe_value(value)}: a model's {key} is a whole number from 1 to {most:,}"
+    heads, hidden, kv = cfg.get("num_attention_heads"), cfg.get("hidden_size"), cfg.get("num_key_value_heads")
+    if heads and hidden and cfg.get("head_dim") is None and hidden % heads:
+        return f"num_attention_heads {heads} does not divide hidden_size {hidden} (and no head_dim is given)"
+    if heads and kv and heads % kv:
+        return f"num_key_value_heads {kv} does not divide num_attention_heads {heads}"
+    return None
+
+
 def shapes_from_config(config: dict) -> dict | None:
     """The shape fields of a Hugging Face config.json (text config of multimodal models too)."""
     cfg = config.get("text_config") or config.get("llm_config") or config
@@ -131,10 +156,12 @@ def model_shapes(args: dict, run_dir: Path | None = None) -> dict | None:
     for path in candidates:
         try:
             if path.is_file():
-                shapes = shapes_from_config(json.loads(path.read_text(encoding="utf-8")))
+                config = userfiles.read_json(path)
+                shapes = shapes_from_config(config) if isinstance(config, dict) and not config_problem(config) \
+                    else None
                 if shapes is not None:
                     return shapes
-        except (OSError, json.JSONDecodeError):
+        except (OSError, InputError):  # a broken config: the next candidate (MFU and memory then go without)
             continue
     for key in ("model", "model_id_or_path", "model_dir"):
         if isinstance(args.get(key), str):

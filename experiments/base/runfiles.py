@@ -17,7 +17,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from experiments.base import runschema
+from experiments.base import runschema, userfiles
 from experiments.base.errors import InputError
 
 # --- the files of a run folder
@@ -40,11 +40,28 @@ RESUME_CHECK = "resume_check.json"  # experiments/run/resume_check.py's record
 ALLREDUCE_JSON = "allreduce.json"  # an interconnect benchmark's record (results/<hw>/allreduce/<run>/)
 NCCL_LOG = "nccl.log"              # NCCL's log of that benchmark
 TRAINER_STATE = "trainer_state.json"  # inside a checkpoint: written last, so its presence means complete
+PARTIAL = ".partial"               # suffix of a run folder `swiftbench import` is filling (.<run id>.partial)
 
 GPM_METRICS = ("graphics_util", "sm_util", "tensor_util", "dram_bw_util")  # gpm.jsonl's per-step shares
 
 
 ARGS_JSON_1X = "sft_args.json"     # ms-swift 1.x's name of args.json
+
+# --- the most bytes each file can plausibly hold: a reader refuses more (a link to /dev/zero is refused as no regular
+# file; a file this large is a runaway writer or no file of the run). Generous: a 100,000-step run logs ~400 MB.
+_MIB = 2 ** 20
+MAX_BYTES = {RUN_JSON: 16 * _MIB, ENV_JSON: 16 * _MIB, ARGS_JSON: 16 * _MIB, ARGS_JSON_1X: 16 * _MIB,
+             LAUNCH_JSON: 16 * _MIB, MODEL_CONFIG: 16 * _MIB, RESUME_CHECK: 16 * _MIB, ALLREDUCE_JSON: 16 * _MIB,
+             PROFILE_JSON: 256 * _MIB, LOGGING: 4096 * _MIB, TOKENS: 256 * _MIB, SCHEDULE: 256 * _MIB,
+             GPM: 256 * _MIB, NCCL_LOG: 256 * _MIB, COMMAND_SH: 16 * _MIB}
+
+
+LOG_LINE_BYTES = 256 * _MIB  # one line of logging.jsonl (the summary repeats the log history: ~half a long log)
+
+
+def max_bytes(path: str | Path) -> int:
+    """The size cap of a run-folder file by its name (MAX_BYTES; 16 MiB for a name the contract does not list)."""
+    return MAX_BYTES.get(Path(path).name, 16 * _MIB)
 
 # --- the schema of each file (tokens.jsonl: of each line)
 SCHEMAS = {RUN_JSON: runschema.RUN_JSON, ENV_JSON: runschema.ENV_JSON, ARGS_JSON: runschema.ARGS_JSON,
@@ -72,25 +89,29 @@ IDENTITY_FILES = (RUN_JSON, ENV_JSON, LOGGING)  # the runner's record, what ran 
 
 
 def digest(run_dir: str | Path) -> str | None:
-    """sha256 over the names and bytes of the IDENTITY_FILES a folder has; None when it has none of them."""
+    """sha256 over the names and bytes of the IDENTITY_FILES a folder has; None when it has none of them. Read in
+    blocks; one that is no regular file or beyond its size cap is bad input (InputError)."""
     h = hashlib.sha256()
     found = False
     for name in IDENTITY_FILES:
         path = Path(run_dir) / name
-        if path.is_file():
+        if userfiles.present(path):
             found = True
-            h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+            h.update(name.encode() + b"\0")
+            with userfiles.open_regular(path, max_bytes(path)) as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            h.update(b"\0")
     return h.hexdigest() if found else None
 
 
 def read_env_raw(run_dir: str | Path) -> dict:
     """A run folder's env.json as it is, unchecked ({} when missing or unreadable: runs from before it, a damaged
     file): for a look at one field (the host id). The parser's analysis.parse.results.read_env checks it instead."""
-    import json
-
+    path = Path(run_dir) / ENV_JSON
     try:
-        data = json.loads((Path(run_dir) / ENV_JSON).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = userfiles.read_json(path, max_bytes(path))
+    except InputError:
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -23,7 +23,8 @@ class Invalid(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-def _what(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """A field's value in an error: its kind, and a number or a short string as it is."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -50,13 +51,13 @@ class Num:
     def check(self, value: Any, where: str) -> None:
         kind = "a whole number" if self.integer else "a number"
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise Invalid(where, f"{_what(value)}, not {kind}")
+            raise Invalid(where, f"{describe_value(value)}, not {kind}")
         if isinstance(value, float) and not math.isfinite(value):
             raise Invalid(where, f"{value}, not a finite number")
         if self.integer and isinstance(value, float) and not value.is_integer():
             raise Invalid(where, f"{value:g}, not a whole number")
         if not self.lo <= value <= self.hi:
-            raise Invalid(where, f"{_what(value)}, outside the plausible range {self.lo:g} to {self.hi:g}")
+            raise Invalid(where, f"{describe_value(value)}, outside the plausible range {self.lo:g} to {self.hi:g}")
 
 
 def Int(lo: float = -math.inf, hi: float = math.inf, required: bool = False) -> Num:
@@ -69,7 +70,7 @@ class Str:
 
     def check(self, value: Any, where: str) -> None:
         if not isinstance(value, str):
-            raise Invalid(where, f"{_what(value)}, not a string")
+            raise Invalid(where, f"{describe_value(value)}, not a string")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class Bool:
 
     def check(self, value: Any, where: str) -> None:
         if not isinstance(value, bool):
-            raise Invalid(where, f"{_what(value)}, not true/false")
+            raise Invalid(where, f"{describe_value(value)}, not true/false")
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class Arr:
 
     def check(self, value: Any, where: str) -> None:
         if not isinstance(value, list):
-            raise Invalid(where, f"{_what(value)}, not a list")
+            raise Invalid(where, f"{describe_value(value)}, not a list")
         if self.item is not None:
             for i, v in enumerate(value):
                 if v is not None or self.item.required:
@@ -105,7 +106,7 @@ class Obj:
 
     def check(self, value: Any, where: str) -> None:
         if not isinstance(value, dict):
-            raise Invalid(where, f"{_what(value)}, not an object")
+            raise Invalid(where, f"{describe_value(value)}, not an object")
         for name, schema in self.fields.items():
             sub = f"{where}.{name}" if where else name
             if name not in value or value[name] is None:
@@ -137,7 +138,8 @@ class Either:
         deeper = [e for e in errors if e.where != where]  # the option of the value's type failed inside it
         if deeper:
             raise deeper[0]
-        raise Invalid(where, f"{_what(value)}, not " + " or ".join(e.message.split(", not ")[-1] for e in errors))
+        raise Invalid(where, f"{describe_value(value)}, not "
+                      + " or ".join(e.message.split(", not ")[-1] for e in errors))
 
 
 # --- plausible ranges: wide, so that only what no run can be is refused

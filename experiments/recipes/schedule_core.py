@@ -40,13 +40,12 @@ import contextlib
 import copy
 import json
 import math
-import os
 import time
 import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
-from experiments.base import runfiles
+from experiments.base import runfiles, userfiles
 
 SCHEDULE_FILE = runfiles.SCHEDULE
 
@@ -126,9 +125,7 @@ def write(steps: list[dict], path: str | Path) -> Path:
     replacing the link itself would leave the schedule in the cache, out of the results."""
     path = Path(path).resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(s) + "\n" for s in steps))
-    os.replace(tmp, path)
+    userfiles.write_atomic(path, "".join(json.dumps(s) + "\n" for s in steps))
     return path
 
 

@@ -11,7 +11,7 @@ import os
 import socket
 from pathlib import Path
 
-from experiments.base import runfiles
+from experiments.base import runfiles, userfiles
 from experiments.run import reaper
 from experiments.run.spec import RunSpec
 
@@ -24,11 +24,10 @@ def read_status(run_dir: Path) -> dict:
 
 
 def write_status(run_dir: Path, **changes) -> dict:
-    """Update run.json atomically (a reader never sees half a file)."""
+    """Update run.json atomically (a reader never sees half a file; a full disk leaves the old one and no temporary
+    file, and is bad input naming run.json)."""
     status = {**read_status(run_dir), **changes}
-    tmp = run_dir / ".run.json.tmp"
-    tmp.write_text(json.dumps(status, indent=2, default=str))
-    os.replace(tmp, run_dir / runfiles.RUN_JSON)
+    userfiles.write_atomic(run_dir / runfiles.RUN_JSON, json.dumps(status, indent=2, default=str))
     return status
 
 

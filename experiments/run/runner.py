@@ -39,7 +39,7 @@ import socket
 import sys
 from pathlib import Path
 
-from experiments.base import runfiles
+from experiments.base import boundary, runfiles
 from experiments.base.errors import InputError
 from experiments.launch import quick_stop
 from experiments.recipes import catalog, recipes
@@ -426,12 +426,7 @@ def run_command(a) -> int:
     if a.data and not Path(a.data).is_dir():
         raise InputError(a.data, "data folder does not exist")
     check_inputs(a)
-    overrides = {}
-    for item in a.set:
-        k, sep, v = item.partition("=")
-        if not sep:
-            raise InputError(None, f"--set wants FLAG=VALUE, got {item!r}")
-        overrides[k.lstrip("-")] = v
+    overrides = set_overrides(a.set)
     common = dict(progress=not a.no_progress, model=a.model, data=a.data, max_steps=a.max_steps,
                   results_dir=a.results, force_hw=a.force_hw, timeout_s=a.timeout, overrides=overrides,
                   budget_s=quick_stop.budget_of(a.quick, a.budget), repeat=a.repeat)
@@ -469,6 +464,29 @@ def run_command(a) -> int:
     return 0 if all(r["status"] in ("ok", "skipped", "oom", "blocked") for r in results) else 1
 
 
+# swift flags the runner sets for every run (where outputs go, what is trained, resuming, the GPU layout): --set may
+# not change them, or checkpoints land in results/ and a run is read as another; the option that does it instead
+RUNNER_FLAGS = {**{flag: None for flag in recipes.RUN_FLAGS}, "model": "--model", "dataset": "--data",
+                "max_steps": "--max-steps", "resume_from_checkpoint": None, "logging_dir": None,
+                "deepspeed": "--parallel"}
+
+
+def set_overrides(items: list[str]) -> dict[str, str]:
+    """--set FLAG=VALUE items as {flag: value}; bad input for an item without '=' or a flag the runner owns."""
+    overrides = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise InputError(None, f"--set wants FLAG=VALUE, got {item!r}")
+        flag = k.strip().lstrip("-").replace("-", "_")
+        if flag in RUNNER_FLAGS:
+            instead = f"; use {RUNNER_FLAGS[flag]}" if RUNNER_FLAGS[flag] else ""
+            raise InputError(None, f"--set {flag}: the runner sets --{flag} for every run "
+                                   f"({', '.join(sorted(RUNNER_FLAGS))} are its own){instead}")
+        overrides[k.lstrip("-")] = v
+    return overrides
+
+
 def check_inputs(a) -> None:
     """What run-all can check before anything starts, so that bad input is one line (exit 2), not a failed run
     folder: --timeout and --max-steps are positive, the model is dummy / a model folder / a hub id, the data folder
@@ -502,11 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     register(sub)
     a = p.parse_args(argv)
-    try:
-        return a.func(a)
-    except InputError as exc:
-        print(f"runner: error: {exc}", file=sys.stderr)
-        return 2
+    return boundary.guarded("runner", lambda: a.func(a), boundary.inputs_of(a))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.parse.results import Scan, roots_of, run_folders, scan
 from analysis.present.report.context import hardware_list
-from experiments.base import hardware, paths
+from experiments.base import boundary, hardware, paths, userfiles
 from experiments.base.argparsing import first_paragraph
 from experiments.base.errors import SKIPPED_EXIT, InputError
 
@@ -80,7 +80,7 @@ def render_html(nb_path: Path, html_path: Path) -> Path:
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     body, _ = exporter.from_notebook_node(nb)
-    html_path.write_text(body, encoding="utf-8")
+    userfiles.write_atomic(html_path, body)  # a full disk leaves the last report whole
     return html_path
 
 
@@ -178,11 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _OneLineParser(prog="report", description=first_paragraph(__doc__))
     _add_arguments(parser)
     args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except InputError as exc:
-        print(f"report: error: {exc}", file=sys.stderr)
-        return 2
+    return boundary.guarded("report", lambda: run(args), boundary.inputs_of(args))
 
 
 if __name__ == "__main__":

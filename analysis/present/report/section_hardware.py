@@ -19,7 +19,8 @@ from analysis.parse.record import RunRecord
 from analysis.parse.results import matrix_experiments
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
-from experiments.base import hardware, paths, runfiles
+from experiments.base import hardware, paths, runfiles, userfiles
+from experiments.base.errors import InputError
 
 COMMAND_FILE = runfiles.COMMAND_SH
 NO_COMMAND = "no command recorded"
@@ -66,7 +67,10 @@ def shell_notes(shell: str) -> list[str]:
 def run_command(rec: RunRecord) -> tuple[dict | None, list[str], str | None, str]:
     """(flags, notes, shell text, where they come from) of one run, from run.json and command.sh only."""
     cmd_file = Path(rec.path) / COMMAND_FILE
-    shell = cmd_file.read_text(encoding="utf-8") if cmd_file.is_file() else None
+    try:
+        shell = userfiles.read_text(cmd_file, runfiles.max_bytes(cmd_file)) if userfiles.present(cmd_file) else None
+    except InputError:  # a command.sh that cannot be read shows no command; run.json's stands
+        shell = None
     command = rec.run_status.get("command")
     if isinstance(command, list):
         return argv_flags(command), list(rec.run_status.get("notes") or []), shell, "run.json / command.sh"
