@@ -110,15 +110,23 @@ def test_report_csvs_print_the_measure_stage(tmp_path, expected):
     numbers = ast.literal_eval(verdicts.loc["best-12x", "numbers"])
     assert numbers["ratio"] == round(expected["pair"]["factor"], 2)
     assert numbers["tokens_per_s"] == round(expected["pair"]["best_tokens_per_s"], 1)
-    # the answer (the report's first screen): the measured rows' tokens/s, and the 80 GB class's best recipe with the
-    # same-host pair's speed-up
+    # the answer (the report's first screen): the measured rows' tokens/s, and the H100's recipe and epoch as the one
+    # recommender's per-class answer (analysis.judge.classes) gives them
     report_answer.answer_section(ctx)
     answer = pd.read_csv(tmp_path / "answer.csv")
     measured = answer[answer.source == "measured"].set_index("host")
     for key, host in (("seed", "a55bc8d6aca5"), ("seed_b", "8c196bbf945e")):
         assert measured.loc[host, "tokens_per_s"] == pytest.approx(expected[key]["tokens_per_s"], rel=1e-12)
     h100 = answer[(answer.hw == "h100") & (answer.source == "predicted")].iloc[0]
-    assert h100.best_x_seed == round(expected["pair"]["factor"], 2) and h100.best_x_seed_hosts == "same host"
+    classes = pd.read_csv(tmp_path / "classes.csv").set_index("hw")
+    assert h100.class_recipe == classes.loc["h100", "recipe"]
+    assert h100.class_recipe_epoch_s == pytest.approx(classes.loc["h100", "epoch_s"], rel=1e-12)
+    from analysis.judge.classes import class_answers
+    from analysis.judge.recommend import recommend
+
+    rec = recommend(ctx.records)
+    (mine,) = [c for c in class_answers(rec, ctx.records) if c.hw == "h100"]
+    assert mine.choice is not None and classes.loc["h100", "epoch_s"] == pytest.approx(mine.choice.epoch_s, rel=1e-12)
 
 
 def test_time_to_finish_the_job_has_one_producer():
@@ -136,7 +144,9 @@ def test_time_to_finish_the_job_has_one_producer():
     recs = {(r.experiment, r.run): r for r in collect(RESULTS)}
     for row in rows:
         jt = jobtime.job_time(recs[(row["experiment"], row["run"])])
-        assert row["train_runtime_s"] == jt["train_runtime_s"] and row["load_s"] == pytest.approx(jt["load_s"])
+        assert row["epoch_s"] == jt["train_runtime_s"] and row["load_s"] == pytest.approx(jt["load_s"])
+        if row["seed_epoch_s"] is not None:  # x seed (epoch) is jobtime.epoch_ratio's
+            assert row["epoch_x_seed"] == pytest.approx(jobtime.epoch_ratio(row["seed_epoch_s"], row["epoch_s"]))
     readers = [str(f.relative_to(REPO)) for f in (REPO / "analysis").rglob("*.py")
                if ".train_runtime_s" in f.read_text() and f.parts[-2] not in ("parse", "measure")
                and f.name != "quick.py"]

@@ -162,6 +162,21 @@ def test_installed_package_imports_from_the_venv(installed):
     assert _run([venv / "bin" / "swiftbench", "--version"], cwd=work, env=env).stdout.split() == version
 
 
+def test_installed_plugin_is_the_one_the_answer_names(installed):
+    """The answer's command names the plugin as `"$(swiftbench plugin)"`: the installed command prints the path of a
+    file of the installed package, the same bytes as the checkout's (issue 36's bar: the plugin is in the wheel)."""
+    names = set(zipfile.ZipFile(installed["wheel"]).namelist())
+    assert "experiments/recipes/swift_plugin.py" in names
+    out = _run([installed["venv"] / "bin" / "swiftbench", "plugin"], cwd=installed["work"],
+               env=installed["env"]).stdout.strip()
+    path = Path(out)
+    assert path.is_file() and _inside(str(path), installed["venv"]) and path.name == "swift_plugin.py"
+    assert path.read_bytes() == (REPO / "experiments" / "recipes" / "swift_plugin.py").read_bytes()
+    answer = _run([installed["python"], "-m", "analysis.cli", "tables", RESULTS, "--answer"],
+                  cwd=installed["work"], env=installed["env"]).stdout
+    assert '--external_plugins "$(swiftbench plugin)"' in answer and "experiments.launch" not in answer
+
+
 def test_installed_tables_on_the_committed_results(installed):
     out = _run([installed["python"], "-m", "analysis.cli", "tables", RESULTS, "--format", "json"],
                cwd=installed["work"], env=installed["env"]).stdout

@@ -163,14 +163,13 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
     # the full bs16 epochs: two of 2026-11-30 and the full partners of the quick runs of calls 16, 20, 38 and 40
     # (logging every step); the seed recipe's full epochs of calls 21 and 44; the best recipe's full epochs (padding-
     # free, Liger, checkpointing off: modelled since the memory model knows them) and the fast and fast-fused epochs
-    assert {r["run"] for r in full} == {"20261130-074942", "20261130-075319", "20261201-030843-6066e2c9a3f7",
-                                        "20261201-104625-5f4daf78e2ab", "20261201-105624-5f4daf78e2ab",
-                                        "20261202-021834-59f462e08814", "20261202-042627-e4e316c83b7a",
-                                        "20261202-145024-363c2fc28e7a",
-                                        "20261201-051507-60caf4370290", "20261201-105104-5f4daf78e2ab",
-                                        "20261202-015733-59f462e08814", "20261202-042227-e4e316c83b7a",
-                                        "20261202-043018-e4e316c83b7a", "20261202-150346-363c2fc28e7a",
-                                        "20261202-150607-363c2fc28e7a"}
+    # every committed uncapped full epoch on one GPU is held to 10 % (the seed, bs16, best, fast, fast-fused,
+    # compiled epochs: padding-free, Liger, checkpointing off are modelled)
+    from analysis.measure.jobtime import job_time
+
+    whole = {r.run for r in collect(RESULTS) if job_time(r)["full_epoch"] and (r.world_size or 1) == 1
+             and not r.cap_gib and r.args.get("group_by_length") is not True}
+    assert {r["run"] for r in full} == whole and len(whole) >= 15
     by_run = {r["run"]: r for r in rows}
     assert by_run[SEED_RUN]["measured_peak_gib"] == 17.68
     assert by_run[SEED_RUN]["seq_len"] == 593 and by_run[SEED_RUN]["per_device_batch"] == 1
@@ -481,7 +480,7 @@ def test_fit_verdict_against_every_committed_capped_run(validation):
     assert set(rows) == {(r.experiment, r.run) for r in capped_runs}
     # the Liger runs (best24-a: padding-free too; QLoRA bs 8) are modelled since the memory model knows Liger
     assert not any(r["check"].startswith("not modelled") for r in rows.values())
-    assert {e for (e, _), r in rows.items() if r["liger"]} == {"best24-a", "qlora-cap24-bs8-liger"}
+    assert {e for (e, _), r in rows.items() if r["liger"]} == {"best24-a", "qlora-cap24-bs8-liger", "fast-gc"}
     for (exp, run), r in rows.items():
         assert r["check"] == "fits under the cap", r
         if r["status"] == "ok":

@@ -59,3 +59,59 @@ def test_unknown_experiment():
 
 def test_recipe_hash_changes_with_flags():
     assert recipes.recipe_hash("seed") != recipes.recipe_hash("bs16")
+
+
+# ------------------------------------------------------------------------------------- the copyable command
+
+
+def _argv_of(command: str, plugin: str) -> list[str]:
+    """A printed command as the argv bash gives swift: its lines joined, `"$(swiftbench plugin)"` as PLUGIN."""
+    import shlex
+
+    return shlex.split(command.replace("\\\n", " ").replace('"$(swiftbench plugin)"', shlex.quote(plugin)))
+
+
+def _flags(argv: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    key = None
+    for a in argv[2:]:
+        if a.startswith("--"):
+            key = a[2:]
+            out[key] = []
+        else:
+            assert key is not None, argv
+            out[key].append(a)
+    return out
+
+
+@pytest.mark.parametrize("experiment", recipes.experiments(matrix_only=False))
+def test_a_runs_swift_arguments_are_the_printed_commands(experiment):
+    """What the runner gives `swift sft` (recipes.render) equals the command the answer prints (recipes.copyable),
+    flag for flag, apart from what the runner owns for every run (RUN_FLAGS: where outputs go, which model folder
+    and data files, a cut) and the machine's own (offline check_model)."""
+    plugin = str(recipes.plugin_path())
+    printed = _flags(_argv_of(recipes.copyable(experiment, recipes.MEASURED_SWIFT), plugin))
+    ran = recipes.render(experiment, recipes.MEASURED_SWIFT, output_dir="/tmp/x", model="/models/Qwen2.5-7B-Instruct",
+                         datasets=["/data/a.json#500"], overrides={"check_model": False})
+    ran_flags = _flags(ran["argv"])
+    owned = set(recipes.RUN_FLAGS) | {"check_model"}
+    assert {k: v for k, v in ran_flags.items() if k not in owned} == \
+        {k: v for k, v in printed.items() if k not in owned}
+    assert "experiments.launch" not in recipes.copyable(experiment, recipes.MEASURED_SWIFT)
+    if "external_plugins" in printed:
+        assert printed["external_plugins"] == [plugin] and ran_flags["external_plugins"] == [plugin]
+
+
+def test_the_committed_fast_run_ran_the_printed_command():
+    """The fast epoch of 2026-12-03 (device call 47): its run.json's swift argv is the printed command's, apart from
+    the runner's own flags and the plugin's path on that machine."""
+    import json
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parents[1] / "results/h200/fast/20261203-090811-b2a21682bc96"
+    argv = json.loads((run / "run.json").read_text())["command"]
+    ran = _flags(argv)
+    printed = _flags(_argv_of(recipes.copyable("fast", "4.6.0"), ran["external_plugins"][0]))
+    owned = set(recipes.RUN_FLAGS) | {"check_model"}
+    assert ran["external_plugins"][0].endswith("experiments/recipes/swift_plugin.py")
+    assert {k: v for k, v in ran.items() if k not in owned} == {k: v for k, v in printed.items() if k not in owned}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from analysis.judge import recommend
-from analysis.measure import jobtime
+from analysis.measure import jobtime, steps
 from analysis.parse.results import collect
 from analysis.present import recommend_view
 from analysis.present.tables import tables
@@ -76,51 +76,101 @@ def _pick(root):
 
 def test_same_host_pair_is_recommended_with_the_job_time_ratio(tree):
     pick = _pick(tree)
-    assert pick["same_host_pair"] and pick["note"] is None
-    assert (pick["experiment"], pick["host"]) == ("best", "5f4daf78e2ab")
+    assert pick.experiment == "best" and pick.note is None and pick.hw == "h200"
+    d = pick.deciding
+    assert d is not None and d.host == "5f4daf78e2ab"
     recs = {r.experiment: r for r in collect(tree) if r.experiment in ("seed", "best")}
-    assert pick["x_seed"] == jobtime.job_speedup(recs["seed"], recs["best"])
-    assert pick["x_seed"] == pytest.approx(596.269 / 46.8565)  # the two logs' train_runtime
-    assert pick["train_runtime_s"] == jobtime.job_time(recs["best"])["train_runtime_s"]
-    assert pick["loss_counts"] is True and pick["band_step"] == 46  # the spread seeds stop at step 46
+    assert d.epoch_x_seed == jobtime.job_speedup(recs["seed"], recs["best"])
+    assert d.epoch_x_seed == pytest.approx(596.269 / 46.8565)  # the two logs' train_runtime
+    assert d.epoch_s == jobtime.job_time(recs["best"])["train_runtime_s"] and d.seed is not None and d.seed.full
+    assert d.in_band is True
+    assert pick.orders == (recommend.Order("best", "seed", ("5f4daf78e2ab",), "full epochs"),)
+    assert "swift sft" in pick.command and "--external_plugins \"$(swiftbench plugin)\"" in pick.command
     text = recommend_view.sentence(pick)
     assert "recipe best" in text and "12.7x sooner" in text and "same host" in text
 
 
-def test_a_faster_recipe_on_another_same_host_pair_wins(tree):
-    # `fast` and a seed run on host B, the seed 1.5x slower there: fast's job-time ratio (1.5 x 596.269 / 47.8535)
-    # beats best's on host A
+def test_recipes_are_ordered_only_on_a_host_holding_both(tree):
+    """fast on host B is quicker than best on host A, but no host holds both: the order is undetermined and named
+    with the runs that would settle it; a full epoch of each on one host settles it."""
     clone(SEED_FULL, tree, host="hostb0000000", run="20261203-000000-hostb0000000", runtime_factor=1.5)
-    clone(BEST_OTHER, tree, experiment="fast", host="hostb0000000", run="20261203-000100-hostb0000000")
+    clone(BEST_OTHER, tree, experiment="fast", host="hostb0000000", run="20261203-000100-hostb0000000",
+          runtime_factor=0.9)
     pick = _pick(tree)
-    assert (pick["experiment"], pick["host"]) == ("fast", "hostb0000000")
-    assert pick["x_seed"] == pytest.approx(1.5 * 596.269 / 47.8535)
+    (u,) = pick.undetermined
+    assert {u.a, u.b} == {"best", "fast"} and u.why == "no host holds full epochs of both"
+    assert "full epochs of best and fast on one host" in u.settle
+    assert "order undetermined against" in (pick.note or "")
+    # x seed on host B: its seed 1.5 x slower, fast 0.9 x best's e4e3 epoch
+    fast_b = next(r for r in pick.rows if r.experiment == "fast")
+    assert fast_b.epoch_x_seed == pytest.approx(1.5 * 596.269 / (0.9 * 47.8535))
+    # best on host B too, slower than fast there: fast is sooner, settled
+    clone(BEST_OTHER, tree, host="hostb0000000", run="20261203-000200-hostb0000000")
+    pick = _pick(tree)
+    assert pick.experiment == "fast" and not pick.undetermined
+    assert recommend.Order("fast", "best", ("hostb0000000",), "full epochs") in pick.orders
+
+
+def test_hosts_that_disagree_leave_the_order_undetermined(tree):
+    clone(BEST_OTHER, tree, experiment="fast", host="5f4daf78e2ab", run="20261201-200000-5f4daf78e2ab",
+          runtime_factor=1.2)  # fast slower than best on host A (57.4 vs 46.9 s)
+    clone(BEST_OTHER, tree, host="hostb0000000", run="20261203-000200-hostb0000000")
+    clone(BEST_OTHER, tree, experiment="fast", host="hostb0000000", run="20261203-000300-hostb0000000",
+          runtime_factor=0.8)  # faster than best on host B
+    (u,) = [u for u in _pick(tree).undetermined if {u.a, u.b} == {"best", "fast"}]
+    assert u.why.startswith("hosts disagree")
+
+
+def test_the_first_full_epoch_on_a_host_decides_and_later_ones_are_its_warm_figure(tree):
+    """A recipe's second run on a host (its caches warm) is shown beside, never ranked in place of the first."""
+    clone(BEST_FULL, tree, run="20261201-230000-5f4daf78e2ab", runtime_factor=0.5)
+    pick = _pick(tree)
+    (best,) = pick.chosen
+    assert best.run == BEST_FULL.name and best.epoch_s == pytest.approx(46.8565)
+    assert best.warm_s == (pytest.approx(46.8565 * 0.5),) and best.warm_epoch_s == pytest.approx(46.8565 * 0.5)
+
+
+def test_a_cut_seed_run_is_a_lower_bound_of_the_seed_epoch(tmp_path):
+    """No full seed epoch on the host: the seed's cut run gives steady step x epoch steps, a lower bound (labelled);
+    a recipe finishing below it is sooner than the seed recipe there."""
+    root = tmp_path / "results"
+    for name in SPREAD:
+        shutil.copytree(RESULTS / "h200" / name, root / "h200" / name)
+    clone(RESULTS / "h200/seed/20261203-090405-b2a21682bc96", root)  # 20 steps
+    clone(RESULTS / "h200/fast/20261203-090811-b2a21682bc96", root)
+    clone(SEED_FULL, root)  # host A: the eval-loss reference
+    pick = _pick(root)
+    (fast,) = pick.chosen
+    cut = collect(root / "h200" / "seed")
+    (seed_cut,) = [r for r in cut if r.host_id == "b2a21682bc96"]
+    assert fast.seed is not None and not fast.seed.full and fast.seed.steps_run == 20
+    assert fast.seed.seconds == pytest.approx(steps.step_time(seed_cut)["median"] * 94)
+    assert "cut run (20 steps)" in fast.seed.basis
+    assert fast.epoch_x_seed == pytest.approx(fast.seed.seconds / fast.epoch_s)
+    assert recommend.Order("fast", "seed", ("b2a21682bc96",), "full epochs and a cut seed run's lower bound") \
+        in pick.orders
+    assert "lower bound from a 20-step cut run" in recommend_view.sentence(pick)
 
 
 def test_a_recipe_outside_the_seed_band_is_not_recommended(tree):
     clone(SEED_FULL, tree, host="hostb0000000", run="20261203-000000-hostb0000000", runtime_factor=1.5)
     clone(BEST_OTHER, tree, experiment="fast", host="hostb0000000", run="20261203-000100-hostb0000000",
           eval_shift=0.5)
-    rows = recommend.candidates(collect(tree))
-    fast = next(r for r in rows if r["experiment"] == "fast")
-    assert fast["loss_counts"] is False
-    assert _pick(tree)["experiment"] == "best"
+    pick = _pick(tree)
+    fast = next(r for r in pick.rows if r.experiment == "fast")
+    assert fast.in_band is False
+    assert pick.experiment == "best" and "not counted" in (pick.note or "") and "fast" in (pick.note or "")
 
 
-def test_without_a_same_host_pair_it_says_so_and_names_no_ratio(tmp_path):
+def test_without_a_recipe_in_band_it_says_so(tmp_path):
     root = tmp_path / "results"
-    for name in SPREAD:
-        shutil.copytree(RESULTS / "h200" / name, root / "h200" / name)
-    clone(SEED_FULL, root, host="hostb0000000", run="20261203-000000-hostb0000000")
-    clone(BEST_FULL, root)
+    clone(SEED_FULL, root)
     pick = _pick(root)
-    assert not pick["same_host_pair"] and pick["x_seed"] is None
-    assert pick["note"].startswith(recommend.NO_PAIR + ":")
-    assert pick["experiment"] == "best" and "unpaired" in pick["note"]
-    assert recommend_view.sentence(pick).startswith("No recommended recipe yet: no same-host full-epoch pair yet")
+    assert pick.experiment is None and pick.command is None
+    assert recommend_view.sentence(pick).startswith("No recommended recipe yet:")
     t = tables(root)
     row = t["recommended"].iloc[0]
-    assert not row.same_host_pair and (row.x_seed is None or math.isnan(row.x_seed))
+    assert row.experiment is None and row.command is None
 
 
 def test_cut_runs_are_no_job_time(tree):
@@ -142,22 +192,31 @@ def test_break_even_steps():
     assert be["break_even_steps"] > 94  # for this 94-step epoch, eager finishes first
 
 
-def test_tables_cli_names_one_recommended_recipe_from_a_same_host_full_epoch_pair():
+def test_tables_cli_names_one_recommended_recipe_from_same_host_full_epochs():
+    """The committed tree: one recommended recipe, sooner than every other recipe on a host holding both, its x seed
+    jobtime.epoch_ratio's against the host's seed epoch, and each class's row the per-class answer's."""
     p = subprocess.run([sys.executable, "-m", "analysis.cli", "tables", str(RESULTS), "--format", "json"],
                        capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     [pick] = out["recommended"]
-    assert pick["same_host_pair"] is True
     recs = {(r.experiment, r.run): r for r in collect(RESULTS)}
-    rec, seed = recs[(pick["experiment"], pick["run"])], recs[("seed", pick["seed_run"])]
-    assert rec.host_id == seed.host_id == pick["host"]
-    assert jobtime.job_time(rec)["full_epoch"] and jobtime.job_time(seed)["full_epoch"]
-    assert pick["x_seed"] == pytest.approx(jobtime.job_speedup(seed, rec), rel=1e-12)
-    assert sum(r["recommended"] for r in out["recipes"]) == 1
-    h200 = next(g for g in out["recommended_gpus"] if g["hw"] == "h200")
-    assert h200["epoch_s"] == pick["train_runtime_s"] and h200["source"].startswith("measured (full epoch")
-    assert all(g["epoch_s"] is None and g["cost"] is None for g in out["recommended_gpus"] if not g["fits"])
+    rec = recs[(pick["experiment"], pick["run"])]
+    assert rec.host_id == pick["host"] and jobtime.job_time(rec)["full_epoch"]
+    assert pick["epoch_x_seed"] == pytest.approx(jobtime.epoch_ratio(pick["seed_epoch_s"], pick["epoch_s"]))
+    assert pick["command"].startswith("swift sft") and "experiments.launch" not in pick["command"]
+    assert {r["experiment"] for r in out["recipes"] if r["recommended"]} == {pick["experiment"]}
+    # every other counted recipe is slower on a host holding both, or named undetermined
+    others = {r["experiment"] for r in out["recipes"] if r["in_band"] and r["experiment"] != pick["experiment"]}
+    beaten = {o["slower"] for o in out["orders"] if o["faster"] == pick["experiment"] and not o["undetermined"]}
+    open_ = {o["faster"] if o["slower"] == pick["experiment"] else o["slower"] for o in out["orders"]
+             if o["undetermined"] and pick["experiment"] in (o["faster"], o["slower"])}
+    assert others <= beaten | open_
+    assert not any(o["faster"] != pick["experiment"] and o["slower"] == pick["experiment"] and not o["undetermined"]
+                   for o in out["orders"])
+    h200 = next(g for g in out["classes"] if g["hw"] == "h200")
+    assert h200["recipe"] == pick["experiment"] and h200["epoch_s"] == pick["epoch_s"] and h200["measured"]
+    assert all(g["epoch_s"] is None and g["cost"] is None for g in out["classes"] if not g["fits"])
 
 
 def test_the_claims_recipes_table_shows_the_break_even_beside_compiled_recipes():

@@ -377,8 +377,8 @@ def answer_md(t: dict[str, pd.DataFrame]) -> str:
     top = t["recommended"].iloc[0]
     parts = [str(top["sentence"])]
     if isinstance(top.get("command"), str):
-        parts += ["", f"The recommended recipe, for ms-swift {top['swift_version']} (`pip install swiftbench` gives "
-                      "`swiftbench plugin`, the path of the one plugin file it names):", "", "```bash",
+        parts += ["", f"The recommended recipe, for ms-swift {top['swift_version']} (`pip install .` of this "
+                      "repository gives `swiftbench plugin`, the path of the one plugin file it names):", "", "```bash",
                   str(top["command"]), "```"]
     rec = t["recipes"].copy()
     if not rec.empty:

@@ -312,7 +312,7 @@ def recommendation_html(ctx: Context) -> str:
     return H.join([
         f'<p class="sb-box" id="recommendation"><b>{H.e(recommend_view.sentence(rec, classes))}</b></p>',
         (f"<h3>The recommended recipe ({H.e(rec.experiment)}), for ms-swift {H.e(rec.swift_version or '')}: "
-         "paste it (<code>pip install swiftbench</code> gives <code>swiftbench plugin</code>)</h3>" + command)
+         "paste it (<code>pip install .</code> of this repository gives <code>swiftbench plugin</code>)</h3>" + command)
         if command else "",
         (f"<h3>{title}</h3>" if title else "") + classes_table_html(classes),
         "<h3>Matrix recipes' full epochs per host</h3>" + recipes_table_html(rec),
