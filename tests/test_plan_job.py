@@ -85,7 +85,7 @@ MISSES = {
     ("lcap24-len2048-bs1", "20261130-124011"): "a 2-step capacity probe: the allocator's cache had no batches of "
                                                "other sizes to keep",
     ("qlora-cap24-bs8-liger", "20261130-123729"): "a 3-step QLoRA capacity probe: likewise",
-    ("cap22-seed-bs1", "20261203-092240-b2a21682bc96"): "a 3-step capacity probe at bs 1, rows padded to 2048: likewise",
+    ("cap22-seed-bs1", "20261203-092240-b2a21682bc96"): "a 3-step capacity probe, bs 1, rows of 2048: likewise",
 }
 
 
