@@ -339,7 +339,7 @@ def test_recipe_verdict_speed_and_seed_band(tmp_path):
     assert rf.loc["spread-s42", "flags"] == "(bs16 baseline)"
     assert rf.loc["tp-bs8", "flags"] == "per_device_train_batch_size=8, gradient_accumulation_steps=2"
     assert rf.loc["tp-bs8", "loss_counts"] and rf.loc["tp-bs8", "eval_step"] == 20
-    assert rf.loc["tp-bs8", "x_seed"] is None and rf.attrs["seed_tokens_per_s"] is None
+    assert rf.loc["tp-bs8", "steady_x_seed"] is None and rf.attrs["seed_tokens_per_s"] is None
     assert rf.loc["tp-bs8", "tokens_per_s"] == pytest.approx(127.739422 * 16 / 0.75, rel=0.02)
     # steady steps 11-18 (the warm-up ends at step 9.4 of the 94-step epoch; 19-20 are profiled)
     assert rf.loc["tp-bs8", "steady_steps"] == 8 and rf.loc["tp-bs8", "gpu_busy_frac"] == 0.9
@@ -586,7 +586,8 @@ def test_best_recipe_target_and_class_verdicts(tmp_path):
     # the recipes table holds tp-best against the seed run: 5,000 / 340.6 tokens/s = 14.68x
     rf = frames.recipes_frame(root)
     assert rf.attrs["seed_run"].endswith("h200/seed/20261130-000000")
-    assert rf.set_index("recipe").loc["tp-best", "x_seed"] == pytest.approx(5000 / (127.739422 * 16 / 6.0), abs=0.01)
+    assert rf.set_index("recipe").loc["tp-best", "steady_x_seed"] == pytest.approx(5000 / (127.739422 * 16 / 6.0),
+                                                                                    abs=0.01)
     # the rule unpaired, as the first 12x verdict was made (tp-best over the matrix's seed run: 14.68x), with the seed
     # recipe again beside tp-best (seed-w4: 2,000 tokens per 5.0 s step = 400 tokens/s -> 12.5x, context only), and
     # the seed run from a host with other CPUs: both named, the verdict unchanged

@@ -698,8 +698,8 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     assert f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({frame.attrs['seed_run']}" in html
     by_path = {relative(r.path): r for r in collect(results)}
     best = by_path[rec.loc["tp-best", "run"]]
-    assert rec.loc["tp-best", "x_seed"] == round(throughput.throughput(best).tokens_per_s / seed_tps, 2)
-    assert rec.loc["tp-best", "x_seed"] == frame.set_index("recipe").loc["tp-best", "x_seed"]
+    assert rec.loc["tp-best", "steady_x_seed"] == round(throughput.throughput(best).tokens_per_s / seed_tps, 2)
+    assert rec.loc["tp-best", "steady_x_seed"] == frame.set_index("recipe").loc["tp-best", "steady_x_seed"]
     # one figure row per capacity search: the same 24 GiB cap with QLoRA or padded rows is a row of its own
     cap = pd.read_csv(tmp_path / "claims_capacity.csv")
     q = cap[cap["setting"] == "24 GiB cap, QLoRA 4-bit, rows padded to 2048"].set_index("batch")["outcome"].to_dict()

@@ -1,4 +1,6 @@
-"""Comparisons of two runs: the speed-up (the one producer of every speed-up and x-seed multiple) and the host check.
+"""Comparisons of two runs: the speed-up (the one producer of every speed-up, and so of steady_x_seed, the multiple
+of the seed recipe's steady tokens/s; the epoch-time multiple epoch_x_seed is analysis.measure.jobtime.epoch_ratio's)
+and the host check.
 
 speed-up factor = BASE's time / TEST's time for the same work. Two runs that trained the same batches (tokens.jsonl
 equal on every common steady step) are compared step by step: factor = sum of BASE's step times / sum of TEST's over

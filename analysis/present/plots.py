@@ -368,7 +368,7 @@ def utilisation_timeline(df: pd.DataFrame, windows: dict[str, float | None], boa
 def recipe_bars(df: pd.DataFrame, seed_tps: float | None, factor: float, title: str, labels: str) -> plt.Figure:
     """Measured tokens/s per throughput recipe with its 95 % range; colour: does its eval loss stay in the seed band.
 
-    df columns: recipe, tokens_per_s, low, high, x_seed, loss_counts."""
+    df columns: recipe, tokens_per_s, low, high, steady_x_seed, loss_counts."""
     if df.empty:
         return _empty(title, labels, "no throughput recipe runs")
     df = df.sort_values("tokens_per_s", ascending=False, ignore_index=True)
@@ -377,7 +377,7 @@ def recipe_bars(df: pd.DataFrame, seed_tps: float | None, factor: float, title: 
     palette = {True: "#2b8a3e", False: "#c92a2a", None: "#868e96"}
     colors = [palette[None if c is None or (isinstance(c, float) and np.isnan(c)) else bool(c)]
               for c in df["loss_counts"]]
-    _hbars(ax, df, "tokens_per_s", "low", "high", "{:,.0f}", annotate="x_seed", colors=colors,
+    _hbars(ax, df, "tokens_per_s", "low", "high", "{:,.0f}", annotate="steady_x_seed", colors=colors,
            annotate_fmt="  ({:.1f}x seed)")
     if seed_tps:
         ax.axvline(seed_tps, color="#495057", ls=":", lw=1.2)
