@@ -401,6 +401,22 @@ def runtime_on(rec: RunRecord, hw: str) -> RuntimePrediction:
                              f"saves, compile) as measured on the {rec.hw} ({HOST_LABEL})")
 
 
+def gemm_floor_ms(rec: RunRecord) -> tuple[float, float] | None:
+    """(the matmul floor of REC's steady step in ms, the padded tokens per step it is scaled to): the frozen linears'
+    forward and input-gradient GEMMs measured on this project's GPU kind for the model's shapes (time_model.yaml
+    gemm_floor), scaled to REC's mean padded tokens over its steady steps. None for another class or model."""
+    c = model_constants()
+    model = Path(str((rec.args or {}).get("model") or "")).name.lower()
+    if rec.hw != c["gemm_floor.hw"] or not model.startswith(c["gemm_floor.model"]):
+        return None
+    padded, real = rec.padded_by_step or {}, rec.tokens_by_step or {}
+    steady = [t for t in (padded.get(s) or real.get(s) for s in steady_steps(rec)) if t]
+    if not steady:
+        return None
+    tokens = statistics.fmean(steady)
+    return c["gemm_floor.ms"] * tokens / c["gemm_floor.tokens"], tokens
+
+
 def transferable(rec: RunRecord) -> bool:
     """Whether REC has a kernel-level profile to carry over (profile_step would not raise)."""
     try:

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from analysis.estimate.transfer import gemm_floor_ms
 from analysis.measure.profile import (
     gpu_ops_per_step,
     host_breakdown,
@@ -19,6 +20,7 @@ from analysis.measure.profile import (
     steady_share,
     step_share,
 )
+from analysis.measure.steps import step_time
 from analysis.parse.record import RunRecord
 from analysis.present.parse_view import records
 from experiments.base.errors import SKIPPED_EXIT
@@ -51,8 +53,11 @@ def profile_summary(rec: RunRecord, top: int) -> dict | None:
     windows = measured_windows(rec)
     if not windows:
         return None
+    floor = gemm_floor_ms(rec)
     return {"path": relative(rec.path) if rec.path else None, "experiment": rec.experiment,
             "steps": [s["step"] for s in windows], "share": step_share(rec), "steady": steady_share(rec),
+            "steady_step_ms": (step_time(rec)["median"] or 0) * 1000 or None,
+            "gemm_floor_ms": floor[0] if floor else None, "gemm_floor_tokens": floor[1] if floor else None,
             "activities": (rec.profile or {}).get("activities"), "top_gpu_ops": gpu_ops_per_step(rec, top),
             "host": host_breakdown(rec, top)}
 
@@ -80,6 +85,12 @@ def _print(console, p: dict) -> None:
                       f"{_ms(g['gpm_busy_ms'])}, host {_ms(g['gpm_host_ms'])} ms ({_pct(g['gpm_busy_frac'])} busy, "
                       f"{g['gpm_bound'] or '-'}-bound); GPM / profiler busy over the profiled steps "
                       f"{'-' if g['gpm_over_profiler'] is None else format(g['gpm_over_profiler'], '.2f')}")
+    if p.get("gemm_floor_ms") and p.get("steady_step_ms"):
+        console.print(f"  GEMM floor (the frozen linears' forward and input-grad GEMMs alone, measured on this GPU "
+                      f"kind) at this run's {p['gemm_floor_tokens']:,.0f} padded tokens per step: "
+                      f"{_ms(p['gemm_floor_ms'])} ms; the steady step {_ms(p['steady_step_ms'])} ms is "
+                      f"{p['steady_step_ms'] / p['gemm_floor_ms']:.2f}x it, "
+                      f"{_ms(p['steady_step_ms'] - p['gemm_floor_ms'])} ms above")
     if p["top_gpu_ops"]:
         t = Table(title="GPU kernels (ms per step)", title_justify="left")
         t.add_column("kernel")
