@@ -19,6 +19,38 @@ CHECKED = ["check", "experiment", "run", "per_device_batch", "seq_len", "cap_gib
            "step_ratio"]
 
 
+def anchors_frame(ctx: Context) -> pd.DataFrame:
+    """The time model against the published same-source cross-GPU ratios (analysis.estimate.anchors): each pair's
+    published ratio, the model's prediction from the reference run's profile, the error."""
+    from analysis.estimate import anchors
+
+    checks = anchors.anchor_checks(anchors.reference_run(ctx.records))
+    return pd.DataFrame([{"source": c.source, "pair": c.pair, "comparable": c.comparable, "published": c.published,
+                          "predicted": c.predicted, "error": c.error} for c in checks],
+                        columns=["source", "pair", "comparable", "published", "predicted", "error"])
+
+
+def anchors_html(ctx: Context) -> str:
+    from analysis.estimate import transfer
+    from experiments.base.errors import InputError
+
+    try:
+        df = anchors_frame(ctx)
+    except InputError as exc:  # a results tree without the reference run: say so
+        return H.p(f"The time model's check against published cross-GPU ratios needs its reference run: {H.e(exc)}")
+    low, high = transfer.band()
+    ref = transfer.model_constants()["anchors.reference_run"]
+    return H.join([
+        H.p(f"<b>The time model against published cross-GPU ratios</b> (docs/time-model.md): the step of "
+            f"<code>{H.e(ref)}</code> (padded rows, checkpointing on: the recipe comparable to milabench's LoRA) "
+            "carried kernel by kernel to each class, the predicted time ratio beside the same source's published "
+            f"throughput ratio. The errors set the band every modelled time carries: {low:+.1%} .. {high:+.1%}. "
+            "Lambda's pairs are a proxy workload (BERT-large), not LoRA of a 7-8B model."),
+        H.html_table(df, {"published": "{:.3f}", "predicted": "{:.3f}", "error": "{:+.1%}"}),
+        H.csv(ctx, df, "time_model_anchors.csv"),
+    ])
+
+
 def estimates_section(ctx: Context) -> str:
     df = ctx.estimates()
     err = planner_error(df)
@@ -36,6 +68,7 @@ def estimates_section(ctx: Context) -> str:
                H.html_table(modelled, formats, columns=[c for c in CHECKED if c in modelled.columns])),
         H.fold(f"every run ({len(df)}), every column", H.html_table(df, formats)),
         H.csv(ctx, df, "estimates_vs_measurements.csv"),
+        anchors_html(ctx),
         *quick_section(ctx),
     ])
 
