@@ -508,15 +508,20 @@ def record_from_log(log: RunLog, **identity) -> RunRecord:
     with gc_paused():
         facts = log_facts(log)
     facts["log_path"] = facts.pop("log")
-    sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=step_token_cap(facts, ident),
+    sides = sidefiles.read(run_dir, resumed=bool(log.resumes),
+                           step_cap=step_token_cap(facts, ident, sidefiles.read_launch_options(run_dir)),
                            max_step=facts["max_steps"])
     return RunRecord(**ident, **facts, **sides)
 
 
-def step_token_cap(facts: dict, identity: dict) -> tuple[int, str] | None:
+PAD_BUCKET_DEFAULT = 1024  # experiments/recipes/swift_plugin.py's bucket when SWIFTBENCH_PAD_MULTIPLE is unset
+
+
+def step_token_cap(facts: dict, identity: dict, launch_options: dict | None = None) -> tuple[int, str] | None:
     """The most tokens one optimizer step can hold, padding included, and why: samples per step x the longest a
     sample can be (max_length; the log's own longest training sample where its summary counts one and samples are
-    not packed), or the launcher's pad_to where it pads further. None where the log does not say enough."""
+    not packed), or the launcher's pad_to where it pads further (run.json's key, else launch.json's options); the
+    plugin's pad_buckets adds at most one bucket per micro-batch. None where the log does not say enough."""
     samples, length = facts.get("samples_per_step"), facts.get("max_length")
     if not samples or not length or length < 0:
         return None
@@ -524,11 +529,26 @@ def step_token_cap(facts: dict, identity: dict) -> tuple[int, str] | None:
     longest = facts.get("train_tokens_max")
     if longest and longest < per_sample and not (facts.get("args") or {}).get("packing"):
         per_sample, what = math.ceil(longest), "the longest training sample the log counts"
-    launcher = ((identity.get("run_status") or {}).get("key") or {}).get("launcher") or {}
+    key = (identity.get("run_status") or {}).get("key") or {}
+    launcher = key.get("launcher") if isinstance(key.get("launcher"), dict) else launch_options or {}
     pad_to = launcher.get("pad_to") if isinstance(launcher, dict) else None
-    if isinstance(pad_to, int) and pad_to > per_sample:
+    if isinstance(pad_to, int) and not isinstance(pad_to, bool) and pad_to > per_sample:
         per_sample, what = pad_to, "the launcher's pad_to"
-    return int(samples) * per_sample, f"{samples} samples x {per_sample:,} tokens, {what}"
+    cap, why = int(samples) * per_sample, f"{samples} samples x {per_sample:,} tokens, {what}"
+    args = facts.get("args") or {}
+    callbacks = args.get("callbacks")
+    if isinstance(callbacks, list) and "pad_buckets" in callbacks:
+        env = key.get("env")
+        env = env if isinstance(env, dict) else {}
+        multiple = env.get("SWIFTBENCH_PAD_MULTIPLE") or PAD_BUCKET_DEFAULT
+        accum = args.get("gradient_accumulation_steps")
+        micro = accum if isinstance(accum, int) and not isinstance(accum, bool) and accum > 0 else 1
+        try:
+            cap += micro * int(multiple)
+        except (TypeError, ValueError):
+            return None
+        why += f", + {micro} x {int(multiple):,}-token bucket padding (pad_buckets)"
+    return cap, why
 
 
 def read_log_record(path: str | Path, **identity) -> RunRecord:
