@@ -260,9 +260,12 @@ def classes_table_html(classes: list[ClassAnswer]) -> str:
         else:
             epoch = seconds_text(ch.epoch_s) + ("" if ch.measured else f" ({span(ch.low_s, ch.high_s)} s)")
             close = f"; within the band: {', '.join(c.close)}" if c.close else ""
+            how = ch.basis if ch.measured else f"modelled from run {ch.run}'s profile (band)"
             cells = [_gpu(c.hw), ch.experiment, ch.fit_basis, epoch, H.fmt(c.gpu_hours, "{:.3f}"),
-                     money(c.price_per_gpu_hour, c.currency), money(c.cost, c.currency), ch.basis + close]
-        body.append("<tr>" + "".join(f"<td>{H.e(x)}</td>" for x in cells) + "</tr>")
+                     money(c.price_per_gpu_hour, c.currency), money(c.cost, c.currency), how + close]
+        # the whole basis of a modelled time is the last cell's tooltip and classes.csv's `basis`
+        title = f' title="{H.e(ch.basis)}"' if ch is not None else ""
+        body.append(f"<tr{title}>" + "".join(f"<td>{H.e(x)}</td>" for x in cells) + "</tr>")
     return ('<table class="sb-table sb-answer" id="recommended-gpus"><thead><tr>'
             + "".join(f"<th>{H.e(c)}</th>" for c in head) + f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
