@@ -138,7 +138,7 @@ def test_issue_12_bar_on_the_seed_and_bs16_runs_of_one_host():
         g = steady_share(rec)
         assert g["gpm_busy_ms"] + g["gpm_host_ms"] == pytest.approx(g["gpm_step_ms"])
         from analysis.measure.steps import step_time
-        assert g["gpm_step_ms"] / (step_time(rec)["median"] * 1000) == pytest.approx(1.0, abs=0.01)
+        assert g["gpm_step_ms"] / (step_time(rec).median * 1000) == pytest.approx(1.0, abs=0.01)
 
 
 def test_read_gpm_skips_broken_lines_and_keeps_the_later_repeat(tmp_path):

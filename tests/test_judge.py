@@ -324,8 +324,8 @@ def test_recipe_verdict_speed_and_seed_band(tmp_path):
     # of 1,489 samples at 16 a step) - the profiled (3x slower) steps 19-20 = 8.
     base = _runs(root).get("spread-s42")[0]
     st = step_time(base)
-    assert st["n_intervals"] == 8 and st["median"] == pytest.approx(0.90, rel=0.02)
-    assert st["ci95_high"] < 0.95
+    assert st.n_intervals == 8 and st.median == pytest.approx(0.90, rel=0.02)
+    assert st.ci95_high < 0.95
     spread = df.loc["convergence-spread"]
     assert spread.verdict == "cannot be tested here"  # dummy weights
     assert spread.numbers["seed_range"] == pytest.approx(0.05) and spread.numbers["published_spread"] == \

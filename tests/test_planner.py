@@ -229,7 +229,7 @@ def test_seed_recipe_on_h200_uses_the_measured_median_and_its_profile_elsewhere(
     plans = {p["hw"]: p for p in planner.estimate(MODEL, method="lora", max_length=2048, batch=1, grad_accum=16,
                                                   samples=1500, epochs=1, results=RESULTS)}
     recs = collect(RESULTS)
-    median = step_time(next(r for r in recs if r.run == SEED_TIME_RUN))["median"]
+    median = step_time(next(r for r in recs if r.run == SEED_TIME_RUN)).median
     h200 = plans["h200"]
     assert h200["time_source"] == f"measured: h200/seed/{SEED_TIME_RUN}" and h200["time_kind"] == "measured"
     assert h200["step_time_s"] == median

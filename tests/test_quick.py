@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -197,7 +198,7 @@ def test_a_quick_run_is_set_beside_the_full_run_made_after_it():
     sched = _schedule(94)
     host = {"host": {"fingerprint": {"host_id": "abc123"}}}
     q = _synthetic_quick_run(sched, decided=39, noise=0.0)
-    q.env = host
+    q = dataclasses.replace(q, env=host)
     truth = _true_full_runtime(q, sched, 39)
     full = RunRecord(path="f", hw="h200", experiment="seed", run="20990101-010000", env=host, global_steps=94,
                      train_runtime_s=truth, tokens_by_step={s["step"]: s["tokens"] for s in sched},
@@ -243,7 +244,7 @@ def test_a_quick_run_after_its_full_run_is_paired_with_it_and_says_so():
     sched = _schedule(94)
     host = {"host": {"fingerprint": {"host_id": "abc123"}}}
     q = _synthetic_quick_run(sched, decided=39, noise=0.0)
-    q.env = host
+    q = dataclasses.replace(q, env=host)
 
     def full(run):
         return RunRecord(path=run, hw="h200", experiment="seed", run=run, env=host, global_steps=94,
@@ -436,7 +437,7 @@ def test_the_speed_table_shows_a_quick_estimate_as_such():
     assert row["est_steps"] == 29 and row["est_basis"].startswith("quick estimate from 40 of 94 steps (29 steady")
     assert set(row) - {"speedup", "speedup_basis", "speedup_hosts", "baseline"} <= set(tables.SPEED_COLUMNS)
     full = _synthetic_quick_run(sched, decided=39, noise=0.0)
-    full.global_steps, full.quick, full.schedule = 94, None, sched  # a complete run: nothing to estimate
+    full = dataclasses.replace(full, global_steps=94, quick=None, schedule=sched)  # complete: nothing to estimate
     assert "est_full_train_s" not in tables.speed_row(full)
 
 

@@ -144,7 +144,7 @@ def test_a_cut_seed_run_is_a_lower_bound_of_the_seed_epoch(tmp_path):
     cut = collect(root / "h200" / "seed")
     (seed_cut,) = [r for r in cut if r.host_id == "b2a21682bc96"]
     assert fast.seed is not None and not fast.seed.full and fast.seed.steps_run == 20
-    assert fast.seed.seconds == pytest.approx(steps.step_time(seed_cut)["median"] * 94)
+    assert fast.seed.seconds == pytest.approx(steps.step_time(seed_cut).median * 94)
     assert "cut run (20 steps)" in fast.seed.basis
     assert fast.epoch_x_seed == pytest.approx(fast.seed.seconds / fast.epoch_s)
     assert recommend.Order("fast", "seed", ("b2a21682bc96",), "full epochs and a cut seed run's lower bound") \

@@ -4,6 +4,7 @@ utilisation definitions."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import os
@@ -161,8 +162,8 @@ def test_answer_table_of_the_fixture_tree(built):
     df = pd.read_csv(built["out"] / "answer.csv")
     h200 = df[(df.hw == "h200") & (df.source == "measured")].iloc[0]
     rec = next(r for r in collect(built["results"]) if r.hw == "h200" and r.experiment == "seed")
-    assert h200.ms_per_step == pytest.approx(steps.step_time(rec)["median"] * 1000)
-    assert h200.epoch_s == pytest.approx(steps.epoch_time(rec)["seconds"])
+    assert h200.ms_per_step == pytest.approx(steps.step_time(rec).median * 1000)
+    assert h200.epoch_s == pytest.approx(steps.epoch_time(rec).seconds)
     assert h200.epoch_steps == steps.epoch_steps(rec)
     a10 = df[(df.hw == "a10") & (df.source == "predicted")].iloc[0]
     kwargs = answer.recipe_kwargs(Context.load(built["results"], out_dir=built["out"] / "ctx"))
@@ -800,7 +801,7 @@ def test_command_from_run_folder_only(tmp_path):
     assert flags == {"tuner_type": "lora", "system": "You are a helpful assistant.",
                      "per_device_train_batch_size": "1", "gradient_accumulation_steps": "16"}
     assert notes == ["--train_type -> --tuner_type: ms-swift 4.x renamed --train_type to --tuner_type"]
-    rec.run_status = {"command": BS16_COMMAND, "notes": ["n"]}
+    rec = dataclasses.replace(rec, run_status={"command": BS16_COMMAND, "notes": ["n"]})
     flags, notes, _, source = section.run_command(rec)
     assert source == "run.json / command.sh" and notes == ["n"] and flags["per_device_train_batch_size"] == "16"
 

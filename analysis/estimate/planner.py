@@ -170,9 +170,8 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
             out["mean_len"] = min(max(int(round(rec.train_tokens_mean)), 1), out["seq_len"])
         if flags["padding_free"]:  # the longest packed row the epoch holds (schedule.jsonl, else tokens.jsonl)
             side = sidefiles.read(folder)
-            rec = dataclasses.replace(rec, args=args, schedule=side.get("schedule"),
-                                      tokens_by_step=side.get("tokens_by_step"),
-                                      padded_by_step=side.get("padded_by_step"))
+            rec = dataclasses.replace(rec, args=args, schedule=side.schedule,
+                                      tokens_by_step=side.tokens_by_step, padded_by_step=side.padded_by_step)
             packed = longest_micro_batch(rec, whole_epoch=True)
             if packed:
                 out["packed_len"] = packed
@@ -310,7 +309,7 @@ def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, me
     padding-free, Liger; one GPU, eager SDPA attention, no length grouping) with a steady median step."""
     out = []
     for r in records:
-        if not r.ok or (hw is not None and r.hw != hw) or step_time(r)["median"] is None:
+        if not r.ok or (hw is not None and r.hw != hw) or step_time(r).median is None:
             continue
         if (r.per_device_batch, r.grad_accum, r.max_length, r.gradient_checkpointing) \
                 != (batch, grad_accum, max_length, gradient_checkpointing):
@@ -359,7 +358,9 @@ class ClassTime:
 def _class_time(key: str, measured: RunRecord | None, profiled: ProfiledStep | None, synth: ProfiledStep | None,
                 roof_step: float) -> ClassTime:
     if measured is not None:
-        step = float(step_time(measured)["median"])
+        median = step_time(measured).median
+        assert median is not None  # measured_step picks runs with a steady step
+        step = float(median)
         return ClassTime(step, step, step, "measured", f"measured: {_run_label(measured)}",
                          f"median steady-state step of {_run_label(measured)} ({measured.global_steps} steps; "
                          f"{'; '.join(measured.labels)})", None)

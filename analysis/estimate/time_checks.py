@@ -117,7 +117,7 @@ def scaled_checks(records: list[RunRecord]) -> list[ScaledCheck]:
     out = []
     for r in records:
         args = r.args or {}
-        median = step_time(r)["median"]
+        median = step_time(r).median
         if (not median or r.hw != "h200" or (r.world_size or 1) != 1 or args.get("torch_compile")
                 or args.get("attn_impl") not in (None, "sdpa") or planner.run_method(args) != "lora"
                 or not r.per_device_batch or not r.grad_accum):

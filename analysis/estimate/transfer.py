@@ -237,7 +237,7 @@ def profile_step(rec: RunRecord) -> ProfiledStep:
     for g in groups:
         base, work = split(g, floor)
         busy += base + work * scale
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     host = max(median - busy, 0.0) if median else wall - busy_p
     gpm = steady_share(rec)
     gpm_host = gpm["gpm_host_ms"] / 1000 if gpm.get("gpm_host_ms") is not None else None
@@ -333,7 +333,7 @@ def runtime_factor(rec: RunRecord) -> float | None:
     """A full-epoch run's train_runtime over its steady median x the epoch's steps: what warm-up, evaluations and
     checkpoint saves add to the steady steps (ms-swift's train_runtime counts them); None for a cut run."""
     job = job_time(rec)
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     if not job["full_epoch"] or not median or not job["epoch_steps"]:
         return None
     return float(job["train_runtime_s"]) / (median * job["epoch_steps"])
@@ -390,7 +390,7 @@ def runtime_on(rec: RunRecord, hw: str) -> RuntimePrediction:
         raise InputError(rec.path, f"{rec.run}: not a full epoch, so no train_runtime to carry over")
     runtime = float(job["train_runtime_s"])
     pred = predict_epoch(rec, hw)
-    measured_steady = (step_time(rec)["median"] or 0.0) * (job["epoch_steps"] or 0)
+    measured_steady = (step_time(rec).median or 0.0) * (job["epoch_steps"] or 0)
     overhead = max(runtime - measured_steady, 0.0)
     if pred.measured:
         return RuntimePrediction(rec.run, pred.hw, runtime, runtime, runtime, overhead, True,

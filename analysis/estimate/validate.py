@@ -91,7 +91,7 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
                                            mem["weights_gib"] * GIB)
                 est_step = r.grad_accum * roof["micro_step_s"] + optimizer_step_s(
                     spec, method, mem["params"]["trainable"], c)
-        measured_step = step_time(r)["median"]
+        measured_step = step_time(r).median
         measured = r.peak_mem_gib
         cap = launcher.get("mem_cap_gib")
         unmodelled = [f for f in ("packing", "group_by_length") if args.get(f)]
@@ -149,12 +149,12 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
             # fingerprints on the hosts of 2026-11-30; a run with a host id is from another session and host, where a
             # host-bound step runs 20 % faster or slower (issue 12): its ratio is reported, not held to 15 %. A median
             # of fewer than MIN_STEADY_INTERVALS steady intervals is no measurement to hold an estimate to.
-            "steady_intervals": step_time(r)["n_intervals"],
+            "steady_intervals": step_time(r).n_intervals,
             "host": r.host_id,
             "step_checked": bool(check == "reserved peak" and est_step and measured_step
                                  and gc and not pf and not liger  # the roofline's configuration
                                  and math.isfinite(measured_step)
-                                 and step_time(r)["n_intervals"] >= MIN_STEADY_INTERVALS
+                                 and step_time(r).n_intervals >= MIN_STEADY_INTERVALS
                                  and int(args.get("dataloader_num_workers") or 0) == 4 and r.host_id is None),
             "note": "; ".join(note) or None,
         })
@@ -253,7 +253,10 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
         # what does not scale with k: the static part and the stored activations at their own factor
         static = mem["live_peak_gib"] - mem["activations_gib"] \
             + c["memory.allocator_cache_factor_stored"] * mem["stored_activations_gib"]
-        micro = sum(step_time(r)["median"] for r in runs) / len(runs) / r0.grad_accum
+        medians = [m for r in runs if (m := step_time(r).median) is not None]
+        if len(medians) < len(runs):
+            raise InputError(r0.path, "calibration: a run has no steady step time")
+        micro = sum(medians) / len(runs) / r0.grad_accum
         per_sample = [run_tokens_per_sample(r, shapes) for r in runs]
         peaks = [r.peak_mem_gib for r in runs]
         if any(x is None for x in per_sample + peaks):

@@ -98,7 +98,7 @@ def time_breakdown(results_dir, hw: str | None = None, records: list[RunRecord] 
         rec, cut = profiled(runs, name)
         if rec is None:
             continue
-        median = rnd(step_time(rec)["median"], 4)
+        median = rnd(step_time(rec).median, 4)
         for st in profiled_steps(rec):
             ops = st.get("top_gpu_ops") or []
             table.append({"run": name, "step": st["step"], "wall_s": st.get("wall_s"), "gpu_busy_s": st["gpu_busy_s"],

@@ -78,7 +78,7 @@ def full_epoch(rec: RunRecord) -> bool:
 
 def ms_per_step(rec: RunRecord) -> float | None:
     """Median steady ms per optimizer step (analysis.measure.steps.step_time)."""
-    median = steps.step_time(rec)["median"]
+    median = steps.step_time(rec).median
     return median * 1000 if median else None
 
 
@@ -123,7 +123,7 @@ def sample_vs_published(rec: RunRecord, pub: pd.DataFrame) -> dict:
 
 def seed_runs(picked: list[RunRecord]) -> list[RunRecord]:
     """The picked successful runs of the article's recipe that have a steady step time."""
-    return [r for r in picked if r.ok and r.experiment == SEED_EXPERIMENT and steps.step_time(r)["median"]]
+    return [r for r in picked if r.ok and r.experiment == SEED_EXPERIMENT and steps.step_time(r).median]
 
 
 def recipe_run(picked: list[RunRecord], ok_records: list[RunRecord]) -> RunRecord | None:

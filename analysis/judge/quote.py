@@ -24,7 +24,7 @@ def speedup_numbers(base: RunRecord, test: RunRecord) -> dict:
     speedup_pct, and speedup_pct_low / speedup_pct_high where there is a range."""
     sp = speedup(base, test)
     assert sp.base is not None and sp.test is not None  # speedup() measures both runs
-    out = {"base_step_s": rnd(step_time(base)["median"]), "test_step_s": rnd(step_time(test)["median"]),
+    out = {"base_step_s": rnd(step_time(base).median), "test_step_s": rnd(step_time(test).median),
            "base_tokens_per_s": rnd(sp.base.tokens_per_s, 1), "test_tokens_per_s": rnd(sp.test.tokens_per_s, 1),
            "base_n": sp.base.n_intervals, "test_n": sp.test.n_intervals, "paired_steps": sp.paired_steps,
            "other_host": host_note(test, base, "the baseline's")}

@@ -168,7 +168,7 @@ def seed_epochs(records: list[RunRecord]) -> dict[tuple[str, str], SeedEpoch]:
         if key in out and out[key].full:
             continue
         n = len(steps.steady_steps(rec))
-        bound = steps.epoch_time(rec)["seconds"]
+        bound = steps.epoch_time(rec).seconds
         if n >= MIN_SEED_STEADY and bound and (key not in out or n >= out[key].steps_run):
             out[key] = SeedEpoch(key[0], key[1], float(bound), False, rec.run, int(rec.global_steps or 0))
     return out

@@ -73,13 +73,13 @@ def rule_tradeoff(claim: dict, runs: Runs, **_) -> dict:
         res["detail"] += note
         res["numbers"] = nums
         return res
-    nums.update({"peak_gib_on": on.peak_mem_gib, "step_s_on": rnd(step_time(on)["median"])})
+    nums.update({"peak_gib_on": on.peak_mem_gib, "step_s_on": rnd(step_time(on).median)})
     if off.is_oom:
         return result("holds", f"with it off the run OOMed ({off.failure}); on: {on.peak_mem_gib} GiB" + note,
                       nums, [on, off])
     p_off, p_on, at = common_peaks(off, on)
     nums.update({"peak_gib_off": p_off, "peak_gib_on": p_on, "peak_at_step": at,
-                 "step_s_off": rnd(step_time(off)["median"])})
+                 "step_s_off": rnd(step_time(off).median)})
     sp = speedup_numbers(on, off)  # how much faster OFF is than ON: the speed the flag costs
     if p_on and p_off:
         saved = (p_off - p_on) / p_off * 100

@@ -35,7 +35,7 @@ def job_time(rec: RunRecord) -> dict:
 def compile_s(rec: RunRecord) -> float | None:
     """One-time seconds before a run's steady pace: the first logged step's seconds since training began less that
     many steady median steps (for a compiled run: the compile; for an eager one: its first-step warm-up)."""
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     if not rec.elapsed or not median:
         return None
     step, seconds = rec.elapsed[0]
@@ -56,7 +56,7 @@ def break_even_steps(compiled_step_s: float | None, eager_step_s: float | None,
 def break_even(compiled: RunRecord, eager: RunRecord) -> dict:
     """Break-even of a compiled run against an eager one: their steady median steps, the compiled run's compile
     seconds (compile_s) and the step count where both finish together (break_even_steps)."""
-    c, e = step_time(compiled)["median"], step_time(eager)["median"]
+    c, e = step_time(compiled).median, step_time(eager).median
     cs = compile_s(compiled)
     return {"compiled_step_s": c, "eager_step_s": e, "compile_s": cs, "break_even_steps": break_even_steps(c, e, cs)}
 

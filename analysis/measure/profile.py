@@ -58,7 +58,7 @@ def step_share(rec: RunRecord) -> dict:
     host = statistics.median(s["host_s"] for s in steps) * 1000
     wall = statistics.median(s["wall_s"] for s in steps) * 1000
     frac = busy_fraction(rec)
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     return {"gpu_busy_ms": busy, "host_ms": host, "profiled_ms": wall, "gpu_busy_frac": frac,
             "bound": bound_label(frac), "profiled": len(steps),
             "profiled_over_steady": wall / (median * 1000) if median else None,

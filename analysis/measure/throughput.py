@@ -70,5 +70,5 @@ def throughput(rec: RunRecord, n_boot: int = N_BOOT) -> Throughput:
 
 def samples_per_s(rec: RunRecord) -> float | None:
     """Samples per second = samples per optimizer step / median steady step time."""
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     return rec.samples_per_step / median if rec.samples_per_step and median else None

@@ -458,10 +458,12 @@ class _Reader:
         """The lines from LINE_NO on come from a training that resumed at STEP: what the interrupted attempt logged
         after STEP is replaced by what the resumed one logs (the later values)."""
         lines = self.run.lines
-        dropped = [ln for ln in lines if ln.kind in ("train", "eval") and ln.step is not None and ln.step > step]
+        def after(ln: Line) -> bool:
+            return ln.kind in ("train", "eval") and ln.step is not None and ln.step > step
+
+        dropped = [ln for ln in lines if after(ln)]
         if dropped:
-            gone = {id(ln) for ln in dropped}
-            lines[:] = [ln for ln in lines if id(ln) not in gone]
+            lines[:] = [ln for ln in lines if not after(ln)]
             dropped_steps = [ln.step for ln in dropped if ln.step is not None]  # all of them (the filter above)
             self.run.warnings.append(
                 f"line {line_no}: resumed from the checkpoint of step {step} (run.json): {len(dropped)} lines of "

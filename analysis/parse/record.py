@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -42,9 +43,10 @@ from experiments.base.errors import InputError
 Curve = list  # [[step, value], ...] as logged (JSON-friendly)
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class RunRecord:
-    """One run: identity, status and labels (runner), what ms-swift logged (log facts), launcher side files."""
+    """One run: identity, status and labels (runner), what ms-swift logged (log facts), launcher side files.
+    Frozen, and equal only to itself: the measures of a run are computed once per record (analysis.measure.steps)."""
 
     # identity (results/<hw>/<experiment>/<run>/) and status (run.json)
     path: str
@@ -256,28 +258,36 @@ def _event_steps(args: dict | None, run: RunLog, last_step: int) -> frozenset[in
     return frozenset(events)
 
 
-def _column(lines, key: str, memo: dict | None) -> list:
-    """column(LINES, KEY), once per log_facts call (MEMO) for the keys several facts read."""
-    if memo is None:
-        return column(lines, key)
-    if (id(lines), key) not in memo:
-        if (id(lines), None) not in memo:  # every column of LINES at once, where they are rows of one key order
-            memo[(id(lines), None)] = transpose(lines)
-        table = memo[(id(lines), None)]
-        if table is None:
-            memo[(id(lines), key)] = column(lines, key)
-        else:
-            i = table[0].get(key)
-            memo[(id(lines), key)] = [None] * len(lines) if i is None else as_floats(map(itemgetter(i), table[1]))
-    return memo[(id(lines), key)]
+class _Columns:
+    """The columns of one list of log lines, each read once: several facts read the same ones (loss, speed, epoch),
+    and where the lines are rows of one key order they are transposed once and a column is one C pass."""
+
+    def __init__(self, lines: list) -> None:
+        self.lines = lines
+        self._table: tuple | None = None
+        self._transposed = False
+        self._cols: dict[str, list] = {}
+
+    def __call__(self, key: str) -> list:
+        if key not in self._cols:
+            if not self._transposed:
+                self._table, self._transposed = transpose(self.lines), True
+            if self._table is None:
+                self._cols[key] = column(self.lines, key)
+            else:
+                i = self._table[0].get(key)
+                self._cols[key] = ([None] * len(self.lines) if i is None
+                                   else as_floats(map(itemgetter(i), self._table[1])))
+        return self._cols[key]
 
 
-def _curve(lines, key_options: tuple[str, ...], memo: dict | None = None) -> Curve:
+def _curve(cols: _Columns, key_options: tuple[str, ...]) -> Curve:
     """[step, value] of each line with a step, the value of the first of KEY_OPTIONS the line has as a number."""
-    first = _column(lines, key_options[0], memo)
+    lines = cols.lines
+    first = cols(key_options[0])
     if len(key_options) == 1 or all(v is not None for v in first):
         return [[ln.step, v] for ln, v in zip(lines, first) if v is not None and ln.step is not None]
-    rest = [_column(lines, key, memo) for key in key_options[1:]]
+    rest = [cols(key) for key in key_options[1:]]
     out = []
     for i, (ln, v) in enumerate(zip(lines, first)):
         if ln.step is None:
@@ -289,9 +299,8 @@ def _curve(lines, key_options: tuple[str, ...], memo: dict | None = None) -> Cur
     return out
 
 
-def _first_bad_step(run: RunLog, memo: dict | None = None) -> int | None:
-    train = run.train
-    for ln, loss, grad in zip(train, _column(train, "loss", memo), _column(train, "grad_norm", memo)):
+def _first_bad_step(train: _Columns) -> int | None:
+    for ln, loss, grad in zip(train.lines, train("loss"), train("grad_norm")):
         if (loss is not None and not math.isfinite(loss)) or (grad is not None and not math.isfinite(grad)):
             return ln.step
     return None
@@ -303,13 +312,12 @@ def _cut(curve: Curve, bad_step: int | None) -> Curve:
     return [p for p in curve if p[0] < bad_step and math.isfinite(p[1])]
 
 
-def _samples_per_step_from_epoch(run: RunLog, train_stats: dict | None, memo: dict | None = None) -> int | None:
+def _samples_per_step_from_epoch(train: _Columns, train_stats: dict | None) -> int | None:
     """Samples per optimizer step from the log alone: Hugging Face's `epoch` advances by samples per step / training
     set size at every step, so (epoch_b - epoch_a) / (b - a) x size is it (rounded; None without both)."""
     if not train_stats or not train_stats.get("size"):
         return None
-    train = run.train
-    points = [(ln.step, e) for ln, e in zip(train, _column(train, "epoch", memo)) if ln.step is not None
+    points = [(ln.step, e) for ln, e in zip(train.lines, train("epoch")) if ln.step is not None
               and is_finite(e)]
     if len(points) < 2 or points[-1][0] <= points[0][0]:
         return None
@@ -318,8 +326,8 @@ def _samples_per_step_from_epoch(run: RunLog, train_stats: dict | None, memo: di
     return round(per_step) if math.isfinite(per_step) and per_step >= 0.5 else None
 
 
-def _timeline(run: RunLog, args: dict, warnings: list[str],
-              memo: dict | None = None) -> tuple[list[tuple[int, float]], dict[int, float]]:
+def _timeline(train: _Columns, eval_lines: _Columns, args: dict,
+              warnings: list[str]) -> tuple[list[tuple[int, float]], dict[int, float]]:
     """(step, seconds of training) of the training lines, and {eval step: seconds} of the eval lines.
 
     A line's seconds come from its own cumulative speed since its attempt began: for a resume recorded in run.json,
@@ -347,9 +355,7 @@ def _timeline(run: RunLog, args: dict, warnings: list[str],
             return s_per_it * n if 0 < s_per_it < math.inf else None
         return n / it_per_s if it_per_s is not None and 0 < it_per_s < math.inf else None
 
-    train = run.train
-    for ln, s_per_it, it_per_s in zip(train, _column(train, SPEED_S_PER_IT, memo),
-                                      _column(train, SPEED_IT_PER_S, memo)):
+    for ln, s_per_it, it_per_s in zip(train.lines, train(SPEED_S_PER_IT), train(SPEED_IT_PER_S)):
         if ln.step is None or (e := seconds(ln, s_per_it, it_per_s)) is None:
             continue
         t = e + offset(ln)
@@ -359,8 +365,8 @@ def _timeline(run: RunLog, args: dict, warnings: list[str],
         kept = _rising(points)
         backwards = [p[0] for p in points if p not in kept]
         points = [p for p in points if p in kept]
-    ev = run.evals
-    for ln, s_per_it, it_per_s in zip(ev, _column(ev, SPEED_S_PER_IT, memo), _column(ev, SPEED_IT_PER_S, memo)):
+    for ln, s_per_it, it_per_s in zip(eval_lines.lines, eval_lines(SPEED_S_PER_IT),
+                                         eval_lines(SPEED_IT_PER_S)):
         if ln.step is None:
             continue
         e = seconds(ln, s_per_it, it_per_s)
@@ -397,12 +403,52 @@ def _rising(points: list[tuple[int, float]]) -> set[tuple[int, float]]:
     return out
 
 
-def log_facts(run: RunLog) -> dict:
-    """The RunRecord fields one parsed log (+ args.json) gives.
-    Stays whole: the facts share a memo of the columns several of them read, filled once in one pass."""
-    args = run.args or {}
-    memo: dict = {}  # the columns several facts read, once
-    summary = run.summary.data if run.summary else {}
+@dataclass(frozen=True)
+class LogFacts:
+    """The RunRecord fields one parsed log (+ args.json) gives (log_facts)."""
+
+    has_log: bool
+    log_path: str
+    log_format: str
+    swift_version: str | None
+    complete: bool
+    torn_last_line: bool
+    duplicate_lines_dropped: int
+    diverged: bool
+    first_bad_step: int | None
+    global_steps: int | None
+    max_steps: int | None
+    per_device_batch: int | None
+    grad_accum: int | None
+    world_size: int | None
+    max_length: int | None
+    gradient_checkpointing: bool | None
+    model: str | None
+    samples_per_step: int | None
+    peak_mem_gib: float | None
+    train_loss: Curve
+    memory_curve: Curve
+    eval_loss: Curve
+    token_acc: Curve
+    eval_token_acc: Curve
+    train_tokens_mean: float | None
+    train_tokens_max: float | None
+    train_samples: int | None
+    val_samples: int | None
+    trainable_params: int | None
+    total_params: int | None
+    trainable_pct: float | None
+    train_runtime_s: float | None
+    total_flos: float | None
+    elapsed: list[tuple[int, float]]
+    eval_elapsed: dict[int, float]
+    event_steps: frozenset[int]
+    warnings: list[str]
+    args: dict | None
+
+
+def _steps(run: RunLog, args: dict, summary: Mapping) -> tuple[int | None, int | None]:
+    """The last step the log reached (its summary's global_step too) and its max_steps (a line's, else args.json's)."""
     last_step = max((ln.step for ln in run.lines if ln.step is not None), default=None)
     if (summary_step := _int_or_none(summary.get("global_step"))) is not None:
         last_step = max(last_step or 0, summary_step)
@@ -410,34 +456,26 @@ def log_facts(run: RunLog) -> dict:
     if max_steps is None:
         ms = _int_or_none(args.get("max_steps"))
         max_steps = ms if ms and ms > 0 else None
+    return last_step, max_steps
 
-    per_device_batch = _int_or_none(args.get("per_device_train_batch_size"))
-    grad_accum = _int_or_none(args.get("gradient_accumulation_steps"))
-    world_size = _int_or_none(_arg(args, "global_world_size", "world_size"))
-    if args and world_size is None:
-        world_size = 1
 
+def _datasets(run: RunLog, summary: Mapping) -> tuple[dict | None, dict | None]:
+    """The summary's training and validation set statistics; a token count out of range is bad input (a negative one
+    made a negative tokens/s)."""
     train_stats = parse_dataset_stats(summary.get("train_dataset"))
     val_stats = parse_dataset_stats(summary.get("val_dataset"))
     for name, stats in (("train_dataset", train_stats), ("val_dataset", val_stats)):
-        for stat, value in (stats or {}).items():  # a negative token count made a negative tokens/s (issue 30)
+        for stat, value in (stats or {}).items():
             if not runschema.DATASET_STAT.lo <= value <= runschema.DATASET_STAT.hi:
                 raise InputError(run.path, f"{name}'s {stat} is {value:g}: no token count is that",
                                  run.summary.line_no if run.summary is not None else None)
-    params = parse_param_info(summary.get("model_parameter_info") or summary.get("model_info"))
+    return train_stats, val_stats
 
-    warnings = list(run.warnings)
-    samples_per_step = None
-    if per_device_batch and grad_accum and world_size:
-        samples_per_step = per_device_batch * grad_accum * world_size
-    else:
-        samples_per_step = _samples_per_step_from_epoch(run, train_stats, memo)
-        if samples_per_step is None:
-            warnings.append("samples per step unknown (no args.json, and no epoch field with the training set's "
-                            "size): samples/s, tokens/s and MFU are left out")
 
+def _peak_mem(run: RunLog, train: _Columns, summary: Mapping, warnings: list[str]) -> float | None:
+    """The largest memory(GiB) any line or the summary logged (negative values ignored, with a warning)."""
     rest = [ln for ln in run.lines if ln.kind != "train"]
-    train_mem, rest_mem = _column(run.train, "memory(GiB)", memo), column(rest, "memory(GiB)")
+    train_mem, rest_mem = train("memory(GiB)"), column(rest, "memory(GiB)")
     mem_values = [v for col in (train_mem, rest_mem) for v in col if v is not None and 0 <= v < math.inf]
     negative = sorted(ln.line_no for lines, col in ((run.train, train_mem), (rest, rest_mem))
                       for ln, v in zip(lines, col) if v is not None and v < 0)
@@ -446,59 +484,66 @@ def log_facts(run: RunLog) -> dict:
     summary_mem = to_float(summary.get("memory"))
     if is_finite(summary_mem) and summary_mem >= 0:
         mem_values.append(summary_mem)
+    return round(max(mem_values), 2) if mem_values else None
 
-    bad_step = _first_bad_step(run, memo)
-    eval_loss = _curve(run.evals, ("eval_loss",))
-    eval_acc = _curve(run.evals, ("eval_token_acc", "eval_acc"))
+
+def log_facts(run: RunLog) -> LogFacts:
+    """The RunRecord fields one parsed log (+ args.json) gives."""
+    args = run.args or {}
+    train, evals = _Columns(run.train), _Columns(run.evals)
+    summary = run.summary.data if run.summary else {}
+    last_step, max_steps = _steps(run, args, summary)
+    per_device_batch = _int_or_none(args.get("per_device_train_batch_size"))
+    grad_accum = _int_or_none(args.get("gradient_accumulation_steps"))
+    world_size = _int_or_none(_arg(args, "global_world_size", "world_size"))
+    if args and world_size is None:
+        world_size = 1
+    train_stats, val_stats = _datasets(run, summary)
+    params = parse_param_info(summary.get("model_parameter_info") or summary.get("model_info"))
+
+    warnings = list(run.warnings)
+    if per_device_batch and grad_accum and world_size:
+        samples_per_step: int | None = per_device_batch * grad_accum * world_size
+    else:
+        samples_per_step = _samples_per_step_from_epoch(train, train_stats)
+        if samples_per_step is None:
+            warnings.append("samples per step unknown (no args.json, and no epoch field with the training set's "
+                            "size): samples/s, tokens/s and MFU are left out")
+    peak = _peak_mem(run, train, summary, warnings)
+
+    bad_step = _first_bad_step(train)
+    eval_loss, eval_acc = _curve(evals, ("eval_loss",)), _curve(evals, ("eval_token_acc", "eval_acc"))
     if bad_step is not None:
         eval_loss, eval_acc = _cut(eval_loss, bad_step), _cut(eval_acc, bad_step)
 
-    elapsed, eval_elapsed = _timeline(run, args, warnings, memo)
+    elapsed, eval_elapsed = _timeline(train, evals, args, warnings)
     total = max_steps or (elapsed[-1][0] if elapsed else last_step or 0)
     gc = args.get("gradient_checkpointing")
     flos = run.train_end.get("total_flos") if run.train_end else None
     runtime = run.train_end.get("train_runtime") if run.train_end else None
     events = _event_steps(run.args, run, total) | {step for _, step in run.resumes} if elapsed else frozenset()
-    return {
-        "has_log": True,
-        "log": str(run.path),
-        "log_format": run.log_format,
-        "swift_version": args.get("swift_version"),
-        "complete": run.summary is not None,
-        "torn_last_line": run.torn_last_line,
-        "duplicate_lines_dropped": run.duplicates_dropped,
-        "diverged": bad_step is not None,
-        "first_bad_step": bad_step,
-        "global_steps": last_step,
-        "max_steps": max_steps,
-        "per_device_batch": per_device_batch,
-        "grad_accum": grad_accum,
-        "world_size": world_size,
-        "max_length": _int_or_none(args.get("max_length")),
-        "gradient_checkpointing": gc if isinstance(gc, bool) else None,
-        "model": _arg(args, "model", "model_id_or_path", "model_type"),
-        "samples_per_step": samples_per_step,
-        "peak_mem_gib": round(max(mem_values), 2) if mem_values else None,
-        "train_loss": _cut(_curve(run.train, ("loss",), memo), bad_step),
-        "memory_curve": [p for p in _curve(run.train, ("memory(GiB)",), memo) if not p[1] < 0],
-        "eval_loss": eval_loss,
-        "token_acc": _cut(_curve(run.train, ("token_acc", "acc"), memo), bad_step),
-        "eval_token_acc": eval_acc,
-        "train_tokens_mean": train_stats["mean"] if train_stats else None,
-        "train_tokens_max": train_stats["max"] if train_stats else None,
-        "train_samples": train_stats["size"] if train_stats else None,
-        "val_samples": val_stats["size"] if val_stats else None,
-        "trainable_params": params["trainable_params"] if params else None,
-        "total_params": params["total_params"] if params else None,
-        "trainable_pct": params["trainable_pct"] if params else None,
-        "train_runtime_s": runtime if is_finite(runtime) and runtime >= 0 else None,
-        "total_flos": float(flos) if flos is not None and flos > 0 else None,
-        "elapsed": elapsed,
-        "eval_elapsed": eval_elapsed,
-        "event_steps": frozenset(events),
-        "warnings": warnings,
-        "args": run.args,
-    }
+    return LogFacts(
+        has_log=True, log_path=str(run.path), log_format=run.log_format, swift_version=args.get("swift_version"),
+        complete=run.summary is not None, torn_last_line=run.torn_last_line,
+        duplicate_lines_dropped=run.duplicates_dropped, diverged=bad_step is not None, first_bad_step=bad_step,
+        global_steps=last_step, max_steps=max_steps, per_device_batch=per_device_batch, grad_accum=grad_accum,
+        world_size=world_size, max_length=_int_or_none(args.get("max_length")),
+        gradient_checkpointing=gc if isinstance(gc, bool) else None,
+        model=_arg(args, "model", "model_id_or_path", "model_type"), samples_per_step=samples_per_step,
+        peak_mem_gib=peak, train_loss=_cut(_curve(train, ("loss",)), bad_step),
+        memory_curve=[p for p in _curve(train, ("memory(GiB)",)) if not p[1] < 0], eval_loss=eval_loss,
+        token_acc=_cut(_curve(train, ("token_acc", "acc")), bad_step), eval_token_acc=eval_acc,
+        train_tokens_mean=train_stats["mean"] if train_stats else None,
+        train_tokens_max=train_stats["max"] if train_stats else None,
+        train_samples=train_stats["size"] if train_stats else None,
+        val_samples=val_stats["size"] if val_stats else None,
+        trainable_params=params["trainable_params"] if params else None,
+        total_params=params["total_params"] if params else None,
+        trainable_pct=params["trainable_pct"] if params else None,
+        train_runtime_s=runtime if is_finite(runtime) and runtime >= 0 else None,
+        total_flos=float(flos) if flos is not None and flos > 0 else None,
+        elapsed=elapsed, eval_elapsed=eval_elapsed, event_steps=frozenset(events), warnings=warnings,
+        args=run.args)
 
 
 def record_from_log(log: RunLog, **identity) -> RunRecord:
@@ -507,25 +552,24 @@ def record_from_log(log: RunLog, **identity) -> RunRecord:
     ident = {"path": str(run_dir), "hw": None, "experiment": None, "run": run_dir.name, **identity}
     with gc_paused():
         facts = log_facts(log)
-    facts["log_path"] = facts.pop("log")
-    sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=step_token_cap(facts, ident),
-                           max_step=facts["max_steps"])
-    return RunRecord(**ident, **facts, **sides)
+    launcher = ((ident.get("run_status") or {}).get("key") or {}).get("launcher") or {}
+    cap = step_token_cap(facts.samples_per_step, facts.max_length, facts.train_tokens_max,
+                         bool((facts.args or {}).get("packing")),
+                         launcher.get("pad_to") if isinstance(launcher, dict) else None)
+    sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=cap, max_step=facts.max_steps)
+    return RunRecord(**ident, **vars(facts), **vars(sides))
 
 
-def step_token_cap(facts: dict, identity: dict) -> tuple[int, str] | None:
-    """The most tokens one optimizer step can hold, padding included, and why: samples per step x the longest a
-    sample can be (max_length; the log's own longest training sample where its summary counts one and samples are
-    not packed), or the launcher's pad_to where it pads further. None where the log does not say enough."""
-    samples, length = facts.get("samples_per_step"), facts.get("max_length")
+def step_token_cap(samples: int | None, length: int | None, longest: float | None, packing: bool,
+                   pad_to: object = None) -> tuple[int, str] | None:
+    """The most tokens one optimizer step can hold, padding included, and why: SAMPLES per step x the longest a
+    sample can be (max_length; the log's LONGEST training sample where its summary counts one and samples are not
+    PACKING), or the launcher's PAD_TO where it pads further. None where the log does not say enough."""
     if not samples or not length or length < 0:
         return None
     per_sample, what = int(length), "max_length"
-    longest = facts.get("train_tokens_max")
-    if longest and longest < per_sample and not (facts.get("args") or {}).get("packing"):
+    if longest and longest < per_sample and not packing:
         per_sample, what = math.ceil(longest), "the longest training sample the log counts"
-    launcher = ((identity.get("run_status") or {}).get("key") or {}).get("launcher") or {}
-    pad_to = launcher.get("pad_to") if isinstance(launcher, dict) else None
     if isinstance(pad_to, int) and pad_to > per_sample:
         per_sample, what = pad_to, "the launcher's pad_to"
     return int(samples) * per_sample, f"{samples} samples x {per_sample:,} tokens, {what}"
@@ -536,4 +580,4 @@ def read_log_record(path: str | Path, **identity) -> RunRecord:
     return record_from_log(read_log(path), **identity)
 
 
-__all__ = ["RunRecord", "LOG_NAME", "log_facts", "record_from_log", "read_log_record"]
+__all__ = ["RunRecord", "LogFacts", "LOG_NAME", "log_facts", "record_from_log", "read_log_record"]

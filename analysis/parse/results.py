@@ -5,6 +5,7 @@ and why, cut or full, dummy weights or real, forced hardware label). This module
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -152,11 +153,11 @@ def read_run(run_dir: str | Path) -> RunRecord:
     if userfiles.present(run_dir / LOG_NAME):  # a FIFO, a folder or a loop by that name is bad input, not "no log"
         rec = record_from_log(read_log(run_dir, resumes=resumes_of(status)), **info)
         if rec.ok and not rec.complete:  # a log cut at step 30 read as a finished run, step 30's loss as final
-            rec.labels.append(incomplete_label(rec))
+            rec = dataclasses.replace(rec, labels=[*rec.labels, incomplete_label(rec)])
         return rec
     if info["status"] == "ok":
         info["status"], info["failure"] = "failed", "no logging.jsonl"
-    return RunRecord(path=str(run_dir), **info, **sidefiles.read(run_dir, resumed=bool(resumes_of(status))))
+    return RunRecord(path=str(run_dir), **info, **vars(sidefiles.read(run_dir, resumed=bool(resumes_of(status)))))
 
 
 def collect(results_dir: str | Path | Sequence[str | Path]) -> list[RunRecord]:
@@ -374,8 +375,7 @@ def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = Non
                     out.append(read_run(run_dir))
                 else:
                     rec = record_from_log(read_log(run_path))
-                    rec.env = read_env(run_dir)
-                    out.append(rec)
+                    out.append(dataclasses.replace(rec, env=read_env(run_dir)))
             except (InputError, OSError, UnicodeDecodeError) as exc:
                 if skipped is None or one_run:
                     raise

@@ -56,7 +56,7 @@ def profile_summary(rec: RunRecord, top: int) -> dict | None:
     floor = gemm_floor_ms(rec)
     return {"path": relative(rec.path) if rec.path else None, "experiment": rec.experiment,
             "steps": [s["step"] for s in windows], "share": step_share(rec), "steady": steady_share(rec),
-            "steady_step_ms": (step_time(rec)["median"] or 0) * 1000 or None,
+            "steady_step_ms": (step_time(rec).median or 0) * 1000 or None,
             "gemm_floor_ms": floor[0] if floor else None, "gemm_floor_tokens": floor[1] if floor else None,
             "activities": (rec.profile or {}).get("activities"), "top_gpu_ops": gpu_ops_per_step(rec, top),
             "host": host_breakdown(rec, top)}

@@ -110,13 +110,13 @@ def speed_row(rec: RunRecord) -> dict:
     st = steps.step_time(rec)
     tp = throughput.throughput(rec)
     ci = None
-    if st["ci95_low"] is not None:
-        ci = range_text(st["ci95_low"] * 1000, st["ci95_high"] * 1000)
+    if st.ci95_low is not None and st.ci95_high is not None:
+        ci = range_text(st.ci95_low * 1000, st.ci95_high * 1000)
     share = profile.step_share(rec)
     gpm = profile.steady_share(rec)
     probe = rec.host_probe
     return {
-        **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st["median"]),
+        **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st.median),
         "ms_per_step_ci95": ci, "ms_per_micro_step": steps.micro_step_ms(rec), "tokens_per_s": tp.tokens_per_s,
         "tokens_per_s_per_gpu": tp.tokens_per_s / rec.gpus if tp.tokens_per_s else None, "tokens_per_s_low": tp.low,
         "tokens_per_s_high": tp.high,

@@ -85,7 +85,7 @@ def _host(rec: RunRecord) -> str:
 
 
 def measured_row(rec: RunRecord, capacity: float, best: dict) -> dict:
-    st = steps.step_time(rec)["median"]
+    st = steps.step_time(rec).median
     ep = steps.epoch_time(rec)
     gpus = rec.world_size or 1
     extra = [f"{gpus} GPUs" if gpus > 1 else None,
@@ -97,7 +97,7 @@ def measured_row(rec: RunRecord, capacity: float, best: dict) -> dict:
             "ms_per_sample": steps.sample_ms(rec), "ms_per_step": st * 1000 if st else None,
             "tokens_per_s": throughput.throughput(rec).tokens_per_s, "peak_gib": rec.peak_mem_gib,
             "capacity_gib": capacity, "fits": None, "gpu_busy_frac": profile.busy_fraction(rec),
-            "epoch_steps": ep["steps"], "epoch_s": ep["seconds"], "gpu_hours": ep["gpu_hours"], "largest_batch": None,
+            "epoch_steps": ep.steps, "epoch_s": ep.seconds, "gpu_hours": ep.gpu_hours, "largest_batch": None,
             "best": best}
 
 

@@ -88,7 +88,7 @@ class Context:
 
     def ok_records(self) -> list[RunRecord]:
         """Successful matrix runs with a steady step time."""
-        return [r for r in self.matrix if r.ok and steps.step_time(r)["median"]]
+        return [r for r in self.matrix if r.ok and steps.step_time(r).median]
 
     def hw_rank(self, hw) -> int:
         return self.hardware.index(hw) if hw in self.hardware else len(self.hardware)

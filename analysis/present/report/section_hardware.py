@@ -220,7 +220,7 @@ def published_html(ctx: Context, hw: str) -> str:
 def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
     rows = []
     for r in runs:
-        median = steps.step_time(r)["median"]
+        median = steps.step_time(r).median
         rows.append({"run": r.run, "experiment": r.experiment, "status": r.status, "labels": "; ".join(r.labels),
                      "steps": r.global_steps, "ms/step": median * 1000 if median else None,
                      "peak GiB": r.peak_mem_gib})
