@@ -87,15 +87,15 @@ def test_scaling_efficiency_by_hand():
     kb, _ = throughput.steady_tokens(one)
     hand = (sum(t for _, t in kt) / sum(iv.seconds for iv, _ in kt)) / (
         sum(t for _, t in kb) / sum(iv.seconds for iv, _ in kb)) / 2
-    assert sc["efficiency"] == pytest.approx(hand, rel=1e-12)
-    assert sc["efficiency_low"] < sc["efficiency"] < sc["efficiency_high"]
-    assert sc["hosts"] == compare.SAME_HOST and (sc["gpus_from"], sc["gpus_to"]) == (1, 2)
+    assert sc.efficiency == pytest.approx(hand, rel=1e-12)
+    assert sc.efficiency_low < sc.efficiency < sc.efficiency_high
+    assert sc.hosts == compare.SAME_HOST and (sc.gpus_from, sc.gpus_to) == (1, 2)
     # MFU is per GPU: the 2-GPU run's MFU over the 1-GPU run's is the efficiency (same model, same flops per token)
     from analysis.measure import flops
 
-    m1 = flops.mfu(one, throughput.throughput(one).tokens_per_s)["mfu"]
-    m2 = flops.mfu(two, throughput.throughput(two).tokens_per_s)["mfu"]
-    assert m2 / m1 == pytest.approx(sc["efficiency"], rel=1e-9)
+    m1 = flops.mfu(one, throughput.throughput(one).tokens_per_s).mfu
+    m2 = flops.mfu(two, throughput.throughput(two).tokens_per_s).mfu
+    assert m2 / m1 == pytest.approx(sc.efficiency, rel=1e-9)
 
 
 def test_one_and_two_gpu_runs_are_two_rows_and_a_scaling_row():

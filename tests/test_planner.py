@@ -167,7 +167,7 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
     # compiled epochs: padding-free, Liger, checkpointing off are modelled)
     from analysis.measure.jobtime import job_time
 
-    whole = {r.run for r in collect(RESULTS) if job_time(r)["full_epoch"] and (r.world_size or 1) == 1
+    whole = {r.run for r in collect(RESULTS) if job_time(r).full_epoch and (r.world_size or 1) == 1
              and not r.cap_gib and r.args.get("group_by_length") is not True}
     assert {r["run"] for r in full} == whole and len(whole) >= 15
     by_run = {r["run"]: r for r in rows}
@@ -278,8 +278,8 @@ def test_flops_per_token_is_the_mfu_formula(shapes):
     assert lora == 20_185_088
     assert planner.flops_per_token(shapes, "lora", False, 8) == 4 * n + 6 * lora
     assert planner.flops_per_token(shapes, "lora", True, 8) == 6 * n + 6 * lora
-    assert planner.flops_per_token(shapes, "lora", True, 8) == measure_flops.flops_per_token(n, lora, "lora", True)[
-        "hardware"]
+    assert planner.flops_per_token(shapes, "lora", True, 8) == \
+        measure_flops.flops_per_token(n, lora, "lora", True).hardware
     assert planner.flops_per_token(shapes, "full", False, 8) == 6 * n
     assert planner.flops_per_token(shapes, "lora", True, 4) < planner.flops_per_token(shapes, "lora", True, 8)
 

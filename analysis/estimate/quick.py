@@ -510,8 +510,8 @@ def same_step_rows(first: RunRecord, second: RunRecord) -> list[dict]:
 
     a = {(iv.from_step, iv.to_step): iv.seconds for iv in measure_steps.steady_intervals(first)}
     b = {(iv.from_step, iv.to_step): iv.seconds for iv in measure_steps.steady_intervals(second)}
-    ga = {r["step"]: r for r in gpm_step_rows(first)}
-    gb = {r["step"]: r for r in gpm_step_rows(second)}
+    ga = {r.step: r for r in gpm_step_rows(first)}
+    gb = {r.step: r for r in gpm_step_rows(second)}
     rows = []
     for f, t in sorted(set(a) & set(b)):
         row: dict = {"from_step": f, "to_step": t, "first_s": a[(f, t)], "second_s": b[(f, t)]}
@@ -519,7 +519,7 @@ def same_step_rows(first: RunRecord, second: RunRecord) -> list[dict]:
         have = all(s in ga and s in gb for s in steps)
         for who, g in (("first", ga), ("second", gb)):
             for part in ("busy", "host"):
-                row[f"{who}_{part}_s"] = sum(g[s][f"{part}_s"] for s in steps) if have else None
+                row[f"{who}_{part}_s"] = sum(getattr(g[s], f"{part}_s") for s in steps) if have else None
         rows.append(row)
     return rows
 

@@ -240,7 +240,7 @@ def profile_step(rec: RunRecord) -> ProfiledStep:
     median = step_time(rec).median
     host = max(median - busy, 0.0) if median else wall - busy_p
     gpm = steady_share(rec)
-    gpm_host = gpm["gpm_host_ms"] / 1000 if gpm.get("gpm_host_ms") is not None else None
+    gpm_host = gpm.gpm_host_ms / 1000 if gpm.gpm_host_ms is not None else None
     return ProfiledStep(run=label, hw=str(rec.hw), groups=tuple(groups), windows=n, profiled_wall_s=wall,
                         profiled_busy_s=busy_p, profiled_tokens=prof_tokens, steady_tokens=steady_tokens,
                         token_scale=scale, steady_step_s=median, busy_s=busy, host_s=host,
@@ -334,9 +334,9 @@ def runtime_factor(rec: RunRecord) -> float | None:
     checkpoint saves add to the steady steps (ms-swift's train_runtime counts them); None for a cut run."""
     job = job_time(rec)
     median = step_time(rec).median
-    if not job["full_epoch"] or not median or not job["epoch_steps"]:
+    if not job.full_epoch or not median or not job.epoch_steps:
         return None
-    return float(job["train_runtime_s"]) / (median * job["epoch_steps"])
+    return job.epoch_s / (median * job.epoch_steps)
 
 
 def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
@@ -386,11 +386,11 @@ def runtime_on(rec: RunRecord, hw: str) -> RuntimePrediction:
     """REC's train_runtime on class HW: measured on its own class, else predict_epoch's steady epoch + its overhead
     (train_runtime - steady median x steps) as measured, the band on the steady part only. REC must be a full epoch."""
     job = job_time(rec)
-    if not job["full_epoch"]:
+    if not job.full_epoch:
         raise InputError(rec.path, f"{rec.run}: not a full epoch, so no train_runtime to carry over")
-    runtime = float(job["train_runtime_s"])
+    runtime = job.epoch_s
     pred = predict_epoch(rec, hw)
-    measured_steady = (step_time(rec).median or 0.0) * (job["epoch_steps"] or 0)
+    measured_steady = (step_time(rec).median or 0.0) * (job.epoch_steps or 0)
     overhead = max(runtime - measured_steady, 0.0)
     if pred.measured:
         return RuntimePrediction(rec.run, pred.hw, runtime, runtime, runtime, overhead, True,

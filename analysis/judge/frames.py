@@ -65,17 +65,17 @@ def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] |
             label += " (other host)"
         jt = job_time(rec)
         eager = pick(runs, eager_of[name]) if name in eager_of else None
-        be = break_even(rec, eager) if eager is not None else {}
+        be = break_even(rec, eager) if eager is not None else None
         table.append({"recipe": name, "label": label,
                       "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or f"({fig['baseline_label']})",
                       "cap_gib": cap, "tokens_per_s": rnd(t.tokens_per_s, 1), "low": rnd(t.low, 1),
                       "high": rnd(t.high, 1), "steady_x_seed": rnd(xs.factor if xs else None, 2),
                       "steady_x_seed_hosts": xs.hosts if xs else None,
                       "steady_steps": t.steady_steps, "tokens_source": t.source,
-                      "peak_gib": rec.peak_mem_gib, "steps": jt["steps"], "train_runtime_s": jt["train_runtime_s"],
-                      "load_s": rnd(jt["load_s"], 1), "compile_s": rnd(be.get("compile_s"), 1),
+                      "peak_gib": rec.peak_mem_gib, "steps": jt.steps, "train_runtime_s": jt.train_runtime_s,
+                      "load_s": rnd(jt.load_s, 1), "compile_s": rnd(be.compile_s if be else None, 1),
                       "break_even_vs": eager_of.get(name) if eager is not None else None,
-                      "break_even_steps": rnd(be.get("break_even_steps"), 0),
+                      "break_even_steps": rnd(be.break_even_steps if be else None, 0),
                       "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
                       "loss_counts": lc["counts"], "gpu_busy_frac": rnd(busy_fraction(rec), 3),
                       "host": rec.host, "labels": "; ".join(rec.labels), "run": relative(rec.path)})
@@ -123,11 +123,11 @@ def host_time_frame(results_dir, hw: str | None = None, records: list[RunRecord]
         g = host_groups(rec) if hw is None or rec.hw == hw else None
         if g is None:
             continue
-        for group, share in g["shares"].items():
+        for group, share in g.shares.items():
             table.append({"run": f"{rec.experiment} · {rec.run}", "experiment": rec.experiment, "group": group,
-                          "ms": round(share * g["wall_ms"], 1), "share": share, "wall_ms": round(g["wall_ms"], 1),
-                          "gpu_busy_ms": None if g["gpu_busy_ms"] is None else round(g["gpu_busy_ms"], 1),
-                          "steps": ",".join(map(str, g["steps"])), "host": rec.host_id, "path": relative(rec.path)})
+                          "ms": round(share * g.wall_ms, 1), "share": share, "wall_ms": round(g.wall_ms, 1),
+                          "gpu_busy_ms": None if g.gpu_busy_ms is None else round(g.gpu_busy_ms, 1),
+                          "steps": ",".join(map(str, g.steps)), "host": rec.host_id, "path": relative(rec.path)})
     return pd.DataFrame(table)
 
 

@@ -25,20 +25,20 @@ def rule_scaling(claim: dict, runs: Runs, **_) -> dict:
     recs = [r for r in runs.records if runs.hw is None or r.hw == runs.hw]
     pairs = compare.scaling_pairs(recs)
     measured = [f"{m.experiment}{'' if m.parallel == 'ddp' else ' ' + m.parallel} at {m.gpus} GPUs "
-                f"{sc['efficiency']:.0%} (95 % {_pct(sc['efficiency_low'])}-{_pct(sc['efficiency_high'])})"
-                for _, m, sc in pairs if sc["efficiency"] is not None]
+                f"{sc.efficiency:.0%} (95 % {_pct(sc.efficiency_low)}-{_pct(sc.efficiency_high)})"
+                for _, m, sc in pairs if sc.efficiency is not None]
     nums = {"measured": [{"experiment": m.experiment, "parallel": m.parallel, "gpus": m.gpus, "host": m.host_id,
-                          "efficiency": rnd(sc["efficiency"], 3), "low": rnd(sc["efficiency_low"], 3),
-                          "high": rnd(sc["efficiency_high"], 3)} for _, m, sc in pairs]}
-    at = [(o, m, sc) for o, m, sc in pairs if m.gpus == want and sc["efficiency"] is not None]
+                          "efficiency": rnd(sc.efficiency, 3), "low": rnd(sc.efficiency_low, 3),
+                          "high": rnd(sc.efficiency_high, 3)} for _, m, sc in pairs]}
+    at = [(o, m, sc) for o, m, sc in pairs if m.gpus == want and sc.efficiency is not None]
     used = [r for o, m, _ in pairs for r in (o, m)]
     if not at:
         where = (f"; measured on {pairs[0][1].hw} x{max(m.gpus for _, m, _ in pairs)}, "
                  f"{_system(pairs[0][1])}: " + ", ".join(measured)) if measured else ""
         return result("cannot be tested here", f"no {want}-GPU runs with a 1-GPU run on the same host{where}",
                       nums, used)
-    lows = [sc["efficiency_low"] for _, _, sc in at]
-    highs = [sc["efficiency_high"] for _, _, sc in at]
+    lows = [sc.efficiency_low for _, _, sc in at]
+    highs = [sc.efficiency_high for _, _, sc in at]
     detail = f"at {want} GPUs ({_system(at[0][1])}): " + ", ".join(measured)
     if all(x is not None and x >= floor for x in lows):
         return result("holds", detail, nums, used)

@@ -39,7 +39,7 @@ def _run_summary(rec: RunRecord, with_intervals: bool) -> dict:
         "final_eval_loss": loss.final_eval_loss(rec),
         "final_eval_token_acc": loss.final_eval_token_acc(rec),
         "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(rec),
-        **flops.mfu(rec, tp.tokens_per_s),
+        **asdict(flops.mfu(rec, tp.tokens_per_s)),
     })
     if with_intervals:
         out["step_intervals"] = [iv.as_dict() for iv in steps.intervals(rec)]

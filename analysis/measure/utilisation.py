@@ -254,9 +254,9 @@ def run_utilisation(rec: RunRecord) -> dict:
     from analysis.measure.flops import mfu
 
     out: dict[str, Any] = {k: None for k in COLUMNS}
-    util = mfu(rec) if rec.has_log else {"mfu": None, "hfu": None}
+    util = mfu(rec) if rec.has_log else None
     out.update({"hw": rec.hw, "experiment": rec.experiment, "run": rec.run, "labels": "; ".join(rec.labels),
-                "mfu": util["mfu"], "hfu": util["hfu"], "nvml_samples": 0,
+                "mfu": util.mfu if util else None, "hfu": util.hfu if util else None, "nvml_samples": 0,
                 "board_power_w": BOARD_POWER_W.get(rec.hw) if rec.hw else None})
     run_dir = Path(rec.path)
     nv = read_nvml(run_dir)
@@ -302,7 +302,7 @@ def run_utilisation(rec: RunRecord) -> dict:
             out["j_per_1k_tokens"] = 1000.0 * out["energy_steady_j"] / out["tokens_steady"]
 
     g = steady_share(rec)
-    out["gpm_busy_pct"] = 100.0 * g["gpm_busy_frac"] if g["gpm_busy_frac"] is not None else None
+    out["gpm_busy_pct"] = 100.0 * g.gpm_busy_frac if g.gpm_busy_frac is not None else None
     out["verdict"], out["evidence"] = verdict(out["util_median_pct"], out["power_fraction"], out["mfu"],
                                               out["gpm_busy_pct"])
     if out["power_capped_pct"]:

@@ -121,13 +121,13 @@ def speed_row(rec: RunRecord) -> dict:
         "tokens_per_s_per_gpu": tp.tokens_per_s / rec.gpus if tp.tokens_per_s else None, "tokens_per_s_low": tp.low,
         "tokens_per_s_high": tp.high,
         "tokens_source": tp.source if tp.tokens_per_s is not None else None,
-        "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share["gpu_busy_ms"],
-        "host_ms_per_step": share["host_ms"], "comm_ms_per_step": share["comm_ms"],
-        "gpu_busy_frac": share["gpu_busy_frac"], "bound": share["bound"],
-        "profiled_over_steady": share["profiled_over_steady"], "gpm_busy_ms_per_step": gpm["gpm_busy_ms"],
-        "gpm_host_ms_per_step": gpm["gpm_host_ms"], "gpm_busy_frac": gpm["gpm_busy_frac"],
-        "gpm_steps": gpm["gpm_steps"] or None, "gpm_over_profiler": gpm["gpm_over_profiler"],
-        "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
+        "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share.gpu_busy_ms,
+        "host_ms_per_step": share.host_ms, "comm_ms_per_step": share.comm_ms,
+        "gpu_busy_frac": share.gpu_busy_frac, "bound": share.bound,
+        "profiled_over_steady": share.profiled_over_steady, "gpm_busy_ms_per_step": gpm.gpm_busy_ms,
+        "gpm_host_ms_per_step": gpm.gpm_host_ms, "gpm_busy_frac": gpm.gpm_busy_frac,
+        "gpm_steps": gpm.gpm_steps or None, "gpm_over_profiler": gpm.gpm_over_profiler,
+        "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s).mfu,
         "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"],
         "host_lora_ms": probe["lora_ms"],
         "steady_steps": len(steps.steady_steps(rec)) or None,
@@ -232,11 +232,11 @@ def scaling_table(records: list[RunRecord]) -> pd.DataFrame:
     for one, many, sc in compare.scaling_pairs(records):
         share = profile.step_share(many)
         rows.append({"hw": many.hw, "experiment": many.experiment, "parallel": many.parallel, "host": many.host_id,
-                     **{k: sc[k] for k in ("gpus_from", "gpus_to", "speedup", "efficiency", "efficiency_low",
-                                            "efficiency_high", "basis", "hosts")},
+                     **{k: getattr(sc, k) for k in ("gpus_from", "gpus_to", "speedup", "efficiency",
+                                                    "efficiency_low", "efficiency_high", "basis", "hosts")},
                      "tokens_per_s_from": throughput.throughput(one).tokens_per_s,
                      "tokens_per_s_to": throughput.throughput(many).tokens_per_s,
-                     "comm_ms_per_step": share["comm_ms"], "gpu_busy_frac": share["gpu_busy_frac"],
+                     "comm_ms_per_step": share.comm_ms, "gpu_busy_frac": share.gpu_busy_frac,
                      "run_from": one.run, "run_to": many.run, "labels": labels_text(many)})
     return pd.DataFrame(rows, columns=SCALING_COLUMNS)
 
@@ -250,7 +250,7 @@ def convergence_table(results_dir: str | Path | Scan, seeds_dir: str | Path | No
         out.append({
             **_identity(r), "steps": r.global_steps, "final_train_loss": loss.final_train_loss(r),
             "final_eval_loss": loss.final_eval_loss(r), "eval_token_acc": loss.final_eval_token_acc(r),
-            **loss.loss_drop_stats(r), "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
+            **dataclasses.asdict(loss.loss_drop_stats(r)), "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
         })
     pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
     total_steps = P.value(pub, None, "total_steps")

@@ -83,7 +83,7 @@ def gpm_steps(ctx: Context) -> list[str]:
         rows = P.gpm_step_rows(r)
         if rows:
             frames.append(pd.DataFrame(rows).assign(name=f"{r.hw} · {r.experiment} · {r.run}",
-                                                    steady_busy_frac=P.steady_share(r)["gpm_busy_frac"]))
+                                                    steady_busy_frac=P.steady_share(r).gpm_busy_frac))
     if not frames:
         return []
     labels = ctx.labels_of(runs)
