@@ -255,30 +255,32 @@ def _resume_check(folder: Path, restart_s: float, repeated: list[tuple[int, floa
 
 
 def test_the_resume_claim_by_hand(tmp_path):
+    from analysis.judge import config
     from analysis.judge.rules_cluster import rule_resume_time
     from analysis.judge.select import Runs
 
-    claim = {"rule": {"kind": "resume_time", "max_s": 10}}
+    claim = config.claim_of({"id": "resume", "origin": "finding", "claim": "", "source": {"file": "f", "claim": "c"},
+                             "rule": {"kind": "resume_time", "max_s": 10}})
     runs = Runs(records=[], results_dir=tmp_path, hw="h200")
-    assert rule_resume_time(claim, runs)["verdict"] == "not run yet"
+    assert rule_resume_time(claim, runs).verdict == "not run yet"
     _resume_check(tmp_path / "h200" / "best" / "r1", 8.0, [(21, 12.0, 12.006), (22, 11.0, 11.0)])
     out = rule_resume_time(claim, runs)
-    assert out["verdict"] == "holds"
-    assert out["numbers"]["checks"][0]["max_loss_drift"] == pytest.approx(0.006 / 12.0)  # |12.006 - 12| / 12
-    assert "within 0.05% of the first attempt's" in out["detail"]
+    assert out.verdict == "holds"
+    assert out.numbers["checks"][0]["max_loss_drift"] == pytest.approx(0.006 / 12.0)  # |12.006 - 12| / 12
+    assert "within 0.05% of the first attempt's" in out.detail
     _resume_check(tmp_path / "h200" / "best" / "r2", 12.0, [])
     out = rule_resume_time(claim, runs)
-    assert out["verdict"] == "inconclusive"  # one within 10 s, one not
+    assert out.verdict == "inconclusive"  # one within 10 s, one not
     # a check without repeated steps is still described in full
-    assert "12.0 s from the restart to the first resumed step, 1.5 s of it after the trainer started" in out["detail"]
-    assert out["detail"].count("SIGKILL after step 25") == 2
+    assert "12.0 s from the restart to the first resumed step, 1.5 s of it after the trainer started" in out.detail
+    assert out.detail.count("SIGKILL after step 25") == 2
     (tmp_path / "h200" / "best" / "r1" / "resume_check.json").write_text("{not json")
     with pytest.warns(UserWarning, match="skipped, not a resume check"):
-        assert rule_resume_time(claim, runs)["verdict"] == "does not hold"
+        assert rule_resume_time(claim, runs).verdict == "does not hold"
     # a check that left weights in results/ never holds, however fast
     _resume_check(tmp_path / "h200" / "best" / "r3", 5.0, [], weights_in_results=["checkpoint-20"])
     (tmp_path / "h200" / "best" / "r2" / "resume_check.json").unlink()
-    assert rule_resume_time(claim, runs)["verdict"] == "inconclusive"
+    assert rule_resume_time(claim, runs).verdict == "inconclusive"
 
 
 def test_the_committed_h200_resume_check():

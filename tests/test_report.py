@@ -660,7 +660,7 @@ def test_claims_verdicts_in_report(built):
     # the articles' claims first (text and key number), the project's own findings in a table of their own
     from analysis.judge import config
 
-    origin = {c["id"]: c["origin"] for c in config.claims()}
+    origin = {c.id: c.origin for c in config.claims()}
     articles = _table_with(built["soup"], "claim", "verdict", "key number")
     findings = _table_with(built["soup"], "verdict", "detail (first words)")
     assert list(articles["id"]) == [c for c, o in origin.items() if o == "article"]

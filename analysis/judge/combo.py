@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from analysis.judge import config
+from analysis.judge import config, rulespec
 from analysis.judge.rules_speed import recipe_outcome
 from analysis.judge.select import runs_by_experiment
 from analysis.parse.record import RunRecord
@@ -47,17 +47,17 @@ def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None,
     {'overrides': {...} | None, 'launcher': {...} | None, 'used': [...], 'reason': str} (None: nothing to combine)."""
     e = _combine_definition(name)
     runs = runs_by_experiment(results_dir, hw, records)
-    rules = {c["rule"].get("run"): c["rule"] for c in config.claims() if c["rule"]["kind"] == "recipe"}
+    rules = {c.rule.run: c.rule for c in config.claims() if isinstance(c.rule, rulespec.Recipe)}
     winners, missing = [], []
     for member in e["combine"]:
         rule = rules.get(member)
         if rule is None:
             continue
-        o = recipe_outcome(member, rule["baseline"], rule["spread"], runs)
-        if o["state"] == "missing":
+        o = recipe_outcome(member, rule.baseline, rule.spread, runs)
+        if o.state == "missing":
             missing.append(member)
-        elif o["state"] == "ok" and o["counts"] and o["better"]:
-            winners.append((o["numbers"]["speedup_pct"], member))
+        elif o.state == "ok" and o.counts and o.better and o.speedup is not None:
+            winners.append((o.speedup.speedup_pct, member))
     if missing and not winners:
         return {"overrides": None, "launcher": None, "used": [], "reason": f"run these first: {', '.join(missing)}"}
     if not winners:

@@ -6,7 +6,9 @@ provider's 8-GPU cluster claim is only decided by runs at that GPU count; fewer 
 """
 from __future__ import annotations
 
-from analysis.judge.result import result, rnd
+from analysis.judge import rulespec
+from analysis.judge.config import Claim
+from analysis.judge.result import Verdict, result, rnd
 from analysis.judge.select import Runs
 from analysis.measure import compare, interconnect
 from analysis.parse import bench, resume
@@ -16,12 +18,12 @@ def _system(sweep_or_rec) -> str:
     return f"host {sweep_or_rec.host_id}" if getattr(sweep_or_rec, "host_id", None) else "one host"
 
 
-def rule_scaling(claim: dict, runs: Runs, **_) -> dict:
+def rule_scaling(claim: Claim, runs: Runs, **_) -> Verdict:
     """Scaling efficiency at rule `gpus` GPUs (analysis.measure.compare.scaling_pairs, same host): holds when every
     measured pair's 95 % range lies at or above `min_efficiency`, does not hold when every pair's range lies below it;
     without runs at that GPU count: cannot be tested here, with what was measured at fewer GPUs."""
-    rule = claim["rule"]
-    want, floor = int(rule["gpus"]), float(rule["min_efficiency"])
+    rule = claim.rule_as(rulespec.Scaling)
+    want, floor = int(rule.gpus), float(rule.min_efficiency)
     recs = [r for r in runs.records if runs.hw is None or r.hw == runs.hw]
     pairs = compare.scaling_pairs(recs)
     measured = [f"{m.experiment}{'' if m.parallel == 'ddp' else ' ' + m.parallel} at {m.gpus} GPUs "
@@ -51,14 +53,14 @@ def _pct(x: float | None) -> str:
     return "?" if x is None else f"{x:.0%}"
 
 
-def rule_nccl_env(claim: dict, runs: Runs, **_) -> dict:
+def rule_nccl_env(claim: Claim, runs: Runs, **_) -> Verdict:
     """The all-reduce with and without the claim's NCCL variables on one host (analysis.measure.interconnect): holds
     when the largest gain over the message sizes reaches `min_gain_pct`, does not hold when no size gains half of it;
     which of the variables NCCL read comes from its NCCL_DEBUG=INFO output."""
-    rule = claim["rule"]
-    need = float(rule["min_gain_pct"])
+    rule = claim.rule_as(rulespec.NcclEnv)
+    need = float(rule.min_gain_pct)
     sweeps = bench.allreduce_runs(runs.results_dir, runs.hw) if runs.results_dir else []
-    pairs = interconnect.pairs(sweeps, rule.get("without", "plain"), rule.get("with", "seed000-env"))
+    pairs = interconnect.pairs(sweeps, rule.without, rule.with_)
     if not pairs:
         return result("not run yet", "no all-reduce sweeps with and without the variables on one host "
                                      "(experiments/cloud/scaling_gpu.sh with ALLREDUCE=1)", {}, [])
@@ -87,12 +89,12 @@ def rule_nccl_env(claim: dict, runs: Runs, **_) -> dict:
     return result("inconclusive", detail, nums, paths)
 
 
-def rule_resume_time(claim: dict, runs: Runs, **_) -> dict:
+def rule_resume_time(claim: Claim, runs: Runs, **_) -> Verdict:
     """A kill during training and the next run-all's resume from the checkpoint (analysis.parse.resume): the time from
     the restarted process to its first resumed step against `max_s`, beside the part after the trainer's start
     (checkpoint load and that step). Holds when every check's restart is within `max_s`, does not hold when none is;
     the check must also have left nothing running and no weights in results/, and have finished."""
-    limit = float(claim["rule"]["max_s"])
+    limit = float(claim.rule_as(rulespec.ResumeTime).max_s)
     checks = [c for c in resume.resume_checks(runs.results_dir, runs.hw) if c["restart_to_first_step_s"] is not None] \
         if runs.results_dir else []
     if not checks:

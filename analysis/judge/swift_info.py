@@ -203,22 +203,21 @@ def shipped_version(package: str, requirements: str | Path = GPU_REQUIREMENTS) -
 def snapshot() -> dict:
     """What the claims (analysis/judge/claims.yaml) ask of ms-swift, answered by the installed one: the content of
     FACTS_FILE. flash_attn_importable is left out: it is this machine's, asked each time."""
-    from analysis.judge import config
+    from analysis.judge import config, rulespec
 
     flags_asked: dict[str, tuple[str, str | None]] = {}
     padding: dict[str, tuple[list[str], str]] = {}
     for claim in config.claims():
-        rule = claim["rule"]
-        if rule["kind"] == "tradeoff":
-            flags_asked[_flag_key(rule["flag"], None)] = (rule["flag"], None)
-        elif rule["kind"] == "flags":
-            for f, v in rule["flags"].items():
+        rule = claim.rule
+        if isinstance(rule, rulespec.Tradeoff):
+            flags_asked[_flag_key(rule.flag, None)] = (rule.flag, None)
+        elif isinstance(rule, rulespec.Flags):
+            for f, v in rule.flags.items():
                 flags_asked[_flag_key(f, v)] = (f, v)
-            for f in rule.get("related", []):
+            for f in rule.related:
                 flags_asked[_flag_key(f, None)] = (f, None)
-        elif rule["kind"] == "supported":
-            attn = rule.get("attn_impl", "sdpa")
-            padding[_padding_key(rule["flags"], attn)] = (rule["flags"], attn)
+        elif isinstance(rule, rulespec.Supported):
+            padding[_padding_key(list(rule.flags), rule.attn_impl)] = (list(rule.flags), rule.attn_impl)
     pad = {}
     for key, (fl, attn) in sorted(padding.items()):
         rep = padding_free_report_live(fl, attn)
