@@ -10,6 +10,7 @@ from analysis.judge import card, config, rulespec
 from analysis.judge.rules import RULES
 from analysis.parse import sidefiles
 from experiments.base import hardware
+from experiments.base.errors import InputError
 from experiments.base.paths import relative
 from experiments.recipes import catalog
 from tests.test_judge import _runs, _synthetic, _table, _write_run, launch_record
@@ -116,5 +117,8 @@ def test_class_best_needs_a_candidate_shown_to_fit_the_card(tmp_path):
 def test_launch_json_cap_record(tmp_path, record, expected):
     (tmp_path / "launch.json").write_text(json.dumps({"mem_cap": record}))
     assert sidefiles.read_mem_cap(tmp_path) == expected
-    (tmp_path / "launch.json").write_text("{not json")
+    (tmp_path / "launch.json").write_text("{not json")  # a broken launch.json is bad input, as for the quick record
+    with pytest.raises(InputError, match="not valid JSON"):
+        sidefiles.read_mem_cap(tmp_path)
+    (tmp_path / "launch.json").unlink()
     assert sidefiles.read_mem_cap(tmp_path) is None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from analysis.estimate import planner, transfer
 from analysis.estimate.recipe_gpus import DEFAULT_PRICES, cost
-from analysis.judge.recommend import HostEpochs, Recommendation
+from analysis.judge.recommend import HostEpochs, Recommendation, recommend
 from analysis.parse.record import RunRecord
 from experiments.base import hardware
 from experiments.base.errors import InputError
@@ -139,3 +139,18 @@ def class_answers(rec: Recommendation, records: list[RunRecord], classes: list[s
                                options=tuple(options), close=close, price_per_gpu_hour=table.get(hw),
                                currency=currency))
     return out
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The whole answer: the recommended recipe (analysis.judge.recommend) and each GPU class's (class_answers)."""
+
+    recommendation: Recommendation
+    classes: tuple[ClassAnswer, ...]
+
+
+def answer(records: list[RunRecord], prices: str | Path | None = DEFAULT_PRICES,
+           classes: list[str] | None = None) -> Answer:
+    """The recommendation over RECORDS and, where there is one, every shown class's recipe at the price table."""
+    rec = recommend(records)
+    return Answer(rec, tuple(class_answers(rec, records, classes, prices)) if rec.experiment else ())

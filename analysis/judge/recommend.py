@@ -17,7 +17,7 @@ recipes. Tables, report and README format the Recommendation it returns; the rul
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from analysis.judge import config
 from analysis.judge.band import loss_against
@@ -104,7 +104,8 @@ class Undetermined:
 
 @dataclass(frozen=True)
 class Recommendation:
-    """The answer for one GPU class: the recommended recipe and what it rests on (None: no candidate)."""
+    """The recommended recipe on the class its runs were made on, and what it rests on (None: no candidate); each GPU
+    class's recipe is analysis.judge.classes' (its Answer holds both)."""
 
     hw: str | None
     experiment: str | None
@@ -115,7 +116,6 @@ class Recommendation:
     runner_up: str | None
     note: str | None = None
     swift_version: str | None = None  # the ms-swift the deciding run used: the command's flags are spelled for it
-    classes: tuple = field(default=())
 
     def of(self, experiment: str | None) -> list[HostEpochs]:
         return [r for r in self.rows if r.experiment == experiment]

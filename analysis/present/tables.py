@@ -10,7 +10,6 @@ statistic. The recommendation is analysis.judge.recommend's, its per-GPU rows an
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import pandas as pd
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import quick as quick_estimate
 from analysis.estimate import recipe_gpus
-from analysis.judge import classes, recommend, your_runs
+from analysis.judge import classes, your_runs
 from analysis.judge import published as P
 from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
@@ -319,19 +318,6 @@ def your_runs_table(records: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=YOUR_COLUMNS)
 
 
-@dataclasses.dataclass(frozen=True)
-class Answer:
-    """The recommendation (analysis.judge.recommend) and the per-class answer (analysis.judge.classes)."""
-
-    recommendation: recommend.Recommendation
-    classes: list
-
-
-def answer(records: list[RunRecord], prices: str | Path | None = recipe_gpus.DEFAULT_PRICES) -> Answer:
-    rec = recommend.recommend(records)
-    return Answer(rec, classes.class_answers(rec, records, prices=prices) if rec.experiment else [])
-
-
 def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
            seeds_dir: str | Path | None = None,
            compact: bool = False, prices: str | Path | None = recipe_gpus.DEFAULT_PRICES) -> dict[str, pd.DataFrame]:
@@ -344,14 +330,14 @@ def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASE
     conv = convergence_table(results_dir, seeds_dir, records=records)
     scale = scaling_table(records)
     everything = results_dir.records if isinstance(results_dir, Scan) else collect(results_dir)
-    ans = answer(everything, prices)
+    ans = classes.answer(everything, prices)
     if compact:
         speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
     return {"speedup": speed, "convergence": conv, "scaling": scale,
-            "recommended": pd.DataFrame([recommend_view.recommended_record(ans.recommendation, ans.classes)]),
+            "recommended": pd.DataFrame([recommend_view.recommended_record(ans.recommendation, list(ans.classes))]),
             "recipes": recommend_view.rows_frame(ans.recommendation),
             "orders": recommend_view.orders_frame(ans.recommendation),
-            "classes": recommend_view.classes_frame(ans.classes),
+            "classes": recommend_view.classes_frame(list(ans.classes)),
             "your_runs": your_runs_table(everything)}
 
 

@@ -21,6 +21,7 @@ from analysis.judge.recommend import Recommendation
 from analysis.measure import profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.present import plots, recommend_view
+from analysis.present import tables as T
 from analysis.present.recommend_view import money, seconds_text, span
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
@@ -293,9 +294,21 @@ def recipes_table_html(rec: Recommendation) -> str:
         H.html_table(df[~seeded], **spec) if (~seeded).any() else "")
 
 
+def your_runs_html(ctx: Context) -> str:
+    """The runs of experiments of the user's own (analysis.judge.your_runs): metrics, labels, the nearest matrix
+    recipe and the flags that differ; nothing where there are none."""
+    df = T.your_runs_table(ctx.records)
+    if df.empty:
+        return ""
+    return ("<h3>Your runs</h3>" + H.html_table(df, {"ms_per_step": "{:,.0f}", "tokens_per_s": "{:,.0f}",
+                                                     "peak_gib": "{:.1f}", "mfu": "{:.1%}",
+                                                     "final_eval_loss": "{:.4f}"})
+            + H.csv(ctx, df, "your_runs.csv"))
+
+
 def recommendation_html(ctx: Context) -> str:
     ans = ctx.answer()
-    rec, classes = ans.recommendation, ans.classes
+    rec, classes = ans.recommendation, list(ans.classes)
     source = recipe_gpus.price_source(ctx.prices)
     prices = (f"Prices: <code>{H.e(ctx.prices.name if ctx.prices else 'none')}</code>"
               + (f" ({H.e(source)})" if source else "") + "; yours with <code>--prices FILE</code>.")
@@ -318,6 +331,7 @@ def recommendation_html(ctx: Context) -> str:
         "<h3>Matrix recipes' full epochs per host</h3>" + recipes_table_html(rec),
         H.note("Orders the runs do not settle: " + "; ".join(lines) + ".") if lines else "",
         H.note(note),
+        your_runs_html(ctx),
         H.csv(ctx, recommend_view.classes_frame(classes), "classes.csv"),
         H.csv(ctx, recommend_view.rows_frame(rec), "recipes_by_job_time.csv"),
     ])

@@ -12,6 +12,7 @@ import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import recipe_gpus
+from analysis.judge.classes import Answer, answer
 from analysis.judge.published import short
 from analysis.judge.seed_checks import load_seeds
 from analysis.measure import steps
@@ -127,11 +128,9 @@ class Context:
                                                        records=self.records)
         return self._cache["verdicts"]
 
-    def answer(self):
-        """The recommendation and each class's recipe (analysis.present.tables.answer: analysis.judge's), made once."""
+    def answer(self) -> Answer:
+        """The recommendation and each class's recipe (analysis.judge.classes.answer), made once."""
         if "answer" not in self._cache:
-            from analysis.present.tables import answer
-
             self._cache["answer"] = answer(self.records, self.prices)
         return self._cache["answer"]
 
