@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -249,7 +250,7 @@ def convergence_table(results_dir: str | Path | Scan, seeds_dir: str | Path | No
         out.append({
             **_identity(r), "steps": r.global_steps, "final_train_loss": loss.final_train_loss(r),
             "final_eval_loss": loss.final_eval_loss(r), "eval_token_acc": loss.final_eval_token_acc(r),
-            **dataclasses.asdict(loss.loss_drop_stats(r)), "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
+            **asdict(loss.loss_drop_stats(r)), "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
         })
     pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
     total_steps = P.value(pub, None, "total_steps")
