@@ -23,7 +23,7 @@ QUICK       ?=
 BUDGET      ?=
 REPEAT      ?=
 RESULTS     ?= results
-BASELINE    ?= a10
+BASELINE    ?=
 WHEELHOUSE  ?= wheelhouse
 # fleet (SkyPilot, its own venv: skypilot pins a click that ms-swift's huggingface-hub refuses)
 FLEET_VENV  ?= .venv-fleet
@@ -114,7 +114,7 @@ test-fast: $(STAMP) $(FLEET_STAMP)
 
 # --- analysis -----------------------------------------------------------------------------------
 tables: $(ASTAMP)
-	$(AVENV)/bin/swiftbench tables $(RESULTS) --baseline $(BASELINE)
+	$(AVENV)/bin/swiftbench tables $(RESULTS) $(if $(BASELINE),--baseline $(BASELINE))
 
 parse: $(ASTAMP)
 	$(AVENV)/bin/swiftbench parse $(RESULTS)
@@ -126,7 +126,7 @@ fixtures: $(STAMP)
 	$(VPY) tests/fixtures/generate.py
 
 report: $(ASTAMP)
-	$(AVENV)/bin/swiftbench report --results $(RESULTS) --baseline $(BASELINE) --out report
+	$(AVENV)/bin/swiftbench report --results $(RESULTS) $(if $(BASELINE),--baseline $(BASELINE)) --out report
 
 # --- GPU host -----------------------------------------------------------------------------------
 run-all:
@@ -137,7 +137,7 @@ run-all:
 	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(GPUS),--gpus $(GPUS)) $(if $(PARALLEL),--parallel $(PARALLEL)) \
 	  $(if $(QUICK),--quick) $(if $(BUDGET),--budget $(BUDGET)) $(if $(KILL_ORPHANS),--kill-orphans) \
 	  $(if $(REPEAT),--repeat)
-	$(PYTHON) -m analysis.cli tables $(RESULTS) --baseline $(BASELINE) || [ $$? -eq 3 ]  # 3: a folder was left out (said on stderr)
+	$(PYTHON) -m analysis.cli tables $(RESULTS) $(if $(BASELINE),--baseline $(BASELINE)) || [ $$? -eq 3 ]  # 3: a folder was left out (said on stderr)
 
 # --- other GPUs in the cloud (SkyPilot) ------------------------------------------------------------
 fleet: $(FLEET_STAMP)

@@ -302,7 +302,7 @@ def test_cost_is_total_hours_times_price(tmp_path):
     assert plans["h200"]["cost"] == pytest.approx(plans["h200"]["total_time_s"] / 3600 * 3.5)
     assert plans["a10"]["cost"] == pytest.approx(plans["a10"]["total_time_s"] / 3600 * 0.75)
     assert plans["h100"]["cost"] is None  # no price given for it
-    # without --prices: the built-in table (analysis/data/prices.yaml), the one tables and the report price with
+    # without --prices: the built-in table (data/prices.yaml), the one tables and the report price with
     builtin = planner.read_prices(planner.DEFAULT_PRICES)
     for p in planner.estimate(MODEL, results=RESULTS):
         assert p["price_per_gpu_hour"] == builtin[p["hw"]] and p["currency"] == "USD"
@@ -349,7 +349,7 @@ def test_json_output_shape():
                 "--samples", "1500", "--epochs", "1", "--json")
     assert proc.returncode == 0, proc.stderr
     plans = json.loads(proc.stdout)
-    assert [p["hw"] for p in plans] == list(planner.DEFAULT_HW)
+    assert [p["hw"] for p in plans] == hardware.shown()
     for p in plans:
         for key in ("hw", "peak_mem_gib", "fits", "step_time_s", "total_time_s", "cost", "breakdown", "time_source",
                     "needs_gib", "assumptions"):

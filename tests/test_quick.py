@@ -679,7 +679,7 @@ def test_the_error_parts_of_a_synthetic_pair_by_hand():
 
 
 def test_every_committed_pair_lies_inside_its_estimates_range():
-    """The 95 % range is what the committed quick/full pairs support (analysis/data/quick_pairs.yaml, checked here
+    """The 95 % range is what the committed quick/full pairs support (data/quick_pairs.yaml, checked here
     against the runs): every pair's measured training time and steady tokens/s lie inside their estimate's range. The
     bootstrap range alone held 5 of the 10 (bs16 +5.8 %, best -13.2 % and +13.4 % among those outside)."""
     from analysis.estimate import quick_calibration as C

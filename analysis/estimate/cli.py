@@ -13,8 +13,9 @@ import argparse
 import json
 
 from analysis.estimate import planner
-from analysis.estimate.planner import DEFAULT_HW, METHODS, estimate
+from analysis.estimate.planner import METHODS, estimate
 from analysis.estimate.recipe_gpus import price_source
+from experiments.base import hardware
 from experiments.base.errors import InputError
 
 # estimate()'s defaults (the seed recipe's), for what neither a flag nor --from-args gives; the model: default_model()
@@ -44,7 +45,7 @@ def register(sub) -> None:
     p.add_argument("--from-args", metavar="ARGS_JSON", help="a run's args.json (ms-swift's): model, method, "
                    "max-length, batch, grad-accum, epochs, checkpointing and rank from it, and the epoch's samples and "
                    "longest sample from the log beside it; flags given as well override it")
-    p.add_argument("--model", help="known model name or alias (analysis/data/models.yaml) or a local folder / "
+    p.add_argument("--model", help="known model name or alias (data/models.yaml) or a local folder / "
                                    "config.json (default: the seed recipe's, Qwen/Qwen2.5-7B-Instruct)")
     p.add_argument("--method", "--tuner_type", "--train_type", dest="method", choices=METHODS,
                    help="lora (default), qlora or full (ms-swift's --tuner_type / --train_type)")
@@ -76,10 +77,10 @@ def register(sub) -> None:
                    help="gradient accumulation steps (default 16)")
     p.add_argument("--samples", type=int, help="training samples per epoch (default 1500)")
     p.add_argument("--epochs", "--num_train_epochs", dest="epochs", type=int, help="default 1")
-    p.add_argument("--hw", help=f"comma-separated GPU classes, any case (default {','.join(DEFAULT_HW)}; any key of "
-                                "analysis/data/hardware.yaml)")
+    p.add_argument("--hw", help="comma-separated GPU classes, any case (default: the classes data/hardware.yaml "
+                                "marks shown, " + ",".join(hardware.shown()) + "; any key of data/hardware.yaml)")
     p.add_argument("--prices", help="YAML mapping hardware key -> price per GPU-hour, and optionally "
-                                    "'currency: EUR' (default: the built-in table, analysis/data/prices.yaml)")
+                                    "'currency: EUR' (default: the built-in table, data/prices.yaml)")
     p.add_argument("--gradient-checkpointing", "--gradient_checkpointing", dest="gradient_checkpointing", type=_bool,
                    metavar="true|false", help="ms-swift's default is true")
     p.add_argument("--lora-rank", "--lora_rank", dest="lora_rank", type=int, help="default 8")

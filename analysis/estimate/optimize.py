@@ -124,8 +124,8 @@ def optimize(model: str, samples: int = 1500, epochs: int = 1, max_length: int =
                                                   recipe.grad_accum, max_length, recipe.gradient_checkpointing,
                                                   lora_rank, recipe.padding_free, recipe.liger)
                 if planner._same_data(r, data)]
-        profiled = next((transfer.profile_step(r) for r in runs if r.hw == "h200" and transfer.transferable(r)),
-                        None)
+        profiled = next((transfer.profile_step(r) for r in runs
+                         if r.hw == transfer.profiled_class() and transfer.transferable(r)), None)
         synth = scaled.scaled_step(shapes, recipe, stats, refs, label=shapes["name"]) \
             if profiled is None and refs is not None else None
         steps = math.ceil(samples / GLOBAL_BATCH) * epochs

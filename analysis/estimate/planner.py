@@ -16,8 +16,8 @@ Time per optimizer step (docs/time-model.md): measured where results/ has the re
 class; else the recipe's committed H200 profile carried over (transfer.py); else an H200 step scaled from the
 reference profiles (scaled.py); qlora and full: the roofline. Each modelled time carries its band. A class the job
 does not fit gets no time or cost but the changes that would make it fit (suggestions). Cost: the built-in price
-table (analysis/data/prices.yaml) unless another is given. Every constant, with its kind, is in
-analysis/data/planner.yaml and time_model.yaml.
+table (data/prices.yaml) unless another is given. Every constant, with its kind, is in
+data/planner.yaml and time_model.yaml.
 
 Stays whole: the job's inputs (model, data, prices, classes), the time chosen per class, the cost and the suggestions
 are one estimate() whose rows read each other's values; the arithmetic under them is in workload.py, the time models
@@ -58,7 +58,6 @@ from experiments.base import hardware, runfiles, runschema, userfiles
 from experiments.base.datafiles import read_json_object, read_yaml
 from experiments.base.errors import InputError
 
-DEFAULT_HW = ("a10", "rtx4090", "a100", "h100", "h200")
 METHODS = ("lora", "qlora", "full")
 VALIDATED_METHODS = ("lora",)  # methods with committed measurements to check the memory model against
 
@@ -88,7 +87,7 @@ def resolve_model(model: str) -> dict:
         return shapes
     shapes = hardware.lookup_model(model)
     if shapes is None:
-        raise InputError(None, f"unknown model {model!r}: not in analysis/data/models.yaml "
+        raise InputError(None, f"unknown model {model!r}: not in data/models.yaml "
                                f"(known: {', '.join(hardware.known_models())}) and no config.json at that path")
     return shapes
 
@@ -132,7 +131,7 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
                 out["model"] = str(folder / MODEL_CONFIG_NAME)
             elif need_model:
                 old = " (ms-swift 1.x names a model type, not a path)" if field == "model_type" else ""
-                raise InputError(path, f"model {model!r} ({field}{old}) is not in analysis/data/models.yaml and no "
+                raise InputError(path, f"model {model!r} ({field}{old}) is not in data/models.yaml and no "
                                        f"{MODEL_CONFIG_NAME} or config.json is at hand: pass --model with its "
                                        "config.json (or a models.yaml name of the same shapes)") from None
     method = run_method(args)
@@ -195,7 +194,7 @@ def _positive_int(name: str, value: Any) -> int:
 
 def _hw_list(hw: str | list[str] | None) -> list[str]:
     if hw is None:
-        keys = list(DEFAULT_HW)
+        keys = hardware.shown()
     elif isinstance(hw, str):
         keys = [k.strip() for k in hw.split(",") if k.strip()]
     else:
@@ -388,7 +387,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
              lengths: str | Path | Lengths | None = None, from_run: str | None = None,
              attn_impl: str | None = None) -> list[dict]:
     """One estimate per GPU class: memory (breakdown, peak, fits), step and total time with the model's band, cost
-    (the built-in price table, analysis/data/prices.yaml, unless PRICES names another). The data: LENGTHS (a file
+    (the built-in price table, data/prices.yaml, unless PRICES names another). The data: LENGTHS (a file
     of sample lengths), or MEAN_LEN and SEQ_LEN (the longest sample), else the recipe's data. PADDING_FREE rows hold
     their batch's samples end to end (PACKED_LEN: the longest such row, where a run measured it), LIGER: Liger's
     kernels and fused cross-entropy. GPUS > 1 or a ZeRO PARALLEL: memory per GPU (per_gpu_memory), BATCH and
@@ -438,10 +437,11 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     mean = stats.mean_tokens / batch  # tokens the GPU processes per sample, padding included
     steps_per_epoch = math.ceil(samples / (batch * grad_accum * gpus))
     steps = steps_per_epoch * epochs
-    profiled = next((transfer.profile_step(r) for r in same_data if r.hw == "h200" and transfer.transferable(r)),
+    profile_hw = transfer.profiled_class()
+    profiled = next((transfer.profile_step(r) for r in same_data if r.hw == profile_hw and transfer.transferable(r)),
                     None)
     # a full epoch of the recipe on the H200: what its warm-up, evals and saves add to the steady steps, on every class
-    full = next((r for r in same_data if r.hw == "h200" and transfer.runtime_factor(r)), None)
+    full = next((r for r in same_data if r.hw == profile_hw and transfer.runtime_factor(r)), None)
     factor = 1.0
     epoch_basis = f"steady step x {steps} steps (no evals, saves or warm-up: no full epoch of the recipe is committed)"
     if full is not None and (measured_factor := transfer.runtime_factor(full)):
@@ -459,7 +459,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                                data.source, results_dir, padding_free, liger, packed, attn_impl)
     asked = Path(str(model).rstrip("/")).name
     if not Path(model).exists() and asked.lower() != str(shapes["name"]).lower():
-        assumptions.insert(0, f"model {asked}: the shapes of {shapes['name']} (analysis/data/models.yaml aliases; "
+        assumptions.insert(0, f"model {asked}: the shapes of {shapes['name']} (data/models.yaml aliases; "
                               "measured runs of it count as this model's)")
 
     out = []

@@ -727,6 +727,6 @@ def run(args) -> int:
               f"| {_fmt(r['predicted_tokens_per_s'], '.0f')} ({_fmt(r['tokens_per_s_low'], '.0f')}-"
               f"{_fmt(r['tokens_per_s_high'], '.0f')}) / {_fmt(r.get('measured_tokens_per_s'), '.0f')} | {tok} |")
     print("\nThe 95 % range holds the quick run's own step noise and what the committed quick/full pairs were off by "
-          "(analysis/data/quick_pairs.yaml); where a step is host-bound, compare the same-steps host ratio "
+          "(data/quick_pairs.yaml); where a step is host-bound, compare the same-steps host ratio "
           "(docs/quick-runs.md).")
     return 0

@@ -3,7 +3,7 @@
 The bootstrap range of analysis.estimate.quick holds the quick run's own step noise; the full run made after it on
 the same host differs by more (the host part of a step does not repeat: docs/quick-runs.md), and 5 of the 10
 committed pairs fell outside it. So every estimate's range is widened to hold, at least, the 95 % prediction interval
-of the committed pairs' errors (analysis/data/quick_pairs.yaml: log(measured / predicted) of each pair): mean +- t
+of the committed pairs' errors (data/quick_pairs.yaml: log(measured / predicted) of each pair): mean +- t
 (n - 1 degrees of freedom) x sd x sqrt(1 + 1/n), on the log scale. Without MIN_PAIRS pairs there is no range to give,
 and no estimate.
 """
@@ -14,9 +14,10 @@ import math
 import statistics
 from pathlib import Path
 
+from experiments.base import paths
 from experiments.base.datafiles import read_yaml
 
-PAIRS_FILE = Path(__file__).resolve().parents[1] / "data" / "quick_pairs.yaml"
+PAIRS_FILE = paths.DATA / "quick_pairs.yaml"
 KINDS = ("train_s", "tokens_per_s")
 MIN_PAIRS = 3
 

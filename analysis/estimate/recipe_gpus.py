@@ -1,5 +1,5 @@
 """A recipe per GPU class: does it fit the class's memory, how long is its epoch, how many GPU-hours, what cost at a
-price table (analysis/data/prices.yaml, dated list prices with their source; `--prices FILE` for yours).
+price table (data/prices.yaml, dated list prices with their source; `--prices FILE` for yours).
 
 Memory fit and time are the planner's (analysis.estimate.planner.estimate: its memory model and roofline, or a
 measured step of the same recipe); where a committed full-epoch run of the recipe exists for a class, its
@@ -14,7 +14,7 @@ from analysis.estimate import planner
 from analysis.parse.record import RunRecord
 from experiments.base import runfiles, userfiles
 
-DEFAULT_PRICES = Path(__file__).resolve().parents[1] / "data" / "prices.yaml"
+DEFAULT_PRICES = planner.DEFAULT_PRICES
 
 
 def price_source(path: str | Path | None = DEFAULT_PRICES) -> str | None:

@@ -15,7 +15,7 @@ Only H200s are measured here; a time on an A10, RTX 4090, A100 or H100 rests on 
     kernel_kind(name) -> str               gemm | attention | communication | memory
 
 A run without a kernel-level profile (made before the launcher recorded kernels only, or never profiled) is
-InputError. Formulas in docs/time-model.md, constants (each with kind and source) in analysis/data/time_model.yaml.
+InputError. Formulas in docs/time-model.md, constants (each with kind and source) in data/time_model.yaml.
 """
 from __future__ import annotations
 
@@ -60,6 +60,12 @@ def model_constants(path: str | Path = TIME_MODEL_FILE) -> dict[str, Any]:
 
     walk(read_yaml(path), "")
     return out
+
+
+def profiled_class() -> str:
+    """The GPU class every committed profile was made on (time_model.yaml `profiled_class`): the source of the
+    time model's steps."""
+    return str(model_constants()["profiled_class"])
 
 
 def constant_kinds(path: str | Path = TIME_MODEL_FILE) -> dict[str, str]:

@@ -228,15 +228,16 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
     """
     c = constants()
     named = c["calibration.runs"]  # planner.yaml: the runs the constants were fitted on
+    hw, small, large = c["calibration.hw"], c["calibration.pair"]["small"], c["calibration.pair"]["large"]
     groups: dict[str, list[RunRecord]] = {}
     for r in collect(results_dir):
         # the recipes as published, on one GPU: a run with its own flags (--set logging_steps=1 of a quick run's
         # full partner) or several GPUs measures something else
-        if r.status == "ok" and r.hw == "h200" and r.experiment in ("seed", "bs16") and not r.overrides \
+        if r.status == "ok" and r.hw == hw and r.experiment in (small, large) and not r.overrides \
                 and r.gpus == 1 and r.run in named.get(r.experiment, ()):
-            groups.setdefault(r.experiment, []).append(r)
-    if set(groups) != {"seed", "bs16"}:
-        raise InputError(results_dir, "calibration needs the h200 seed and bs16 runs")
+            groups.setdefault(str(r.experiment), []).append(r)
+    if set(groups) != {small, large}:
+        raise InputError(results_dir, f"calibration needs the {hw} {small} and {large} runs")
     points = {}
     for exp, runs in groups.items():
         top = max(r.global_steps or 0 for r in runs)
@@ -262,14 +263,14 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
         if any(x is None for x in per_sample + peaks):
             raise InputError(r0.path, "calibration: a run's tokens per sample or peak memory is unknown")
         tokens = sum(cast(list[float], per_sample)) / len(runs) * r0.per_device_batch  # no None: checked above
-        spec = hardware.require("h200")
+        spec = hardware.require(hw)
         fpt = flops_per_token(shapes, "lora", True, rank)
         passes = c["time.weight_passes"]["gradient_checkpointing"]
         reads = mem["weights_gib"] * GIB * passes / (spec["bandwidth_gbs"] * 1e9)
         points[exp] = {"static": static, "act": mem["working_activations_gib"],
                        "peak": sum(cast(list[float], peaks)) / len(runs),
                        "micro": micro, "a": fpt * tokens / (spec["bf16_dense_tflops"] * 1e12), "reads": reads}
-    s, b = points["seed"], points["bs16"]
+    s, b = points[small], points[large]
     # minimax relative error: static_s + k act_s = P_s (1 + e), static_b + k act_b = P_b (1 - e)
     e = ((b["peak"] - b["static"]) / b["act"] - (s["peak"] - s["static"]) / s["act"]) / (
         s["peak"] / s["act"] + b["peak"] / b["act"])
@@ -281,9 +282,9 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
     k_stored, k_other = _cache_factors_beside(collect(results_dir), named, c)
     return {"allocator_cache_factor": k, "allocator_cache_factor_stored": k_stored,
             "allocator_cache_factor_other": k_other, "achievable_fraction": f, "host_overhead_s": o,
-            "seed_micro_step_s": s["micro"], "bs16_micro_step_s": b["micro"],
-            "seed_tokens_per_micro_step": s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt,
-            "bs16_tokens_per_micro_step": b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt}
+            f"{small}_micro_step_s": s["micro"], f"{large}_micro_step_s": b["micro"],
+            f"{small}_tokens_per_micro_step": s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt,
+            f"{large}_tokens_per_micro_step": b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt}
 
 
 

@@ -9,7 +9,7 @@ class analysis.judge.recommend's; this module decides and present/ only formats.
   class, each fitting recipe's full epoch carried there by the time model (transfer.runtime_on: the steady steps by
   the profile's kernels, the rest as measured on the H200's host), with its band. The recipe with the shortest
   modelled epoch is the class's; where another's band overlaps it, the answer names that too (not settled).
-- Cost: GPU-hours x the price table's rate (analysis/data/prices.yaml unless the user gives one).
+- Cost: GPU-hours x the price table's rate (data/prices.yaml unless the user gives one).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Claims about flags (does --disable_cuda_graph exist?) and about padding-free batches are decided from ms-swift's own
 argument dataclass and parser, without building the arguments (nothing is loaded). Importing ms-swift takes seconds
-and prints its INFO lines, so what the claims ask of it is kept in analysis/data/swift_sft.json (`python -m
+and prints its INFO lines, so what the claims ask of it is kept in data/swift_sft.json (`python -m
 analysis.judge.swift_info` writes it from the installed ms-swift; tests/test_claims.py checks it against it): the
 reports come from there when the file is of the installed version and holds the question, else from ms-swift itself,
 imported lazily inside the functions that need it.

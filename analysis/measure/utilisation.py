@@ -22,7 +22,7 @@ Definitions (all over the samples inside the training window, every GPU of the r
 - `util_mean_pct` / `util_median_pct`: NVML "GPU utilisation", the share of the sample period in which at
   least one kernel ran (not how busy the SMs were);
 - `power_mean_w` / `power_median_w`: board power draw; `board_power_w` the board limit of the GPU class
-  (BOARD_POWER_W); `power_fraction` = median power / board limit;
+  (data/hardware.yaml's `board_power_w`, datasheets); `power_fraction` = median power / board limit;
 - `sm_clock_mean_mhz` / `sm_clock_median_mhz`: SM clock; `power_capped_pct`: share of samples whose
   throttle reasons include a power cap (the GPU was at its power limit);
 - `energy_run_j`: joules over everything sampled (load, training, exit), from NVML's energy counter
@@ -61,7 +61,7 @@ from analysis.measure.steps import steady_intervals
 from analysis.measure.throughput import steady_tokens
 from analysis.parse.record import RunRecord
 from analysis.parse.results import read_status
-from experiments.base import runfiles
+from experiments.base import hardware, runfiles
 from experiments.base.errors import InputError
 
 NVML_NAME = runfiles.NVML_CSV
@@ -78,11 +78,6 @@ POWER_HOST_BOUND_FRACTION = 0.5
 # matrix multiplies, so even a GPU-bound run is far from peak (the H200 bs16 run, ~100 % utilisation, reaches
 # about 6-7 %); only an MFU far below that says the GPU is starved rather than inefficient.
 MFU_HOST_BOUND = 0.02
-# Board power limits (W) of the GPU classes of analysis/data/hardware.yaml, from the same datasheets:
-# A10 150 W; GeForce RTX 4090 450 W (total graphics power); A100 SXM4 400 W (40 and 80 GB);
-# H100 SXM5 up to 700 W; H200 SXM up to 700 W (the H200 NVL PCIe card is 600 W). The limit a given host
-# enforces can be lower; the NVML throttle reasons (power_capped_pct) show when it was reached.
-BOARD_POWER_W = {"a10": 150, "rtx4090": 450, "a100": 400, "a100-80gb": 400, "h100": 700, "h200": 700}
 POWER_CAP_RE = re.compile(r"PowerCap|PowerBrake", re.IGNORECASE)
 
 COLUMNS = [
@@ -257,7 +252,7 @@ def run_utilisation(rec: RunRecord) -> dict:
     util = mfu(rec) if rec.has_log else None
     out.update({"hw": rec.hw, "experiment": rec.experiment, "run": rec.run, "labels": "; ".join(rec.labels),
                 "mfu": util.mfu if util else None, "hfu": util.hfu if util else None, "nvml_samples": 0,
-                "board_power_w": BOARD_POWER_W.get(rec.hw) if rec.hw else None})
+                "board_power_w": hardware.board_power().get(rec.hw) if rec.hw else None})
     run_dir = Path(rec.path)
     nv = read_nvml(run_dir)
     if nv is None:

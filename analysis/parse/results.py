@@ -197,7 +197,7 @@ def _why_unused(run_dir: Path) -> str | None:
             return ("a plain ms-swift output folder, not a results/<hw>/<experiment>/<run> folder: bring it in with "
                     "`swiftbench import <its output folder> --hw HW --experiment NAME`")
         return (f"not in the <hw>/<experiment>/<run> layout ({run_dir.parent.parent.name!r} is not a class of "
-                "analysis/data/hardware.yaml)")
+                "data/hardware.yaml)")
     experiment = ident["experiment"]
     try:
         imported = read_status(run_dir).get("imported")

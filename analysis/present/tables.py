@@ -295,7 +295,7 @@ def register(sub) -> None:
                         "without host ids (the full tables name the hosts and runs)")
     p.add_argument("--prices", default=str(recipe_gpus.DEFAULT_PRICES), metavar="FILE",
                    help="price table for the recommended recipe's cost per GPU class (YAML 'h100: 2.5' per GPU-hour, "
-                        "optionally 'currency: EUR'; default: analysis/data/prices.yaml, dated list prices)")
+                        "optionally 'currency: EUR'; default: data/prices.yaml, dated list prices)")
     p.set_defaults(func=run)
 
 

@@ -143,7 +143,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=int, default=600, help="seconds one notebook cell may take")
     parser.add_argument("--prices", default=None, metavar="FILE",
                         help="price table for the cost columns (YAML 'h100: 2.5' per GPU-hour, optionally "
-                             "'currency: EUR'; default: analysis/data/prices.yaml, dated list prices)")
+                             "'currency: EUR'; default: data/prices.yaml, dated list prices)")
 
 
 def register(sub) -> None:

@@ -48,7 +48,7 @@ class Context:
     pub: pd.DataFrame                   # the seeds' published figures
     seeds: dict[str, dict]              # every seed file by name
     util: pd.DataFrame                  # analysis.measure.utilisation.summary of the matrix runs
-    prices: Path | None = None          # the price table for costs (analysis/data/prices.yaml unless given)
+    prices: Path | None = None          # the price table for costs (data/prices.yaml unless given)
     files: list[str] = field(default_factory=list)  # written into OUT, in order
     _cache: dict = field(default_factory=dict, repr=False)  # stage outputs two sections share, made once
 

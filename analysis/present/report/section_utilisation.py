@@ -11,6 +11,7 @@ from analysis.measure import utilisation as U
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
+from experiments.base import hardware
 
 
 def _share(v: float) -> str:
@@ -98,7 +99,7 @@ def gpm_steps(ctx: Context) -> list[str]:
 
 def utilisation_section(ctx: Context) -> str:
     util = ctx.util
-    limits = ", ".join(f"{k} {v} W" for k, v in U.BOARD_POWER_W.items())
+    limits = ", ".join(f"{k} {v} W" for k, v in hardware.board_power().items())
     parts = [
         H.p("From each run's <code>nvml.csv</code> (one sample a second), tied to the log by the TensorBoard event "
             "file's time stamp (or the last busy sample); energy per 1,000 tokens = 1,000 x joules over the "
