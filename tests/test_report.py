@@ -429,7 +429,7 @@ def test_energy_per_1k_tokens_by_hand(tmp_path, fixtures):
 
 def test_host_bound_run(tmp_path, fixtures, monkeypatch):
     row = _synthetic_run(tmp_path, fixtures, util_pct=12, power_w=150.0)
-    monkeypatch.setattr(flops, "mfu", lambda rec, tokens_per_s=None: {"mfu": 0.009, "hfu": 0.013})
+    monkeypatch.setattr(flops, "mfu", lambda rec, tokens_per_s=None: flops.Mfu(None, None, None, mfu=0.009, hfu=0.013))
     u = U.run_utilisation(row)
     assert u["verdict"] == "host-bound"
     assert "3 of 3 say host-bound" in u["evidence"]
