@@ -22,6 +22,7 @@ from analysis.estimate import quick as quick_estimate
 from analysis.estimate import recipe_gpus
 from analysis.judge import classes, your_runs
 from analysis.judge import published as P
+from analysis.judge.baseline import Candidate, pick_baseline
 from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
@@ -159,26 +160,6 @@ def baseline_name(row: dict | pd.Series) -> str:
     return row["hw"] + (f" ({host})" if isinstance(host, str) and host else "")
 
 
-MIN_BASELINE_STEADY_STEPS = 10  # a measured baseline row's steady steps, where any row of the group has that many
-
-
-def pick_baseline(rows: list[dict], baseline: str) -> dict | None:
-    """The row of one experiment and source that speed-ups are relative to: BASELINE's row when it has a time per
-    sample (and, for measured rows, a tokens/s: the speed-up is a ratio of throughputs or paired step times); else the
-    slowest such row, among measured rows with at least MIN_BASELINE_STEADY_STEPS steady steps where there are any: a
-    20-step run has one 5-step steady interval, too few to pair step by step with anything, and its tokens/s over
-    those few batches (fewer tokens than most) would skew every tokens/s ratio against it."""
-    usable = [r for r in rows if r.get("ms_per_sample") is not None
-              and (r["source"] != "measured" or r.get("tokens_per_s") is not None)]
-    hit = [r for r in usable if r["hw"] == baseline]
-    if hit:
-        return hit[0]
-    long_enough = [r for r in usable if r["source"] != "measured"
-                   or (r.get("steady_steps") or 0) >= MIN_BASELINE_STEADY_STEPS]
-    usable = long_enough or usable
-    return max(usable, key=lambda r: r["ms_per_sample"]) if usable else None
-
-
 def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
                   seeds_dir: str | Path | None = None,
                   records: list[RunRecord] | None = None) -> pd.DataFrame:
@@ -189,7 +170,7 @@ def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAU
     speedup, measured rows: analysis.measure.compare.speedup(baseline run, this run).factor (paired step times where
     both trained the same batches, else the tokens/s ratio), `speedup_hosts` saying whether the two runs shared a host;
     published rows: time_speedup(baseline ms per sample, this row's). The baseline is BASELINE's row of the same
-    experiment and source, else the slowest (pick_baseline). measured_over_published:
+    experiment and source, else the slowest (analysis.judge.baseline.pick_baseline). measured_over_published:
     analysis.judge.published.sample_vs_published (our ms per sample / the published ms per sample, same hardware).
     """
     records = records if records is not None else measured_records(results_dir)
@@ -200,10 +181,11 @@ def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAU
     for row, rec in by_row:
         groups.setdefault((row["experiment"], row["source"]), []).append((row, rec))
     for (_, source), members in groups.items():
-        base = pick_baseline([row for row, _ in members], baseline)
-        if base is None:
+        i = pick_baseline([Candidate(row["hw"], row["source"], row.get("ms_per_sample"), row.get("tokens_per_s"),
+                                     row.get("steady_steps")) for row, _ in members], baseline)
+        if i is None:
             continue
-        base_rec = next(rec for row, rec in members if row is base)
+        base, base_rec = members[i]
         for row, rec in members:
             row["baseline"] = baseline_name(base)
             if source == "measured":
