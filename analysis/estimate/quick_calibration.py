@@ -52,17 +52,3 @@ def widen(predicted: float, low: float | None, high: float | None, kind: str,
         return None
     lo, hi = predicted * math.exp(b[0]), predicted * math.exp(b[1])
     return min(lo, low if low is not None else lo), max(hi, high if high is not None else hi)
-
-
-def pairs_of(rows: list[dict]) -> list[dict]:
-    """The pairs of `swiftbench quick` rows (analysis.estimate.quick.comparison_table) that have a full run, as
-    quick_pairs.yaml lists them."""
-    out = []
-    for r in rows:
-        if r.get("measured_train_s") and r.get("predicted_train_s") and r.get("measured_tokens_per_s") \
-                and r.get("predicted_tokens_per_s"):
-            out.append({"experiment": r["experiment"], "hw": r["hw"], "quick_run": r["quick_run"],
-                        "full_run": r["full_run"],
-                        "train_s": math.log(r["measured_train_s"] / r["predicted_train_s"]),
-                        "tokens_per_s": math.log(r["measured_tokens_per_s"] / r["predicted_tokens_per_s"])})
-    return out

@@ -147,7 +147,7 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
             "step_ratio": est_step / measured_step if est_step and measured_step else None,
             # the host overhead constant was fitted on runs with the recipes' 4 dataloader workers, made before host
             # fingerprints on the hosts of 2026-11-30; a run with a host id is from another session and host, where a
-            # host-bound step runs 20 % faster or slower (issue 12): its ratio is reported, not held to 15 %. A median
+            # host-bound step runs 20 % faster or slower: its ratio is reported, not held to 15 %. A median
             # of fewer than MIN_STEADY_INTERVALS steady intervals is no measurement to hold an estimate to.
             "steady_intervals": step_time(r).n_intervals,
             "host": r.host_id,

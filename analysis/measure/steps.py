@@ -20,7 +20,7 @@ from analysis.parse.logs import gc_paused
 from analysis.parse.record import RunRecord
 
 WARMUP_FRACTION = 0.10  # intervals that start before this share of the full epoch's steps are warm-up ...
-WARMUP_MAX_STEPS = 10   # ... or before this step, whichever comes first (a long epoch's warm-up is no longer)
+WARMUP_MAX_STEPS = 10   # ... or before this step, whichever comes first (a long epoch's warm-up takes as long)
 CI_LEVEL = 0.95
 OUTLIER_FACTOR = 10.0   # a steady interval this many times the median step time is a broken log line, not a step
 
@@ -114,8 +114,8 @@ def _intervals(rec: RunRecord) -> list[Interval]:
 
 def _outliers(out: list[Interval]) -> list[Interval]:
     """Steady intervals whose step time is over OUTLIER_FACTOR x the steady median are no steady state: one line's
-    cumulative s/it x10 (the last line's, which no later line contradicts) made tokens/s 15 instead of 349 while the
-    median stayed right (issue 30). Needs three steady intervals (the median of two is their mean)."""
+    cumulative s/it x10 (the last line's, which no later line contradicts) would make tokens/s a twentieth of the
+    run's while the median stays right. Needs three steady intervals (the median of two is their mean)."""
     times = [iv.seconds / iv.steps for iv in out if iv.excluded is None]
     if len(times) < 3:
         return out

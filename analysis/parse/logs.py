@@ -45,7 +45,7 @@ SPEED_S_PER_IT = "train_speed(s/it)"
 SPEED_IT_PER_S = "train_speed(iter/s)"
 SUMMARY_KEYS = {"log_history", "model_parameter_info", "last_model_checkpoint", "train_dataset", "memory"}
 # ms-swift's clock strings on a training line: nothing reads them there (a line's time comes from its speed; an eval
-# line's elapsed_time is kept), and they held a fifth of a 200 MB log's memory (issue 30): not kept in its row.
+# line's elapsed_time is kept), and they hold a fifth of a 200 MB log's memory: not kept in its row.
 TRAIN_CLOCK_KEYS = frozenset({"elapsed_time", "remaining_time"})
 # Keys that differ between the duplicated lines of multi-node runs (each node master writes its own speed and times
 # its own evaluation).
@@ -248,7 +248,7 @@ def _classify(obj: dict) -> str:
         return "summary"
     if "loss" in obj and "eval_loss" not in obj:
         # a training line, even with an eval_-prefixed key: ms-swift 4.6.0 under torch_compile writes the metric
-        # `eval_token_acc` on every training line after the first evaluation (the compiled runs of issue 18)
+        # `eval_token_acc` on every training line after the first evaluation
         return "train"
     for k in obj:
         if k[:5] == "eval_":
@@ -617,8 +617,8 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
 
 def check_resumes(run: RunLog, n_lines: int) -> None:
     """A resume that run.json records, or args.json's resume_from_checkpoint, against the log: the resumed training's
-    first training line logs the first logging step after the checkpoint's. A resume the log contradicts made every
-    step time 29-38 % off (issue 30: the speed is counted from the wrong step): bad input, naming the file."""
+    first training line logs the first logging step after the checkpoint's. A resume the log contradicts would put
+    every step time 29-38 % off (the speed counted from the wrong step): bad input, naming the file."""
     every = _int((run.args or {}).get("logging_steps"))
 
     def contradicted(step: int, after_line: int) -> str | None:

@@ -383,8 +383,8 @@ def _timeline(train: _Columns, eval_lines: _Columns, args: dict,
 def _rising(points: list[tuple[int, float]]) -> set[tuple[int, float]]:
     """The longest run of POINTS whose times rise with the step (patience sorting, n log n). A cumulative speed
     that is wrong on one line (its s/it x10) puts that line's time past the next lines'; dropping the lines after it
-    kept one interval of ten times its length, which made tokens/s 229 instead of 3,559 (issue 30): the longest rising
-    run drops the one line that does not fit instead."""
+    would keep one interval ten times its length (and a tokens/s a fifteenth of the run's): the longest rising run
+    drops the one line that does not fit instead."""
     tails: list[float] = []   # tails[k]: the smallest last time of a rising run of length k + 1
     tail_at: list[int] = []   # its index in POINTS
     before = [-1] * len(points)

@@ -113,7 +113,7 @@ def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
 
 def check_hardware(run_dir: Path, env: dict, status: dict, folder_hw: str | None) -> None:
     """The folder's hardware class (results/<hw>/...) against what env.json and run.json say: env.json's `hw: a10`
-    in a results/h200/ folder used to make an A10 row (and the speed-up baseline) of an H200 run. A GPU whose NVML
+    in a results/h200/ folder would make an A10 row (and the speed-up baseline) of an H200 run. A GPU whose NVML
     name is another class's is bad input too, unless the runner recorded the label as forced (--force-hw)."""
     if folder_hw is None:
         return
@@ -388,7 +388,7 @@ INCOMPLETE = "incomplete log"
 
 def incomplete_label(rec: RunRecord) -> str:
     """The label of a run whose run.json says ok but whose log lacks ms-swift's end-of-training summary (cut, or a
-    killed run's log under a hand-edited run.json): its last loss is no final loss (issue 30)."""
+    killed run's log under a hand-edited run.json): its last loss is no final loss."""
     of = f" of {rec.max_steps}" if rec.max_steps else ""
     return (f"{INCOMPLETE} (ends at step {rec.global_steps}{of} without ms-swift's end-of-training summary, though "
             "run.json says ok)")

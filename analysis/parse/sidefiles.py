@@ -96,7 +96,7 @@ def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: tuple[int, str] | 
     for line_no, d in _values(_blob_lines(blob)):
         if d is INVALID:  # a torn line of a killed run: skipped
             continue
-        if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count (issue 30)
+        if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count: the schema says
             runfiles.check(path, d, line=line_no)
         step, tokens = int(d["step"]), int(d["tokens"])
         pad = d.get("padded_tokens")

@@ -94,7 +94,7 @@ def profiler_activities(torch, which: str, cuda: bool) -> tuple[list, list[str],
 class GcTimer:
     """Python's garbage collections inside a window, by generation, and the seconds they took (gc.callbacks): a
     full collection over a heap of hundreds of thousands of profiler events is one suspect for a profiled step
-    running longer than its unprofiled neighbours (issue 12)."""
+    running longer than its unprofiled neighbours."""
 
     def __init__(self):
         self.counts = {0: 0, 1: 0, 2: 0}

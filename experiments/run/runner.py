@@ -173,7 +173,7 @@ def experiment_lock(spec: RunSpec):
         f.flush()
         try:
             yield True
-        finally:  # the file goes with the lock (a refused pre-flight left results/.locks/*.lock behind, issue 30)
+        finally:  # the file goes with the lock (else a refused pre-flight leaves results/.locks/*.lock behind)
             with contextlib.suppress(OSError):
                 path.unlink()
             with contextlib.suppress(OSError):
