@@ -45,7 +45,7 @@ DRYRUN      ?=
 
 help:
 	@echo "make test                         set up .venv (CPU torch, ms-swift), lint, and run every test"
-	@echo "make lint                         ruff and mypy (pyproject.toml's settings)"
+	@echo "make lint                         ruff, mypy and the dead-code check (vulture; pyproject.toml's settings)"
 	@echo "make report                       executed report notebook -> report/index.html"
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
 	@echo "make parse [RESULTS=results]      one row per run folder: status, complete, steps, ms/step, tokens/s, peak, MFU"
@@ -95,6 +95,7 @@ chromium:
 lint: $(STAMP)
 	$(VPY) -m ruff check experiments analysis tests notebooks seeds
 	$(VPY) -m mypy
+	$(VPY) -m vulture
 
 # The two venvs are independent: built side by side. The slow tests (real CPU trainings through run-all, each in its
 # own tmp folders) run beside the others, the tiny stand-in model built once before (both would build it); the

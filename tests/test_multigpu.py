@@ -23,9 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 H200 = REPO / "results" / "h200"
 HOST = "a2a43152259f"  # the nvidia-h200-x2 host of calls 12-14 (results/calls/2026-12-01-call12/README.md)
 SEED1, SEED2 = H200 / "seed" / f"20261201-022030-{HOST}", H200 / "seed" / f"20261201-022616-2gpu-{HOST}"
-BEST1, BEST2 = H200 / "best" / f"20261201-021700-{HOST}", H200 / "best" / f"20261201-021832-2gpu-{HOST}"
 BEST2_Z2 = H200 / "best" / f"20261201-022954-2gpu-zero2-{HOST}"
-SWEEPS = H200 / "allreduce"
 
 
 # ------------------------------------------------------------------------------------------ identity and batch

@@ -133,15 +133,6 @@ class ProfiledStep:
     gpm_host_s: float | None
     world_size: int
 
-    @property
-    def kind_seconds(self) -> dict[str, float]:
-        """Seconds per kind at the steady steps' tokens (floors + scaled work), on the run's own class."""
-        floor = model_constants()["kernel_floor_us"] * 1e-6
-        out = dict.fromkeys(KINDS, 0.0)
-        for g in self.groups:
-            base, work = split(g, floor)
-            out[g.kind] += base + work * self.token_scale
-        return out
 
 
 @dataclass(frozen=True)
@@ -430,14 +421,4 @@ def transferable(rec: RunRecord) -> bool:
     except InputError:
         return False
     return True
-
-
-def reconciliation(step: ProfiledStep) -> dict[str, float | None]:
-    """How the profiled step and the steady median differ: the profiled wall over the median, the profile-only step
-    over the median, and the host's part against GPM's steady host (mean wall - GPM busy of the steady steps)."""
-    med = step.steady_step_s
-    return {"profiled_over_steady": step.profiled_wall_s / med if med else None,
-            "profile_only_error": step.profile_only_s / med - 1 if med else None,
-            "token_scale": step.token_scale,
-            "host_over_gpm_host": step.host_s / step.gpm_host_s if step.gpm_host_s else None}
 

@@ -18,7 +18,6 @@ from experiments.base.errors import InputError
 
 CONSTANTS_FILE = hardware.DATA / "planner.yaml"
 GIB = 2 ** 30
-FIT_VERDICTS = ("yes", "tight", "no")
 PARALLEL_LAYOUTS = ("ddp", "zero2", "zero3")
 
 

@@ -169,27 +169,6 @@ def package_report(name: str, recorded: dict | None = None) -> dict:
     return out
 
 
-def pypi_wheel(name: str, python_version: str = "3.12", platform: str = "manylinux_2_24_x86_64",
-               timeout: float = 120) -> dict:
-    """`pip download --no-deps NAME` for the GPU host's Python and platform (needs network): what wheel exists."""
-    import subprocess
-    import sys
-    import tempfile
-    import zipfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        p = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", name, "--python-version",
-                            python_version, "--platform", platform, "--only-binary=:all:", "-d", tmp, "-q"],
-                           capture_output=True, text=True, timeout=timeout)
-        wheels = list(Path(tmp).glob("*.whl"))
-        if p.returncode != 0 or not wheels:
-            return {"available": False, "error": (p.stderr or p.stdout).strip()[-500:]}
-        whl = wheels[0]
-        with zipfile.ZipFile(whl) as z:
-            libs = sorted(Path(n).name for n in z.namelist() if n.endswith(".so"))
-        return {"available": True, "file": whl.name, "size_mb": round(whl.stat().st_size / 1e6, 1), "libs": libs}
-
-
 def shipped_version(package: str, requirements: str | Path = GPU_REQUIREMENTS) -> str | None:
     """The version of PACKAGE pinned in the GPU wheelhouse's requirements (experiments/setup/requirements-gpu.txt)."""
     try:

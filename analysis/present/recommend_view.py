@@ -10,7 +10,7 @@ import pandas as pd
 
 from analysis.judge.classes import ClassAnswer
 from analysis.judge.published import SEED_EXPERIMENT, short
-from analysis.judge.recommend import HostEpochs, Order, Recommendation, Undetermined
+from analysis.judge.recommend import HostEpochs, Recommendation
 
 
 def seconds_text(s: float | None) -> str:
@@ -174,8 +174,3 @@ def undetermined_lines(rec: Recommendation) -> list[str]:
     """One line per order the runs do not settle, with what would settle it."""
     return [f"{u.a} vs {u.b}: undetermined ({u.why}); settle with {u.settle}" for u in rec.undetermined]
 
-
-def order_text(o: Order | Undetermined) -> str:
-    if isinstance(o, Order):
-        return f"{o.faster} < {o.slower} ({o.basis}; {', '.join(h[:8] for h in o.hosts)})"
-    return f"{o.a} ? {o.b} ({o.why})"

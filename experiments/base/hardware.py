@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -220,11 +219,6 @@ def total_params(s: dict) -> int:
 def describe(key: str) -> str:
     spec = require(key)
     return f"{spec['name']} ({spec['memory_gb']} GB, {spec['bf16_dense_tflops']} TFLOPS bf16 dense)"
-
-
-def as_rows() -> list[dict[str, Any]]:
-    return [{"hw": k, **{f: v for f, v in spec.items() if f not in ("nvml_names", "aliases")}}
-            for k, spec in table().items()]
 
 
 DEFAULT_BASELINE = baseline()  # read once: argument defaults name it
