@@ -8,6 +8,7 @@ _ = Whitelist()
 
 # fields of typed values read through dataclasses.asdict (JSON output, table rows, the report's CSVs)
 time_source, scheduled, tokens_per_s_error_pct, profiled_busy_s, profiled_tokens, overhead_s  # estimate
+optimizer_s, live_peak_gib, headroom_gib, tokens_per_micro_batch  # the planner's PlanRow
 loss_dev, band_step, rule_text, base_n, test_n, failed_other  # judge
 peak_tflops, comm_frac, gpm_sm_util_pct, gpm_tensor_util_pct, main_package, token_acc  # measure, parse
 

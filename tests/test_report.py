@@ -169,9 +169,9 @@ def test_answer_table_of_the_fixture_tree(built):
     kwargs = answer.recipe_kwargs(Context.load(built["results"], out_dir=built["out"] / "ctx"))
     assert kwargs["batch"] == 1 and kwargs["grad_accum"] == 16 and kwargs["max_length"] == 2048  # the article's
     plan = planner.estimate(hw="a10", results=built["results"], **kwargs)[0]
-    assert a10.ms_per_step == pytest.approx(plan["roofline"]["step_time_s"] * 1000)
-    assert a10.tokens_per_s == pytest.approx(plan["roofline"]["tokens_per_s"])
-    assert a10.largest_batch == plan["max_batch"]
+    assert a10.ms_per_step == pytest.approx(plan.roofline.step_time_s * 1000)
+    assert a10.tokens_per_s == pytest.approx(plan.roofline.tokens_per_s)
+    assert a10.largest_batch == plan.max_batch
     pub = df[(df.hw == "a10") & (df.source == "published")].iloc[0]
     assert pub.ms_per_sample == 1248 and pd.isna(pub.tokens_per_s)  # the article's tokens/s are not real tokens
     text = " ".join(built["soup"].get_text(" ").split())

@@ -89,7 +89,7 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
             if tps:
                 roof = roofline_micro_step(spec, shapes, method, r.per_device_batch * tps, gc, rank, c,
                                            mem["weights_gib"] * GIB)
-                est_step = r.grad_accum * roof["micro_step_s"] + optimizer_step_s(
+                est_step = r.grad_accum * roof.micro_step_s + optimizer_step_s(
                     spec, method, mem["params"]["trainable"], c)
         measured_step = step_time(r).median
         measured = r.peak_mem_gib

@@ -6,7 +6,7 @@ recipe per GPU class with its cost at a price table.
 the run records (analysis.parse.results: one picked run per hardware and matrix experiment) and the reviewed published
 figures (seeds/); every number is what analysis.measure (step time, tokens/s, MFU, losses, speed-ups) or
 analysis.judge.published (measured vs published) returns: this module chooses rows and formats them, it computes no
-statistic. The recommendation is analysis.judge.recommend's, its per-GPU rows analysis.estimate.recipe_gpus'.
+statistic. The recommendation is analysis.judge.recommend's, each GPU class's analysis.judge.classes'.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
+from analysis.estimate import prices as price_tables
 from analysis.estimate import quick as quick_estimate
-from analysis.estimate import recipe_gpus
 from analysis.judge import classes, your_runs
 from analysis.judge import published as P
 from analysis.judge.baseline import Candidate, pick_baseline
@@ -275,7 +275,7 @@ def register(sub) -> None:
                    help="only the answer (README's): the recommendation sentence, the recipes measured beside a "
                         "full seed epoch of their own host, and the recommended recipe per GPU class; Markdown, "
                         "without host ids (the full tables name the hosts and runs)")
-    p.add_argument("--prices", default=str(recipe_gpus.DEFAULT_PRICES), metavar="FILE",
+    p.add_argument("--prices", default=str(price_tables.DEFAULT_PRICES), metavar="FILE",
                    help="price table for the recommended recipe's cost per GPU class (YAML 'h100: 2.5' per GPU-hour, "
                         "optionally 'currency: EUR'; default: data/prices.yaml, dated list prices)")
     p.set_defaults(func=run)
@@ -303,7 +303,7 @@ def your_runs_table(records: list[RunRecord]) -> pd.DataFrame:
 
 def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
            seeds_dir: str | Path | None = None,
-           compact: bool = False, prices: str | Path | None = recipe_gpus.DEFAULT_PRICES) -> dict[str, pd.DataFrame]:
+           compact: bool = False, prices: str | Path | None = price_tables.DEFAULT_PRICES) -> dict[str, pd.DataFrame]:
     """{"speedup", "convergence", "scaling", "recommended" (one row: the recipe for the job, its command and
     sentence), "recipes" (every matrix recipe's full epochs per host), "orders" (which recipe finishes sooner, and
     which orders are undetermined), "classes" (each GPU class's recipe, epoch and cost), "your_runs"} of RESULTS_DIR
@@ -379,7 +379,7 @@ def answer_md(t: dict[str, pd.DataFrame]) -> str:
 
 def run(args) -> int:
     hardware.require(args.baseline)  # an unknown baseline is bad input (exit 2, the known names), as in report
-    recipe_gpus.check_prices(args.prices)  # so is a price table that cannot be read, even where none is needed
+    price_tables.check_prices(args.prices)  # so is a price table that cannot be read, even where none is needed
     found = scan(args.results_dir)
     for line in found.lines():  # folders left out and copies counted once, one line each; exit 3 if any was left out
         print(f"swiftbench: {line}", file=sys.stderr)

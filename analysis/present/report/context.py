@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
-from analysis.estimate import recipe_gpus
+from analysis.estimate import prices as price_tables
 from analysis.judge.classes import Answer, answer
 from analysis.judge.published import short
 from analysis.judge.seed_checks import load_seeds
@@ -76,7 +76,7 @@ class Context:
             speed=speedup_table(results_dir, baseline, seeds_dir, records=picked),
             conv=convergence_table(results_dir, seeds_dir, records=picked),
             pub=published_figures(seeds_dir), seeds=load_seeds(seeds_dir), util=U.summary(matrix),
-            prices=Path(prices) if prices else recipe_gpus.DEFAULT_PRICES)
+            prices=Path(prices) if prices else price_tables.DEFAULT_PRICES)
 
     # ------------------------------------------------------------------------------------ the runs
 
