@@ -10,6 +10,7 @@ extraction broke a line).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -110,12 +111,20 @@ def short(hw: str) -> str:
     return spec["name"].replace("NVIDIA ", "") if spec else hw
 
 
-def sample_vs_published(rec: RunRecord, pub: pd.DataFrame) -> dict:
-    """The published ms per "step" of REC's class (one sample's forward-backward pass) beside REC's ms per sample,
-    and their ratio (measured / published): the same unit on both sides."""
+@dataclass(frozen=True)
+class SampleVsPublished:
+    """The published ms per "step" of a class (one sample's forward-backward pass) and our ms per sample over it."""
+
+    published_ms_per_sample: float | None
+    ratio: float | None
+
+
+def sample_vs_published(rec: RunRecord, pub: pd.DataFrame) -> SampleVsPublished:
+    """The published ms per "step" of REC's class beside REC's ms per sample, and their ratio (measured /
+    published): the same unit on both sides."""
     ms = value(pub, rec.hw, "ms_per_step") if rec.hw else None
     ours = steps.sample_ms(rec)
-    return {"published_ms_per_sample": ms, "measured_over_published": ours / ms if ms and ours else None}
+    return SampleVsPublished(ms, ours / ms if ms and ours else None)
 
 
 # ----------------------------------------------------------------------------------- the comparisons

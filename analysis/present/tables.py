@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -27,27 +26,12 @@ from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
 from analysis.present import recommend_view
+from analysis.present.table_rows import ConvergenceRow, ScalingRow, SpeedRow, columns
 from experiments.base import hardware
 from experiments.base.errors import SKIPPED_EXIT
 
-SPEED_COLUMNS = [
-    "hw", "experiment", "source", "gpus", "parallel", "status", "run", "host", "labels", "ms_per_sample",
-    "ms_per_step", "ms_per_step_ci95", "ms_per_micro_step", "tokens_per_s", "tokens_per_s_per_gpu",
-    "tokens_per_s_low", "tokens_per_s_high", "tokens_source",
-    "samples_per_s", "gpu_busy_ms_per_step", "host_ms_per_step", "comm_ms_per_step", "gpu_busy_frac", "bound",
-    "profiled_over_steady", "gpm_busy_ms_per_step", "gpm_host_ms_per_step", "gpm_busy_frac", "gpm_steps",
-    "gpm_over_profiler",
-    "peak_gib", "mfu",
-    "speedup", "speedup_basis", "speedup_hosts", "baseline", "published_ms_per_sample", "measured_over_published",
-    "host_python_ns", "host_dispatch_us", "host_lora_ms",
-    "est_full_train_s", "est_full_train_s_low", "est_full_train_s_high", "est_full_tokens_per_s",
-    "est_full_tokens_per_s_low", "est_full_tokens_per_s_high", "est_steps", "est_basis", "steady_steps",
-]
-CONVERGENCE_COLUMNS = [
-    "hw", "experiment", "source", "status", "run", "labels", "steps", "final_train_loss", "final_eval_loss",
-    "eval_token_acc", "loss_drop_per_100_steps", "steps_to_50pct_drop", "steps_to_90pct_drop",
-    "wall_time_to_last_eval_s",
-]
+SPEED_COLUMNS = columns(SpeedRow)
+CONVERGENCE_COLUMNS = columns(ConvergenceRow)
 COMPACT = {  # --compact: the columns that fit a README page
     "speedup": ["hw", "experiment", "source", "gpus", "host", "ms_per_sample", "ms_per_step", "tokens_per_s",
                 "gpu_busy_ms_per_step", "host_ms_per_step", "bound", "peak_gib", "mfu", "speedup", "speedup_hosts",
@@ -77,7 +61,7 @@ def labels_text(rec: RunRecord) -> str:
     return "; ".join(labels) + (f"; failed: {rec.failure}" if rec.failure else "")
 
 
-def estimate_cells(rec: RunRecord) -> dict:
+def estimate_cells(rec: RunRecord) -> SpeedRow:
     """The full run as a cut run with a schedule predicts it (analysis.estimate.quick): training time and steady
     tokens/s with their 95 % ranges, the steps behind them and what the estimate is. Empty for other runs."""
     if not rec.ok or not rec.schedule or (rec.global_steps or 0) >= len(rec.schedule):
@@ -89,7 +73,7 @@ def estimate_cells(rec: RunRecord) -> dict:
             "est_steps": est.fit_steps, "est_basis": est.label}
 
 
-def _identity(rec: RunRecord) -> dict:
+def _identity(rec: RunRecord) -> SpeedRow:
     return {"hw": rec.hw, "experiment": rec.experiment, "source": "measured", "gpus": rec.gpus,
             "parallel": rec.parallel, "status": rec.status, "run": rec.run, "host": rec.host_id,
             "labels": labels_text(rec)}
@@ -106,7 +90,7 @@ def _ms(seconds: float | None) -> float | None:
     return seconds * 1000 if seconds else None
 
 
-def speed_row(rec: RunRecord) -> dict:
+def speed_row(rec: RunRecord) -> SpeedRow:
     """One measured row of the speed table (without the speed-up, which needs the baseline)."""
     st = steps.step_time(rec)
     tp = throughput.throughput(rec)
@@ -116,7 +100,7 @@ def speed_row(rec: RunRecord) -> dict:
     share = profile.step_share(rec)
     gpm = profile.steady_share(rec)
     probe = rec.host_probe
-    return {
+    row: SpeedRow = {
         **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st.median),
         "ms_per_step_ci95": ci, "ms_per_micro_step": steps.micro_step_ms(rec), "tokens_per_s": tp.tokens_per_s,
         "tokens_per_s_per_gpu": tp.tokens_per_s / rec.gpus if tp.tokens_per_s else None, "tokens_per_s_low": tp.low,
@@ -134,13 +118,14 @@ def speed_row(rec: RunRecord) -> dict:
         "steady_steps": len(steps.steady_steps(rec)) or None,
         **estimate_cells(rec),
     }
+    return row
 
 
 # ----------------------------------------------------------------------------------------- published
 
 
-def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
-    rows = []
+def published_speed_rows(pub: pd.DataFrame) -> list[SpeedRow]:
+    rows: list[SpeedRow] = []
     for hw in P.hardware_with(pub, "ms_per_step"):
         rows.append({
             "hw": hw, "experiment": SEED_EXPERIMENT, "source": "published", "status": "published",
@@ -154,10 +139,10 @@ def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
 # ------------------------------------------------------------------------------------------- tables
 
 
-def baseline_name(row: dict | pd.Series) -> str:
+def baseline_name(row: SpeedRow | pd.Series) -> str:
     """How the `baseline` column names a row: its hardware, and its host id where it has one."""
     host = row.get("host")
-    return row["hw"] + (f" ({host})" if isinstance(host, str) and host else "")
+    return f"{row['hw']}" + (f" ({host})" if isinstance(host, str) and host else "")
 
 
 def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
@@ -174,15 +159,15 @@ def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAU
     analysis.judge.published.sample_vs_published (our ms per sample / the published ms per sample, same hardware).
     """
     records = records if records is not None else measured_records(results_dir)
-    by_row: list[tuple[dict, RunRecord | None]] = [(speed_row(r), r) for r in records]
+    by_row: list[tuple[SpeedRow, RunRecord | None]] = [(speed_row(r), r) for r in records]
     pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
     by_row += [(row, None) for row in published_speed_rows(pub)]
-    groups: dict[tuple, list[tuple[dict, RunRecord | None]]] = {}
+    groups: dict[tuple, list[tuple[SpeedRow, RunRecord | None]]] = {}
     for row, rec in by_row:
         groups.setdefault((row["experiment"], row["source"]), []).append((row, rec))
     for (_, source), members in groups.items():
-        i = pick_baseline([Candidate(row["hw"], row["source"], row.get("ms_per_sample"), row.get("tokens_per_s"),
-                                     row.get("steady_steps")) for row, _ in members], baseline)
+        i = pick_baseline([Candidate(str(row.get("hw")), row["source"], row.get("ms_per_sample"),
+                                     row.get("tokens_per_s"), row.get("steady_steps")) for row, _ in members], baseline)
         if i is None:
             continue
         base, base_rec = members[i]
@@ -191,31 +176,31 @@ def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAU
             if source == "measured":
                 assert base_rec is not None and rec is not None  # measured rows carry their records
                 sp = compare.speedup(base_rec, rec)
-                row.update(speedup=sp.factor, speedup_basis=sp.how, speedup_hosts=sp.hosts)
+                row["speedup"], row["speedup_basis"], row["speedup_hosts"] = sp.factor, sp.how, sp.hosts
             else:
-                sp = compare.time_speedup(base["ms_per_sample"], row["ms_per_sample"])
-                row.update(speedup=sp.factor, speedup_basis="ms per sample (published)")
+                sp = compare.time_speedup(base.get("ms_per_sample"), row.get("ms_per_sample"))
+                row["speedup"], row["speedup_basis"] = sp.factor, "ms per sample (published)"
     for row, rec in by_row:
         if rec is not None and rec.experiment == SEED_EXPERIMENT:
-            row.update(P.sample_vs_published(rec, pub))
+            vs = P.sample_vs_published(rec, pub)
+            row["published_ms_per_sample"], row["measured_over_published"] = vs.published_ms_per_sample, vs.ratio
     df = pd.DataFrame([row for row, _ in by_row], columns=SPEED_COLUMNS)
     return df.sort_values(["experiment", "source", "hw"], ignore_index=True)
 
 
-SCALING_COLUMNS = ["hw", "experiment", "parallel", "host", "gpus_from", "gpus_to", "speedup", "efficiency",
-                   "efficiency_low", "efficiency_high", "basis", "hosts", "tokens_per_s_from", "tokens_per_s_to",
-                   "comm_ms_per_step", "gpu_busy_frac", "run_from", "run_to", "labels"]
+SCALING_COLUMNS = columns(ScalingRow)
 
 
 def scaling_table(records: list[RunRecord]) -> pd.DataFrame:
     """Scaling efficiency of every N-GPU run over the 1-GPU run of the same hardware, experiment and host
     (analysis.measure.compare.scaling_pairs: a ratio across hosts measures the hosts, so none is made)."""
-    rows = []
+    rows: list[ScalingRow] = []
     for one, many, sc in compare.scaling_pairs(records):
         share = profile.step_share(many)
         rows.append({"hw": many.hw, "experiment": many.experiment, "parallel": many.parallel, "host": many.host_id,
-                     **{k: getattr(sc, k) for k in ("gpus_from", "gpus_to", "speedup", "efficiency",
-                                                    "efficiency_low", "efficiency_high", "basis", "hosts")},
+                     "gpus_from": sc.gpus_from, "gpus_to": sc.gpus_to, "speedup": sc.speedup,
+                     "efficiency": sc.efficiency, "efficiency_low": sc.efficiency_low,
+                     "efficiency_high": sc.efficiency_high, "basis": sc.basis, "hosts": sc.hosts,
                      "tokens_per_s_from": throughput.throughput(one).tokens_per_s,
                      "tokens_per_s_to": throughput.throughput(many).tokens_per_s,
                      "comm_ms_per_step": share.comm_ms, "gpu_busy_frac": share.gpu_busy_frac,
@@ -227,12 +212,15 @@ def convergence_table(results_dir: str | Path | Scan, seeds_dir: str | Path | No
                       records: list[RunRecord] | None = None) -> pd.DataFrame:
     """Per picked run: steps, final train / eval loss, eval token accuracy, the training loss's drop
     (analysis.measure.loss), wall time to the last eval; and the article's final losses and accuracies."""
-    out = []
+    out: list[ConvergenceRow] = []
     for r in records if records is not None else measured_records(results_dir):
+        drop = loss.loss_drop_stats(r)
         out.append({
-            **_identity(r), "steps": r.global_steps, "final_train_loss": loss.final_train_loss(r),
+            "hw": r.hw, "experiment": r.experiment, "source": "measured", "status": r.status, "run": r.run,
+            "labels": labels_text(r), "steps": r.global_steps, "final_train_loss": loss.final_train_loss(r),
             "final_eval_loss": loss.final_eval_loss(r), "eval_token_acc": loss.final_eval_token_acc(r),
-            **asdict(loss.loss_drop_stats(r)), "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
+            "loss_drop_per_100_steps": drop.loss_drop_per_100_steps, "steps_to_50pct_drop": drop.steps_to_50pct_drop,
+            "steps_to_90pct_drop": drop.steps_to_90pct_drop, "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
         })
     pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
     total_steps = P.value(pub, None, "total_steps")
