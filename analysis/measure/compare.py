@@ -88,11 +88,11 @@ def host_relation(a: RunRecord, b: RunRecord) -> str:
 
 def probe_text(rec: RunRecord) -> str:
     p = rec.host_probe
-    if all(v is None for v in p.values()):
+    if not p.measured():
         return "no host probe"
     fmt = lambda v, unit: "?" if v is None else f"{v:.3g} {unit}"  # noqa: E731
-    return (f"Python {fmt(p['python_ns'], 'ns/iter')}, dispatch {fmt(p['dispatch_us'], 'us/op')}, "
-            f"LoRA step {fmt(p['lora_ms'], 'ms')}")
+    return (f"Python {fmt(p.python_ns, 'ns/iter')}, dispatch {fmt(p.dispatch_us, 'us/op')}, "
+            f"LoRA step {fmt(p.lora_ms, 'ms')}")
 
 
 def other_host(test: RunRecord, base: RunRecord, whose: str = "") -> str | None:

@@ -95,22 +95,40 @@ def to_float(value: Any) -> float | None:
     return None
 
 
-def parse_dataset_stats(text: Any) -> dict | None:
-    """ms-swift's token statistics string 'mean±std, min=.., max=.., size=N' as a dict."""
+@dataclass(frozen=True)
+class DatasetStats:
+    """ms-swift's token statistics of a dataset: tokens per sample (mean, std, min, max) and the samples."""
+
+    mean: float
+    std: float
+    min: float
+    max: float
+    size: int
+
+
+def parse_dataset_stats(text: Any) -> DatasetStats | None:
+    """ms-swift's token statistics string 'mean±std, min=.., max=.., size=N'."""
     if not isinstance(text, str):
         return None
     m = _DATASET_RE.match(text)
     if not m:
         return None
     try:
-        out = {k: float(m[k]) for k in ("mean", "std", "min", "max")}
-        out["size"] = int(m["size"])
+        return DatasetStats(float(m["mean"]), float(m["std"]), float(m["min"]), float(m["max"]), int(m["size"]))
     except ValueError:  # '1e' or '--' match the pattern but are no numbers
         return None
-    return out
 
 
-def parse_param_info(text: Any) -> dict | None:
+@dataclass(frozen=True)
+class ParamInfo:
+    """The model's parameters and the trainable ones, as ms-swift's summary counts them."""
+
+    total_params: int
+    trainable_params: int
+    trainable_pct: float
+
+
+def parse_param_info(text: Any) -> ParamInfo | None:
     """'PeftModelForCausalLM: 7635.8016M Params (20.1851M Trainable [0.2643%]), ...' -> parameter counts."""
     if not isinstance(text, str):
         return None
@@ -118,11 +136,7 @@ def parse_param_info(text: Any) -> dict | None:
     if not m:
         return None
     try:
-        return {
-            "total_params": round(float(m["total"]) * 1e6),
-            "trainable_params": round(float(m["trainable"]) * 1e6),
-            "trainable_pct": float(m["pct"]),
-        }
+        return ParamInfo(round(float(m["total"]) * 1e6), round(float(m["trainable"]) * 1e6), float(m["pct"]))
     except (ValueError, OverflowError):  # '1.2.3' matches the pattern; 1e400 is no finite count
         return None
 

@@ -25,6 +25,7 @@ from analysis.parse.logs import (
     LOG_NAME,
     SPEED_IT_PER_S,
     SPEED_S_PER_IT,
+    DatasetStats,
     RunLog,
     as_floats,
     column,
@@ -41,6 +42,19 @@ from experiments.base import runfiles, runschema
 from experiments.base.errors import InputError
 
 Curve = list  # [[step, value], ...] as logged (JSON-friendly)
+
+
+@dataclass(frozen=True)
+class HostProbe:
+    """env.json's host-speed probe (experiments/record/host.py): Python ns per loop iteration, eager CUDA op dispatch
+    microseconds, LoRA-shaped forward+backward ms (None where not measured)."""
+
+    python_ns: float | None
+    dispatch_us: float | None
+    lora_ms: float | None
+
+    def measured(self) -> bool:
+        return any(v is not None for v in vars(self).values())
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,12 +204,10 @@ class RunRecord:
         return runfiles.host_id(self.env)
 
     @property
-    def host_probe(self) -> dict:
-        """The host-speed probe's three figures (None where not measured): Python ns per loop iteration, eager CUDA
-        op dispatch microseconds, LoRA-shaped forward+backward ms."""
+    def host_probe(self) -> HostProbe:
+        """The host-speed probe's three figures (None where not measured)."""
         probe = (self.env.get("host") or {}).get("probe") or {}
-        return {key: (probe.get(part) or {}).get("value") for key, part in
-                (("python_ns", "python_loop"), ("dispatch_us", "dispatch"), ("lora_ms", "lora_step"))}
+        return HostProbe(*((probe.get(part) or {}).get("value") for part in ("python_loop", "dispatch", "lora_step")))
 
     @property
     def machine(self) -> str | None:
@@ -312,17 +324,17 @@ def _cut(curve: Curve, bad_step: int | None) -> Curve:
     return [p for p in curve if p[0] < bad_step and math.isfinite(p[1])]
 
 
-def _samples_per_step_from_epoch(train: _Columns, train_stats: dict | None) -> int | None:
+def _samples_per_step_from_epoch(train: _Columns, train_stats: DatasetStats | None) -> int | None:
     """Samples per optimizer step from the log alone: Hugging Face's `epoch` advances by samples per step / training
     set size at every step, so (epoch_b - epoch_a) / (b - a) x size is it (rounded; None without both)."""
-    if not train_stats or not train_stats.get("size"):
+    if not train_stats or not train_stats.size:
         return None
     points = [(ln.step, e) for ln, e in zip(train.lines, train("epoch")) if ln.step is not None
               and is_finite(e)]
     if len(points) < 2 or points[-1][0] <= points[0][0]:
         return None
     (a, ea), (b, eb) = points[0], points[-1]
-    per_step = (eb - ea) / (b - a) * train_stats["size"]
+    per_step = (eb - ea) / (b - a) * train_stats.size
     return round(per_step) if math.isfinite(per_step) and per_step >= 0.5 else None
 
 
@@ -459,13 +471,13 @@ def _steps(run: RunLog, args: dict, summary: Mapping) -> tuple[int | None, int |
     return last_step, max_steps
 
 
-def _datasets(run: RunLog, summary: Mapping) -> tuple[dict | None, dict | None]:
+def _datasets(run: RunLog, summary: Mapping) -> tuple[DatasetStats | None, DatasetStats | None]:
     """The summary's training and validation set statistics; a token count out of range is bad input (a negative one
     made a negative tokens/s)."""
     train_stats = parse_dataset_stats(summary.get("train_dataset"))
     val_stats = parse_dataset_stats(summary.get("val_dataset"))
     for name, stats in (("train_dataset", train_stats), ("val_dataset", val_stats)):
-        for stat, value in (stats or {}).items():
+        for stat, value in (vars(stats) if stats else {}).items():
             if not runschema.DATASET_STAT.lo <= value <= runschema.DATASET_STAT.hi:
                 raise InputError(run.path, f"{name}'s {stat} is {value:g}: no token count is that",
                                  run.summary.line_no if run.summary is not None else None)
@@ -533,13 +545,13 @@ def log_facts(run: RunLog) -> LogFacts:
         peak_mem_gib=peak, train_loss=_cut(_curve(train, ("loss",)), bad_step),
         memory_curve=[p for p in _curve(train, ("memory(GiB)",)) if not p[1] < 0], eval_loss=eval_loss,
         token_acc=_cut(_curve(train, ("token_acc", "acc")), bad_step), eval_token_acc=eval_acc,
-        train_tokens_mean=train_stats["mean"] if train_stats else None,
-        train_tokens_max=train_stats["max"] if train_stats else None,
-        train_samples=train_stats["size"] if train_stats else None,
-        val_samples=val_stats["size"] if val_stats else None,
-        trainable_params=params["trainable_params"] if params else None,
-        total_params=params["total_params"] if params else None,
-        trainable_pct=params["trainable_pct"] if params else None,
+        train_tokens_mean=train_stats.mean if train_stats else None,
+        train_tokens_max=train_stats.max if train_stats else None,
+        train_samples=train_stats.size if train_stats else None,
+        val_samples=val_stats.size if val_stats else None,
+        trainable_params=params.trainable_params if params else None,
+        total_params=params.total_params if params else None,
+        trainable_pct=params.trainable_pct if params else None,
         train_runtime_s=runtime if is_finite(runtime) and runtime >= 0 else None,
         total_flos=float(flos) if flos is not None and flos > 0 else None,
         elapsed=elapsed, eval_elapsed=eval_elapsed, event_steps=frozenset(events), warnings=warnings,

@@ -36,8 +36,8 @@ def read_env(run_dir: str | Path) -> dict:
     env = shared.fields(runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {}))
     if "hw" not in env:
         ident = identity(run_dir)
-        if ident["hw"]:
-            env = {**env, "hw": ident["hw"]}
+        if ident.hw:
+            env = {**env, "hw": ident.hw}
     return env
 
 
@@ -47,13 +47,22 @@ def read_status(run_dir: str | Path) -> dict:
                                         read_json_object(Path(run_dir) / STATUS_NAME) or {}))
 
 
-def identity(run_dir: str | Path) -> dict:
+@dataclass(frozen=True)
+class Identity:
+    """hw / experiment / run id of a run folder as its path names them (None outside the layout)."""
+
+    hw: str | None
+    experiment: str | None
+    run: str
+
+
+def identity(run_dir: str | Path) -> Identity:
     """hw / experiment / run id from the `results/<hw>/<experiment>/<run>` layout, as the path names it (a run
     folder linked in from elsewhere is where the link is)."""
     run_dir = Path(os.path.abspath(run_dir))
     parts = run_dir.parts
     hw = parts[-3] if len(parts) >= 3 and hardware.get(parts[-3]) else None
-    return {"hw": hw, "experiment": parts[-2] if hw else None, "run": run_dir.name}
+    return Identity(hw, parts[-2] if hw else None, run_dir.name)
 
 
 class Roots(tuple):
@@ -137,11 +146,11 @@ def read_run(run_dir: str | Path) -> RunRecord:
     env = read_env(run_dir)
     status = read_status(run_dir)
     ident = identity(run_dir)
-    check_hardware(run_dir, env, status, ident["hw"])
+    check_hardware(run_dir, env, status, ident.hw)
     info = {
-        "hw": ident["hw"] or env.get("hw"),
-        "experiment": status.get("experiment") or ident["experiment"],
-        "run": ident["run"],
+        "hw": ident.hw or env.get("hw"),
+        "experiment": status.get("experiment") or ident.experiment,
+        "run": ident.run,
         "status": status.get("status", "ok"),
         "failure": status.get("reason"),
         "labels": labels(env, status),
@@ -191,14 +200,14 @@ def _why_unused(run_dir: Path) -> str | None:
         return ("an unfinished `swiftbench import` (stopped before its folder was complete): delete it and import "
                 "again")
     ident = identity(run_dir)
-    if ident["hw"] is None:
+    if ident.hw is None:
         plain = not userfiles.present(run_dir / STATUS_NAME) and not userfiles.present(run_dir / ENV_NAME)
         if plain or SWIFT_RUN.match(run_dir.name):
             return ("a plain ms-swift output folder, not a results/<hw>/<experiment>/<run> folder: bring it in with "
                     "`swiftbench import <its output folder> --hw HW --experiment NAME`")
         return (f"not in the <hw>/<experiment>/<run> layout ({run_dir.parent.parent.name!r} is not a class of "
                 "data/hardware.yaml)")
-    experiment = ident["experiment"]
+    experiment = str(ident.experiment)  # set with hw
     try:
         imported = read_status(run_dir).get("imported")
     except (InputError, OSError, UnicodeDecodeError):

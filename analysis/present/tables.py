@@ -113,8 +113,7 @@ def speed_row(rec: RunRecord) -> SpeedRow:
         "gpm_host_ms_per_step": gpm.gpm_host_ms, "gpm_busy_frac": gpm.gpm_busy_frac,
         "gpm_steps": gpm.gpm_steps or None, "gpm_over_profiler": gpm.gpm_over_profiler,
         "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s).mfu,
-        "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"],
-        "host_lora_ms": probe["lora_ms"],
+        "host_python_ns": probe.python_ns, "host_dispatch_us": probe.dispatch_us, "host_lora_ms": probe.lora_ms,
         "steady_steps": len(steps.steady_steps(rec)) or None,
         **estimate_cells(rec),
     }
