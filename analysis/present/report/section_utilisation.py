@@ -55,7 +55,7 @@ def timelines(ctx: Context) -> list[str]:
         frames, windows, board = [], {}, {}
         for r in sorted(runs, key=lambda r: r.run):
             u = by_run.get((r.hw, r.experiment, r.run), {})
-            tl = U.timeline(r, u)
+            tl = U.timeline(r, u.get("train_start_s"), u.get("train_end_s"))
             if tl is None:
                 continue
             tl["name"] = r.name
