@@ -12,6 +12,10 @@ optimizer_s, live_peak_gib, headroom_gib, tokens_per_micro_batch  # the planner'
 loss_dev, band_step, rule_text, base_n, test_n, failed_other  # judge
 peak_tflops, comm_frac, gpm_sm_util_pct, gpm_tensor_util_pct, main_package, token_acc  # measure, parse
 
+# what a sweep recorded, kept beside the figures the nccl_env verdict reads (analysis.parse.bench,
+# analysis.measure.interconnect)
+time_us_without, time_us_with, busbw_without, busbw_with, algbw_gbs, topology
+
 # hooks and attributes other libraries call or read
 __getattr__  # module-level lazy attributes (analysis/present/report, experiments/offline/dummy)
 _.exclude_input, _.exclude_input_prompt, _.exclude_output_prompt  # nbconvert's exporter options

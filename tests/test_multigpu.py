@@ -134,16 +134,17 @@ def test_busbw_formula_and_nccl_log():
 def test_committed_sweeps_and_the_nccl_verdict_numbers():
     sweeps = bench.allreduce_runs(REPO / "results", "h200")
     ((plain, env),) = interconnect.pairs(sweeps)
-    raw = json.loads((plain["path"] / "allreduce.json").read_text())
+    raw = json.loads((plain.path / "allreduce.json").read_text())
     big = raw["sizes"][-1]
-    assert big["mib"] == 1024 and interconnect.busbw_at(plain)["busbw_gbs"] == big["busbw_gbs"]
+    largest = interconnect.busbw_at(plain)
+    assert big["mib"] == 1024 and largest is not None and largest.busbw_gbs == big["busbw_gbs"]
     assert big["busbw_gbs"] == pytest.approx(big["bytes"] / (big["time_us"] / 1e6) / 1e9, rel=1e-3)  # 2 ranks: = algbw
     eff = interconnect.env_effect(plain, env)
-    raw_env = json.loads((env["path"] / "allreduce.json").read_text())
-    assert eff["gain_pct_small"] == pytest.approx(
+    raw_env = json.loads((env.path / "allreduce.json").read_text())
+    assert eff.gain_pct_small == pytest.approx(
         (raw["sizes"][0]["time_us"] / raw_env["sizes"][0]["time_us"] - 1) * 100)
-    assert eff["ignored"] == ["NCCL_FASTRAK_ENABLE", "NCCL_NVSWITCH_USE"]
-    assert eff["read"] == {"NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS"}
+    assert eff.ignored == ["NCCL_FASTRAK_ENABLE", "NCCL_NVSWITCH_USE"]
+    assert eff.read == {"NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS"}
 
 
 def test_claims_verdicts_for_seed_000():

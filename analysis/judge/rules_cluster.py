@@ -69,22 +69,22 @@ def rule_nccl_env(claim: Claim, runs: Runs, **_) -> Verdict:
     big, big_without = interconnect.busbw_at(with_), interconnect.busbw_at(without)
     if big is None or big_without is None:  # never: env_effect has read both sweeps' sizes
         return result("not run yet", "an all-reduce sweep without message sizes", {}, [])
-    nums = {"gain_pct_1mib": rnd(eff["gain_pct_small"], 2), "gain_pct_largest": rnd(eff["gain_pct_large"], 2),
-            "max_gain_pct": rnd(eff["max_gain_pct"], 2), "busbw_gbs_largest_without":
-            rnd(big_without["busbw_gbs"], 1), "busbw_gbs_largest_with": rnd(big["busbw_gbs"], 1),
-            "read_by_nccl": eff["read"], "ignored_by_nccl": eff["ignored"], "ranks": eff["ranks"],
-            "nccl": eff["nccl_version"]}
-    detail = (f"{eff['ranks']} GPUs, host {eff['host_id']}, NCCL {eff['nccl_version']}: all-reduce time "
-              f"{eff['gain_pct_small']:+.1f} % faster at {eff['sizes'][0]['mib']:g} MiB and "
-              f"{eff['gain_pct_large']:+.1f} % "
-              f"at {eff['sizes'][-1]['mib']:g} MiB with the variables (busbw {nums['busbw_gbs_largest_without']} -> "
+    nums = {"gain_pct_1mib": rnd(eff.gain_pct_small, 2), "gain_pct_largest": rnd(eff.gain_pct_large, 2),
+            "max_gain_pct": rnd(eff.max_gain_pct, 2), "busbw_gbs_largest_without":
+            rnd(big_without.busbw_gbs, 1), "busbw_gbs_largest_with": rnd(big.busbw_gbs, 1),
+            "read_by_nccl": eff.read, "ignored_by_nccl": eff.ignored, "ranks": eff.ranks,
+            "nccl": eff.nccl_version}
+    detail = (f"{eff.ranks} GPUs, host {eff.host_id}, NCCL {eff.nccl_version}: all-reduce time "
+              f"{eff.gain_pct_small:+.1f} % faster at {eff.sizes[0].mib:g} MiB and "
+              f"{eff.gain_pct_large:+.1f} % "
+              f"at {eff.sizes[-1].mib:g} MiB with the variables (busbw {nums['busbw_gbs_largest_without']} -> "
               f"{nums['busbw_gbs_largest_with']} GB/s); NCCL read "
-              f"{', '.join(f'{k}={v}' for k, v in eff['read'].items()) or 'none'}"
-              f", ignored {', '.join(eff['ignored']) or 'none'}")
-    paths = [without["path"], with_["path"]]
-    if eff["max_gain_pct"] is not None and eff["max_gain_pct"] >= need:
+              f"{', '.join(f'{k}={v}' for k, v in eff.read.items()) or 'none'}"
+              f", ignored {', '.join(eff.ignored) or 'none'}")
+    paths = [without.path, with_.path]
+    if eff.max_gain_pct is not None and eff.max_gain_pct >= need:
         return result("holds", detail, nums, paths)
-    if eff["max_gain_pct"] is not None and eff["max_gain_pct"] < need / 2:
+    if eff.max_gain_pct is not None and eff.max_gain_pct < need / 2:
         return result("does not hold", detail, nums, paths)
     return result("inconclusive", detail, nums, paths)
 
