@@ -365,10 +365,10 @@ def test_combo_takes_the_recipes_that_helped(tmp_path):
     root = tmp_path / "results"
     _throughput_tree(root)
     got = combo.resolve_combo("tp-combo", root, "h200")
-    assert got["used"] == ["tp-bs8"]
-    assert got["overrides"]["per_device_train_batch_size"] == 8 and got["overrides"]["logging_steps"] == 1
-    assert "not run yet" in got["reason"]
-    assert combo.resolve_combo("tp-combo", tmp_path / "empty", "h200")["overrides"] is None
+    assert got.used == ["tp-bs8"]
+    assert got.overrides["per_device_train_batch_size"] == 8 and got.overrides["logging_steps"] == 1
+    assert "not run yet" in got.reason
+    assert combo.resolve_combo("tp-combo", tmp_path / "empty", "h200").overrides is None
     with pytest.raises(InputError, match="not a `combine` experiment"):
         combo.resolve_combo("tp-bs8", root, "h200")
 
@@ -382,10 +382,10 @@ def test_combo_carries_the_launcher_options_its_recipes_train_with(tmp_path):
     lines, args = _synthetic(20, 0.60, 40.0, 10.03, seed=7)
     _write_run(root, "tp-pf", lines=lines, args=args)
     got = combo.resolve_combo("tp-combo", root, "h200")
-    assert got["used"] == ["tp-pf", "tp-bs8"]
-    assert got["overrides"]["padding_free"] is True and got["overrides"]["per_device_train_batch_size"] == 8
-    assert got["overrides"]["external_plugins"] == "swiftbench"
-    assert got["launcher"] == catalog.experiment("tp-combo")["launcher"]
+    assert got.used == ["tp-pf", "tp-bs8"]
+    assert got.overrides["padding_free"] is True and got.overrides["per_device_train_batch_size"] == 8
+    assert got.overrides["external_plugins"] == "swiftbench"
+    assert got.launcher == catalog.experiment("tp-combo")["launcher"]
 
 
 def _claims_cli(argv):
@@ -405,7 +405,7 @@ def test_claims_resolve_writes_the_file_and_keeps_a_different_one(tmp_path, caps
     assert capsys.readouterr().out.startswith(f"written {path} (tp-combo on h200: combined tp-bs8")
     first = catalog.read_resolved(root, "h200", "tp-combo")  # the runner's reader accepts it
     assert first["experiment"] == "tp-combo" and first["used"] == ["tp-bs8"]
-    assert first["overrides"] == combo.resolve_combo("tp-combo", root, "h200")["overrides"]
+    assert first["overrides"] == combo.resolve_combo("tp-combo", root, "h200").overrides
     assert first["made"].endswith("Z") and "T" in first["made"]
     text = path.read_text()
     # the same resolution again: nothing written (positional RESULTS, as experiments/cloud/claims_gpu.sh passes it)
@@ -426,7 +426,7 @@ def test_claims_resolve_writes_the_file_and_keeps_a_different_one(tmp_path, caps
     empty = tmp_path / "empty"
     empty.mkdir()
     out = combo.write_resolved("tp-combo", empty, "h200")
-    assert out["action"] == "not resolved" and "run these first" in out["message"]
+    assert out.action == "not resolved" and "run these first" in out.message
     assert not catalog.resolved_path(empty, "h200", "tp-combo").exists()
     with pytest.raises(SystemExit):
         _claims_cli(["claims", "resolve", "tp-combo"])  # --hw is required
