@@ -16,6 +16,7 @@ from analysis.judge import (
     config,
     frames,
     quote,
+    rules_memory,
     rules_speed,
     rulespec,
     select,
@@ -291,7 +292,11 @@ def test_capacity_verdicts(tmp_path):
     row = df.loc["lora-7b-24gb"]
     assert row.verdict == "inconclusive" and row.numbers == {"card_gb": 24, "capacity_gib": 22.35}
     assert row.detail.startswith("no run capped at <= 22.35 GiB exists yet")
-    assert "24 GiB: bs 2 trains (22.1 GiB), bs 3 OOMs" in row.detail and "not finished" in row.detail
+    searches = {n: rules_memory.search_result(n, _runs(root)) for n in ("cap24", "cap40", "cap80")}
+    cap24 = searches["cap24"]
+    assert (cap24.cap_gib, cap24.largest_ok, cap24.first_oom, cap24.peak_gib_at_largest) == (24, 2, 3, 22.1)
+    assert not searches["cap80"].bracketed and "not finished" in row.detail  # cap80: only bs 16 ran
+    assert rules_memory.capacity_lines([cap24]) in row.detail  # the sentence is the search's, formatted once
     assert row.runs == []
     half = df.loc["lora-half-48gb"]
     assert half.verdict == "does not hold" and "24 GiB cap" in half.detail
@@ -729,7 +734,9 @@ def test_qlora_verdict_names_the_liger_fit_and_the_largest_batch(tmp_path):
     assert row.detail.startswith("qlora-cap24-bs8 OOMed under a 24 GiB cap, >= the card's 22.35 GiB")
     assert "qlora-cap24-bs8-liger (with Liger) trained under a 24 GiB cap" in row.detail
     assert row.numbers["qlora-cap24-bs8-liger_fits"] is True and row.numbers["card_bs_qcap24"] == 4
-    assert "qcap24 at 22.35 GiB: bs 4 fits (peak 21.22 GiB), bs 6 does not fit" in row.detail
+    q = rules_memory.card_search("qcap24", _runs(root), 22.35)
+    assert q == rules_memory.CardSearch("qcap24", fits=4, does_not_fit=6, unknown=[], peak_gib=21.22)
+    assert q.line(22.35) in row.detail
     assert row.numbers["max_bs_qcap24"] == 4 and row.numbers["oom_bs_qcap24"] == 6
     assert row.numbers["qlora-cap24-bs8-liger_trained"] is True and len(row.runs) == 4
 
