@@ -60,6 +60,9 @@ def test_the_step_cap_is_max_length_without_a_summary_or_with_packing():
     assert step_token_cap(16, 2048, 593.0, True)[0] == 32768
     assert step_token_cap(16, 2048, 593.0, False, 4096) == (65536, "16 samples x 4,096 tokens, the launcher's pad_to")
     assert step_token_cap(None, 2048, 593.0, False) is None
+    assert step_token_cap(16, 2048, 593.0, False, None, (16, "2048")) == (
+        9488 + 16 * 2048, "16 samples x 593 tokens, the longest training sample the log counts, + 16 x 2,048-token "
+        "bucket padding (pad_buckets)")
 
 
 def test_a_tokens_step_past_the_last_step_is_refused(tmp_path):

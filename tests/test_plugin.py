@@ -230,3 +230,11 @@ def test_compile_layers_finds_the_decoder_layers_and_keeps_its_cache(tmp_path, m
     assert cb.compiled == model.config.num_hidden_layers
     assert all(getattr(layer, "_compiled_call_impl", None) is not None for layer in layers)
     assert trainer.evaluate() == {"ok": 1} and seen == [False]
+
+
+def test_the_parser_knows_the_plugins_default_bucket():
+    """analysis/parse/record.py caps a step's padded tokens with pad_buckets' bucket (it cannot import the plugin:
+    that would load ms-swift into `swiftbench tables`)."""
+    from analysis.parse.record import PAD_BUCKET_DEFAULT
+
+    assert _plugin().DEFAULT_PAD_MULTIPLE == PAD_BUCKET_DEFAULT

@@ -210,27 +210,48 @@ def record_from_log(log: RunLog, **identity) -> RunRecord:
     ident = {"path": str(run_dir), "hw": None, "experiment": None, "run": run_dir.name, **identity}
     with gc_paused():
         facts = log_facts(log)
-    launcher = ((ident.get("run_status") or {}).get("key") or {}).get("launcher") or {}
-    cap = step_token_cap(facts.samples_per_step, facts.max_length, facts.train_tokens_max,
-                         bool((facts.args or {}).get("packing")),
-                         launcher.get("pad_to") if isinstance(launcher, dict) else None)
+    key = (ident.get("run_status") or {}).get("key") or {}
+    launch_options = sidefiles.read_launch_options(run_dir)  # a run made by the launcher alone: no run.json key
+    launcher = key.get("launcher") if isinstance(key.get("launcher"), dict) else launch_options or {}
+    args = facts.args or {}
+    bucket = None
+    if isinstance(args.get("callbacks"), list) and "pad_buckets" in args["callbacks"]:
+        env: dict = key["env"] if isinstance(key.get("env"), dict) else {}
+        accum = args.get("gradient_accumulation_steps")
+        micro = accum if isinstance(accum, int) and not isinstance(accum, bool) and accum > 0 else 1
+        bucket = (micro, env.get("SWIFTBENCH_PAD_MULTIPLE") or PAD_BUCKET_DEFAULT)
+    cap = step_token_cap(facts.samples_per_step, facts.max_length, facts.train_tokens_max, bool(args.get("packing")),
+                         launcher.get("pad_to") if isinstance(launcher, dict) else None, bucket)
     sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=cap, max_step=facts.max_steps)
     return RunRecord(**ident, **vars(facts), **vars(sides))
 
 
+PAD_BUCKET_DEFAULT = 1024  # experiments/recipes/swift_plugin.py's bucket when SWIFTBENCH_PAD_MULTIPLE is unset
+
+
 def step_token_cap(samples: int | None, length: int | None, longest: float | None, packing: bool,
-                   pad_to: object = None) -> tuple[int, str] | None:
+                   pad_to: object = None, bucket: tuple[int, int | str] | None = None) -> tuple[int, str] | None:
     """The most tokens one optimizer step can hold, padding included, and why: SAMPLES per step x the longest a
     sample can be (max_length; the log's LONGEST training sample where its summary counts one and samples are not
-    PACKING), or the launcher's PAD_TO where it pads further. None where the log does not say enough."""
+    PACKING), or the launcher's PAD_TO where it pads further (run.json's key, else launch.json's options); the
+    plugin's pad_buckets adds at most one BUCKET per micro-batch ((micro-batches, tokens)). None where the log does
+    not say enough."""
     if not samples or not length or length < 0:
         return None
     per_sample, what = int(length), "max_length"
     if longest and longest < per_sample and not packing:
         per_sample, what = math.ceil(longest), "the longest training sample the log counts"
-    if isinstance(pad_to, int) and pad_to > per_sample:
+    if isinstance(pad_to, int) and not isinstance(pad_to, bool) and pad_to > per_sample:
         per_sample, what = pad_to, "the launcher's pad_to"
-    return int(samples) * per_sample, f"{samples} samples x {per_sample:,} tokens, {what}"
+    cap, why = int(samples) * per_sample, f"{samples} samples x {per_sample:,} tokens, {what}"
+    if bucket is not None:
+        micro, multiple = bucket
+        try:
+            cap += micro * int(multiple)  # run.json's env: a number or its text
+        except (TypeError, ValueError):
+            return None
+        why += f", + {micro} x {int(multiple):,}-token bucket padding (pad_buckets)"
+    return cap, why
 
 
 def read_log_record(path: str | Path, **identity) -> RunRecord:

@@ -196,6 +196,17 @@ def read_quick(run_dir: str | Path) -> dict | None:
     return quick if isinstance(quick, dict) else None
 
 
+def read_launch_options(run_dir: str | Path) -> dict | None:
+    """launch.json's `options` (the launcher's command line, parsed): for a run made by the launcher alone, without
+    the runner's run.json key. None without the file."""
+    path = Path(run_dir) / LAUNCH_FILE
+    if not userfiles.present(path):
+        return None
+    data = userfiles.read_json(path, runfiles.max_bytes(path))
+    options = data.get("options") if isinstance(data, dict) else None
+    return options if isinstance(options, dict) else None
+
+
 def read_mem_cap(run_dir: str | Path) -> dict | None:
     """launch.json's record of the allocator cap (experiments/launch/launcher.py apply_memory_cap): `requested_gib`,
     `applied`, and where applied `cap_bytes`; None when the run had no cap or the record is not of that shape (a
