@@ -23,7 +23,7 @@ QUICK       ?=
 BUDGET      ?=
 REPEAT      ?=
 RESULTS     ?= results
-BASELINE    ?= a10
+BASELINE    ?=
 WHEELHOUSE  ?= wheelhouse
 # fleet (SkyPilot, its own venv: skypilot pins a click that ms-swift's huggingface-hub refuses)
 FLEET_VENV  ?= .venv-fleet
@@ -45,7 +45,7 @@ DRYRUN      ?=
 
 help:
 	@echo "make test                         set up .venv (CPU torch, ms-swift), lint, and run every test"
-	@echo "make lint                         ruff and mypy (pyproject.toml's settings)"
+	@echo "make lint                         ruff, mypy and the dead-code check (vulture; pyproject.toml's settings)"
 	@echo "make report                       executed report notebook -> report/index.html"
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
 	@echo "make parse [RESULTS=results]      one row per run folder: status, complete, steps, ms/step, tokens/s, peak, MFU"
@@ -95,6 +95,7 @@ chromium:
 lint: $(STAMP)
 	$(VPY) -m ruff check experiments analysis tests notebooks seeds
 	$(VPY) -m mypy
+	$(VPY) -m vulture
 
 # The two venvs are independent: built side by side. The slow tests (real CPU trainings through run-all, each in its
 # own tmp folders) run beside the others, the tiny stand-in model built once before (both would build it); the
@@ -114,7 +115,7 @@ test-fast: $(STAMP) $(FLEET_STAMP)
 
 # --- analysis -----------------------------------------------------------------------------------
 tables: $(ASTAMP)
-	$(AVENV)/bin/swiftbench tables $(RESULTS) --baseline $(BASELINE)
+	$(AVENV)/bin/swiftbench tables $(RESULTS) $(if $(BASELINE),--baseline $(BASELINE))
 
 parse: $(ASTAMP)
 	$(AVENV)/bin/swiftbench parse $(RESULTS)
@@ -126,7 +127,7 @@ fixtures: $(STAMP)
 	$(VPY) tests/fixtures/generate.py
 
 report: $(ASTAMP)
-	$(AVENV)/bin/swiftbench report --results $(RESULTS) --baseline $(BASELINE) --out report
+	$(AVENV)/bin/swiftbench report --results $(RESULTS) $(if $(BASELINE),--baseline $(BASELINE)) --out report
 
 # --- GPU host -----------------------------------------------------------------------------------
 run-all:
@@ -137,7 +138,7 @@ run-all:
 	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(GPUS),--gpus $(GPUS)) $(if $(PARALLEL),--parallel $(PARALLEL)) \
 	  $(if $(QUICK),--quick) $(if $(BUDGET),--budget $(BUDGET)) $(if $(KILL_ORPHANS),--kill-orphans) \
 	  $(if $(REPEAT),--repeat)
-	$(PYTHON) -m analysis.cli tables $(RESULTS) --baseline $(BASELINE) || [ $$? -eq 3 ]  # 3: a folder was left out (said on stderr)
+	$(PYTHON) -m analysis.cli tables $(RESULTS) $(if $(BASELINE),--baseline $(BASELINE)) || [ $$? -eq 3 ]  # 3: a folder was left out (said on stderr)
 
 # --- other GPUs in the cloud (SkyPilot) ------------------------------------------------------------
 fleet: $(FLEET_STAMP)

@@ -23,7 +23,7 @@ SUBCOMMAND_MODULES = {
     "run-all": "experiments.run.runner",
     "claims": "analysis.judge.cli",
     "plan": "analysis.estimate.cli",
-    "quick": "analysis.estimate.quick",
+    "quick": "analysis.estimate.quick_check",
     "parse": "analysis.present.parse_view",
     "profile": "analysis.present.profile_view",
     "tables": "analysis.present.tables",

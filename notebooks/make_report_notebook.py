@@ -20,7 +20,7 @@ CELLS = [
 [Planner](#Estimates-vs-measurements) · [Hardware and environment](#Hardware-and-environment) · [Files](#Files)"""),
     ("code", """# Parameters (papermill overrides these; swiftbench report passes absolute paths)
 # hardware: comma-separated classes to give a section, empty for a10,rtx4090,a100,h100,h200 (and any with runs)
-# seeds_dir: empty for the suite's seeds/; prices: empty for analysis/data/prices.yaml (dated list prices)
+# seeds_dir: empty for the suite's seeds/; prices: empty for data/prices.yaml (dated list prices)
 results_dir = "results"
 baseline = "a10"
 hardware = ""

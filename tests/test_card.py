@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from analysis.judge import card, config
+from analysis.judge import card, config, rulespec
 from analysis.judge.rules import RULES
 from analysis.parse import sidefiles
 from experiments.base import hardware
@@ -26,8 +26,7 @@ def test_card_capacity_and_the_planned_run():
     assert e["max_steps"] == 3 and e["est_gpu_s"] > 0
     # the bytes the launcher caps an H200 at for it are within the card
     assert launch_record(22.35)["cap_bytes"] / card.GIB <= card.card_gib(24) < launch_record(24)["cap_bytes"] / card.GIB
-    assert config.claim("lora-7b-24gb")["rule"] == {"kind": "capped_fit", "run": "cap22-seed-bs1", "card_gb": 24,
-                                                    "searches": ["cap24", "cap40", "cap80"]}
+    assert config.claim("lora-7b-24gb").rule == rulespec.CappedFit("cap22-seed-bs1", 24, ("cap24", "cap40", "cap80"))
 
 
 def _seed_bs1(root, *, peak=17.1, oom=False, cap="defined"):
@@ -95,12 +94,12 @@ def test_class_best_needs_a_candidate_shown_to_fit_the_card(tmp_path):
     _write_run(root, "best24-a", lines=lines, args=args)
     _write_run(root, "best24-b", lines=None, args=None, status="failed", reason="OOM: CUDA out of memory")
     res = RULES["class_best"](config.claim("best-per-class-24"), _runs(root))
-    assert res["verdict"] == "inconclusive"
-    assert res["detail"].startswith("no candidate shown to fit the 24 GB card (22.35 GiB): best24-a trained under a "
+    assert res.verdict == "inconclusive"
+    assert res.detail.startswith("no candidate shown to fit the 24 GB card (22.35 GiB): best24-a trained under a "
                                     "24 GiB cap, reserved peak 22.6 GiB >= the card's 22.35 GiB: says nothing")
     shutil.rmtree(root / "h200" / "best24-a")
     _write_run(root, "best24-a", lines=None, args=None, status="failed", reason="OOM: CUDA out of memory")
-    assert RULES["class_best"](config.claim("best-per-class-24"), _runs(root))["verdict"] == "does not hold"
+    assert RULES["class_best"](config.claim("best-per-class-24"), _runs(root)).verdict == "does not hold"
 
 
 @pytest.mark.parametrize("record, expected", [

@@ -374,7 +374,7 @@ def test_profiler_warmup_window_is_recorded_and_left_out(tmp_path):
 def test_claims_does_not_import_ms_swift():
     """`swiftbench claims` printed ms-swift's `[INFO:swift] Successfully registered ...` first and took 7 s: the tooling
     claims (does --disable_cuda_graph exist? padding_free with sdpa?) imported ms-swift. They read its answers from
-    analysis/data/swift_sft.json now (of the installed version)."""
+    data/swift_sft.json now (of the installed version)."""
     import subprocess
     import sys
 
@@ -389,7 +389,7 @@ def test_claims_does_not_import_ms_swift():
 
 
 def test_the_ms_swift_snapshot_is_what_the_installed_ms_swift_says():
-    """analysis/data/swift_sft.json against the installed ms-swift (it imports ms-swift: seconds). A claims.yaml that
+    """data/swift_sft.json against the installed ms-swift (it imports ms-swift: seconds). A claims.yaml that
     asks a new flag, or another ms-swift, makes this fail until `python -m analysis.judge.swift_info` rewrites it."""
     import json
 
@@ -399,7 +399,7 @@ def test_the_ms_swift_snapshot_is_what_the_installed_ms_swift_says():
         pytest.skip("ms-swift is not installed")
     committed = json.loads(swift_info.FACTS_FILE.read_text())
     if committed["swift_version"] != swift_info.swift_version():
-        pytest.fail(f"analysis/data/swift_sft.json is of ms-swift {committed['swift_version']}, the installed one is "
+        pytest.fail(f"data/swift_sft.json is of ms-swift {committed['swift_version']}, the installed one is "
                     f"{swift_info.swift_version()}: run python -m analysis.judge.swift_info")
     assert json.loads(json.dumps(swift_info.snapshot(), default=str)) == committed
     for key, report in committed["flag_reports"].items():  # and the reports the claims get are the snapshot's

@@ -117,14 +117,14 @@ def test_steady_share_by_hand_on_the_seed_run():
     busy = sum(w * u / 100 for w, u in lines.values()) / 5
     wall = sum(w for w, _ in lines.values()) / 5
     g = steady_share(read_run(SEED))
-    assert g["gpm_steps"] == 5
-    assert g["gpm_busy_ms"] == pytest.approx(busy * 1000, rel=1e-9)   # 870.9 ms
-    assert g["gpm_host_ms"] == pytest.approx((wall - busy) * 1000, rel=1e-9)
-    assert g["gpm_step_ms"] == pytest.approx(wall * 1000)
-    assert g["gpm_busy_frac"] == pytest.approx(busy / wall) and g["gpm_bound"] == "host"
+    assert g.gpm_steps == 5
+    assert g.gpm_busy_ms == pytest.approx(busy * 1000, rel=1e-9)   # 870.9 ms
+    assert g.gpm_host_ms == pytest.approx((wall - busy) * 1000, rel=1e-9)
+    assert g.gpm_step_ms == pytest.approx(wall * 1000)
+    assert g.gpm_busy_frac == pytest.approx(busy / wall) and g.gpm_bound == "host"
     # the profiled steps 11 and 12: GPM's busy time (wall x util) over the profiler's kernel union, median of two
     ratios = [13.436302 * 7.086 / 100 / 0.695649, 14.206314 * 6.322 / 100 / 0.643644]
-    assert g["gpm_over_profiler"] == pytest.approx(sum(ratios) / 2, rel=1e-6)
+    assert g.gpm_over_profiler == pytest.approx(sum(ratios) / 2, rel=1e-6)
 
 
 def test_issue_12_bar_on_the_seed_and_bs16_runs_of_one_host():
@@ -133,12 +133,12 @@ def test_issue_12_bar_on_the_seed_and_bs16_runs_of_one_host():
     for run, expect in ((SEED, 1.032), (BS16, 1.082)):
         rec = read_run(run)
         s = step_share(rec)
-        assert (s["gpu_busy_ms"] + s["host_ms"]) == pytest.approx(s["profiled_ms"])
-        assert s["profiled_over_steady"] == pytest.approx(expect, abs=0.001)
+        assert (s.gpu_busy_ms + s.host_ms) == pytest.approx(s.profiled_ms)
+        assert s.profiled_over_steady == pytest.approx(expect, abs=0.001)
         g = steady_share(rec)
-        assert g["gpm_busy_ms"] + g["gpm_host_ms"] == pytest.approx(g["gpm_step_ms"])
+        assert g.gpm_busy_ms + g.gpm_host_ms == pytest.approx(g.gpm_step_ms)
         from analysis.measure.steps import step_time
-        assert g["gpm_step_ms"] / (step_time(rec)["median"] * 1000) == pytest.approx(1.0, abs=0.01)
+        assert g.gpm_step_ms / (step_time(rec).median * 1000) == pytest.approx(1.0, abs=0.01)
 
 
 def test_read_gpm_skips_broken_lines_and_keeps_the_later_repeat(tmp_path):
@@ -164,7 +164,7 @@ def test_gpm_casts_the_utilisation_vote_where_measured():
 
     u = utilisation.run_utilisation(read_run(BS16))
     assert u["util_median_pct"] == pytest.approx(4.0)
-    assert u["gpm_busy_pct"] == pytest.approx(100 * steady_share(read_run(BS16))["gpm_busy_frac"])
+    assert u["gpm_busy_pct"] == pytest.approx(100 * steady_share(read_run(BS16)).gpm_busy_frac)
     assert 66 < u["gpm_busy_pct"] < 67.5
     assert u["verdict"] == "GPU-bound" and "GPM counters" in u["evidence"]
     word, why = utilisation.verdict(4.0, 0.43, 0.049)  # the NVML median alone: 2 of 3 say host-bound
@@ -178,15 +178,15 @@ def test_gpm_step_rows_and_their_figure(tmp_path):
     from analysis.measure.profile import gpm_step_rows
     from analysis.present import plots
 
-    rows = {r["step"]: r for r in gpm_step_rows(read_run(SEED))}
+    rows = {r.step: r for r in gpm_step_rows(read_run(SEED))}
     assert sorted(rows) == list(range(1, 21))
-    assert rows[17]["busy_s"] == pytest.approx(7.107258 * 11.709 / 100)
-    assert rows[17]["host_s"] == pytest.approx(7.107258 * (1 - 11.709 / 100))
-    assert rows[17]["steady"] and not rows[17]["profiled"]
-    assert rows[11]["profiled"] and not rows[11]["steady"] and not rows[1]["steady"]
+    assert rows[17].busy_s == pytest.approx(7.107258 * 11.709 / 100)
+    assert rows[17].host_s == pytest.approx(7.107258 * (1 - 11.709 / 100))
+    assert rows[17].steady and not rows[17].profiled
+    assert rows[11].profiled and not rows[11].steady and not rows[1].steady
     import pandas as pd
 
-    frac = steady_share(read_run(SEED))["gpm_busy_frac"]
+    frac = steady_share(read_run(SEED)).gpm_busy_frac
     df = pd.DataFrame(list(rows.values())).assign(name="seed", steady_busy_frac=frac)
     fig = plots.gpm_step_bars(df, "t", "dummy weights")
     ax = fig.axes[0]

@@ -21,7 +21,7 @@ def test_mismatch_is_an_error_unless_forced():
 
 
 def test_unknown_gpu_and_cpu_label():
-    with pytest.raises(gpu.HardwareMismatch, match="not in analysis/data/hardware.yaml"):
+    with pytest.raises(gpu.HardwareMismatch, match="not in data/hardware.yaml"):
         gpu.check_hardware("a10", lib=FakeNVML("NVIDIA GeForce GTX 1080"))
     # No GPU at all: only the cpu label passes.
     assert gpu.check_hardware("cpu", lib=_NoGPU())["matched_hw"] == "cpu"

@@ -136,26 +136,33 @@ FAST_BEST = Path(__file__).resolve().parents[1] / "results/h200/fast-best/202612
 
 
 def test_host_breakdown_of_a_committed_run_by_hand():
-    from analysis.measure.profile import gpu_ops_per_step, host_breakdown, step_share
+    from analysis.measure.profile import (
+        FrameShare,
+        HostBreakdown,
+        ThreadShare,
+        gpu_ops_per_step,
+        host_breakdown,
+        step_share,
+    )
     from analysis.present.parse_view import records
 
     rec = records(FAST_BEST)[0]
     h = host_breakdown(rec)
-    assert h["steps"] == [11, 12]  # step 10 is the warm-up window
+    assert isinstance(h, HostBreakdown)
+    assert h.steps == [11, 12]  # step 10 is the warm-up window
     # profile.json: the main thread's owner accelerate backward 0.4906 (step 11) and 0.4491 (step 12)
-    assert h["main_owner"][0] == {"frame": "accelerate/accelerator.py:backward",
-                                  "share": round((0.4906 + 0.4491) / 2, 4)}
-    sdpa = next(r for r in h["main_owner"] if r["frame"].endswith("sdpa_attention_forward"))
-    assert sdpa["share"] == round((0.1509 + 0.1645) / 2, 4)
-    assert h["threads"][0]["thread"] == "main" and h["threads"][0]["busy_share"] == round((0.9976 + 1.0) / 2, 4)
-    assert h["cpu"] is None  # recorded before the CPU view existed
+    assert h.main_owner[0] == FrameShare("accelerate/accelerator.py:backward", round((0.4906 + 0.4491) / 2, 4))
+    sdpa = next(r for r in h.main_owner if r.frame.endswith("sdpa_attention_forward"))
+    assert sdpa.share == round((0.1509 + 0.1645) / 2, 4)
+    assert h.threads[0] == ThreadShare("main", round((0.9976 + 1.0) / 2, 4))
+    assert h.cpu is None  # recorded before the CPU view existed
     # GPU side: cuDNN's attention backward, 28 calls in each step (one per layer)
-    ops = {r["op"]: r for r in gpu_ops_per_step(rec, 40)}
+    ops = {r.op: r for r in gpu_ops_per_step(rec, 40)}
     bprop = next(r for k, r in ops.items() if "sdpa_sm90_flash_bprop" in k)
-    assert bprop["calls"] == 28
+    assert bprop.calls == 28
     share = step_share(rec)
-    assert share["profiled_ms"] == pytest.approx((0.572317 + 0.515309) / 2 * 1000)
-    assert share["gpu_busy_ms"] == pytest.approx((0.192143 + 0.146733) / 2 * 1000)
+    assert share.profiled_ms == pytest.approx((0.572317 + 0.515309) / 2 * 1000)
+    assert share.gpu_busy_ms == pytest.approx((0.192143 + 0.146733) / 2 * 1000)
 
 
 def test_swiftbench_profile_prints_and_exports(capsys):
@@ -176,15 +183,16 @@ def test_host_groups_and_the_report_frame_by_hand():
 
     rec = records(FAST_BEST)[0]
     g = host_groups(rec)
+    assert g is not None
     # attention = transformers' sdpa_attention_forward + repeat_kv: 0.1509 + 0.0165 (step 11), 0.1645 + 0.0183 (12)
-    assert g["shares"]["attention"] == round((0.1509 + 0.0165 + 0.1645 + 0.0183) / 2, 4)
-    assert g["shares"]["inductor's compiled code"] == 0.0  # an eager run
+    assert g.shares["attention"] == round((0.1509 + 0.0165 + 0.1645 + 0.0183) / 2, 4)
+    assert g.shares["inductor's compiled code"] == 0.0  # an eager run
     # every busy sample of the main thread lands in one group: the shares add up to its busy share (0.9976, 1.0)
-    assert sum(g["shares"].values()) == pytest.approx((0.9976 + 1.0) / 2, abs=2e-3)
-    assert g["wall_ms"] == pytest.approx((0.572317 + 0.515309) / 2 * 1000)
+    assert sum(g.shares.values()) == pytest.approx((0.9976 + 1.0) / 2, abs=2e-3)
+    assert g.wall_ms == pytest.approx((0.572317 + 0.515309) / 2 * 1000)
     df = host_time_frame(None, records=[rec])
     row = df[df["group"] == "attention"].iloc[0]
-    assert row["ms"] == round(g["shares"]["attention"] * g["wall_ms"], 1) and row["host"] == "dc93a79a73d2"
+    assert row["ms"] == round(g.shares["attention"] * g.wall_ms, 1) and row["host"] == "dc93a79a73d2"
 
 
 def test_swiftbench_profile_refuses_a_bad_top(capsys):

@@ -54,13 +54,15 @@ def test_a_tokens_line_within_max_length_but_beyond_the_logs_longest_sample_is_r
 def test_the_step_cap_is_max_length_without_a_summary_or_with_packing():
     from analysis.parse.record import step_token_cap
 
-    facts = {"samples_per_step": 16, "max_length": 2048, "train_tokens_max": 593.0, "args": {}}
-    assert step_token_cap(facts, {}) == (9488, "16 samples x 593 tokens, the longest training sample the log counts")
-    assert step_token_cap({**facts, "train_tokens_max": None}, {})[0] == 32768
-    assert step_token_cap({**facts, "args": {"packing": True}}, {})[0] == 32768
-    padded = {"run_status": {"key": {"launcher": {"pad_to": 4096}}}}
-    assert step_token_cap(facts, padded) == (65536, "16 samples x 4,096 tokens, the launcher's pad_to")
-    assert step_token_cap({**facts, "samples_per_step": None}, {}) is None
+    assert step_token_cap(16, 2048, 593.0, False) == (9488, "16 samples x 593 tokens, the longest training sample "
+                                                            "the log counts")
+    assert step_token_cap(16, 2048, None, False)[0] == 32768
+    assert step_token_cap(16, 2048, 593.0, True)[0] == 32768
+    assert step_token_cap(16, 2048, 593.0, False, 4096) == (65536, "16 samples x 4,096 tokens, the launcher's pad_to")
+    assert step_token_cap(None, 2048, 593.0, False) is None
+    assert step_token_cap(16, 2048, 593.0, False, None, (16, "2048")) == (
+        9488 + 16 * 2048, "16 samples x 593 tokens, the longest training sample the log counts, + 16 x 2,048-token "
+        "bucket padding (pad_buckets)")
 
 
 def test_a_tokens_step_past_the_last_step_is_refused(tmp_path):

@@ -16,7 +16,9 @@ from analysis.judge import (
     config,
     frames,
     quote,
+    rules_memory,
     rules_speed,
+    rulespec,
     select,
     swift_info,
 )
@@ -48,28 +50,30 @@ def test_claim_sources_exist_in_the_seed_files_and_thresholds_match_them():
     data = config.load()
     figures = {f["id"]: f for s in seeds.values() for f in s.get("figures", [])}
     assert set(RULES) == set(config.RULE_KINDS)
-    for c in data["claims"]:
-        assert c["rule"]["kind"] in RULES
-        src = c["source"]
-        if src["file"] in seeds:
-            ids = {x["id"] for x in seeds[src["file"]]["claims"]}
-            assert src["claim"] in ids, c["id"]
-            assert set(src.get("also", [])) <= ids
-            assert set(src.get("figures", [])) <= set(figures), c["id"]
-        for exp in c["experiments"]:
+    for c in data.claims:
+        assert c.kind in RULES and isinstance(c.rule, rulespec.KINDS[c.kind])
+        src = c.source
+        if src.file in seeds:
+            ids = {x["id"] for x in seeds[src.file]["claims"]}
+            assert src.claim in ids, c.id
+            assert set(src.also) <= ids
+            assert set(src.figures) <= set(figures), c.id
+        for exp in c.experiments:
             assert catalog.experiment(exp) is not None or catalog.search(exp) is not None, exp
         # an article claim is one of a seed article's; everything else is the project's own finding
-        assert (c["origin"] == "article") == (src["file"] in seeds), c["id"]
-    rules = {c["id"]: c["rule"] for c in data["claims"]}
-    assert rules["workers8"]["min_speedup_pct"] == figures["all.dataloader_workers8_speedup_pct_min"]["value"] == 15
-    assert rules["lora-rank4"]["min_mem_saving_pct"] <= figures["all.lora_rank4_mem_saving_pct"]["value"] == 25
+        assert (c.origin == "article") == (src.file in seeds), c.id
+    rules = {c.id: c.rule for c in data.claims}
+    workers8, rank4 = rules["workers8"], rules["lora-rank4"]
+    assert isinstance(workers8, rulespec.Speedup) and isinstance(rank4, rulespec.MemoryLossPair)
+    assert workers8.min_speedup_pct == figures["all.dataloader_workers8_speedup_pct_min"]["value"] == 15
+    assert rank4.min_mem_saving_pct <= figures["all.lora_rank4_mem_saving_pct"]["value"] == 25
     assert figures["all.lora_7b_sufficient_gpu_mem_gb"]["value"] == 24
     # the tables' run lists are claims experiments (the seed runs may also be the matrix's `seed`)
     known = set(catalog.load()["experiments"])
-    fig = data["figures"]
-    assert set(fig["recipes"]["runs"]) | set(fig["recipes"]["spread"]) | {fig["recipes"]["baseline"]} <= known
-    assert set(fig["time_breakdown"]["runs"]) <= known
-    assert set(fig["recipes"]["seed_runs"]) <= known | set(recipes.experiments(matrix_only=False))
+    fig = data.recipes
+    assert set(fig.runs) | set(fig.spread) | {fig.baseline} <= known
+    assert set(data.time_breakdown.runs) <= known
+    assert set(fig.seed_runs) <= known | set(recipes.experiments(matrix_only=False))
 
 
 def test_claims_yaml_keys_survive_yaml_1_1():
@@ -90,6 +94,9 @@ def _claims_file(tmp_path, mutate):
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d["claims"][0]["rule"].update(kind="vibes"), "unknown rule kind 'vibes'"),
     (lambda d: d["claims"][0]["rule"].pop("min_mem_saving_pct"), "rule memory_loss_pair needs min_mem_saving_pct"),
+    (lambda d: d["claims"][0]["rule"].update(min_mem_saving=20), "rule memory_loss_pair reads no min_mem_saving"),
+    (lambda d: next(c for c in d["claims"] if c["rule"]["kind"] == "speedup")["rule"]["repeats"][0].update(
+        {"one per GPU": None}), "unexpected keyword argument 'one per GPU'"),
     (lambda d: d["claims"][0].update(experiments=["nope"]), "unknown claims experiment(s) nope"),
     (lambda d: d["claims"][1].update(id=d["claims"][0]["id"]), "id used twice"),
     (lambda d: d["claims"][0]["rule"].update({True: 1}), "are not strings"),
@@ -143,7 +150,7 @@ def test_padding_free_and_packing_need_flash_attention_in_this_swift(tmp_path):
 
 def test_qlora_package_part_says_what_was_found(tmp_path):
     row = _table(tmp_path / "none").loc["qlora-7b-24gb"]
-    rec = config.claim("qlora-7b-24gb")["package_check"]
+    rec = config.claim("qlora-7b-24gb").package_check
     assert rec["name"] == "bitsandbytes" and "cuda130" in rec["kernels"] and rec["file"].endswith(".whl")
     # the wheelhouse pins (and slims) bitsandbytes now: the QLoRA run is possible, just not made yet
     assert swift_info.shipped_version("bitsandbytes") == "0.50.2"
@@ -285,7 +292,11 @@ def test_capacity_verdicts(tmp_path):
     row = df.loc["lora-7b-24gb"]
     assert row.verdict == "inconclusive" and row.numbers == {"card_gb": 24, "capacity_gib": 22.35}
     assert row.detail.startswith("no run capped at <= 22.35 GiB exists yet")
-    assert "24 GiB: bs 2 trains (22.1 GiB), bs 3 OOMs" in row.detail and "not finished" in row.detail
+    searches = {n: rules_memory.search_result(n, _runs(root)) for n in ("cap24", "cap40", "cap80")}
+    cap24 = searches["cap24"]
+    assert (cap24.cap_gib, cap24.largest_ok, cap24.first_oom, cap24.peak_gib_at_largest) == (24, 2, 3, 22.1)
+    assert not searches["cap80"].bracketed and "not finished" in row.detail  # cap80: only bs 16 ran
+    assert rules_memory.capacity_lines([cap24]) in row.detail  # the sentence is the search's, formatted once
     assert row.runs == []
     half = df.loc["lora-half-48gb"]
     assert half.verdict == "does not hold" and "24 GiB cap" in half.detail
@@ -324,8 +335,8 @@ def test_recipe_verdict_speed_and_seed_band(tmp_path):
     # of 1,489 samples at 16 a step) - the profiled (3x slower) steps 19-20 = 8.
     base = _runs(root).get("spread-s42")[0]
     st = step_time(base)
-    assert st["n_intervals"] == 8 and st["median"] == pytest.approx(0.90, rel=0.02)
-    assert st["ci95_high"] < 0.95
+    assert st.n_intervals == 8 and st.median == pytest.approx(0.90, rel=0.02)
+    assert st.ci95_high < 0.95
     spread = df.loc["convergence-spread"]
     assert spread.verdict == "cannot be tested here"  # dummy weights
     assert spread.numbers["seed_range"] == pytest.approx(0.05) and spread.numbers["published_spread"] == \
@@ -359,10 +370,10 @@ def test_combo_takes_the_recipes_that_helped(tmp_path):
     root = tmp_path / "results"
     _throughput_tree(root)
     got = combo.resolve_combo("tp-combo", root, "h200")
-    assert got["used"] == ["tp-bs8"]
-    assert got["overrides"]["per_device_train_batch_size"] == 8 and got["overrides"]["logging_steps"] == 1
-    assert "not run yet" in got["reason"]
-    assert combo.resolve_combo("tp-combo", tmp_path / "empty", "h200")["overrides"] is None
+    assert got.used == ["tp-bs8"]
+    assert got.overrides["per_device_train_batch_size"] == 8 and got.overrides["logging_steps"] == 1
+    assert "not run yet" in got.reason
+    assert combo.resolve_combo("tp-combo", tmp_path / "empty", "h200").overrides is None
     with pytest.raises(InputError, match="not a `combine` experiment"):
         combo.resolve_combo("tp-bs8", root, "h200")
 
@@ -376,10 +387,10 @@ def test_combo_carries_the_launcher_options_its_recipes_train_with(tmp_path):
     lines, args = _synthetic(20, 0.60, 40.0, 10.03, seed=7)
     _write_run(root, "tp-pf", lines=lines, args=args)
     got = combo.resolve_combo("tp-combo", root, "h200")
-    assert got["used"] == ["tp-pf", "tp-bs8"]
-    assert got["overrides"]["padding_free"] is True and got["overrides"]["per_device_train_batch_size"] == 8
-    assert got["overrides"]["external_plugins"] == "swiftbench"
-    assert got["launcher"] == catalog.experiment("tp-combo")["launcher"]
+    assert got.used == ["tp-pf", "tp-bs8"]
+    assert got.overrides["padding_free"] is True and got.overrides["per_device_train_batch_size"] == 8
+    assert got.overrides["external_plugins"] == "swiftbench"
+    assert got.launcher == catalog.experiment("tp-combo")["launcher"]
 
 
 def _claims_cli(argv):
@@ -399,7 +410,7 @@ def test_claims_resolve_writes_the_file_and_keeps_a_different_one(tmp_path, caps
     assert capsys.readouterr().out.startswith(f"written {path} (tp-combo on h200: combined tp-bs8")
     first = catalog.read_resolved(root, "h200", "tp-combo")  # the runner's reader accepts it
     assert first["experiment"] == "tp-combo" and first["used"] == ["tp-bs8"]
-    assert first["overrides"] == combo.resolve_combo("tp-combo", root, "h200")["overrides"]
+    assert first["overrides"] == combo.resolve_combo("tp-combo", root, "h200").overrides
     assert first["made"].endswith("Z") and "T" in first["made"]
     text = path.read_text()
     # the same resolution again: nothing written (positional RESULTS, as experiments/cloud/claims_gpu.sh passes it)
@@ -420,7 +431,7 @@ def test_claims_resolve_writes_the_file_and_keeps_a_different_one(tmp_path, caps
     empty = tmp_path / "empty"
     empty.mkdir()
     out = combo.write_resolved("tp-combo", empty, "h200")
-    assert out["action"] == "not resolved" and "run these first" in out["message"]
+    assert out.action == "not resolved" and "run these first" in out.message
     assert not catalog.resolved_path(empty, "h200", "tp-combo").exists()
     with pytest.raises(SystemExit):
         _claims_cli(["claims", "resolve", "tp-combo"])  # --hw is required
@@ -435,20 +446,20 @@ def test_claims_command_prints_article_claims_first_then_findings(tmp_path, caps
     _throughput_tree(root)
     assert _claims_cli(["claims", str(root), "--hw", "h200"]) == 0
     out = capsys.readouterr().out.splitlines()
-    articles = [c for c in config.claims() if c["origin"] == "article"]
-    findings = [c for c in config.claims() if c["origin"] == "finding"]
+    articles = [c for c in config.claims() if c.origin == "article"]
+    findings = [c for c in config.claims() if c.origin == "finding"]
     lines = {re.match(r"\[[^]]+\] (\S+): ", x).group(1): i for i, x in enumerate(out) if x.startswith("[")}
     heads = [i for i, x in enumerate(out) if x.startswith("The ")]
     assert [out[i].split(":")[0] for i in heads] == [config.ORIGINS["article"], config.ORIGINS["finding"]]
     assert out[heads[0]].startswith(f"{config.ORIGINS['article']}: {len(articles)} (")
-    assert list(lines) == [c["id"] for c in articles + findings]
-    assert heads[0] < min(lines[c["id"]] for c in articles) < max(lines[c["id"]] for c in articles) < heads[1]
-    assert heads[1] < min(lines[c["id"]] for c in findings)
+    assert list(lines) == [c.id for c in articles + findings]
+    assert heads[0] < min(lines[c.id] for c in articles) < max(lines[c.id] for c in articles) < heads[1]
+    assert heads[1] < min(lines[c.id] for c in findings)
     for c in articles + findings:  # the claim's text, shortened only to fit the line, then the key number
-        line = out[lines[c["id"]]]
+        line = out[lines[c.id]]
         assert len(line) <= cli.LINE_WIDTH
         shown = line.split(": ", 1)[1].rsplit(" — ", 1)[0]
-        assert " ".join(c["claim"].split()).startswith(shown.removesuffix(" …")) and len(shown) >= 20, line
+        assert " ".join(c.claim.split()).startswith(shown.removesuffix(" …")) and len(shown) >= 20, line
     assert out[lines["tp-bs8"]].startswith("[holds] tp-bs8: Per-device batch 8 x ga 2 is faster")
     assert re.search(r" — speed-up \d+\.\d+ % \(95 % range [\d.]+ \.\. [\d.]+ %\)$", out[lines["tp-bs8"]])
     assert out[lines["lora-7b-24gb"]].endswith("— no run capped at <= 22.35 GiB exists yet (cap22-seed-bs1 not run)")
@@ -599,12 +610,12 @@ def test_best_recipe_target_and_class_verdicts(tmp_path):
         if run != seed_run:
             (run / "env.json").write_text(json.dumps({"hw": "h200", "cpu_model": "Xeon", "cpu_count": 32,
                                                       "ram_gib": 251.8}))
-    unpaired = {"id": "x", "experiments": ["tp-best"],
-                "rule": {"kind": "target_speedup", "run": "tp-best", "seed_runs": ["seed", "workers4"], "factor": 12,
-                         "spread": ["spread-s42", "spread-s43", "spread-s44"], "also_against": ["seed-w4"]}}
+    unpaired = config.claim_of({
+        "id": "x", "origin": "finding", "claim": "", "source": {"file": "f", "claim": "c"}, "experiments": ["tp-best"],
+        "rule": {"kind": "target_speedup", "run": "tp-best", "seed_runs": ["seed", "workers4"], "factor": 12,
+                 "spread": ["spread-s42", "spread-s43", "spread-s44"], "also_against": ["seed-w4"]}})
     target = rules_speed.rule_target_speedup(unpaired, _runs(root, "h200"))
-    assert target["numbers"]["ratio"] == pytest.approx(5000 / (127.739422 * 16 / 6.0), abs=0.01)
-    target = type("R", (), {"verdict": target["verdict"], "numbers": target["numbers"], "detail": target["detail"]})
+    assert target.numbers["ratio"] == pytest.approx(5000 / (127.739422 * 16 / 6.0), abs=0.01)
     assert target.verdict == "holds" and target.numbers["ratio_vs_seed-w4"] == pytest.approx(12.5, rel=1e-3)
     assert "against seed-w4 (the same host, 400.0 tokens/s): 12.5x" in target.detail
     assert "another host than the seed run (Xeon x 32, 251.8 GiB RAM vs the seed run's Xeon x 16" in target.detail
@@ -665,20 +676,21 @@ def test_speedups_on_the_same_batches_are_paired_step_by_step(tmp_path):
 
     sp = numbers()
     # steady intervals 2->3 .. 19->20 (1->2 is the first of the 20-step schedule): 18 pairs
-    assert sp["paired_steps"] == 18 and sp["other_host"] is None
-    assert sp["speedup_pct"] == pytest.approx(25.0, abs=0.01)
-    assert sp["speedup_pct_low"] == pytest.approx(25.0, abs=0.05)
-    assert sp["speedup_pct_high"] == pytest.approx(25.0, abs=0.05)
+    assert sp.paired_steps == 18 and sp.other_host is None
+    assert sp.speedup_pct == pytest.approx(25.0, abs=0.01)
+    assert sp.speedup_pct_low == pytest.approx(25.0, abs=0.05)
+    assert sp.speedup_pct_high == pytest.approx(25.0, abs=0.05)
     _tokens(test_run, {**tokens, 7: 1999})  # one batch differs: no pairing, the two runs' own ranges instead
     sp = numbers()
-    assert sp["paired_steps"] is None and sp["speedup_pct"] == pytest.approx(25.0, abs=0.5)
-    assert sp["speedup_pct_high"] - sp["speedup_pct_low"] > 20
+    assert sp.paired_steps is None and sp.speedup_pct == pytest.approx(25.0, abs=0.5)
+    assert sp.speedup_pct_high is not None and sp.speedup_pct_low is not None
+    assert sp.speedup_pct_high - sp.speedup_pct_low > 20
     env = json.loads((test_run / "env.json").read_text())
     env.update(cpu_model="Xeon", cpu_count=16, ram_gib=125.9)
     (test_run / "env.json").write_text(json.dumps(env))
     (root / "h200" / "spread-s42" / "20261201-000000" / "env.json").write_text(json.dumps(
         {**env, "cpu_count": 32, "ram_gib": 251.8}))
-    assert numbers()["other_host"] == "Xeon x 16, 125.9 GiB RAM vs the baseline's Xeon x 32, 251.8 GiB RAM"
+    assert numbers().other_host == "Xeon x 16, 125.9 GiB RAM vs the baseline's Xeon x 32, 251.8 GiB RAM"
 
 
 def test_workers_verdict_from_the_committed_h200_pairs():
@@ -699,13 +711,13 @@ def test_workers_verdict_from_the_committed_h200_pairs():
     hand = {last: (elapsed(b, last) - elapsed(b, 10)) / (elapsed(t, last) - elapsed(t, 10)) * 100 - 100
             for b, t, last in (("seed-w4", "seed-w8", 16), ("seed-w4-sim", "seed-w8-sim", 20))}
     res = rules_speed.rule_speedup(config.claim("workers8"), _runs(root))
-    assert res["numbers"]["speedup_pct"] == pytest.approx(hand[16], abs=0.01)  # 15.16
-    assert res["numbers"]["speedup_pct_seed-w8-sim"] == pytest.approx(hand[20], abs=0.01)  # 3.05
-    assert res["numbers"]["paired_steps"] == 6 and res["numbers"]["paired_steps_seed-w8-sim"] == 10
+    assert res.numbers["speedup_pct"] == pytest.approx(hand[16], abs=0.01)  # 15.16
+    assert res.numbers["speedup_pct_seed-w8-sim"] == pytest.approx(hand[20], abs=0.01)  # 3.05
+    assert res.numbers["paired_steps"] == 6 and res.numbers["paired_steps_seed-w8-sim"] == 10
     # the first pair's range reaches 15 %, the simultaneous pair's stays below it: the rule wants both to agree
-    assert res["verdict"] == "inconclusive"
-    assert res["numbers"]["speedup_pct_high_seed-w8-sim"] < 15 < res["numbers"]["speedup_pct_high"]
-    assert all(not r.startswith("/") for r in res["runs"])  # run folders relative to the checkout
+    assert res.verdict == "inconclusive"
+    assert res.numbers["speedup_pct_high_seed-w8-sim"] < 15 < res.numbers["speedup_pct_high"]
+    assert all(not r.startswith("/") for r in res.runs)  # run folders relative to the checkout
 
 
 def test_qlora_verdict_names_the_liger_fit_and_the_largest_batch(tmp_path):
@@ -722,7 +734,9 @@ def test_qlora_verdict_names_the_liger_fit_and_the_largest_batch(tmp_path):
     assert row.detail.startswith("qlora-cap24-bs8 OOMed under a 24 GiB cap, >= the card's 22.35 GiB")
     assert "qlora-cap24-bs8-liger (with Liger) trained under a 24 GiB cap" in row.detail
     assert row.numbers["qlora-cap24-bs8-liger_fits"] is True and row.numbers["card_bs_qcap24"] == 4
-    assert "qcap24 at 22.35 GiB: bs 4 fits (peak 21.22 GiB), bs 6 does not fit" in row.detail
+    q = rules_memory.card_search("qcap24", _runs(root), 22.35)
+    assert q == rules_memory.CardSearch("qcap24", fits=4, does_not_fit=6, unknown=[], peak_gib=21.22)
+    assert q.line(22.35) in row.detail
     assert row.numbers["max_bs_qcap24"] == 4 and row.numbers["oom_bs_qcap24"] == 6
     assert row.numbers["qlora-cap24-bs8-liger_trained"] is True and len(row.runs) == 4
 

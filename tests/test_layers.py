@@ -11,7 +11,8 @@ stages read run folders, so of experiments/ they import only base/ (the contract
 is); only analysis/cli.py, the command line on top, dispatches to the runner. Nothing imports a probe.
 
 Every import counts: top level or inside a function, `import x` and `from x import y` (y may be a module),
-relative imports resolved. analysis/data/ holds data; any other module directly in analysis/ sits outside a stage.
+relative imports resolved. The data files (data/, top level) sit below both packages and hold no code; a module
+directly in analysis/ sits outside a stage.
 """
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.parse.logs import (
+    DatasetStats,
     parse_dataset_stats,
     parse_elapsed,
     parse_param_info,
@@ -22,9 +23,9 @@ def test_elapsed_strings(text, seconds):
 
 def test_summary_strings():
     s = parse_dataset_stats("127.801209±104.576382, min=29.000000, max=593.000000, size=1489")
-    assert s == {"mean": 127.801209, "std": 104.576382, "min": 29.0, "max": 593.0, "size": 1489}
+    assert s == DatasetStats(mean=127.801209, std=104.576382, min=29.0, max=593.0, size=1489)
     p = parse_param_info("PeftModelForCausalLM: 7635.8016M Params (20.1851M Trainable [0.2643%]), 0.0001M Buffers.")
-    assert p["trainable_params"] == 20_185_100 and p["total_params"] == 7_635_801_600
+    assert p is not None and p.trainable_params == 20_185_100 and p.total_params == 7_635_801_600
 
 
 def test_reference_log_kinds(fixtures):

@@ -1,5 +1,6 @@
 """The measure stage (analysis.measure) on run records, against hand computations on the real H200 log and on logs
 whose true step time is known."""
+import dataclasses
 import json
 import math
 import statistics
@@ -37,9 +38,9 @@ def test_reference_h200_log(fixtures):
     # 5->10, which starts before 10 % of 94 steps, are warm-up).
     hand = _hand_intervals(fixtures / "h200_bs16/logging.jsonl", 10, {(50, 55)})
     per_step = [sec / n for n, sec in hand]
-    assert len(hand) == 15 == st["n_intervals"]
-    assert st["median"] == pytest.approx(statistics.median(per_step), rel=0.02)
-    assert 0.80 <= st["median"] <= 1.05
+    assert len(hand) == 15 == st.n_intervals
+    assert st.median == pytest.approx(statistics.median(per_step), rel=0.02)
+    assert 0.80 <= st.median <= 1.05
     assert rec.peak_mem_gib == 75.80
     assert rec.train_tokens_mean == pytest.approx(127.80, abs=0.005)
     assert rec.samples_per_step == 16
@@ -49,8 +50,8 @@ def test_reference_h200_log(fixtures):
     assert tp.source == "mean length x samples per step" and tp.n_intervals == 15
     assert tp.low < tp.tokens_per_s < tp.high
     assert tp.tokens_per_step == pytest.approx(127.801209 * 16) and tp.steady_steps == sum(n for n, _ in hand)
-    assert throughput.samples_per_s(rec) == pytest.approx(16 / st["median"])
-    assert steps.micro_step_ms(rec) == pytest.approx(st["median"] * 1000)
+    assert throughput.samples_per_s(rec) == pytest.approx(16 / st.median)
+    assert steps.micro_step_ms(rec) == pytest.approx(st.median * 1000)
     assert rec.complete and rec.log_format == "v4" and rec.global_steps == 94 and rec.max_steps == 94
     assert rec.train_loss[0] == [1, 12.61488152] and len(rec.train_loss) == 19
     assert rec.eval_loss == [[50, 10.20411968], [94, 9.98833084]]
@@ -58,17 +59,17 @@ def test_reference_h200_log(fixtures):
     assert loss.final_eval_loss(rec) == pytest.approx(9.98833084)
     assert loss.final_eval_token_acc(rec) == pytest.approx(0.05011219)
     assert rec.trainable_params == 20_185_100 and rec.train_samples == 1489
-    lo, hi = st["ci95_low"], st["ci95_high"]
-    assert lo < st["mean"] < hi
-    assert st["mean"] == pytest.approx(statistics.fmean(per_step))
+    lo, hi = st.ci95_low, st.ci95_high
+    assert lo < st.mean < hi
+    assert st.mean == pytest.approx(statistics.fmean(per_step))
 
 
 def test_summary_is_the_measure_functions(fixtures):
     rec = _record(fixtures / "h200_bs16")
     m = run_summary(rec)
-    assert m["step_time_s"] == steps.step_time(rec)
+    assert m["step_time_s"] == dataclasses.asdict(steps.step_time(rec))
     assert m["tokens_per_s"] == throughput.throughput(rec).tokens_per_s
-    assert m["mfu"] == flops.mfu(rec)["mfu"] and m["final_train_loss"] == loss.final_train_loss(rec)
+    assert m["mfu"] == flops.mfu(rec).mfu and m["final_train_loss"] == loss.final_train_loss(rec)
     assert [iv["from_step"] for iv in m["step_intervals"]] == [iv.from_step for iv in steps.intervals(rec)]
 
 
@@ -84,8 +85,8 @@ def test_reference_without_args_infers_global_batch(tmp_path, fixtures):
 def test_known_step_time_recovered(fixtures, name, true_step):
     """The synthetic runs take true_step x (1 +- 2..5 % jitter) per step, evals 12 s and saves 3 s extra."""
     st = steps.step_time(_record(fixtures / name))
-    assert st["median"] == pytest.approx(true_step, rel=0.02)
-    assert st["ci95_low"] < true_step * 1.03 and st["ci95_high"] > true_step * 0.97
+    assert st.median == pytest.approx(true_step, rel=0.02)
+    assert st.ci95_low < true_step * 1.03 and st.ci95_high > true_step * 0.97
 
 
 def test_eval_interval_excluded(fixtures):
@@ -100,10 +101,11 @@ def test_profiled_steps_excluded(fixtures):
     rec = _record(fixtures / "v3_full")
     before = {(iv.from_step, iv.to_step) for iv in steps.steady_intervals(rec)}
     assert (40, 45) in before
-    rec.profile = {"steps": [{"step": 45, "wall_s": 9.0, "gpu_busy_s": 1.0, "gpu_busy_frac": 0.11}]}
+    rec = dataclasses.replace(rec, profile={"steps": [{"step": 45, "wall_s": 9.0, "gpu_busy_s": 1.0,
+                                                        "gpu_busy_frac": 0.11}]})
     reasons = {(iv.from_step, iv.to_step): iv.excluded for iv in steps.intervals(rec)}
     assert reasons[(40, 45)] == "profiled"
-    assert steps.step_time(rec)["n_intervals"] == len(before) - 1
+    assert steps.step_time(rec).n_intervals == len(before) - 1
 
 
 def test_v3_full_metrics(fixtures):
@@ -137,13 +139,13 @@ def test_mfu_formula(results_tree):
     s = hardware.lookup_model("Qwen2.5-7B-Instruct")
     n = hardware.matmul_params(s)
     assert n == 7_070_285_824  # 28 x 233,046,016 decoder linears + 544,997,376 lm_head
-    assert m["flops_per_token"] == 4 * n + 6 * 20_185_100
-    assert m["mfu"] == pytest.approx(tps * (4 * n + 6 * 20_185_100) / 989e12)
-    assert m["hfu"] == pytest.approx(tps * (6 * n + 6 * 20_185_100) / 989e12)
-    assert "989" in m["peak_source"]
-    assert flops.flops_per_token(n, 20_185_100, "lora", True) == {"model": 4 * n + 6 * 20_185_100,
-                                                                   "hardware": 6 * n + 6 * 20_185_100}
-    assert flops.flops_per_token(n, 0, "full")["model"] == 6 * n
+    assert m.flops_per_token == 4 * n + 6 * 20_185_100
+    assert m.mfu == pytest.approx(tps * (4 * n + 6 * 20_185_100) / 989e12)
+    assert m.hfu == pytest.approx(tps * (6 * n + 6 * 20_185_100) / 989e12)
+    assert "989" in (m.peak_source or "")
+    assert flops.flops_per_token(n, 20_185_100, "lora", True) == flops.FlopsPerToken(4 * n + 6 * 20_185_100,
+                                                                                     6 * n + 6 * 20_185_100)
+    assert flops.flops_per_token(n, 0, "full").model == 6 * n
 
 
 def test_model_table_matches_published_parameter_counts():

@@ -23,9 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 H200 = REPO / "results" / "h200"
 HOST = "a2a43152259f"  # the nvidia-h200-x2 host of calls 12-14 (results/calls/2026-12-01-call12/README.md)
 SEED1, SEED2 = H200 / "seed" / f"20261201-022030-{HOST}", H200 / "seed" / f"20261201-022616-2gpu-{HOST}"
-BEST1, BEST2 = H200 / "best" / f"20261201-021700-{HOST}", H200 / "best" / f"20261201-021832-2gpu-{HOST}"
 BEST2_Z2 = H200 / "best" / f"20261201-022954-2gpu-zero2-{HOST}"
-SWEEPS = H200 / "allreduce"
 
 
 # ------------------------------------------------------------------------------------------ identity and batch
@@ -87,15 +85,15 @@ def test_scaling_efficiency_by_hand():
     kb, _ = throughput.steady_tokens(one)
     hand = (sum(t for _, t in kt) / sum(iv.seconds for iv, _ in kt)) / (
         sum(t for _, t in kb) / sum(iv.seconds for iv, _ in kb)) / 2
-    assert sc["efficiency"] == pytest.approx(hand, rel=1e-12)
-    assert sc["efficiency_low"] < sc["efficiency"] < sc["efficiency_high"]
-    assert sc["hosts"] == compare.SAME_HOST and (sc["gpus_from"], sc["gpus_to"]) == (1, 2)
+    assert sc.efficiency == pytest.approx(hand, rel=1e-12)
+    assert sc.efficiency_low < sc.efficiency < sc.efficiency_high
+    assert sc.hosts == compare.SAME_HOST and (sc.gpus_from, sc.gpus_to) == (1, 2)
     # MFU is per GPU: the 2-GPU run's MFU over the 1-GPU run's is the efficiency (same model, same flops per token)
     from analysis.measure import flops
 
-    m1 = flops.mfu(one, throughput.throughput(one).tokens_per_s)["mfu"]
-    m2 = flops.mfu(two, throughput.throughput(two).tokens_per_s)["mfu"]
-    assert m2 / m1 == pytest.approx(sc["efficiency"], rel=1e-9)
+    m1 = flops.mfu(one, throughput.throughput(one).tokens_per_s).mfu
+    m2 = flops.mfu(two, throughput.throughput(two).tokens_per_s).mfu
+    assert m2 / m1 == pytest.approx(sc.efficiency, rel=1e-9)
 
 
 def test_one_and_two_gpu_runs_are_two_rows_and_a_scaling_row():
@@ -136,16 +134,17 @@ def test_busbw_formula_and_nccl_log():
 def test_committed_sweeps_and_the_nccl_verdict_numbers():
     sweeps = bench.allreduce_runs(REPO / "results", "h200")
     ((plain, env),) = interconnect.pairs(sweeps)
-    raw = json.loads((plain["path"] / "allreduce.json").read_text())
+    raw = json.loads((plain.path / "allreduce.json").read_text())
     big = raw["sizes"][-1]
-    assert big["mib"] == 1024 and interconnect.busbw_at(plain)["busbw_gbs"] == big["busbw_gbs"]
+    largest = interconnect.busbw_at(plain)
+    assert big["mib"] == 1024 and largest is not None and largest.busbw_gbs == big["busbw_gbs"]
     assert big["busbw_gbs"] == pytest.approx(big["bytes"] / (big["time_us"] / 1e6) / 1e9, rel=1e-3)  # 2 ranks: = algbw
     eff = interconnect.env_effect(plain, env)
-    raw_env = json.loads((env["path"] / "allreduce.json").read_text())
-    assert eff["gain_pct_small"] == pytest.approx(
+    raw_env = json.loads((env.path / "allreduce.json").read_text())
+    assert eff.gain_pct_small == pytest.approx(
         (raw["sizes"][0]["time_us"] / raw_env["sizes"][0]["time_us"] - 1) * 100)
-    assert eff["ignored"] == ["NCCL_FASTRAK_ENABLE", "NCCL_NVSWITCH_USE"]
-    assert eff["read"] == {"NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS"}
+    assert eff.ignored == ["NCCL_FASTRAK_ENABLE", "NCCL_NVSWITCH_USE"]
+    assert eff.read == {"NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "SYS"}
 
 
 def test_claims_verdicts_for_seed_000():
@@ -255,30 +254,32 @@ def _resume_check(folder: Path, restart_s: float, repeated: list[tuple[int, floa
 
 
 def test_the_resume_claim_by_hand(tmp_path):
+    from analysis.judge import config
     from analysis.judge.rules_cluster import rule_resume_time
     from analysis.judge.select import Runs
 
-    claim = {"rule": {"kind": "resume_time", "max_s": 10}}
+    claim = config.claim_of({"id": "resume", "origin": "finding", "claim": "", "source": {"file": "f", "claim": "c"},
+                             "rule": {"kind": "resume_time", "max_s": 10}})
     runs = Runs(records=[], results_dir=tmp_path, hw="h200")
-    assert rule_resume_time(claim, runs)["verdict"] == "not run yet"
+    assert rule_resume_time(claim, runs).verdict == "not run yet"
     _resume_check(tmp_path / "h200" / "best" / "r1", 8.0, [(21, 12.0, 12.006), (22, 11.0, 11.0)])
     out = rule_resume_time(claim, runs)
-    assert out["verdict"] == "holds"
-    assert out["numbers"]["checks"][0]["max_loss_drift"] == pytest.approx(0.006 / 12.0)  # |12.006 - 12| / 12
-    assert "within 0.05% of the first attempt's" in out["detail"]
+    assert out.verdict == "holds"
+    assert out.numbers["checks"][0]["max_loss_drift"] == pytest.approx(0.006 / 12.0)  # |12.006 - 12| / 12
+    assert "within 0.05% of the first attempt's" in out.detail
     _resume_check(tmp_path / "h200" / "best" / "r2", 12.0, [])
     out = rule_resume_time(claim, runs)
-    assert out["verdict"] == "inconclusive"  # one within 10 s, one not
+    assert out.verdict == "inconclusive"  # one within 10 s, one not
     # a check without repeated steps is still described in full
-    assert "12.0 s from the restart to the first resumed step, 1.5 s of it after the trainer started" in out["detail"]
-    assert out["detail"].count("SIGKILL after step 25") == 2
+    assert "12.0 s from the restart to the first resumed step, 1.5 s of it after the trainer started" in out.detail
+    assert out.detail.count("SIGKILL after step 25") == 2
     (tmp_path / "h200" / "best" / "r1" / "resume_check.json").write_text("{not json")
     with pytest.warns(UserWarning, match="skipped, not a resume check"):
-        assert rule_resume_time(claim, runs)["verdict"] == "does not hold"
+        assert rule_resume_time(claim, runs).verdict == "does not hold"
     # a check that left weights in results/ never holds, however fast
     _resume_check(tmp_path / "h200" / "best" / "r3", 5.0, [], weights_in_results=["checkpoint-20"])
     (tmp_path / "h200" / "best" / "r2" / "resume_check.json").unlink()
-    assert rule_resume_time(claim, runs)["verdict"] == "inconclusive"
+    assert rule_resume_time(claim, runs).verdict == "inconclusive"
 
 
 def test_the_committed_h200_resume_check():

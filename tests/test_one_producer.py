@@ -43,7 +43,7 @@ def expected(recs):
     out = {}
     for k in ("seed", "bs16", "seed_b"):
         tp = throughput.throughput(recs[k]).tokens_per_s
-        out[k] = {"tokens_per_s": tp, "mfu": flops.mfu(recs[k])["mfu"]}
+        out[k] = {"tokens_per_s": tp, "mfu": flops.mfu(recs[k]).mfu}
     out["seed"]["speedup"] = compare.speedup(recs["seed_b"], recs["seed"]).factor  # against the baseline row
     pair = compare.speedup(recs["pair_seed"], recs["pair_best"])
     out["pair"] = {"factor": pair.factor, "low": pair.low, "high": pair.high, "hosts": pair.hosts,
@@ -133,7 +133,8 @@ def test_time_to_finish_the_job_has_one_producer():
     """train_runtime (the time to finish the job) and the start-up beside it: the tables' recipes rows are
     analysis.measure.jobtime.job_time's, and no module outside the parse and measure stages reads the log's
     train_runtime
-    itself (quick.py's estimate of a full run from a cut one is its own quantity)."""
+    itself (quick.py's estimate of a full run from a cut one is its own quantity, checked by quick_check.py against the
+    full run's train_runtime)."""
     from analysis.measure import jobtime
 
     p = subprocess.run([sys.executable, "-m", "analysis.cli", "tables", str(RESULTS), "--format", "json"],
@@ -144,10 +145,25 @@ def test_time_to_finish_the_job_has_one_producer():
     recs = {(r.experiment, r.run): r for r in collect(RESULTS)}
     for row in rows:
         jt = jobtime.job_time(recs[(row["experiment"], row["run"])])
-        assert row["epoch_s"] == jt["train_runtime_s"] and row["load_s"] == pytest.approx(jt["load_s"])
+        assert row["epoch_s"] == jt.train_runtime_s and row["load_s"] == pytest.approx(jt.load_s)
         if row["seed_epoch_s"] is not None:  # x seed (epoch) is jobtime.epoch_ratio's
             assert row["epoch_x_seed"] == pytest.approx(jobtime.epoch_ratio(row["seed_epoch_s"], row["epoch_s"]))
     readers = [str(f.relative_to(REPO)) for f in (REPO / "analysis").rglob("*.py")
-               if ".train_runtime_s" in f.read_text() and f.parts[-2] not in ("parse", "measure")
-               and f.name != "quick.py"]
+               if f.parts[-2] not in ("parse", "measure") and f.name not in ("quick.py", "quick_check.py")
+               and _reads_runtime(f)]
     assert readers == []
+
+
+def _reads_runtime(path: Path) -> bool:
+    """Does PATH read `.train_runtime_s` of anything but a JobTime (a name bound to job_time(...), or the call)?"""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+
+    def is_job_time(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "job_time"
+
+    job_names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and is_job_time(node.value)
+                 for t in node.targets if isinstance(t, ast.Name)}
+    return any(isinstance(node, ast.Attribute) and node.attr == "train_runtime_s"
+               and not is_job_time(node.value)
+               and not (isinstance(node.value, ast.Name) and node.value.id in job_names)
+               for node in ast.walk(tree))

@@ -28,7 +28,7 @@ RESULTS = REPO / "results"
 NAMED_FILES = [
     "seeds/ms_swift_hw_test.yaml",
     "notebooks/report.ipynb",
-    "analysis/data/hardware.yaml",
+    "data/hardware.yaml",
     "analysis/judge/claims.yaml",
     "experiments/recipes/recipes.yaml",
     "analysis/present/report/report.css",
@@ -37,8 +37,9 @@ NAMED_FILES = [
 PACKAGE_DATA_GLOBS = [
     "seeds/*.yaml",
     "notebooks/*.ipynb",
-    "analysis/data/*.yaml",
-    "analysis/data/*.json",
+    "data/*.yaml",
+    "data/*.json",
+    "data/*.csv",
     "analysis/judge/*.yaml",
     "analysis/present/report/*.css",
     "experiments/*/*.yaml",
@@ -47,7 +48,7 @@ PACKAGE_DATA_GLOBS = [
     "experiments/*/*.sh",
     "experiments/recipes/claims/*.yaml",
 ]
-PACKAGES = ["analysis", "experiments", "seeds", "notebooks"]
+PACKAGES = ["analysis", "experiments", "data", "seeds", "notebooks"]
 PROBES = "experiments/probes/"  # one-off probes: in the checkout, never in the wheel
 
 # Not copied for the build: local, ignored and heavy folders (see .gitignore and .dockerignore).

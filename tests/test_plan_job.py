@@ -144,21 +144,21 @@ def test_recipe_data_by_default_and_a_mean_with_a_longest():
 def test_long_max_length_uses_the_datas_longest_sample():
     """`--max-length 32768 --hw 4090`: the recipe's data is 593 tokens at most, so batch 1 fits a 24 GB card."""
     (p,) = planner.estimate(MODEL, max_length=32768, hw="4090", results=RESULTS)
-    assert p["seq_len"] == 593 and p["fit"] == "yes" and p["suggestions"] == []
+    assert p.seq_len == 593 and p.fit == "yes" and p.suggestions == []
 
 
 def test_suggestions_where_a_job_does_not_fit():
     """bs16 padded with checkpointing off on a 24 GB card: the savers that make it fit, a smaller batch (global
     batch kept), QLoRA; batch 1 gets no 'smaller batch'."""
     (p,) = planner.estimate(MODEL, batch=16, grad_accum=1, gradient_checkpointing=False, hw="a10", results=RESULTS)
-    assert p["fit"] == "no" and p["step_time_s"] is None
-    changes = [s["change"] for s in p["suggestions"]]
+    assert p.fit == "no" and p.step_time_s is None
+    changes = [s.change for s in p.suggestions]
     assert "--gradient_checkpointing true --use_liger_kernel true --padding_free true" in changes
     assert any(c.startswith("--per_device_train_batch_size 1 --gradient_accumulation_steps 16") for c in changes)
-    assert all(s["needs_gib"] <= p["capacity_gib"] and s["fit"] == "yes" for s in p["suggestions"])
+    assert all(s.needs_gib <= p.capacity_gib and s.fit == "yes" for s in p.suggestions)
     (one,) = planner.estimate(MODEL, batch=1, grad_accum=16, seq_len=2048, mean_len=2048, method="full",
                               hw="a10", results=RESULTS)
-    assert one["fit"] == "no" and not any("batch_size" in s["change"] for s in one["suggestions"])
+    assert one.fit == "no" and not any("batch_size" in s.change for s in one.suggestions)
     proc = _cli("--batch", "16", "--grad-accum", "1", "--gradient-checkpointing", "false", "--hw", "a10")
     assert "a10: fits with --gradient_checkpointing true" in proc.stdout
 
@@ -167,7 +167,7 @@ def test_more_models_by_name_and_by_config():
     for name, layers in (("llama3-8b", 32), ("Mistral-7B", 32), ("Qwen2.5-14B", 48)):
         assert planner.resolve_model(name)["num_hidden_layers"] == layers
     (p,) = planner.estimate("Llama-3-8B", hw="h100", results=RESULTS)
-    assert p["model"] == "Meta-Llama-3-8B" and p["time_kind"] == "scaled" and p["fits"]
+    assert p.model == "Meta-Llama-3-8B" and p.time_kind == "scaled" and p.fits
 
 
 def test_optimize_takes_another_architectures_config_and_answers_per_class(tmp_path):
@@ -179,7 +179,7 @@ def test_optimize_takes_another_architectures_config_and_answers_per_class(tmp_p
     lengths = tmp_path / "lengths.txt"
     lengths.write_text("\n".join(str(50 + (i * 37) % 900) for i in range(3000)))
     plan = optimize.optimize(str(cfg), samples=3000, lengths=lengths, results=RESULTS, objective="cost")
-    assert plan.model == "Mistral-7B-v0.1" and len(plan.choices) == 5
+    assert plan.model == "Mistral-7B-v0.1" and sorted(c.hw for c in plan.choices) == sorted(hardware.shown())
     for ch in plan.choices:
         assert ch.tried == 40 and ch.best is not None and ch.best.fit == "yes"
         b = ch.best

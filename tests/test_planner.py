@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from analysis.estimate import planner, transfer, validate
+from analysis.estimate import prices as price_tables
 from analysis.measure import flops as measure_flops
 from analysis.measure.steps import step_time
 from analysis.parse.results import collect
@@ -167,7 +168,7 @@ def test_estimate_within_10pct_of_every_committed_run(validation):
     # compiled epochs: padding-free, Liger, checkpointing off are modelled)
     from analysis.measure.jobtime import job_time
 
-    whole = {r.run for r in collect(RESULTS) if job_time(r)["full_epoch"] and (r.world_size or 1) == 1
+    whole = {r.run for r in collect(RESULTS) if job_time(r).full_epoch and (r.world_size or 1) == 1
              and not r.cap_gib and r.args.get("group_by_length") is not True}
     assert {r["run"] for r in full} == whole and len(whole) >= 15
     by_run = {r["run"]: r for r in rows}
@@ -206,67 +207,66 @@ def test_step_time_estimates_of_committed_runs(validation):
 
 
 def test_fits_flips_where_it_must():
-    big = {p["hw"]: p for p in planner.estimate(MODEL, batch=16, grad_accum=1, seq_len=2048, results=RESULTS)}
-    assert not big["a10"]["fits"] and not big["rtx4090"]["fits"]  # bs16 at 2048 tokens does not fit 24 GB
-    assert big["h200"]["fits"]
-    small = {p["hw"]: p for p in planner.estimate(MODEL, batch=1, grad_accum=16, seq_len=593, results=RESULTS)}
-    assert all(p["fits"] for p in small.values())
-    full = {p["hw"]: p for p in planner.estimate(MODEL, method="full", seq_len=2048, gradient_checkpointing=False,
+    big = {p.hw: p for p in planner.estimate(MODEL, batch=16, grad_accum=1, seq_len=2048, results=RESULTS)}
+    assert not big["a10"].fits and not big["rtx4090"].fits  # bs16 at 2048 tokens does not fit 24 GB
+    assert big["h200"].fits
+    small = {p.hw: p for p in planner.estimate(MODEL, batch=1, grad_accum=16, seq_len=593, results=RESULTS)}
+    assert all(p.fits for p in small.values())
+    full = {p.hw: p for p in planner.estimate(MODEL, method="full", seq_len=2048, gradient_checkpointing=False,
                                                  hw="a100-80gb,h200", results=RESULTS)}
-    assert full["a100-80gb"]["fit"] == "tight" and full["h200"]["fit"] == "yes"  # live 72.7 GiB, needs 76.5 of 74.5
-    assert big["a10"]["logged_peak_gib"] is None
-    assert big["h200"]["logged_peak_gib"] == pytest.approx(big["h200"]["capacity_gib"])
-    assert big["h200"]["peak_mem_gib"] > big["h200"]["capacity_gib"]
-    assert small["h200"]["logged_peak_gib"] == small["h200"]["peak_mem_gib"]
+    assert full["a100-80gb"].fit == "tight" and full["h200"].fit == "yes"  # live 72.7 GiB, needs 76.5 of 74.5
+    assert big["a10"].logged_peak_gib is None
+    assert big["h200"].logged_peak_gib == pytest.approx(big["h200"].capacity_gib)
+    assert big["h200"].peak_mem_gib > big["h200"].capacity_gib
+    assert small["h200"].logged_peak_gib == small["h200"].peak_mem_gib
     for p in [*big.values(), *small.values()]:
-        assert (p["fit"] == "yes") == (p["needs_gib"] <= p["capacity_gib"]) and p["fits"] == (p["fit"] != "no")
-        assert p["capacity_gib"] == pytest.approx(hardware.require(p["hw"])["memory_gb"] * 1e9 / GIB)
+        assert (p.fit == "yes") == (p.needs_gib <= p.capacity_gib) and p.fits == (p.fit != "no")
+        assert p.capacity_gib == pytest.approx(hardware.require(p.hw)["memory_gb"] * 1e9 / GIB)
 
 
 def test_seed_recipe_on_h200_uses_the_measured_median_and_its_profile_elsewhere():
     """The seed recipe: measured on the H200; on every other class its profile carried over (transfer.py), with the
     band; other data or another recipe: a step scaled from the reference profiles; QLoRA and full: the roofline."""
-    plans = {p["hw"]: p for p in planner.estimate(MODEL, method="lora", max_length=2048, batch=1, grad_accum=16,
+    plans = {p.hw: p for p in planner.estimate(MODEL, method="lora", max_length=2048, batch=1, grad_accum=16,
                                                   samples=1500, epochs=1, results=RESULTS)}
     recs = collect(RESULTS)
-    median = step_time(next(r for r in recs if r.run == SEED_TIME_RUN))["median"]
+    median = step_time(next(r for r in recs if r.run == SEED_TIME_RUN)).median
     h200 = plans["h200"]
-    assert h200["time_source"] == f"measured: h200/seed/{SEED_TIME_RUN}" and h200["time_kind"] == "measured"
-    assert h200["step_time_s"] == median
-    assert h200["steps"] == math.ceil(1500 / 16) == 94
+    assert h200.time_source == f"measured: h200/seed/{SEED_TIME_RUN}" and h200.time_kind == "measured"
+    assert h200.step_time_s == median
+    assert h200.steps == math.ceil(1500 / 16) == 94
     # the full epoch's train_runtime: the steady steps x its warm-up, evals and saves (transfer.runtime_factor)
     seed = next(r for r in recs if r.run == SEED_TIME_RUN)
-    assert h200["total_time_s"] == pytest.approx(seed.train_runtime_s) == h200["total_low_s"] == h200["total_high_s"]
+    assert h200.total_time_s == pytest.approx(seed.train_runtime_s) == h200.total_low_s == h200.total_high_s
     factor = transfer.runtime_factor(seed)
-    assert factor == pytest.approx(seed.train_runtime_s / (median * 94)) and f"{factor:.3f}" in h200["epoch_basis"]
+    assert factor == pytest.approx(seed.train_runtime_s / (median * 94)) and f"{factor:.3f}" in h200.epoch_basis
     step = transfer.profile_step(next(r for r in recs if r.run == SEED_TIME_RUN))
     for key in ("a10", "rtx4090", "a100", "h100"):
         p = plans[key]
-        assert p["time_source"] == "profile of h200/seed/20261202-145024" and p["time_kind"] == "profiled"
-        assert f"h200/seed/{SEED_TIME_RUN}" in p["time_note"]
+        assert p.time_source == "profile of h200/seed/20261202-145024" and p.time_kind == "profiled"
+        assert f"h200/seed/{SEED_TIME_RUN}" in p.time_note
         parts = transfer.step_on(step, key)
-        assert p["step_time_s"] == pytest.approx(parts.total_s)
-        assert p["time_parts"]["host_s"] == pytest.approx(step.host_s)  # same host assumed
-        assert p["total_time_s"] == pytest.approx(parts.total_s * 94 * factor)
-        low, high = transfer.band_range(p["total_time_s"])
-        assert (p["total_low_s"], p["total_high_s"]) == pytest.approx((low, high))
-        assert p["total_low_s"] < p["total_time_s"] < p["total_high_s"]
+        assert p.step_time_s == pytest.approx(parts.total_s)
+        assert p.time_parts.host_s == pytest.approx(step.host_s)  # same host assumed
+        assert p.total_time_s == pytest.approx(parts.total_s * 94 * factor)
+        low, high = transfer.band_range(p.total_time_s)
+        assert (p.total_low_s, p.total_high_s) == pytest.approx((low, high))
+        assert p.total_low_s < p.total_time_s < p.total_high_s
         # a slower card, the same host: the host-bound step grows by its GPU part only
-        assert median < p["step_time_s"] < 1.5 * median
-    text = " ".join(plans["a10"]["assumptions"])
+        assert median < p.step_time_s < 1.5 * median
+    text = " ".join(plans["a10"].assumptions)
     assert "same host assumed" in text and "docs/time-model.md" in text
     # data other than the run's: the measured time does not apply; the step is scaled from the reference profiles
     other = planner.estimate(MODEL, mean_len=1024, hw="h200", results=RESULTS)[0]
-    assert other["time_kind"] == "scaled" and "trained other data" in other["time_note"]
+    assert other.time_kind == "scaled" and "trained other data" in (other.time_note or "")
     # a different recipe (batch 3): nothing measured; batch 2 x 8 is the claims audit's tp-bs2, measured
-    assert planner.estimate(MODEL, batch=3, grad_accum=5, hw="h200", results=RESULTS)[0]["time_kind"] == "scaled"
-    assert planner.estimate(MODEL, batch=2, grad_accum=8, hw="h200", results=RESULTS)[0]["time_source"] == \
+    assert planner.estimate(MODEL, batch=3, grad_accum=5, hw="h200", results=RESULTS)[0].time_kind == "scaled"
+    assert planner.estimate(MODEL, batch=2, grad_accum=8, hw="h200", results=RESULTS)[0].time_source == \
         "measured: h200/tp-bs2/20261130-121331"
     full = planner.estimate(MODEL, method="full", hw="h200", results=RESULTS)[0]
-    roof = full["roofline"]
-    assert full["time_kind"] == "roofline" and full["step_time_s"] == pytest.approx(roof["step_time_s"])
-    assert roof["micro_step_s"] == pytest.approx(max(roof["compute_s"], roof["weight_reads_s"])
-                                                 + roof["host_overhead_s"])
+    roof = full.roofline
+    assert full.time_kind == "roofline" and full.step_time_s == pytest.approx(roof.step_time_s)
+    assert roof.micro_step_s == pytest.approx(max(roof.compute_s, roof.weight_reads_s) + roof.host_overhead_s)
 
 
 def test_flops_per_token_is_the_mfu_formula(shapes):
@@ -278,8 +278,8 @@ def test_flops_per_token_is_the_mfu_formula(shapes):
     assert lora == 20_185_088
     assert planner.flops_per_token(shapes, "lora", False, 8) == 4 * n + 6 * lora
     assert planner.flops_per_token(shapes, "lora", True, 8) == 6 * n + 6 * lora
-    assert planner.flops_per_token(shapes, "lora", True, 8) == measure_flops.flops_per_token(n, lora, "lora", True)[
-        "hardware"]
+    assert planner.flops_per_token(shapes, "lora", True, 8) == \
+        measure_flops.flops_per_token(n, lora, "lora", True).hardware
     assert planner.flops_per_token(shapes, "full", False, 8) == 6 * n
     assert planner.flops_per_token(shapes, "lora", True, 4) < planner.flops_per_token(shapes, "lora", True, 8)
 
@@ -290,23 +290,23 @@ def test_roofline_reproduces_both_h200_experiments(shapes):
     fit = validate.calibrate(RESULTS)
     seed = planner.roofline_micro_step(spec, shapes, "lora", fit["seed_tokens_per_micro_step"], True, 8, c)
     bs16 = planner.roofline_micro_step(spec, shapes, "lora", fit["bs16_tokens_per_micro_step"], True, 8, c)
-    assert seed["micro_step_s"] == pytest.approx(fit["seed_micro_step_s"], rel=0.02)
-    assert bs16["micro_step_s"] == pytest.approx(fit["bs16_micro_step_s"], rel=0.02)
+    assert seed.micro_step_s == pytest.approx(fit["seed_micro_step_s"], rel=0.02)
+    assert bs16.micro_step_s == pytest.approx(fit["bs16_micro_step_s"], rel=0.02)
 
 
 def test_cost_is_total_hours_times_price(tmp_path):
     prices = tmp_path / "prices.yaml"
     prices.write_text("h200: 3.5\na10: 0.75\n")
-    plans = {p["hw"]: p for p in planner.estimate(MODEL, epochs=2, prices=prices, results=RESULTS)}
-    assert plans["h200"]["steps"] == 188
-    assert plans["h200"]["cost"] == pytest.approx(plans["h200"]["total_time_s"] / 3600 * 3.5)
-    assert plans["a10"]["cost"] == pytest.approx(plans["a10"]["total_time_s"] / 3600 * 0.75)
-    assert plans["h100"]["cost"] is None  # no price given for it
-    # without --prices: the built-in table (analysis/data/prices.yaml), the one tables and the report price with
-    builtin = planner.read_prices(planner.DEFAULT_PRICES)
+    plans = {p.hw: p for p in planner.estimate(MODEL, epochs=2, prices=prices, results=RESULTS)}
+    assert plans["h200"].steps == 188
+    assert plans["h200"].cost == pytest.approx(plans["h200"].total_time_s / 3600 * 3.5)
+    assert plans["a10"].cost == pytest.approx(plans["a10"].total_time_s / 3600 * 0.75)
+    assert plans["h100"].cost is None  # no price given for it
+    # without --prices: the built-in table (data/prices.yaml), the one tables and the report price with
+    builtin = price_tables.read_prices(price_tables.DEFAULT_PRICES)
     for p in planner.estimate(MODEL, results=RESULTS):
-        assert p["price_per_gpu_hour"] == builtin[p["hw"]] and p["currency"] == "USD"
-        assert p["cost"] == pytest.approx(p["total_time_s"] / 3600 * builtin[p["hw"]])
+        assert p.price_per_gpu_hour == builtin[p.hw] and p.currency == "USD"
+        assert p.cost == pytest.approx(p.total_time_s / 3600 * builtin[p.hw])
 
 
 @pytest.mark.parametrize("text,needle", [("h100: [1\n", "not valid YAML"), ("- 1\n- 2\n", "mapping"),
@@ -328,7 +328,7 @@ def test_model_from_a_config_folder(tmp_path, shapes):
     assert got["name"] == MODEL
     assert {k: got[k] for k in hardware.SHAPE_KEYS} == {k: shapes[k] for k in hardware.SHAPE_KEYS}
     # a folder named like the recipe's model matches its measured run too
-    assert planner.estimate(str(folder), hw="h200", results=RESULTS)[0]["time_source"].startswith("measured: ")
+    assert planner.estimate(str(folder), hw="h200", results=RESULTS)[0].time_source.startswith("measured: ")
     with pytest.raises(InputError):
         planner.resolve_model(str(tmp_path / "no-such-model"))
 
@@ -336,9 +336,9 @@ def test_model_from_a_config_folder(tmp_path, shapes):
 def test_qlora_and_full_say_they_are_estimates():
     for method in ("qlora", "full"):
         p = planner.estimate(MODEL, method=method, hw="h100", results=RESULTS)[0]
-        assert p["estimate_only"] and p["time_source"] == "roofline"
-        assert p["assumptions"][0].startswith("ESTIMATE ONLY")
-    assert not planner.estimate(MODEL, hw="h100", results=RESULTS)[0]["estimate_only"]
+        assert p.estimate_only and p.time_source == "roofline"
+        assert p.assumptions[0].startswith("ESTIMATE ONLY")
+    assert not planner.estimate(MODEL, hw="h100", results=RESULTS)[0].estimate_only
 
 
 # ---------------------------------------------------------------------------------------------- CLI
@@ -349,7 +349,7 @@ def test_json_output_shape():
                 "--samples", "1500", "--epochs", "1", "--json")
     assert proc.returncode == 0, proc.stderr
     plans = json.loads(proc.stdout)
-    assert [p["hw"] for p in plans] == list(planner.DEFAULT_HW)
+    assert [p["hw"] for p in plans] == hardware.shown()
     for p in plans:
         for key in ("hw", "peak_mem_gib", "fits", "step_time_s", "total_time_s", "cost", "breakdown", "time_source",
                     "needs_gib", "assumptions"):
@@ -417,26 +417,26 @@ def test_largest_batch_is_the_last_one_whose_needs_fit(shapes):
         assert planner.memory(shapes, "lora", 593, b, True, 8, c)["needs_gib"] <= cap
         assert planner.memory(shapes, "lora", 593, b + 1, True, 8, c)["needs_gib"] > cap
     assert planner.largest_batch(shapes, "full", 2048, False, 8, 10.0, c) == 0  # not even batch 1
-    plans = {p["hw"]: p for p in planner.estimate(MODEL, seq_len=593, results=RESULTS)}
-    assert plans["a10"]["max_batch"] < plans["a100"]["max_batch"] < plans["h200"]["max_batch"]
+    plans = {p.hw: p for p in planner.estimate(MODEL, seq_len=593, results=RESULTS)}
+    assert plans["a10"].max_batch < plans["a100"].max_batch < plans["h200"].max_batch
 
 
 def test_roofline_figures_in_the_units_of_the_measurements():
     p = planner.estimate(MODEL, seq_len=593, hw="a10", results=RESULTS)[0]
-    roof, n = p["roofline"], p["batch"] * p["grad_accum"]
-    assert roof["ms_per_sample"] == pytest.approx(roof["step_time_s"] / n * 1000)
-    assert roof["tokens_per_s"] == pytest.approx(n * p["tokens_per_sample"] / roof["step_time_s"])
-    assert roof["total_time_s"] == pytest.approx(roof["step_time_s"] * p["steps"])
-    assert 0 < roof["gpu_busy_frac"] < 1
-    assert p["tokens_per_s"] == pytest.approx(n * p["tokens_per_sample"] / p["step_time_s"])
+    roof, n = p.roofline, p.batch * p.grad_accum
+    assert roof.ms_per_sample == pytest.approx(roof.step_time_s / n * 1000)
+    assert roof.tokens_per_s == pytest.approx(n * p.tokens_per_sample / roof.step_time_s)
+    assert roof.total_time_s == pytest.approx(roof.step_time_s * p.steps)
+    assert 0 < roof.gpu_busy_frac < 1
+    assert p.tokens_per_s == pytest.approx(n * p.tokens_per_sample / p.step_time_s)
 
 
 def test_gpu_names_are_case_insensitive_and_prices_name_their_currency(tmp_path):
-    assert [p["hw"] for p in planner.estimate(MODEL, hw="A10,H100", results=RESULTS)] == ["a10", "h100"]
+    assert [p.hw for p in planner.estimate(MODEL, hw="A10,H100", results=RESULTS)] == ["a10", "h100"]
     prices = tmp_path / "prices.yaml"
     prices.write_text("currency: EUR\nH100: 2.5\n")
     plan = planner.estimate(MODEL, hw="h100", prices=prices, results=RESULTS)[0]
-    assert plan["currency"] == "EUR" and plan["cost"] == pytest.approx(plan["total_hours"] * 2.5)
+    assert plan.currency == "EUR" and plan.cost == pytest.approx(plan.total_hours * 2.5)
     proc = _cli("--model", MODEL, "--hw", "H100,a10", "--prices", str(prices))
     assert proc.returncode == 0, proc.stderr
     assert "cost (EUR)" in proc.stdout and "in EUR" in proc.stdout and "largest batch" in proc.stdout
@@ -517,13 +517,13 @@ def test_ms_swift_flag_names_and_common_gpu_names():
 def test_no_time_or_cost_for_a_job_that_does_not_fit(tmp_path):
     prices = tmp_path / "prices.yaml"
     prices.write_text("a10: 1.0\nh200: 4.0\n")
-    plans = {p["hw"]: p for p in planner.estimate(MODEL, batch=16, grad_accum=1, seq_len=2048, hw="a10,h200",
+    plans = {p.hw: p for p in planner.estimate(MODEL, batch=16, grad_accum=1, seq_len=2048, hw="a10,h200",
                                                   prices=prices, results=RESULTS)}
     a10 = plans["a10"]
-    assert a10["fit"] == "no" and not a10["fits"] and a10["time_source"] == "does not fit"
-    assert all(a10[k] is None for k in ("step_time_s", "total_time_s", "total_hours", "cost", "ms_per_sample",
-                                        "tokens_per_s"))
-    assert plans["h200"]["cost"] is not None
+    assert a10.fit == "no" and not a10.fits and a10.time_source == "does not fit"
+    assert all(getattr(a10, k) is None for k in ("step_time_s", "total_time_s", "total_hours", "cost",
+                                                 "ms_per_sample", "tokens_per_s"))
+    assert plans["h200"].cost is not None
     proc = _cli("--model", MODEL, "--batch", "16", "--grad-accum", "1", "--hw", "a10", "--prices", str(prices))
     assert proc.returncode == 0, proc.stderr
     row = next(line for line in proc.stdout.splitlines() if line.startswith("│ a10"))

@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 
 from analysis.estimate import quick as Q
+from analysis.estimate import quick_check as QC
 from analysis.measure import steps as measure_steps
 from analysis.parse.record import RunRecord
 from experiments.launch import options as launch_options
@@ -197,22 +199,23 @@ def test_a_quick_run_is_set_beside_the_full_run_made_after_it():
     sched = _schedule(94)
     host = {"host": {"fingerprint": {"host_id": "abc123"}}}
     q = _synthetic_quick_run(sched, decided=39, noise=0.0)
-    q.env = host
+    q = dataclasses.replace(q, env=host)
     truth = _true_full_runtime(q, sched, 39)
     full = RunRecord(path="f", hw="h200", experiment="seed", run="20990101-010000", env=host, global_steps=94,
                      train_runtime_s=truth, tokens_by_step={s["step"]: s["tokens"] for s in sched},
                      padded_by_step={s["step"]: s["padded_tokens"] for s in sched})
     elsewhere = RunRecord(path="g", hw="h200", experiment="seed", run="20990101-020000", global_steps=94,
                           env={"host": {"fingerprint": {"host_id": "other"}}})
-    assert Q.pairs([elsewhere, full, q]) == [(q, full)]
-    row = Q.compare(q, full)
-    assert row["same_host"] and row["error_pct"] == pytest.approx(0, abs=1e-9) and row["inside"]
-    assert (row["tokens_compared"], row["tokens_differ"], row["quick_steps"], row["full_steps"]) == (94, 0, 40, 94)
+    assert QC.pairs([elsewhere, full, q]) == [(q, full)]
+    row = QC.compare(q, full)
+    assert row.same_host and row.error_pct == pytest.approx(0, abs=1e-9) and row.inside
+    assert (row.tokens_compared, row.tokens_differ, row.quick_steps, row.full_steps) == (94, 0, 40, 94)
     # what the prediction is made of travels with the row (--json): its parts add up to it, its coefficients price
     # the modelled steps (the schedule's steps after the anchor)
-    parts, model = row["parts"], row["model"]
+    parts, model = row.parts, row.model
+    assert model is not None
     assert parts["measured_to_anchor_s"] - parts["warmup_excess_s"] - parts["one_time_excess_s"] \
-        + parts["modelled_steps_s"] + parts["evals_s"] + parts["saves_s"] == pytest.approx(row["predicted_train_s"])
+        + parts["modelled_steps_s"] + parts["evals_s"] + parts["saves_s"] == pytest.approx(row.predicted_train_s)
     cols = {"s_per_micro_batch": "micro_batches", "s_per_real_token": "tokens", "s_per_padding_token": "pad",
             "s_per_padded_token": "padded_tokens"}
     priced = sum(v * sum(Q.features(st, (cols[k],))[0] for st in sched[39:]) for k, v in model.items() if k in cols)
@@ -243,15 +246,15 @@ def test_a_quick_run_after_its_full_run_is_paired_with_it_and_says_so():
     sched = _schedule(94)
     host = {"host": {"fingerprint": {"host_id": "abc123"}}}
     q = _synthetic_quick_run(sched, decided=39, noise=0.0)
-    q.env = host
+    q = dataclasses.replace(q, env=host)
 
     def full(run):
         return RunRecord(path=run, hw="h200", experiment="seed", run=run, env=host, global_steps=94,
                          train_runtime_s=_true_full_runtime(q, sched, 39))
     before, earlier, after = full("20981231-230000"), full("20981231-220000"), full("20990101-010000")
-    assert Q.pairs([earlier, before, q]) == [(q, before)]          # the last full run before it
-    assert Q.pairs([earlier, before, after, q]) == [(q, after)]    # one made after it wins
-    assert Q.compare(q, before)["full_first"] and not Q.compare(q, after)["full_first"]
+    assert QC.pairs([earlier, before, q]) == [(q, before)]          # the last full run before it
+    assert QC.pairs([earlier, before, after, q]) == [(q, after)]    # one made after it wins
+    assert QC.compare(q, before).full_first and not QC.compare(q, after).full_first
 
 
 def test_no_schedule_no_estimate():
@@ -265,7 +268,7 @@ def test_schedule_against_a_full_runs_tokens():
     full = RunRecord(path="x", hw="h200", experiment="seed", run="r",
                      tokens_by_step={s["step"]: s["tokens"] for s in sched},
                      padded_by_step={s["step"]: s["padded_tokens"] + (1 if s["step"] == 7 else 0) for s in sched})
-    assert Q.schedule_vs_tokens(sched, full) == {"compared": 10, "differ": [7], "recorded": 10, "scheduled": 10}
+    assert QC.schedule_vs_tokens(sched, full) == QC.ScheduleCheck(compared=10, differ=[7], recorded=10, scheduled=10)
 
 
 # ------------------------------------------------------------------------------------------------ quick-run wiring
@@ -436,7 +439,7 @@ def test_the_speed_table_shows_a_quick_estimate_as_such():
     assert row["est_steps"] == 29 and row["est_basis"].startswith("quick estimate from 40 of 94 steps (29 steady")
     assert set(row) - {"speedup", "speedup_basis", "speedup_hosts", "baseline"} <= set(tables.SPEED_COLUMNS)
     full = _synthetic_quick_run(sched, decided=39, noise=0.0)
-    full.global_steps, full.quick, full.schedule = 94, None, sched  # a complete run: nothing to estimate
+    full = dataclasses.replace(full, global_steps=94, quick=None, schedule=sched)  # complete: nothing to estimate
     assert "est_full_train_s" not in tables.speed_row(full)
 
 
@@ -513,12 +516,12 @@ def test_a_second_run_of_the_same_steps_by_hand():
     from analysis.parse.results import read_run
 
     quick_run, full_run = (read_run(REPO / "results" / r) for r in BEST_PAIR)
-    same = Q.same_steps(quick_run, full_run)
+    same = QC.same_steps(quick_run, full_run)
     a, b = _raw_elapsed(BEST_PAIR[0]), _raw_elapsed(BEST_PAIR[1])
     steps = range(13, 40)
     by_hand = sum(b[s] - b[s - 1] for s in steps) / sum(a[s] - a[s - 1] for s in steps)
-    assert (same["steps"], same["intervals"]) == (27, 27)
-    assert same["ratio"] == pytest.approx(by_hand, rel=1e-9) and 0.72 < by_hand < 0.74
+    assert (same.steps, same.intervals) == (27, 27)
+    assert same.ratio == pytest.approx(by_hand, rel=1e-9) and 0.72 < by_hand < 0.74
 
     def gpm(run):
         rows = {r["step"]: r for r in map(json.loads, (REPO / "results" / run / "gpm.jsonl").read_text().splitlines())}
@@ -526,8 +529,8 @@ def test_a_second_run_of_the_same_steps_by_hand():
         return busy, sum(rows[s]["wall_s"] for s in steps) - busy
 
     (qb, qh), (fb, fh) = gpm(BEST_PAIR[0]), gpm(BEST_PAIR[1])
-    assert same["busy_ratio"] == pytest.approx(fb / qb, rel=1e-9) and abs(fb / qb - 1) < 0.02
-    assert same["host_ratio"] == pytest.approx(fh / qh, rel=1e-9) and fh / qh < 0.65
+    assert same.busy_ratio == pytest.approx(fb / qb, rel=1e-9) and abs(fb / qb - 1) < 0.02
+    assert same.host_ratio == pytest.approx(fh / qh, rel=1e-9) and fh / qh < 0.65
 
 
 E4_BEST = {"quick1": "h200/best/20261202-042040-e4e316c83b7a", "full1": "h200/best/20261202-042227-e4e316c83b7a",
@@ -540,12 +543,12 @@ def test_a_quick_runs_slow_single_steps_were_not_slow_in_the_full_run_after_it_b
     over steps 14-40, by the raw log) took under 1.2x the full run's median step in the full run made after it on the
     same host."""
     checked = []
-    for row in Q.comparison_table(REPO / "results"):
-        steps = (row.get("parts") or {}).get("one_time_steps")
-        if not steps or not row.get("full_run") or row.get("full_first"):
+    for row in QC.comparison_table(REPO / "results"):
+        steps = row.parts.get("one_time_steps")
+        if not steps or not isinstance(row, QC.Paired) or row.full_first:
             continue
-        for run, slow in ((row["quick_run"], True), (row["full_run"], False)):
-            t = _raw_elapsed(f"{row['hw']}/{row['experiment']}/{run}")
+        for run, slow in ((row.quick_run, True), (row.full_run, False)):
+            t = _raw_elapsed(f"{row.hw}/{row.experiment}/{run}")
             median = sorted(t[s] - t[s - 1] for s in range(14, 41))[13]
             for s in steps:
                 ratio = (t[s] - t[s - 1]) / median
@@ -562,16 +565,16 @@ def test_the_best_recipe_repeats_itself_once_the_machine_has_run_it_by_hand():
 
     runs = {k: read_run(REPO / "results" / v) for k, v in E4_BEST.items()}
     t1, t2 = _raw_elapsed(E4_BEST["full1"]), _raw_elapsed(E4_BEST["full2"])
-    full = Q.same_steps(runs["full1"], runs["full2"])
-    assert full["steps"] == 81 and abs(full["ratio"] - 1) < 0.002
+    full = QC.same_steps(runs["full1"], runs["full2"])
+    assert full.steps == 81 and abs(full.ratio - 1) < 0.002
     steady = [(iv.from_step, iv.to_step) for iv in measure_steps.steady_intervals(runs["full1"])]
     by_hand = sum(t2[b] - t2[a] for a, b in steady) / sum(t1[b] - t1[a] for a, b in steady)
-    assert full["ratio"] == pytest.approx(by_hand, rel=1e-9)
-    quick = Q.same_steps(runs["quick1"], runs["quick2"])
+    assert full.ratio == pytest.approx(by_hand, rel=1e-9)
+    quick = QC.same_steps(runs["quick1"], runs["quick2"])
     q1, q2 = _raw_elapsed(E4_BEST["quick1"]), _raw_elapsed(E4_BEST["quick2"])
-    assert quick["ratio"] == pytest.approx(sum(q2[s] - q2[s - 1] for s in range(13, 40))
+    assert quick.ratio == pytest.approx(sum(q2[s] - q2[s - 1] for s in range(13, 40))
                                            / sum(q1[s] - q1[s - 1] for s in range(13, 40)), rel=1e-9)
-    assert 0.80 < quick["ratio"] < 0.83
+    assert 0.80 < quick.ratio < 0.83
     without_27 = [s for s in range(13, 40) if s != 27]
     assert 0.92 < (sum(q2[s] - q2[s - 1] for s in without_27) / sum(q1[s] - q1[s - 1] for s in without_27)) < 0.95
 
@@ -580,29 +583,30 @@ def test_same_steps_needs_three_common_intervals():
     one = RunRecord(path="a", hw="h200", experiment="x", run="a", elapsed=[(s, float(s)) for s in range(1, 14)])
     other = RunRecord(path="b", hw="h200", experiment="x", run="b", elapsed=[(s, 2.0 * s) for s in range(1, 14)])
     # 10 % warm-up of 13 steps (1.3): intervals from step 2 on are steady, the first interval (1-2) is not
-    assert Q.same_steps(one, other)["ratio"] == pytest.approx(2.0)
+    assert QC.same_steps(one, other).ratio == pytest.approx(2.0)
     short = RunRecord(path="c", hw="h200", experiment="x", run="c", elapsed=[(s, 2.0 * s) for s in range(1, 5)])
-    assert Q.same_steps(one, short)["ratio"] is None and Q.same_steps(one, short)["intervals"] == 2
+    assert QC.same_steps(one, short).ratio is None and QC.same_steps(one, short).intervals == 2
     three = RunRecord(path="d", hw="h200", experiment="x", run="d", elapsed=[(s, 3.0 * s) for s in range(1, 6)])
-    assert Q.same_steps(one, three)["intervals"] == Q.MIN_SAME_INTERVALS == 3
-    assert Q.same_steps(one, three)["ratio"] == pytest.approx(3.0)
+    assert QC.same_steps(one, three).intervals == QC.MIN_SAME_INTERVALS == 3
+    assert QC.same_steps(one, three).ratio == pytest.approx(3.0)
 
 
 def test_the_error_parts_add_up_to_the_error_on_every_committed_pair():
     """to anchor + steps + events = predicted - measured training time, on each committed quick/full pair; and the
     to-anchor part of call 34's best pair by hand: the quick run's time to its step 39 less its warm-up excess,
     against the full run's time to step 39 (the log's own clock)."""
-    rows = [r for r in Q.comparison_table(REPO / "results") if r.get("error_parts")]
+    rows = [r for r in QC.comparison_table(REPO / "results") if isinstance(r, QC.Paired) and r.error_parts]
     assert len(rows) >= 7
     for r in rows:
-        assert sum(r["error_parts"].values()) == pytest.approx(r["predicted_train_s"] - r["measured_train_s"],
+        e = r.error_parts
+        assert e.to_anchor_s + e.steps_s + e.events_s == pytest.approx(r.predicted_train_s - r.measured_train_s,
                                                                abs=1e-6)
-    row = next(r for r in rows if r["quick_run"] == BEST_PAIR[0].rsplit("/", 1)[1])
+    row = next(r for r in rows if r.quick_run == BEST_PAIR[0].rsplit("/", 1)[1])
     a, b = _raw_elapsed(BEST_PAIR[0]), _raw_elapsed(BEST_PAIR[1])
-    assert row["parts"]["measured_to_anchor_s"] == pytest.approx(a[39])
-    assert row["error_parts"]["to_anchor_s"] == pytest.approx(a[39] - row["parts"]["warmup_excess_s"]
-                                                              - row["parts"]["one_time_excess_s"] - b[39])
-    assert row["first_on_host"] is True and row["same_steps"]["ratio"] < 0.75
+    assert row.parts["measured_to_anchor_s"] == pytest.approx(a[39])
+    assert row.error_parts.to_anchor_s == pytest.approx(a[39] - row.parts["warmup_excess_s"]
+                                                        - row.parts["one_time_excess_s"] - b[39])
+    assert row.first_on_host is True and row.same_steps.ratio < 0.75
 
 
 def test_first_on_host():
@@ -612,8 +616,8 @@ def test_first_on_host():
     other = RunRecord(path="c", hw="h200", experiment="x", run="20980101-000000",
                       env={"host": {"fingerprint": {"host_id": "h2"}}})
     records = [other, late, early]
-    assert Q.first_on_host(early, records) is True and Q.first_on_host(late, records) is False
-    assert Q.first_on_host(RunRecord(path="d", hw="h200", experiment="x", run="r"), records) is None
+    assert QC.first_on_host(early, records) is True and QC.first_on_host(late, records) is False
+    assert QC.first_on_host(RunRecord(path="d", hw="h200", experiment="x", run="r"), records) is None
 
 
 def test_the_report_shows_each_quick_run_against_its_full_run(tmp_path, monkeypatch):
@@ -632,7 +636,7 @@ def test_the_report_shows_each_quick_run_against_its_full_run(tmp_path, monkeypa
     html = "".join(estimates.quick_section(ctx))
     df = pd.read_csv(tmp_path / "quick_runs.csv")
     assert (tmp_path / "quick_pairs.png").stat().st_size > 10_000 and "quick_pairs.png" in html
-    assert len(df) == len(Q.comparison_table(records=ctx.records)) >= 10
+    assert len(df) == len(QC.comparison_table(records=ctx.records)) >= 10
     done = df[df["measured_train_s"].notna()]
     assert len(done) >= 7
     assert ((done[["to_anchor_s", "steps_s", "events_s"]].sum(axis=1)
@@ -666,35 +670,35 @@ def test_the_error_parts_of_a_synthetic_pair_by_hand():
     full = RunRecord(path="f", hw="h200", experiment="seed", run="20990101-010000", args=q.args, elapsed=elapsed,
                      eval_elapsed=eval_elapsed, event_steps=frozenset({50, 94}), max_steps=94, global_steps=94,
                      train_runtime_s=runtime, samples_per_step=16)
-    parts = Q.error_parts(est, sched, full)
+    parts = QC.error_parts(est, sched, full)
     later = sum(_true_step(sched[s - 1]) for s in range(40, 95) if s != 51)
-    assert parts["to_anchor_s"] == pytest.approx(-shift, abs=1e-9)
-    assert parts["steps_s"] == pytest.approx(-slow * later, rel=1e-9)
-    assert parts["events_s"] == pytest.approx(SAVE - save_full - slow * _true_step(sched[50]), abs=1e-9)
-    assert sum(parts.values()) == pytest.approx(est.train_s - runtime, abs=1e-9)
-    same = Q.same_steps(q, full)
-    assert same["ratio"] == pytest.approx(1.0, rel=1e-12) and same["busy_ratio"] is None
-    assert (same["intervals"], same["steps"]) == (29, 29)  # steps 11-39: after the warm-up, before the quick stop
+    assert parts is not None and parts.to_anchor_s == pytest.approx(-shift, abs=1e-9)
+    assert parts.steps_s == pytest.approx(-slow * later, rel=1e-9)
+    assert parts.events_s == pytest.approx(SAVE - save_full - slow * _true_step(sched[50]), abs=1e-9)
+    assert parts.to_anchor_s + parts.steps_s + parts.events_s == pytest.approx(est.train_s - runtime, abs=1e-9)
+    same = QC.same_steps(q, full)
+    assert same.ratio == pytest.approx(1.0, rel=1e-12) and same.busy_ratio is None
+    assert (same.intervals, same.steps) == (29, 29)  # steps 11-39: after the warm-up, before the quick stop
 
 
 def test_every_committed_pair_lies_inside_its_estimates_range():
-    """The 95 % range is what the committed quick/full pairs support (analysis/data/quick_pairs.yaml, checked here
+    """The 95 % range is what the committed quick/full pairs support (data/quick_pairs.yaml, checked here
     against the runs): every pair's measured training time and steady tokens/s lie inside their estimate's range. The
     bootstrap range alone held 5 of the 10 (bs16 +5.8 %, best -13.2 % and +13.4 % among those outside)."""
     from analysis.estimate import quick_calibration as C
 
-    rows = Q.comparison_table(REPO / "results")
-    pairs = C.pairs_of(rows)
+    rows = QC.comparison_table(REPO / "results")
+    pairs = QC.pair_errors(rows)
     listed = C.read_yaml(C.PAIRS_FILE)["pairs"]
     assert len(pairs) == len(listed) >= 10
     for got, want in zip(pairs, listed):
-        assert {k: got[k] for k in ("experiment", "hw", "quick_run", "full_run")} == \
-            {k: str(want[k]) for k in ("experiment", "hw", "quick_run", "full_run")}
-        assert got["train_s"] == pytest.approx(want["train_s"], abs=1e-6)
-        assert got["tokens_per_s"] == pytest.approx(want["tokens_per_s"], abs=1e-6)
-    with_full = [r for r in rows if r.get("measured_train_s")]
-    assert all(r["inside"] for r in with_full), [(r["quick_run"], r["error_pct"]) for r in with_full if not r["inside"]]
-    assert all(r["tokens_per_s_low"] <= r["measured_tokens_per_s"] <= r["tokens_per_s_high"] for r in with_full)
+        assert (got.experiment, got.hw, got.quick_run, got.full_run) == \
+            tuple(str(want[k]) for k in ("experiment", "hw", "quick_run", "full_run"))
+        assert got.train_s == pytest.approx(want["train_s"], abs=1e-6)
+        assert got.tokens_per_s == pytest.approx(want["tokens_per_s"], abs=1e-6)
+    with_full = [r for r in rows if isinstance(r, QC.Paired) and r.measured_train_s]
+    assert all(r.inside for r in with_full), [(r.quick_run, r.error_pct) for r in with_full if not r.inside]
+    assert all(r.tokens_per_s_low <= r.measured_tokens_per_s <= r.tokens_per_s_high for r in with_full)
     low, high = C.band("train_s")
     assert (math.exp(low), math.exp(high)) == pytest.approx((0.838, 1.201), abs=1e-3)
 

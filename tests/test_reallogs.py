@@ -55,4 +55,4 @@ def test_day_unit_and_huge_summary(tmp_path):
     shutil.copy(REALLOGS / f"{stem}.args.json", run / "args.json")
     rec = records_under(run)[0]
     assert rec.trainable_params == 174_587_900 and rec.per_device_batch == 8 and rec.grad_accum == 2
-    assert steps.step_time(rec)["n_intervals"] > 2000
+    assert steps.step_time(rec).n_intervals > 2000

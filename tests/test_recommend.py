@@ -82,7 +82,7 @@ def test_same_host_pair_is_recommended_with_the_job_time_ratio(tree):
     recs = {r.experiment: r for r in collect(tree) if r.experiment in ("seed", "best")}
     assert d.epoch_x_seed == jobtime.job_speedup(recs["seed"], recs["best"])
     assert d.epoch_x_seed == pytest.approx(596.269 / 46.8565)  # the two logs' train_runtime
-    assert d.epoch_s == jobtime.job_time(recs["best"])["train_runtime_s"] and d.seed is not None and d.seed.full
+    assert d.epoch_s == jobtime.job_time(recs["best"]).train_runtime_s and d.seed is not None and d.seed.full
     assert d.in_band is True
     assert pick.orders == (recommend.Order("best", "seed", ("5f4daf78e2ab",), "full epochs"),)
     assert "swift sft" in pick.command and "--external_plugins \"$(swiftbench plugin)\"" in pick.command
@@ -144,7 +144,7 @@ def test_a_cut_seed_run_is_a_lower_bound_of_the_seed_epoch(tmp_path):
     cut = collect(root / "h200" / "seed")
     (seed_cut,) = [r for r in cut if r.host_id == "b2a21682bc96"]
     assert fast.seed is not None and not fast.seed.full and fast.seed.steps_run == 20
-    assert fast.seed.seconds == pytest.approx(steps.step_time(seed_cut)["median"] * 94)
+    assert fast.seed.seconds == pytest.approx(steps.step_time(seed_cut).median * 94)
     assert "cut run (20 steps)" in fast.seed.basis
     assert fast.epoch_x_seed == pytest.approx(fast.seed.seconds / fast.epoch_s)
     assert recommend.Order("fast", "seed", ("b2a21682bc96",), "full epochs and a cut seed run's lower bound") \
@@ -176,7 +176,7 @@ def test_without_a_recipe_in_band_it_says_so(tmp_path):
 def test_cut_runs_are_no_job_time(tree):
     cut = collect(RESULTS / "h200" / "spread-s42")[0]
     jt = jobtime.job_time(cut)
-    assert jt["train_runtime_s"] and not jt["full_epoch"]  # 46 of 94 steps: its train_runtime is not the job's
+    assert jt.train_runtime_s and not jt.full_epoch  # 46 of 94 steps: its train_runtime is not the job's
     assert jobtime.job_speedup(cut, cut) is None
 
 
@@ -187,9 +187,9 @@ def test_break_even_steps():
     compiled = collect(RESULTS / "h200" / "fast-compile-nocudnn")[0]
     eager = collect(RESULTS / "h200" / "fast-nocudnn")[0]
     be = jobtime.break_even(compiled, eager)
-    assert be["compile_s"] > 60  # the compiled run's first step holds the compile (~104 s)
-    assert be["break_even_steps"] == pytest.approx(be["compile_s"] / (be["eager_step_s"] - be["compiled_step_s"]))
-    assert be["break_even_steps"] > 94  # for this 94-step epoch, eager finishes first
+    assert be.compile_s > 60  # the compiled run's first step holds the compile (~104 s)
+    assert be.break_even_steps == pytest.approx(be.compile_s / (be.eager_step_s - be.compiled_step_s))
+    assert be.break_even_steps > 94  # for this 94-step epoch, eager finishes first
 
 
 def test_tables_cli_names_one_recommended_recipe_from_same_host_full_epochs():
@@ -202,7 +202,7 @@ def test_tables_cli_names_one_recommended_recipe_from_same_host_full_epochs():
     [pick] = out["recommended"]
     recs = {(r.experiment, r.run): r for r in collect(RESULTS)}
     rec = recs[(pick["experiment"], pick["run"])]
-    assert rec.host_id == pick["host"] and jobtime.job_time(rec)["full_epoch"]
+    assert rec.host_id == pick["host"] and jobtime.job_time(rec).full_epoch
     assert pick["epoch_x_seed"] == pytest.approx(jobtime.epoch_ratio(pick["seed_epoch_s"], pick["epoch_s"]))
     assert pick["command"].startswith("swift sft") and "experiments.launch" not in pick["command"]
     assert {r["experiment"] for r in out["recipes"] if r["recommended"]} == {pick["experiment"]}
@@ -228,7 +228,7 @@ def test_the_claims_recipes_table_shows_the_break_even_beside_compiled_recipes()
     compiled = next(r for r in collect(RESULTS / "h200" / "fast-compile-nocudnn") if str(row.run).endswith(r.run))
     eager = max(collect(RESULTS / "h200" / "fast-nocudnn"), key=lambda r: r.run)
     assert row.break_even_vs == "fast-nocudnn"
-    assert row.break_even_steps == round(jobtime.break_even(compiled, eager)["break_even_steps"])
-    assert row.train_runtime_s == jobtime.job_time(compiled)["train_runtime_s"]
+    assert row.break_even_steps == round(jobtime.break_even(compiled, eager).break_even_steps)
+    assert row.train_runtime_s == jobtime.job_time(compiled).train_runtime_s
     assert rf.loc["fast-nocudnn"].break_even_vs is None or rf.loc["fast-nocudnn"].break_even_vs != \
         rf.loc["fast-nocudnn"].break_even_vs  # eager: none

@@ -4,6 +4,7 @@ utilisation definitions."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import os
@@ -161,16 +162,16 @@ def test_answer_table_of_the_fixture_tree(built):
     df = pd.read_csv(built["out"] / "answer.csv")
     h200 = df[(df.hw == "h200") & (df.source == "measured")].iloc[0]
     rec = next(r for r in collect(built["results"]) if r.hw == "h200" and r.experiment == "seed")
-    assert h200.ms_per_step == pytest.approx(steps.step_time(rec)["median"] * 1000)
-    assert h200.epoch_s == pytest.approx(steps.epoch_time(rec)["seconds"])
+    assert h200.ms_per_step == pytest.approx(steps.step_time(rec).median * 1000)
+    assert h200.epoch_s == pytest.approx(steps.epoch_time(rec).seconds)
     assert h200.epoch_steps == steps.epoch_steps(rec)
     a10 = df[(df.hw == "a10") & (df.source == "predicted")].iloc[0]
     kwargs = answer.recipe_kwargs(Context.load(built["results"], out_dir=built["out"] / "ctx"))
     assert kwargs["batch"] == 1 and kwargs["grad_accum"] == 16 and kwargs["max_length"] == 2048  # the article's
     plan = planner.estimate(hw="a10", results=built["results"], **kwargs)[0]
-    assert a10.ms_per_step == pytest.approx(plan["roofline"]["step_time_s"] * 1000)
-    assert a10.tokens_per_s == pytest.approx(plan["roofline"]["tokens_per_s"])
-    assert a10.largest_batch == plan["max_batch"]
+    assert a10.ms_per_step == pytest.approx(plan.roofline.step_time_s * 1000)
+    assert a10.tokens_per_s == pytest.approx(plan.roofline.tokens_per_s)
+    assert a10.largest_batch == plan.max_batch
     pub = df[(df.hw == "a10") & (df.source == "published")].iloc[0]
     assert pub.ms_per_sample == 1248 and pd.isna(pub.tokens_per_s)  # the article's tokens/s are not real tokens
     text = " ".join(built["soup"].get_text(" ").split())
@@ -428,7 +429,7 @@ def test_energy_per_1k_tokens_by_hand(tmp_path, fixtures):
 
 def test_host_bound_run(tmp_path, fixtures, monkeypatch):
     row = _synthetic_run(tmp_path, fixtures, util_pct=12, power_w=150.0)
-    monkeypatch.setattr(flops, "mfu", lambda rec, tokens_per_s=None: {"mfu": 0.009, "hfu": 0.013})
+    monkeypatch.setattr(flops, "mfu", lambda rec, tokens_per_s=None: flops.Mfu(None, None, None, mfu=0.009, hfu=0.013))
     u = U.run_utilisation(row)
     assert u["verdict"] == "host-bound"
     assert "3 of 3 say host-bound" in u["evidence"]
@@ -659,7 +660,7 @@ def test_claims_verdicts_in_report(built):
     # the articles' claims first (text and key number), the project's own findings in a table of their own
     from analysis.judge import config
 
-    origin = {c["id"]: c["origin"] for c in config.claims()}
+    origin = {c.id: c.origin for c in config.claims()}
     articles = _table_with(built["soup"], "claim", "verdict", "key number")
     findings = _table_with(built["soup"], "verdict", "detail (first words)")
     assert list(articles["id"]) == [c for c, o in origin.items() if o == "article"]
@@ -800,7 +801,7 @@ def test_command_from_run_folder_only(tmp_path):
     assert flags == {"tuner_type": "lora", "system": "You are a helpful assistant.",
                      "per_device_train_batch_size": "1", "gradient_accumulation_steps": "16"}
     assert notes == ["--train_type -> --tuner_type: ms-swift 4.x renamed --train_type to --tuner_type"]
-    rec.run_status = {"command": BS16_COMMAND, "notes": ["n"]}
+    rec = dataclasses.replace(rec, run_status={"command": BS16_COMMAND, "notes": ["n"]})
     flags, notes, _, source = section.run_command(rec)
     assert source == "run.json / command.sh" and notes == ["n"] and flags["per_device_train_batch_size"] == "16"
 

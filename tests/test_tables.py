@@ -45,8 +45,8 @@ def test_measured_row_is_the_measure_stage(results_tree):
     row = df[(df.hw == "h200") & (df.experiment == "bs16")].iloc[0]
     rec = _record(results_tree, "h200", "bs16")
     st, tp = steps.step_time(rec), throughput.throughput(rec)
-    assert row.ms_per_step == st["median"] * 1000
-    assert row.ms_per_step_ci95 == f"{st['ci95_low'] * 1000:.0f}-{st['ci95_high'] * 1000:.0f}"
+    assert row.ms_per_step == st.median * 1000
+    assert row.ms_per_step_ci95 == f"{st.ci95_low * 1000:.0f}-{st.ci95_high * 1000:.0f}"
     assert row.ms_per_micro_step == steps.micro_step_ms(rec)
     assert (row.tokens_per_s, row.tokens_per_s_low, row.tokens_per_s_high) == (tp.tokens_per_s, tp.low, tp.high)
     assert row.tokens_per_s_low < row.tokens_per_s < row.tokens_per_s_high
@@ -55,8 +55,8 @@ def test_measured_row_is_the_measure_stage(results_tree):
     kept = steps.steady_intervals(rec)
     assert row.tokens_per_s == pytest.approx(
         127.801209 * 16 * sum(iv.steps for iv in kept) / sum(iv.seconds for iv in kept))
-    assert row.samples_per_s == pytest.approx(16 / st["median"])
-    assert row.mfu == flops.mfu(rec, tp.tokens_per_s)["mfu"]
+    assert row.samples_per_s == pytest.approx(16 / st.median)
+    assert row.mfu == flops.mfu(rec, tp.tokens_per_s).mfu
     assert row.peak_gib == 75.80
 
 
@@ -98,8 +98,8 @@ def test_loss_drop_by_hand():
     assert loss.final_train_loss(rec) == pytest.approx(5.0)  # mean of the last three: (5.0 + 5.2 + 4.8) / 3
     out = loss.loss_drop_stats(rec)
     # drop 5.0 over 50 steps -> 10 per 100 steps; 50 % (7.5) first reached at 20 (6.0); 90 % (5.5) at 30.
-    assert out["loss_drop_per_100_steps"] == pytest.approx(10.0)
-    assert (out["steps_to_50pct_drop"], out["steps_to_90pct_drop"]) == (20, 30)
+    assert out.loss_drop_per_100_steps == pytest.approx(10.0)
+    assert (out.steps_to_50pct_drop, out.steps_to_90pct_drop) == (20, 30)
 
 
 def test_failed_run_shows_as_failed(results_tree):

@@ -83,7 +83,7 @@ def test_fast_run_carried_to_the_h100_by_hand(records):
         floors["memory"] += rest_n * min(rest_s / rest_n, FLOOR_S) / 2
         work["memory"] += (rest_s - rest_n * min(rest_s / rest_n, FLOOR_S)) / 2
     busy = sum(floors.values()) + scale * sum(work.values())
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     host = median - busy
     step = transfer.profile_step(rec)
     assert step.token_scale == pytest.approx(scale)
@@ -106,7 +106,7 @@ def test_fast_run_carried_to_the_h100_by_hand(records):
 def test_predict_epoch_on_its_own_class_and_another(records):
     rec = _run(records, "bs16", BS16)
     own = transfer.predict_epoch(rec, "H200")
-    assert own.measured and own.epoch_s == pytest.approx(step_time(rec)["median"] * 94) == own.low_s == own.high_s
+    assert own.measured and own.epoch_s == pytest.approx(step_time(rec).median * 94) == own.low_s == own.high_s
     other = transfer.predict_epoch(rec, "A100 40GB")
     low, high = transfer.band()
     assert not other.measured and other.hw == "a100" and other.steps == epoch_steps(rec) == 94

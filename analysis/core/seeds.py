@@ -11,14 +11,13 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.base import paths
+from experiments.base import hardware, paths
 from experiments.base.datafiles import read_yaml
 from experiments.base.errors import InputError
 
 DEFAULT_SEEDS_DIR = paths.SEEDS_DIR
 RECIPE_SEED = "ms_swift_hw_test.yaml"
 
-HW_KEYS = {"a10", "rtx4090", "a100", "h100"}
 LEGIBLE = {"full", "partial", "none"}
 CLAIM_KINDS = {"speed", "memory", "convergence", "flag", "hardware-spec"}
 TOP_KEYS = ("source", "title", "summary", "claims")
@@ -47,8 +46,8 @@ def _check_figure(path: Path, fig: Any, index: int) -> str:
     _require(path, where, fig, FIGURE_KEYS)
     if not isinstance(fig["id"], str) or not fig["id"]:
         raise InputError(path, f"{where}: id must be a non-empty string")
-    if fig["hw"] is not None and fig["hw"] not in HW_KEYS:
-        raise InputError(path, f"{where}: hw {fig['hw']!r} is not one of {sorted(HW_KEYS)} or null")
+    if fig["hw"] is not None and hardware.get(str(fig["hw"])) is None:
+        raise InputError(path, f"{where}: hw {fig['hw']!r} is not a class of data/hardware.yaml or null")
     if not isinstance(fig["metric"], str) or not fig["metric"]:
         raise InputError(path, f"{where}: metric must be a non-empty string")
     if fig["legible"] not in LEGIBLE:
@@ -146,7 +145,7 @@ def load_seed(path: str | Path) -> dict:
     if "hardware" in data:
         if not isinstance(data["hardware"], dict):
             raise InputError(path, "hardware must be a mapping")
-        unknown = set(data["hardware"]) - HW_KEYS - {"note"}
+        unknown = {k for k in data["hardware"] if k != "note" and hardware.get(str(k)) is None}
         if unknown:
             raise InputError(path, f"hardware: unknown key(s) {', '.join(sorted(unknown))}")
     if "recipe" in data:

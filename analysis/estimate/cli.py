@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 
 from analysis.estimate import planner
-from analysis.estimate.planner import DEFAULT_HW, METHODS, estimate
-from analysis.estimate.recipe_gpus import price_source
+from analysis.estimate.planner import METHODS, PlanRow, estimate
+from analysis.estimate.prices import DEFAULT_PRICES, price_currency, price_source
+from experiments.base import hardware
 from experiments.base.errors import InputError
 
 # estimate()'s defaults (the seed recipe's), for what neither a flag nor --from-args gives; the model: default_model()
@@ -44,7 +46,7 @@ def register(sub) -> None:
     p.add_argument("--from-args", metavar="ARGS_JSON", help="a run's args.json (ms-swift's): model, method, "
                    "max-length, batch, grad-accum, epochs, checkpointing and rank from it, and the epoch's samples and "
                    "longest sample from the log beside it; flags given as well override it")
-    p.add_argument("--model", help="known model name or alias (analysis/data/models.yaml) or a local folder / "
+    p.add_argument("--model", help="known model name or alias (data/models.yaml) or a local folder / "
                                    "config.json (default: the seed recipe's, Qwen/Qwen2.5-7B-Instruct)")
     p.add_argument("--method", "--tuner_type", "--train_type", dest="method", choices=METHODS,
                    help="lora (default), qlora or full (ms-swift's --tuner_type / --train_type)")
@@ -76,10 +78,10 @@ def register(sub) -> None:
                    help="gradient accumulation steps (default 16)")
     p.add_argument("--samples", type=int, help="training samples per epoch (default 1500)")
     p.add_argument("--epochs", "--num_train_epochs", dest="epochs", type=int, help="default 1")
-    p.add_argument("--hw", help=f"comma-separated GPU classes, any case (default {','.join(DEFAULT_HW)}; any key of "
-                                "analysis/data/hardware.yaml)")
+    p.add_argument("--hw", help="comma-separated GPU classes, any case (default: the classes data/hardware.yaml "
+                                "marks shown, " + ",".join(hardware.shown()) + "; any key of data/hardware.yaml)")
     p.add_argument("--prices", help="YAML mapping hardware key -> price per GPU-hour, and optionally "
-                                    "'currency: EUR' (default: the built-in table, analysis/data/prices.yaml)")
+                                    "'currency: EUR' (default: the built-in table, data/prices.yaml)")
     p.add_argument("--gradient-checkpointing", "--gradient_checkpointing", dest="gradient_checkpointing", type=_bool,
                    metavar="true|false", help="ms-swift's default is true")
     p.add_argument("--lora-rank", "--lora_rank", dest="lora_rank", type=int, help="default 8")
@@ -136,7 +138,7 @@ def run(args) -> int:
         return _run_optimize(args)
     plans = estimate(hw=args.hw, prices=args.prices, results=args.results, **recipe(args))
     if args.json:
-        print(json.dumps(plans, indent=2, allow_nan=False))
+        print(json.dumps([asdict(p) for p in plans], indent=2, allow_nan=False))
         return 0
     _print(plans, args.prices)
     return 0
@@ -224,18 +226,18 @@ def _banded(seconds: float | None, low: float | None, high: float | None) -> str
     return f"{seconds / div:{fmt}} {unit} ({low / div:{fmt}}-{high / div:{fmt}})"
 
 
-def _total(p: dict) -> str:
+def _total(p: PlanRow) -> str:
     """The total time, with its band where it is modelled."""
-    return _banded(p["total_time_s"], p.get("total_low_s"), p.get("total_high_s"))
+    return _banded(p.total_time_s, p.total_low_s, p.total_high_s)
 
 
-def _logged(p: dict) -> str:
-    if p["logged_peak_gib"] is None:
+def _logged(p: PlanRow) -> str:
+    if p.logged_peak_gib is None:
         return "-"
-    return f"{p['logged_peak_gib']:.1f}" + ("*" if p["logged_peak_gib"] < p["peak_mem_gib"] else "")
+    return f"{p.logged_peak_gib:.1f}" + ("*" if p.logged_peak_gib < p.peak_mem_gib else "")
 
 
-def _print(plans: list[dict], prices: str | None = None) -> None:
+def _print(plans: list[PlanRow], prices: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -243,62 +245,62 @@ def _print(plans: list[dict], prices: str | None = None) -> None:
     if not console.is_terminal:
         console = Console(width=160)
     first = plans[0]
-    title = (f"{first['model']} {first['method']}: seq-len {first['seq_len']} x batch {first['batch']} x "
-             f"grad-accum {first['grad_accum']}, {first['steps']} steps"
-             + (f", {first['gpus']} GPUs ({first['parallel']}; memory per GPU, time at perfect scaling)"
-                if first["gpus"] > 1 or first["parallel"] != "ddp" else ""))
-    currency = planner.price_currency(prices) if prices else None
+    title = (f"{first.model} {first.method}: seq-len {first.seq_len} x batch {first.batch} x "
+             f"grad-accum {first.grad_accum}, {first.steps} steps"
+             + (f", {first.gpus} GPUs ({first.parallel}; memory per GPU, time at perfect scaling)"
+                if first.gpus > 1 or first.parallel != "ddp" else ""))
+    currency = price_currency(prices) if prices else None
     cost_col = f"cost ({currency})" if currency else "cost"
     t = Table(title=title)
     for col in ("GPU", "memory GiB", "needs GiB", "fits", "largest batch", "logged peak GiB", "step s", "total",
                 "GPU-hours", cost_col, "time source"):
         t.add_column(col, justify="left" if col in ("GPU", "fits", "time source") else "right")
     for p in plans:
-        fits = p["fit"] != "no"  # a job that does not fit gets no time and no cost
-        t.add_row(p["hw"], f"{p['capacity_gib']:.1f}", f"{p['needs_gib']:.1f}",
-                  {"yes": "yes", "tight": "tight", "no": "NO"}[p["fit"]], str(p["max_batch"]), _logged(p),
-                  f"{p['step_time_s']:.3g}" if fits else "-", _total(p) if fits else "-",
-                  f"{p['total_hours'] * p['gpus']:.3g}" if fits else "-",
-                  "-" if p["cost"] is None else f"{p['cost']:.2f}", p["time_source"])
+        fits = p.fit != "no"  # a job that does not fit gets no time and no cost
+        t.add_row(p.hw, f"{p.capacity_gib:.1f}", f"{p.needs_gib:.1f}",
+                  {"yes": "yes", "tight": "tight", "no": "NO"}[p.fit], str(p.max_batch), _logged(p),
+                  f"{p.step_time_s:.3g}" if fits else "-", _total(p) if fits else "-",
+                  f"{p.total_hours * p.gpus:.3g}" if fits and p.total_hours is not None else "-",
+                  "-" if p.cost is None else f"{p.cost:.2f}", p.time_source)
     console.print(t)
     if not prices:
-        console.print(f"cost: GPU-hours x the built-in price table ({planner.DEFAULT_PRICES.name}: "
-                      f"{price_source(planner.DEFAULT_PRICES) or 'list prices'}), in USD; --prices FILE for yours",
+        console.print(f"cost: GPU-hours x the built-in price table ({DEFAULT_PRICES.name}: "
+                      f"{price_source(DEFAULT_PRICES) or 'list prices'}), in USD; --prices FILE for yours",
                       highlight=False, markup=False)
     else:
         console.print(f"cost: GPU-hours x the price per GPU-hour of {prices}, in "
                       + (currency if currency else "its currency (it names none: add 'currency: EUR')"),
                       highlight=False, markup=False)
     console.print(f"largest batch: the largest per-device batch whose needs fit the GPU with every sample "
-                  f"{first['seq_len']} tokens long (the longest sample)", highlight=False, markup=False)
-    if any(p["fit"] == "tight" for p in plans):
+                  f"{first.seq_len} tokens long (the longest sample)", highlight=False, markup=False)
+    if any(p.fit == "tight" for p in plans):
         console.print("tight: the live peak fits, the fragmentation margin does not; under a memory cap such runs "
                       "both trained and ran out of memory: try it, or take the largest batch", highlight=False,
                       markup=False)
-    if any(p["fit"] == "no" for p in plans):
+    if any(p.fit == "no" for p in plans):
         console.print("NO: not even the live peak fits, so no time and no cost", highlight=False, markup=False)
     for p in plans:
-        if p["fit"] == "yes":
+        if p.fit == "yes":
             continue
-        tries = p.get("suggestions") or []
-        text = "; ".join(f"{s['change']} (needs {s['needs_gib']:.1f} GiB)" for s in tries[:4])
-        console.print(f"{p['hw']}: fits with " + text if text else
-                      f"{p['hw']}: nothing tried fits (checkpointing, Liger, padding-free, a smaller batch, QLoRA)",
+        tries = p.suggestions
+        text = "; ".join(f"{s.change} (needs {s.needs_gib:.1f} GiB)" for s in tries[:4])
+        console.print(f"{p.hw}: fits with " + text if text else
+                      f"{p.hw}: nothing tried fits (checkpointing, Liger, padding-free, a smaller batch, QLoRA)",
                       highlight=False, markup=False)
-    if any(p["logged_peak_gib"] is not None and p["logged_peak_gib"] < p["peak_mem_gib"] for p in plans):
+    if any(p.logged_peak_gib is not None and p.logged_peak_gib < p.peak_mem_gib for p in plans):
         console.print(f"* capped at the GPU's memory: on a GPU with room to spare ms-swift would log "
-                      f"{first['peak_mem_gib']:.1f} GiB (cached blocks); here the allocator frees them instead",
+                      f"{first.peak_mem_gib:.1f} GiB (cached blocks); here the allocator frees them instead",
                       highlight=False, markup=False)
-    b = first["breakdown"]
+    b = first.breakdown
     parts = ", ".join(f"{k.removesuffix('_gib').replace('_', ' ')} {v:.2f}" for k, v in b.items())
-    detail = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in first["activations_detail_gib"].items())
+    detail = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in first.activations_detail_gib.items())
     console.print(f"breakdown (GiB): {parts}", highlight=False)
     console.print(f"activations (GiB): {detail}", highlight=False)
     for p in plans:
-        if p["time_note"]:
-            console.print(f"{p['hw']}: {p['time_note']}", highlight=False, markup=False)
+        if p.time_note:
+            console.print(f"{p.hw}: {p.time_note}", highlight=False, markup=False)
     console.print("assumptions (the same for every GPU class):", highlight=False)
-    for line in first["assumptions"]:
+    for line in first.assumptions:
         console.print(f"  assumption: {line}", highlight=False, markup=False)
 
 

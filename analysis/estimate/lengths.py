@@ -9,7 +9,6 @@ epoch's samples; the figures are means and maxima over those draws (docs/planner
 from __future__ import annotations
 
 import json
-import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,12 +127,6 @@ def batch_stats(lengths: Lengths, batch: int, padding_free: bool, samples: int |
         biggest = max(biggest, lengths.longest * batch)
     return BatchStats(batch=batch, padding_free=padding_free, mean_tokens=float(np.mean(tokens)),
                       max_tokens=int(biggest), mean_row_sq=float(np.mean(sq)))
-
-
-def expected_max(lengths: Lengths, batch: int) -> float:
-    """Mean of the longest of BATCH drawn samples (a padded row's length)."""
-    s = batch_stats(lengths, batch, padding_free=False)
-    return s.mean_tokens / batch if batch else math.nan
 
 
 def job_lengths(max_length: int, seq_len: int | None = None, mean_len: float | None = None,

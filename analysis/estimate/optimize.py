@@ -15,8 +15,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.estimate import planner, scaled, transfer
+from analysis.estimate import jobinputs, planner, scaled, transfer
 from analysis.estimate.lengths import Lengths, batch_stats, job_lengths
+from analysis.estimate.prices import DEFAULT_PRICES, price_table
 from analysis.estimate.workload import capacity_gib, constants, fit_verdict, memory
 from experiments.base import hardware
 from experiments.base.errors import InputError
@@ -104,11 +105,11 @@ def optimize(model: str, samples: int = 1500, epochs: int = 1, max_length: int =
         raise InputError(None, f"--optimize {objective!r}: use time or cost")
     for name, value in (("--samples", samples), ("--epochs", epochs), ("--max-length", max_length),
                         ("--lora-rank", lora_rank)):
-        planner._positive_int(name, value)
-    keys = planner._hw_list(hw)
-    price_file = Path(prices) if prices else planner.DEFAULT_PRICES
-    table, currency = planner._price_table(price_file)
-    shapes = planner.resolve_model(model)
+        jobinputs.positive_int(name, value)
+    keys = jobinputs.hw_list(hw)
+    price_file = Path(prices) if prices else DEFAULT_PRICES
+    table, currency = price_table(price_file)
+    shapes = jobinputs.resolve_model(model)
     c = constants()
     data = job_lengths(max_length, seq_len, mean_len, lengths, c)
     seq = min(seq_len or data.longest, max_length)
@@ -124,8 +125,8 @@ def optimize(model: str, samples: int = 1500, epochs: int = 1, max_length: int =
                                                   recipe.grad_accum, max_length, recipe.gradient_checkpointing,
                                                   lora_rank, recipe.padding_free, recipe.liger)
                 if planner._same_data(r, data)]
-        profiled = next((transfer.profile_step(r) for r in runs if r.hw == "h200" and transfer.transferable(r)),
-                        None)
+        profiled = next((transfer.profile_step(r) for r in runs
+                         if r.hw == transfer.profiled_class() and transfer.transferable(r)), None)
         synth = scaled.scaled_step(shapes, recipe, stats, refs, label=shapes["name"]) \
             if profiled is None and refs is not None else None
         steps = math.ceil(samples / GLOBAL_BATCH) * epochs

@@ -3,7 +3,7 @@
 The bootstrap range of analysis.estimate.quick holds the quick run's own step noise; the full run made after it on
 the same host differs by more (the host part of a step does not repeat: docs/quick-runs.md), and 5 of the 10
 committed pairs fell outside it. So every estimate's range is widened to hold, at least, the 95 % prediction interval
-of the committed pairs' errors (analysis/data/quick_pairs.yaml: log(measured / predicted) of each pair): mean +- t
+of the committed pairs' errors (data/quick_pairs.yaml: log(measured / predicted) of each pair): mean +- t
 (n - 1 degrees of freedom) x sd x sqrt(1 + 1/n), on the log scale. Without MIN_PAIRS pairs there is no range to give,
 and no estimate.
 """
@@ -14,9 +14,10 @@ import math
 import statistics
 from pathlib import Path
 
+from experiments.base import paths
 from experiments.base.datafiles import read_yaml
 
-PAIRS_FILE = Path(__file__).resolve().parents[1] / "data" / "quick_pairs.yaml"
+PAIRS_FILE = paths.DATA / "quick_pairs.yaml"
 KINDS = ("train_s", "tokens_per_s")
 MIN_PAIRS = 3
 
@@ -51,17 +52,3 @@ def widen(predicted: float, low: float | None, high: float | None, kind: str,
         return None
     lo, hi = predicted * math.exp(b[0]), predicted * math.exp(b[1])
     return min(lo, low if low is not None else lo), max(hi, high if high is not None else hi)
-
-
-def pairs_of(rows: list[dict]) -> list[dict]:
-    """The pairs of `swiftbench quick` rows (analysis.estimate.quick.comparison_table) that have a full run, as
-    quick_pairs.yaml lists them."""
-    out = []
-    for r in rows:
-        if r.get("measured_train_s") and r.get("predicted_train_s") and r.get("measured_tokens_per_s") \
-                and r.get("predicted_tokens_per_s"):
-            out.append({"experiment": r["experiment"], "hw": r["hw"], "quick_run": r["quick_run"],
-                        "full_run": r["full_run"],
-                        "train_s": math.log(r["measured_train_s"] / r["predicted_train_s"]),
-                        "tokens_per_s": math.log(r["measured_tokens_per_s"] / r["predicted_tokens_per_s"])})
-    return out

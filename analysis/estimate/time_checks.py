@@ -78,7 +78,7 @@ def run_checks(results: str | Path = "results") -> TimeModelChecks:
     records = collect(results)
     rows = []
     for r in records:
-        if r.hw != "h200" or not transfer.transferable(r):
+        if r.hw != transfer.profiled_class() or not transfer.transferable(r):
             continue
         step = transfer.profile_step(r)
         if not step.steady_step_s:
@@ -117,8 +117,8 @@ def scaled_checks(records: list[RunRecord]) -> list[ScaledCheck]:
     out = []
     for r in records:
         args = r.args or {}
-        median = step_time(r)["median"]
-        if (not median or r.hw != "h200" or (r.world_size or 1) != 1 or args.get("torch_compile")
+        median = step_time(r).median
+        if (not median or r.hw != transfer.profiled_class() or (r.world_size or 1) != 1 or args.get("torch_compile")
                 or args.get("attn_impl") not in (None, "sdpa") or planner.run_method(args) != "lora"
                 or not r.per_device_batch or not r.grad_accum):
             continue

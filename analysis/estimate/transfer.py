@@ -15,7 +15,7 @@ Only H200s are measured here; a time on an A10, RTX 4090, A100 or H100 rests on 
     kernel_kind(name) -> str               gemm | attention | communication | memory
 
 A run without a kernel-level profile (made before the launcher recorded kernels only, or never profiled) is
-InputError. Formulas in docs/time-model.md, constants (each with kind and source) in analysis/data/time_model.yaml.
+InputError. Formulas in docs/time-model.md, constants (each with kind and source) in data/time_model.yaml.
 """
 from __future__ import annotations
 
@@ -60,6 +60,12 @@ def model_constants(path: str | Path = TIME_MODEL_FILE) -> dict[str, Any]:
 
     walk(read_yaml(path), "")
     return out
+
+
+def profiled_class() -> str:
+    """The GPU class every committed profile was made on (time_model.yaml `profiled_class`): the source of the
+    time model's steps."""
+    return str(model_constants()["profiled_class"])
 
 
 def constant_kinds(path: str | Path = TIME_MODEL_FILE) -> dict[str, str]:
@@ -127,15 +133,6 @@ class ProfiledStep:
     gpm_host_s: float | None
     world_size: int
 
-    @property
-    def kind_seconds(self) -> dict[str, float]:
-        """Seconds per kind at the steady steps' tokens (floors + scaled work), on the run's own class."""
-        floor = model_constants()["kernel_floor_us"] * 1e-6
-        out = dict.fromkeys(KINDS, 0.0)
-        for g in self.groups:
-            base, work = split(g, floor)
-            out[g.kind] += base + work * self.token_scale
-        return out
 
 
 @dataclass(frozen=True)
@@ -237,10 +234,10 @@ def profile_step(rec: RunRecord) -> ProfiledStep:
     for g in groups:
         base, work = split(g, floor)
         busy += base + work * scale
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     host = max(median - busy, 0.0) if median else wall - busy_p
     gpm = steady_share(rec)
-    gpm_host = gpm["gpm_host_ms"] / 1000 if gpm.get("gpm_host_ms") is not None else None
+    gpm_host = gpm.gpm_host_ms / 1000 if gpm.gpm_host_ms is not None else None
     return ProfiledStep(run=label, hw=str(rec.hw), groups=tuple(groups), windows=n, profiled_wall_s=wall,
                         profiled_busy_s=busy_p, profiled_tokens=prof_tokens, steady_tokens=steady_tokens,
                         token_scale=scale, steady_step_s=median, busy_s=busy, host_s=host,
@@ -333,10 +330,10 @@ def runtime_factor(rec: RunRecord) -> float | None:
     """A full-epoch run's train_runtime over its steady median x the epoch's steps: what warm-up, evaluations and
     checkpoint saves add to the steady steps (ms-swift's train_runtime counts them); None for a cut run."""
     job = job_time(rec)
-    median = step_time(rec)["median"]
-    if not job["full_epoch"] or not median or not job["epoch_steps"]:
+    median = step_time(rec).median
+    if not job.full_epoch or not median or not job.epoch_steps:
         return None
-    return float(job["train_runtime_s"]) / (median * job["epoch_steps"])
+    return job.epoch_s / (median * job.epoch_steps)
 
 
 def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
@@ -386,11 +383,11 @@ def runtime_on(rec: RunRecord, hw: str) -> RuntimePrediction:
     """REC's train_runtime on class HW: measured on its own class, else predict_epoch's steady epoch + its overhead
     (train_runtime - steady median x steps) as measured, the band on the steady part only. REC must be a full epoch."""
     job = job_time(rec)
-    if not job["full_epoch"]:
+    if not job.full_epoch:
         raise InputError(rec.path, f"{rec.run}: not a full epoch, so no train_runtime to carry over")
-    runtime = float(job["train_runtime_s"])
+    runtime = job.epoch_s
     pred = predict_epoch(rec, hw)
-    measured_steady = (step_time(rec)["median"] or 0.0) * (job["epoch_steps"] or 0)
+    measured_steady = (step_time(rec).median or 0.0) * (job.epoch_steps or 0)
     overhead = max(runtime - measured_steady, 0.0)
     if pred.measured:
         return RuntimePrediction(rec.run, pred.hw, runtime, runtime, runtime, overhead, True,
@@ -424,14 +421,4 @@ def transferable(rec: RunRecord) -> bool:
     except InputError:
         return False
     return True
-
-
-def reconciliation(step: ProfiledStep) -> dict[str, float | None]:
-    """How the profiled step and the steady median differ: the profiled wall over the median, the profile-only step
-    over the median, and the host's part against GPM's steady host (mean wall - GPM busy of the steady steps)."""
-    med = step.steady_step_s
-    return {"profiled_over_steady": step.profiled_wall_s / med if med else None,
-            "profile_only_error": step.profile_only_s / med - 1 if med else None,
-            "token_scale": step.token_scale,
-            "host_over_gpm_host": step.host_s / step.gpm_host_s if step.gpm_host_s else None}
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from analysis.estimate.planner import (
     GIB,
@@ -34,131 +35,163 @@ from experiments.base.errors import InputError
 MIN_STEADY_INTERVALS = 3  # a step time checked against the estimate rests on at least this many steady intervals
 
 
+@dataclass(frozen=True)
+class _RunMemory:
+    """The memory model at one run's recipe: the sequence it met, its flags, the estimate for the micro-batch the
+    whole epoch holds (mem) and for the one the run met (seen_mem, its tokens seen_tokens)."""
+
+    seq: int
+    gradient_checkpointing: bool
+    padding_free: bool
+    liger: bool
+    mem: dict
+    seen_tokens: int
+    seen_mem: dict
+
+
+def _run_memory(r: RunRecord, args: dict, shapes: dict, method: str, rank: int, longest: dict[tuple, float],
+                c: dict) -> _RunMemory:
+    """The planner's memory model at R's recipe and data."""
+    launcher = r.launcher
+    # the launcher's --pad-to pads every row to that length: the run's sequence, whatever the data's lengths
+    # a run killed before ms-swift's summary line: the longest sample of a finished run of the same data
+    data_max = r.train_tokens_max or longest.get(_data_key(args))
+    assert r.per_device_batch and r.max_length  # the caller checked both
+    seq = min(int(launcher.get("pad_to") or data_max or r.max_length), int(r.max_length))
+    gc = r.gradient_checkpointing is not False
+    flags = run_flags(args)
+    pf, liger = flags["padding_free"], flags["liger"]
+    # the micro-batch the whole epoch holds (padding-free: its longest packed row) and the one this run met
+    seen_tokens = longest_micro_batch(r)
+    packed = (longest_micro_batch(r, whole_epoch=True) or seen_tokens) if pf else None
+    mem = _per_gpu(r, memory(shapes, method, seq, r.per_device_batch, gc, rank, c, padding_free=pf,
+                             liger=liger, packed_tokens=packed, attn_impl=flags["attn_impl"]), c)
+    if seen_tokens and not launcher.get("pad_to"):
+        seen_seq = seq if pf else max(math.ceil(seen_tokens / r.per_device_batch), 1)
+        seen_mem = _per_gpu(r, memory(shapes, method, seen_seq, r.per_device_batch, gc, rank, c, padding_free=pf,
+                                      liger=liger, packed_tokens=seen_tokens if pf else None,
+                                      attn_impl=flags["attn_impl"]), c)
+        return _RunMemory(seq, gc, pf, liger, mem, seen_tokens, seen_mem)
+    return _RunMemory(seq, gc, pf, liger, mem, int(mem["tokens_per_micro_batch"]), mem)
+
+
+def _roofline_step(r: RunRecord, shapes: dict, method: str, gc: bool, rank: int, mem: dict,
+                   c: dict) -> tuple[float | None, float | None]:
+    """(tokens per sample the run processed, the roofline's optimizer step at them); None where unknown."""
+    spec = hardware.get(r.hw) if r.hw else None
+    if not (spec and spec.get("bf16_dense_tflops") and r.grad_accum and r.per_device_batch):
+        return None, None
+    tps = run_tokens_per_sample(r, shapes) or r.train_tokens_mean
+    if not tps:
+        return tps, None
+    roof = roofline_micro_step(spec, shapes, method, r.per_device_batch * tps, gc, rank, c, mem["weights_gib"] * GIB)
+    return tps, r.grad_accum * roof.micro_step_s + optimizer_step_s(spec, method, mem["params"]["trainable"], c)
+
+
+def _check_of(r: RunRecord, args: dict, cap: float | None) -> str:
+    """What the run validates: uncapped runs of a modelled configuration the reserved peak (within 10 %), runs under
+    an allocator cap whether it fits (live peak <= cap) as trained vs OOM says; else why nothing."""
+    unmodelled = [f for f in ("packing", "group_by_length") if args.get(f)]
+    if args.get("attn_impl") == "eager":
+        unmodelled.append("attn_impl eager (the activations and FLOPs are SDPA's)")
+    if args.get("torch_compile"):
+        unmodelled.append("torch_compile (inductor's fused kernels save other tensors)")
+    if r.parallel not in ("ddp", "single"):
+        unmodelled.append(f"{r.parallel} (DeepSpeed's own buffers: the per-GPU model is checked on DDP only)")
+    oom = r.status == "failed" and str(r.failure or "").startswith("OOM")
+    if unmodelled:
+        return "not modelled: " + ", ".join(unmodelled)
+    if cap is not None:
+        return "fits under the cap" if (r.status == "ok" or oom) else "not checked (run did not finish)"
+    if r.status != "ok":
+        return "not checked (run did not finish)"
+    return "reserved peak" if r.peak_mem_gib else "not checked (no peak)"
+
+
 def estimates_vs_measurements(results_dir: str | Path = "results"):
     """A pandas DataFrame, one row per run under RESULTS_DIR: measured peak vs the estimate at that run's own longest
     sequence (train_tokens_max capped at max_length) and batch, and measured step time vs the roofline at the
-    tokens that run really processed (the roofline's two constants are fitted on these runs: a consistency check).
-    Stays whole: one row per run, each column computed from the same run's shapes and method in one loop."""
+    tokens that run really processed (the roofline's two constants are fitted on these runs: a consistency check)."""
     import pandas as pd
 
     c = constants()
-    rows = []
     records = collect(results_dir)
     longest = _longest_by_data(records)
-    for r in records:
-        args = (r.args or {})
-        shapes = hardware.model_shapes(args, Path(r.path) if r.path else None)
-        method = run_method(args)
-        rank = lr if isinstance(lr := args.get("lora_rank"), int) else 8
-        base = {"hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status,
-                "method": method, "gpus": r.gpus, "parallel": r.parallel, "per_device_batch": r.per_device_batch,
-                "grad_accum": r.grad_accum,
-                "steps": r.global_steps, "measured_peak_gib": r.peak_mem_gib}
-        if shapes is None or method not in METHODS or not r.per_device_batch or not r.max_length:
-            rows.append({**base, "note": "cannot estimate: model shapes, method, batch or max_length unknown"})
-            continue
-        launcher = r.launcher
-        # the launcher's --pad-to pads every row to that length: the run's sequence, whatever the data's lengths
-        # a run killed before ms-swift's summary line: the longest sample of a finished run of the same data
-        data_max = r.train_tokens_max or longest.get(_data_key(args))
-        seq = min(int(launcher.get("pad_to") or data_max or r.max_length), int(r.max_length))
-        gc = r.gradient_checkpointing is not False
-        flags = run_flags(args)
-        pf, liger = flags["padding_free"], flags["liger"]
-        # the micro-batch the whole epoch holds (padding-free: its longest packed row) and the one this run met
-        seen_tokens = longest_micro_batch(r)
-        packed = (longest_micro_batch(r, whole_epoch=True) or seen_tokens) if pf else None
-        mem = _per_gpu(r, memory(shapes, method, seq, r.per_device_batch, gc, rank, c, padding_free=pf,
-                                 liger=liger, packed_tokens=packed, attn_impl=flags["attn_impl"]), c)
-        if seen_tokens and not launcher.get("pad_to"):
-            seen_seq = seq if pf else max(math.ceil(seen_tokens / r.per_device_batch), 1)
-            seen_mem = _per_gpu(r, memory(shapes, method, seen_seq, r.per_device_batch, gc, rank, c, padding_free=pf,
-                                          liger=liger, packed_tokens=seen_tokens if pf else None,
-                                          attn_impl=flags["attn_impl"]), c)
-        else:
-            seen_tokens, seen_mem = int(mem["tokens_per_micro_batch"]), mem
-        note = []
-        seen = (r.global_steps or 0) * (r.samples_per_step or 0)
-        cut = bool(r.train_samples and seen < r.train_samples)
-        if cut:
-            note.append(f"cut run: saw {seen} of {r.train_samples} samples, so maybe not the {seq}-token one")
-        spec = hardware.get(r.hw) if r.hw else None
-        est_step = tps = None
-        if spec and spec.get("bf16_dense_tflops") and r.grad_accum:
-            tps = run_tokens_per_sample(r, shapes) or r.train_tokens_mean
-            if tps:
-                roof = roofline_micro_step(spec, shapes, method, r.per_device_batch * tps, gc, rank, c,
-                                           mem["weights_gib"] * GIB)
-                est_step = r.grad_accum * roof["micro_step_s"] + optimizer_step_s(
-                    spec, method, mem["params"]["trainable"], c)
-        measured_step = step_time(r)["median"]
-        measured = r.peak_mem_gib
-        cap = launcher.get("mem_cap_gib")
-        unmodelled = [f for f in ("packing", "group_by_length") if args.get(f)]
-        if args.get("attn_impl") == "eager":
-            unmodelled.append("attn_impl eager (the activations and FLOPs are SDPA's)")
-        if args.get("torch_compile"):
-            unmodelled.append("torch_compile (inductor's fused kernels save other tensors)")
-        if r.parallel not in ("ddp", "single"):
-            unmodelled.append(f"{r.parallel} (DeepSpeed's own buffers: the per-GPU model is checked on DDP only)")
-        oom = r.status == "failed" and str(r.failure or "").startswith("OOM")
-        # What is validated where: uncapped runs of a modelled configuration -> the reserved peak (within 10 %);
-        # runs under an allocator cap -> whether it fits (live peak <= cap), as trained vs OOM says.
-        if unmodelled:
-            check = "not modelled: " + ", ".join(unmodelled)
-        elif cap is not None:
-            check = "fits under the cap" if (r.status == "ok" or oom) else "not checked (run did not finish)"
-        elif r.status != "ok":
-            check = "not checked (run did not finish)"
-        else:
-            check = "reserved peak" if measured else "not checked (no peak)"
-        ratio = mem["peak_mem_gib"] / measured if measured else None
-        # A full run's peak is the estimate's target (within 10 %). A cut run (a prefix of the schedule) met only part
-        # of the batches, and the reserved peak grows in steps as larger ones arrive, so its peak is a lower bound of
-        # the full run's: the estimate must not be below it by more than 10 %.
-        peak_ok = (bool(ratio >= 0.90 if cut else abs(ratio - 1) <= 0.10)
-                   if ratio and check == "reserved peak" else None)
-        predicted_fits = bool(mem["live_peak_gib"] <= cap) if cap is not None else None
-        # the planner's own verdict (yes / tight / no: planner.fit_verdict); the CUDA context sits outside a cap
-        planner_fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, capped=True, c=c) \
-            if cap is not None else None
-        planner_fits = planner_fit == "yes" if cap is not None else None
-        # every run with a logged peak: the estimate at the micro-batch it met, as ms-swift would log it (under an
-        # allocator cap the allocator frees its cache before it exceeds the cap)
-        seen_est = min(seen_mem["peak_mem_gib"], cap) if cap is not None else seen_mem["peak_mem_gib"]
-        seen_ratio = seen_est / measured if measured else None
-        rows.append({
-            **base, "padding_free": pf, "liger": liger, "gradient_checkpointing": gc,
-            "tokens_per_micro_batch": mem["tokens_per_micro_batch"], "seen_tokens": seen_tokens,
-            "seen_estimate_gib": seen_est, "seen_ratio": seen_ratio,
-            "within_20pct": bool(abs(seen_ratio - 1) <= 0.20) if seen_ratio else None,
-            "seq_len": seq, "estimated_peak_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
-            "needs_gib": mem["needs_gib"], "cap_gib": cap, "check": check,
-            "predicted_fits": predicted_fits, "planner_fits": planner_fits, "planner_fit": planner_fit,
-            # the verdict is wrong when a run trained under a `no` or ran out of memory under a `yes`
-            "verdict_correct": (planner_fit != ("no" if r.status == "ok" else "yes"))
-                               if check == "fits under the cap" else None,
-            "fits_correct": (predicted_fits == (r.status == "ok")) if check == "fits under the cap" else None,
-            "ratio": ratio,
-            "peak_rule": ("not below by more than 10 % (cut run)" if cut else "within 10 %")
-                         if check == "reserved peak" else None,
-            "within_10pct": peak_ok,
-            "tokens_per_sample": tps, "measured_step_s": measured_step, "estimated_step_s": est_step,
-            "step_ratio": est_step / measured_step if est_step and measured_step else None,
-            # the host overhead constant was fitted on runs with the recipes' 4 dataloader workers, made before host
-            # fingerprints on the hosts of 2026-11-30; a run with a host id is from another session and host, where a
-            # host-bound step runs 20 % faster or slower (issue 12): its ratio is reported, not held to 15 %. A median
-            # of fewer than MIN_STEADY_INTERVALS steady intervals is no measurement to hold an estimate to.
-            "steady_intervals": step_time(r)["n_intervals"],
-            "host": r.host_id,
-            "step_checked": bool(check == "reserved peak" and est_step and measured_step
-                                 and gc and not pf and not liger  # the roofline's configuration
-                                 and math.isfinite(measured_step)
-                                 and step_time(r)["n_intervals"] >= MIN_STEADY_INTERVALS
-                                 and int(args.get("dataloader_num_workers") or 0) == 4 and r.host_id is None),
-            "note": "; ".join(note) or None,
-        })
-    return pd.DataFrame(rows)
+    return pd.DataFrame([_validation_row(r, longest, c) for r in records])
+
+
+def _validation_row(r: RunRecord, longest: dict[tuple, float], c: dict) -> dict[str, Any]:
+    """One run's row of estimates_vs_measurements."""
+    args = (r.args or {})
+    shapes = hardware.model_shapes(args, Path(r.path) if r.path else None)
+    method = run_method(args)
+    lr = args.get("lora_rank")
+    rank = lr if isinstance(lr, int) else 8
+    base = {"hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status,
+            "method": method, "gpus": r.gpus, "parallel": r.parallel, "per_device_batch": r.per_device_batch,
+            "grad_accum": r.grad_accum,
+            "steps": r.global_steps, "measured_peak_gib": r.peak_mem_gib}
+    if shapes is None or method not in METHODS or not r.per_device_batch or not r.max_length:
+        return {**base, "note": "cannot estimate: model shapes, method, batch or max_length unknown"}
+    assert method is not None  # one of METHODS
+    m = _run_memory(r, args, shapes, method, rank, longest, c)
+    mem, seen_mem, seq, gc, pf, liger = m.mem, m.seen_mem, m.seq, m.gradient_checkpointing, m.padding_free, m.liger
+    note = []
+    seen = (r.global_steps or 0) * (r.samples_per_step or 0)
+    cut = bool(r.train_samples and seen < r.train_samples)
+    if cut:
+        note.append(f"cut run: saw {seen} of {r.train_samples} samples, so maybe not the {seq}-token one")
+    tps, est_step = _roofline_step(r, shapes, method, gc, rank, mem, c)
+    measured_step = step_time(r).median
+    measured = r.peak_mem_gib
+    cap = r.launcher.get("mem_cap_gib")
+    check = _check_of(r, args, cap)
+    ratio = mem["peak_mem_gib"] / measured if measured else None
+    # A full run's peak is the estimate's target (within 10 %). A cut run (a prefix of the schedule) met only part
+    # of the batches, and the reserved peak grows in steps as larger ones arrive, so its peak is a lower bound of
+    # the full run's: the estimate must not be below it by more than 10 %.
+    peak_ok = (bool(ratio >= 0.90 if cut else abs(ratio - 1) <= 0.10)
+               if ratio and check == "reserved peak" else None)
+    predicted_fits = bool(mem["live_peak_gib"] <= cap) if cap is not None else None
+    # the planner's own verdict (yes / tight / no: planner.fit_verdict); the CUDA context sits outside a cap
+    planner_fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, capped=True, c=c) \
+        if cap is not None else None
+    planner_fits = planner_fit == "yes" if cap is not None else None
+    # every run with a logged peak: the estimate at the micro-batch it met, as ms-swift would log it (under an
+    # allocator cap the allocator frees its cache before it exceeds the cap)
+    seen_est = min(seen_mem["peak_mem_gib"], cap) if cap is not None else seen_mem["peak_mem_gib"]
+    seen_ratio = seen_est / measured if measured else None
+    return {
+        **base, "padding_free": pf, "liger": liger, "gradient_checkpointing": gc,
+        "tokens_per_micro_batch": mem["tokens_per_micro_batch"], "seen_tokens": m.seen_tokens,
+        "seen_estimate_gib": seen_est, "seen_ratio": seen_ratio,
+        "within_20pct": bool(abs(seen_ratio - 1) <= 0.20) if seen_ratio else None,
+        "seq_len": seq, "estimated_peak_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
+        "needs_gib": mem["needs_gib"], "cap_gib": cap, "check": check,
+        "predicted_fits": predicted_fits, "planner_fits": planner_fits, "planner_fit": planner_fit,
+        # the verdict is wrong when a run trained under a `no` or ran out of memory under a `yes`
+        "verdict_correct": (planner_fit != ("no" if r.status == "ok" else "yes"))
+                           if check == "fits under the cap" else None,
+        "fits_correct": (predicted_fits == (r.status == "ok")) if check == "fits under the cap" else None,
+        "ratio": ratio,
+        "peak_rule": ("not below by more than 10 % (cut run)" if cut else "within 10 %")
+                     if check == "reserved peak" else None,
+        "within_10pct": peak_ok,
+        "tokens_per_sample": tps, "measured_step_s": measured_step, "estimated_step_s": est_step,
+        "step_ratio": est_step / measured_step if est_step and measured_step else None,
+        # the host overhead constant was fitted on runs with the recipes' 4 dataloader workers, made before host
+        # fingerprints on the hosts of 2026-11-30; a run with a host id is from another session and host, where a
+        # host-bound step runs 20 % faster or slower: its ratio is reported, not held to 15 %. A median
+        # of fewer than MIN_STEADY_INTERVALS steady intervals is no measurement to hold an estimate to.
+        "steady_intervals": step_time(r).n_intervals,
+        "host": r.host_id,
+        "step_checked": bool(check == "reserved peak" and est_step and measured_step
+                             and gc and not pf and not liger  # the roofline's configuration
+                             and math.isfinite(measured_step)
+                             and step_time(r).n_intervals >= MIN_STEADY_INTERVALS
+                             and int(args.get("dataloader_num_workers") or 0) == 4 and r.host_id is None),
+        "note": "; ".join(note) or None,
+    }
 
 
 def _data_key(args: dict) -> tuple:
@@ -228,15 +261,16 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
     """
     c = constants()
     named = c["calibration.runs"]  # planner.yaml: the runs the constants were fitted on
+    hw, small, large = c["calibration.hw"], c["calibration.pair"]["small"], c["calibration.pair"]["large"]
     groups: dict[str, list[RunRecord]] = {}
     for r in collect(results_dir):
         # the recipes as published, on one GPU: a run with its own flags (--set logging_steps=1 of a quick run's
         # full partner) or several GPUs measures something else
-        if r.status == "ok" and r.hw == "h200" and r.experiment in ("seed", "bs16") and not r.overrides \
+        if r.status == "ok" and r.hw == hw and r.experiment in (small, large) and not r.overrides \
                 and r.gpus == 1 and r.run in named.get(r.experiment, ()):
-            groups.setdefault(r.experiment, []).append(r)
-    if set(groups) != {"seed", "bs16"}:
-        raise InputError(results_dir, "calibration needs the h200 seed and bs16 runs")
+            groups.setdefault(str(r.experiment), []).append(r)
+    if set(groups) != {small, large}:
+        raise InputError(results_dir, f"calibration needs the {hw} {small} and {large} runs")
     points = {}
     for exp, runs in groups.items():
         top = max(r.global_steps or 0 for r in runs)
@@ -253,20 +287,23 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
         # what does not scale with k: the static part and the stored activations at their own factor
         static = mem["live_peak_gib"] - mem["activations_gib"] \
             + c["memory.allocator_cache_factor_stored"] * mem["stored_activations_gib"]
-        micro = sum(step_time(r)["median"] for r in runs) / len(runs) / r0.grad_accum
+        medians = [m for r in runs if (m := step_time(r).median) is not None]
+        if len(medians) < len(runs):
+            raise InputError(r0.path, "calibration: a run has no steady step time")
+        micro = sum(medians) / len(runs) / r0.grad_accum
         per_sample = [run_tokens_per_sample(r, shapes) for r in runs]
         peaks = [r.peak_mem_gib for r in runs]
         if any(x is None for x in per_sample + peaks):
             raise InputError(r0.path, "calibration: a run's tokens per sample or peak memory is unknown")
         tokens = sum(cast(list[float], per_sample)) / len(runs) * r0.per_device_batch  # no None: checked above
-        spec = hardware.require("h200")
+        spec = hardware.require(hw)
         fpt = flops_per_token(shapes, "lora", True, rank)
         passes = c["time.weight_passes"]["gradient_checkpointing"]
         reads = mem["weights_gib"] * GIB * passes / (spec["bandwidth_gbs"] * 1e9)
         points[exp] = {"static": static, "act": mem["working_activations_gib"],
                        "peak": sum(cast(list[float], peaks)) / len(runs),
                        "micro": micro, "a": fpt * tokens / (spec["bf16_dense_tflops"] * 1e12), "reads": reads}
-    s, b = points["seed"], points["bs16"]
+    s, b = points[small], points[large]
     # minimax relative error: static_s + k act_s = P_s (1 + e), static_b + k act_b = P_b (1 - e)
     e = ((b["peak"] - b["static"]) / b["act"] - (s["peak"] - s["static"]) / s["act"]) / (
         s["peak"] / s["act"] + b["peak"] / b["act"])
@@ -278,9 +315,9 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
     k_stored, k_other = _cache_factors_beside(collect(results_dir), named, c)
     return {"allocator_cache_factor": k, "allocator_cache_factor_stored": k_stored,
             "allocator_cache_factor_other": k_other, "achievable_fraction": f, "host_overhead_s": o,
-            "seed_micro_step_s": s["micro"], "bs16_micro_step_s": b["micro"],
-            "seed_tokens_per_micro_step": s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt,
-            "bs16_tokens_per_micro_step": b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt}
+            f"{small}_micro_step_s": s["micro"], f"{large}_micro_step_s": b["micro"],
+            f"{small}_tokens_per_micro_step": s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt,
+            f"{large}_tokens_per_micro_step": b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt}
 
 
 

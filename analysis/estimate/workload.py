@@ -18,7 +18,6 @@ from experiments.base.errors import InputError
 
 CONSTANTS_FILE = hardware.DATA / "planner.yaml"
 GIB = 2 ** 30
-FIT_VERDICTS = ("yes", "tight", "no")
 PARALLEL_LAYOUTS = ("ddp", "zero2", "zero3")
 
 
@@ -252,7 +251,7 @@ def fit_verdict(needs_gib: float, activations_gib: float, capacity: float, cappe
 def flops_per_token(shapes: dict, method: str, gradient_checkpointing: bool, lora_rank: int) -> float:
     """Hardware FLOPs per trained token (recompute included): analysis.measure.flops's formula, the one MFU uses."""
     p = param_counts(shapes, method, lora_rank)
-    return measure_flops.flops_per_token(p["matmul"], p["lora"], method, gradient_checkpointing)["hardware"]
+    return measure_flops.flops_per_token(p["matmul"], p["lora"], method, gradient_checkpointing).hardware
 
 
 def run_method(args: dict) -> str | None:

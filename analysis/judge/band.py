@@ -6,6 +6,8 @@ run counts when |its eval loss - the seeds' mean| <= the range, both at the run'
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from analysis.judge.result import rnd
@@ -14,29 +16,61 @@ from analysis.measure.loss import eval_at
 from analysis.parse.record import RunRecord
 
 
-def seed_band(runs: Runs, names: list[str], step: int) -> dict | None:
+@dataclass(frozen=True)
+class Band:
+    """The seeds' eval losses at STEP: their mean, range (max - min) and count."""
+
+    mean: float
+    range: float
+    n: int
+    step: int
+
+
+def seed_band(runs: Runs, names: Sequence[str], step: int) -> Band | None:
     """Mean and range (max - min) of the seeds' eval loss at STEP; None with fewer than 2 seeds there."""
     recs = [pick(runs, n) for n in names]
     losses = [v for v in (eval_at(r, step) for r in recs if r) if v is not None]
     if len(losses) < 2:
         return None
-    return {"mean": statistics.fmean(losses), "range": max(losses) - min(losses), "n": len(losses), "step": step}
+    return Band(statistics.fmean(losses), max(losses) - min(losses), len(losses), step)
 
 
-def loss_check(rec: RunRecord, spread: list[str], runs: Runs) -> dict:
-    """Does REC's eval loss at its last eval step stay within the band of the SPREAD seeds at that step?
-    {'eval_step', 'eval_loss', 'counts' (None without a band)} and, with a band, the deviation, range, mean, n."""
+@dataclass(frozen=True)
+class LossCheck:
+    """A run's eval loss at its last eval step against the seed band there: counts (None without a band) and, with
+    one, its deviation from the seeds' mean, their range, mean and count (rounded for a verdict)."""
+
+    eval_step: int | None
+    eval_loss: float | None
+    counts: bool | None = None
+    banded: bool = False
+    loss_dev_from_seed_mean: float | None = None
+    seed_range: float | None = None
+    seed_mean: float | None = None
+    seeds_at_step: int | None = None
+
+    def numbers(self) -> dict[str, Any]:
+        """The verdict's numbers: the step and loss, and the band's figures where there is a band."""
+        out: dict[str, Any] = {"eval_step": self.eval_step, "eval_loss": self.eval_loss}
+        if self.banded:
+            out.update(loss_dev_from_seed_mean=self.loss_dev_from_seed_mean, seed_range=self.seed_range,
+                       seed_mean=self.seed_mean, seeds_at_step=self.seeds_at_step)
+        return out
+
+
+def loss_check(rec: RunRecord, spread: Sequence[str], runs: Runs) -> LossCheck:
+    """Does REC's eval loss at its last eval step stay within the band of the SPREAD seeds at that step?"""
     step = rec.last_eval_step
     band = seed_band(runs, spread, step) if step else None
-    out: dict[str, Any] = {"eval_step": step, "eval_loss": rnd(eval_at(rec, step)) if step else None, "counts": None}
-    if band and step and out["eval_loss"] is not None:  # a band only at a step
-        dev = abs(eval_at(rec, step) - band["mean"])
-        out.update(counts=dev <= band["range"], loss_dev_from_seed_mean=rnd(dev), seed_range=rnd(band["range"]),
-                   seed_mean=rnd(band["mean"]), seeds_at_step=band["n"])
-    return out
+    loss = rnd(eval_at(rec, step)) if step else None
+    mine = eval_at(rec, step) if step else None
+    if band and step and loss is not None and mine is not None:  # a band only at a step
+        dev = abs(mine - band.mean)
+        return LossCheck(step, loss, dev <= band.range, True, rnd(dev), rnd(band.range), rnd(band.mean), band.n)
+    return LossCheck(step, loss)
 
 
-def latest_band(runs: Runs, names: list[str], step: int) -> dict | None:
+def latest_band(runs: Runs, names: Sequence[str], step: int) -> Band | None:
     """The seed band at STEP, else at the latest step before it where 2+ seeds were evaluated (the spread seeds of
     the claims audit stop at their own, shorter, schedule): its `step` says which."""
     band = seed_band(runs, names, step)
@@ -47,19 +81,32 @@ def latest_band(runs: Runs, names: list[str], step: int) -> dict | None:
     return next((b for b in (seed_band(runs, names, s) for s in steps) if b), None)
 
 
-def loss_against(rec: RunRecord, ref: RunRecord, spread: list[str], runs: Runs) -> dict:
+@dataclass(frozen=True)
+class LossAgainst:
+    """A run's eval loss against a reference run's at the run's last eval step, within the seed band's range
+    (rounded): the deviation, the range and the step of the band it used, and whether it counts (None without both
+    losses and a band)."""
+
+    eval_step: int | None
+    eval_loss: float | None
+    ref_eval_loss: float | None
+    loss_dev: float | None
+    seed_range: float | None
+    band_step: int | None
+    counts: bool | None
+
+
+def loss_against(rec: RunRecord, ref: RunRecord, spread: Sequence[str], runs: Runs) -> LossAgainst:
     """Does REC's eval loss equal REF's (the seed recipe's run on the same schedule) within the seed band's range?
     Both at REC's last eval step; the range is the SPREAD seeds' there, else at their latest eval step before it
-    (latest_band; `band_step` says which). {'eval_step', 'eval_loss', 'ref_eval_loss', 'loss_dev', 'seed_range',
-    'band_step', 'counts' (None without both losses and a band)}."""
+    (latest_band; `band_step` says which)."""
     step = rec.last_eval_step
     mine, theirs = (eval_at(rec, step), eval_at(ref, step)) if step else (None, None)
     band = latest_band(runs, spread, step) if step else None
-    out: dict[str, Any] = {"eval_step": step, "eval_loss": rnd(mine), "ref_eval_loss": rnd(theirs), "loss_dev": None,
-                           "seed_range": rnd(band["range"]) if band else None,
-                           "band_step": band["step"] if band else None, "counts": None}
+    dev = counts = None
     if mine is not None and theirs is not None:
-        out["loss_dev"] = rnd(abs(mine - theirs))
+        dev = rnd(abs(mine - theirs))
         if band:
-            out["counts"] = abs(mine - theirs) <= band["range"]
-    return out
+            counts = abs(mine - theirs) <= band.range
+    return LossAgainst(step, rnd(mine), rnd(theirs), dev, rnd(band.range) if band else None,
+                       band.step if band else None, counts)

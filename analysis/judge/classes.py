@@ -9,7 +9,7 @@ class analysis.judge.recommend's; this module decides and present/ only formats.
   class, each fitting recipe's full epoch carried there by the time model (transfer.runtime_on: the steady steps by
   the profile's kernels, the rest as measured on the H200's host), with its band. The recipe with the shortest
   modelled epoch is the class's; where another's band overlaps it, the answer names that too (not settled).
-- Cost: GPU-hours x the price table's rate (analysis/data/prices.yaml unless the user gives one).
+- Cost: GPU-hours x the price table's rate (data/prices.yaml unless the user gives one).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.estimate import planner, transfer
-from analysis.estimate.recipe_gpus import DEFAULT_PRICES, cost
+from analysis.estimate.prices import DEFAULT_PRICES, cost, price_currency, read_prices
 from analysis.judge.recommend import HostEpochs, Recommendation, recommend
 from analysis.parse.record import RunRecord
 from experiments.base import hardware
@@ -121,8 +121,8 @@ def class_answers(rec: Recommendation, records: list[RunRecord], classes: list[s
     """One ClassAnswer per class of CLASSES (default hardware.shown()) for the candidates REC rests on."""
     by_path = {str(r.path): r for r in records}
     names = sorted({r.experiment for r in rec.rows if r.in_band or r.experiment == rec.experiment})
-    table = planner.read_prices(prices) if prices else {}
-    currency = planner.price_currency(prices) if prices else None
+    table = read_prices(prices) if prices else {}
+    currency = price_currency(prices) if prices else None
     out = []
     for hw in classes or hardware.shown():
         spec = hardware.require(hw)

@@ -171,6 +171,6 @@ def _resolve(r: OneLineParser, a) -> int:
     kept = 0
     for name in todo:
         out = write_resolved(name, results, a.hw, force=a.force)
-        print(out["message"])
-        kept += out["action"] == "kept"
+        print(out.message)
+        kept += out.action == "kept"
     return 1 if kept else 0

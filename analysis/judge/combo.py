@@ -9,11 +9,12 @@ unless FORCE: a resolution is a decision, and a later one must not replace it si
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from analysis.judge import config
+from analysis.judge import config, rulespec
 from analysis.judge.rules_speed import recipe_outcome
 from analysis.judge.select import runs_by_experiment
 from analysis.parse.record import RunRecord
@@ -41,28 +42,37 @@ def _combine_definition(name: str) -> dict:
     return e
 
 
+@dataclass(frozen=True)
+class Combo:
+    """A `combine` experiment resolved from the results: its swift flags and launcher options (None: nothing to
+    combine yet), the members it took, fastest first, and why."""
+
+    overrides: dict | None
+    launcher: dict | None
+    used: list[str]
+    reason: str
+
+
 def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None,
-                  records: list[RunRecord] | None = None) -> dict:
-    """Overrides and launcher options of `combine` experiment NAME from the results on HW:
-    {'overrides': {...} | None, 'launcher': {...} | None, 'used': [...], 'reason': str} (None: nothing to combine)."""
+                  records: list[RunRecord] | None = None) -> Combo:
+    """Overrides and launcher options of `combine` experiment NAME from the results on HW (Combo)."""
     e = _combine_definition(name)
     runs = runs_by_experiment(results_dir, hw, records)
-    rules = {c["rule"].get("run"): c["rule"] for c in config.claims() if c["rule"]["kind"] == "recipe"}
+    rules = {c.rule.run: c.rule for c in config.claims() if isinstance(c.rule, rulespec.Recipe)}
     winners, missing = [], []
     for member in e["combine"]:
         rule = rules.get(member)
         if rule is None:
             continue
-        o = recipe_outcome(member, rule["baseline"], rule["spread"], runs)
-        if o["state"] == "missing":
+        o = recipe_outcome(member, rule.baseline, rule.spread, runs)
+        if o.state == "missing":
             missing.append(member)
-        elif o["state"] == "ok" and o["counts"] and o["better"]:
-            winners.append((o["numbers"]["speedup_pct"], member))
+        elif o.state == "ok" and o.counts and o.better and o.speedup is not None:
+            winners.append((o.speedup.speedup_pct, member))
     if missing and not winners:
-        return {"overrides": None, "launcher": None, "used": [], "reason": f"run these first: {', '.join(missing)}"}
+        return Combo(None, None, [], f"run these first: {', '.join(missing)}")
     if not winners:
-        return {"overrides": None, "launcher": None, "used": [],
-                "reason": "no recipe in `combine` was faster and counted"}
+        return Combo(None, None, [], "no recipe in `combine` was faster and counted")
     ordered = [m for _, m in sorted(winners, reverse=True)]  # fastest first: on a conflicting flag it wins
     overrides: dict = {}
     launcher: dict = {}
@@ -79,43 +89,50 @@ def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None,
                 launcher.setdefault(k, v)
     overrides = {**(e.get("overrides") or {}), **overrides}
     launcher = {**launcher, **(e.get("launcher") or {})}
-    return {"overrides": overrides, "launcher": launcher, "used": ordered,
-            "reason": f"combined {', '.join(ordered)}"
-                      + (f" (not run yet: {', '.join(missing)})" if missing else "")}
+    return Combo(overrides, launcher, ordered,
+                 f"combined {', '.join(ordered)}" + (f" (not run yet: {', '.join(missing)})" if missing else ""))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What write_resolved did (written | replaced | unchanged | kept | not resolved), with the combination, the
+    file's resolution where there was one, and one line that says it."""
+
+    path: Path
+    action: str
+    combo: Combo
+    existing: dict | None
+    message: str
 
 
 def write_resolved(name: str, results_dir: str | Path, hw: str, force: bool = False,
-                   records: list[RunRecord] | None = None, combo: dict | None = None,
-                   now: dt.datetime | None = None) -> dict:
+                   records: list[RunRecord] | None = None, combo: Combo | None = None,
+                   now: dt.datetime | None = None) -> Resolution:
     """Resolve NAME on HW (or take COMBO) and write it to catalog.resolved_path(results_dir, hw, name) as YAML
     (experiment, overrides, launcher, used, reason, made: ISO UTC time).
 
     An existing file with the same resolution is left as it is (its `made` time stays); one with another resolution
-    is kept unless FORCE; a combination that cannot be resolved yet writes nothing. Returns {'path', 'action':
-    'written' | 'replaced' | 'unchanged' | 'kept' | 'not resolved', 'combo',
-    'existing' (the file's resolution, where there was one), 'message' (one line)}."""
+    is kept unless FORCE; a combination that cannot be resolved yet writes nothing."""
     combo = combo if combo is not None else resolve_combo(name, results_dir, hw, records)
     path = catalog.resolved_path(results_dir, hw, name)
-    if combo["overrides"] is None:  # nothing to run yet: no file, so a later resolve is not blocked by this one
-        return {"path": path, "action": "not resolved", "combo": combo, "existing": None,
-                "message": f"not resolved: {name} on {hw}: {combo['reason']}"}
+    if combo.overrides is None:  # nothing to run yet: no file, so a later resolve is not blocked by this one
+        return Resolution(path, "not resolved", combo, None, f"not resolved: {name} on {hw}: {combo.reason}")
     made = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).replace(microsecond=0)
-    data = {"experiment": name, "overrides": combo["overrides"], "launcher": combo.get("launcher"),
-            "used": list(combo.get("used") or []), "reason": combo["reason"],
+    data = {"experiment": name, "overrides": combo.overrides, "launcher": combo.launcher,
+            "used": list(combo.used), "reason": combo.reason,
             "made": made.isoformat().replace("+00:00", "Z")}
     existing = catalog.read_resolved(results_dir, hw, name)  # InputError when the file there is broken
-    what = f"{name} on {hw}: {combo['reason']}"
+    what = f"{name} on {hw}: {combo.reason}"
     if existing is not None:
         same = all(existing.get(k) == data[k] for k in CONTENT_KEYS)
         if same:
-            return {"path": path, "action": "unchanged", "combo": combo, "existing": existing,
-                    "message": f"unchanged {path} ({what}; resolved {existing.get('made') or '?'})"}
+            return Resolution(path, "unchanged", combo, existing,
+                              f"unchanged {path} ({what}; resolved {existing.get('made') or '?'})")
         if not force:
-            return {"path": path, "action": "kept", "combo": combo, "existing": existing,
-                    "message": f"kept {path}: it says {existing['reason']!r} (resolved {existing.get('made') or '?'}), "
-                               f"the results now say {combo['reason']!r}; --force replaces it"}
+            return Resolution(path, "kept", combo, existing,
+                              f"kept {path}: it says {existing['reason']!r} (resolved {existing.get('made') or '?'}), "
+                              f"the results now say {combo.reason!r}; --force replaces it")
     path.parent.mkdir(parents=True, exist_ok=True)
     userfiles.write_atomic(path, yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
     action = "written" if existing is None else "replaced"
-    return {"path": path, "action": action, "combo": combo, "existing": existing,
-            "message": f"{action} {path} ({what})"}
+    return Resolution(path, action, combo, existing, f"{action} {path} ({what})")

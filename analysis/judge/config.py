@@ -1,22 +1,28 @@
 """The claims as data: analysis/judge/claims.yaml loaded and checked (claims, their rules, the figures' run lists).
 
-`load()` gives {'claims': [...], 'figures': {...}, 'key_numbers': {...}, 'path': ...}. Every claim says whose it is
-(`origin`: one of ORIGINS), names a rule `kind` of RULE_KINDS with the keys that rule reads, and the experiments
-behind it, which are experiments or capacity searches of experiments.recipes.catalog (experiments/recipes/claims/).
+`load()` gives a ClaimsFile: its claims (typed Claims, each with its typed rule, analysis.judge.rulespec), the
+figures' run lists and the key-number templates. Every claim says whose it is (`origin`: one of ORIGINS), names a rule
+`kind` of RULE_KINDS with the keys that rule reads, and the experiments behind it, which are experiments or capacity
+searches of experiments.recipes.catalog (experiments/recipes/claims/).
 `key_numbers` holds per rule kind the template of a verdict's key number (a claim's own `key` replaces it). Anything
 else is bad input: InputError naming claims.yaml. The `figures` section names the runs of the audit's tables
 (analysis.judge.frames), so no experiment name is code.
 """
 from __future__ import annotations
 
-import copy
+import dataclasses
 import functools
 import string
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
+from analysis.judge import rulespec
 from experiments.base.datafiles import read_yaml
 from experiments.base.errors import InputError
 from experiments.recipes import catalog
+
+R = TypeVar("R")
 
 CLAIMS_FILE = Path(__file__).resolve().parent / "claims.yaml"
 VERDICTS = ("holds", "does not hold", "inconclusive", "cannot be tested here", "not run yet")
@@ -24,26 +30,8 @@ VERDICTS = ("holds", "does not hold", "inconclusive", "cannot be tested here", "
 ORIGINS = {"article": "The seed articles' claims (seeds/*.yaml)",
            "finding": "The project's own findings (its issues and notes, not the articles')"}
 
-# rule kind -> the keys of `rule` it reads (each required); analysis.judge.rules.RULES holds one function per kind
-RULE_KINDS: dict[str, tuple[str, ...]] = {
-    "memory_loss_pair": ("base", "test", "min_mem_saving_pct", "max_loss_increase"),
-    "speedup": ("base", "test", "min_speedup_pct"),
-    "tradeoff": ("with_flag", "without_flag", "flag"),
-    "capped_fit": ("run", "card_gb"),
-    "capacity_explains_batch": ("searches",),
-    "min_memory": ("searches", "claimed_min_gb"),
-    "flags": ("flags",),
-    "seed_spread": ("runs",),
-    "fits": ("run", "package", "card_gb"),
-    "bound": ("run", "expect", "host_below", "gpu_from"),
-    "supported": ("flags",),
-    "recipe": ("run", "baseline", "spread"),
-    "target_speedup": ("run", "seed_runs", "factor", "spread"),
-    "class_best": ("candidates", "card_gb", "seed_runs", "spread"),
-    "scaling": ("gpus", "min_efficiency"),
-    "nccl_env": ("min_gain_pct",),
-    "resume_time": ("max_s",),
-}
+# rule kind -> the keys of `rule` it needs (analysis.judge.rulespec: its class's fields without a default)
+RULE_KINDS: dict[str, tuple[str, ...]] = {kind: rulespec.required(kind) for kind in rulespec.KINDS}
 # figures: table -> its keys, each a run name (str) or a list of them
 FIGURE_KEYS: dict[str, dict[str, type[list] | type[str]]] = {
     "recipes": {"runs": list, "baseline": str, "baseline_label": str, "seed_runs": list, "spread": list,
@@ -88,6 +76,13 @@ def _check_claim(path: Path, i: int, claim, known: set[str], seen: set[str]) -> 
     missing = [k for k in RULE_KINDS[kind] if k not in rule]
     if missing:
         raise InputError(path, f"claim {cid!r}: rule {kind} needs {', '.join(missing)}")
+    unknown_keys = [k for k in rule if k != "kind" and k not in rulespec.known(kind)]
+    if unknown_keys:
+        raise InputError(path, f"claim {cid!r}: rule {kind} reads no {', '.join(unknown_keys)}")
+    try:
+        rulespec.build(kind, rule)
+    except TypeError as exc:  # an entry of `repeats` or `alternatives` with a key its class lacks
+        raise InputError(path, f"claim {cid!r}: rule {kind}: {exc}") from None
 
 
 def _check_template(path: Path, where: str, text) -> None:
@@ -100,17 +95,16 @@ def _check_template(path: Path, where: str, text) -> None:
         raise InputError(path, f"{where}: must be a string with named fields such as '{{ratio}}x'")
 
 
-def _check_key_numbers(path: Path, keys) -> dict:
+def _check_key_numbers(path: Path, keys) -> None:
     if not isinstance(keys, dict):
         raise InputError(path, "`key_numbers` must be a mapping of rule kind to template")
     for kind, text in keys.items():
         if kind not in RULE_KINDS:
             raise InputError(path, f"key_numbers: unknown rule kind {kind!r}")
         _check_template(path, f"key_numbers.{kind}", text)
-    return keys
 
 
-def _check_figures(path: Path, figures) -> dict:
+def _check_figures(path: Path, figures) -> None:
     if figures is None:
         raise InputError(path, "missing top-level key 'figures'")
     if not isinstance(figures, dict):
@@ -125,11 +119,92 @@ def _check_figures(path: Path, figures) -> dict:
             if not ok:
                 raise InputError(path, f"figures.{table}.{key}: must be a "
                                        f"{'list of names' if kind is list else 'name'}")
-    return figures
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a claim comes from: a seed file and its claim id (+ the others it covers, the figures it quotes)."""
+
+    file: str
+    claim: str
+    also: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of claims.yaml: its id, whose (origin), its words, source, typed rule and experiments."""
+
+    id: str
+    origin: str
+    claim: str
+    source: Source
+    rule: rulespec.Rule
+    kind: str                      # the rule's kind (the key of RULES)
+    experiments: tuple[str, ...] = ()
+    key: str | None = None         # its own key-number template
+    rule_text: str | None = None
+    package_check: dict | None = None
+
+    def rule_as(self, cls: type[R]) -> R:
+        """The rule as the class of its kind (a rule function reads its own kind's fields)."""
+        if not isinstance(self.rule, cls):
+            raise TypeError(f"claim {self.id}: a {self.kind} rule, not {cls.__name__}")
+        return self.rule
+
+
+def claim_of(raw: dict) -> Claim:
+    """The Claim of one checked mapping of claims.yaml."""
+    src, rule = raw["source"], raw["rule"]
+    return Claim(id=raw["id"], origin=raw["origin"], claim=raw["claim"],
+                 source=Source(src["file"], src["claim"], tuple(src.get("also") or ()),
+                               tuple(src.get("figures") or ())),
+                 rule=rulespec.build(rule["kind"], rule), kind=rule["kind"],
+                 experiments=tuple(raw.get("experiments") or ()), key=raw.get("key"),
+                 rule_text=raw.get("rule_text"), package_check=raw.get("package_check"))
+
+
+@dataclass(frozen=True)
+class RecipesFigure:
+    """The audit's recipes table (analysis.judge.frames): its runs, baseline, seed runs and seed band."""
+
+    runs: tuple[str, ...]
+    baseline: str
+    baseline_label: str
+    seed_runs: tuple[str, ...]
+    spread: tuple[str, ...]
+    hide_flags: tuple[str, ...]
+    eager_of: dict[str, str] = dataclasses.field(default_factory=dict)  # compiled recipe -> its eager one
+
+
+@dataclass(frozen=True)
+class TimeBreakdownFigure:
+    runs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClaimsFile:
+    """claims.yaml, checked: the claims, the figures' run lists, the key-number templates by rule kind."""
+
+    claims: tuple[Claim, ...]
+    recipes: RecipesFigure
+    time_breakdown: TimeBreakdownFigure
+    key_numbers: dict[str, str]
+    path: str
+
+    def key_template(self, claim: Claim) -> str | None:
+        """The template of CLAIM's key number: its own `key`, else its rule kind's."""
+        return claim.key or self.key_numbers.get(claim.kind)
+
+
+def _figure(cls: type, raw: dict):
+    """CLS of one checked figures mapping (lists as tuples)."""
+    return cls(**{f.name: tuple(v) if isinstance(v := raw[f.name], list) else v for f in dataclasses.fields(cls)
+                  if f.name in raw})
 
 
 @functools.lru_cache(maxsize=None)
-def _load(path: str) -> dict:
+def _load(path: str) -> ClaimsFile:
     p = Path(path)
     data = read_yaml(p, "claims")
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
@@ -139,30 +214,35 @@ def _load(path: str) -> dict:
     seen: set[str] = set()
     for i, claim in enumerate(data["claims"]):
         _check_claim(p, i, claim, known, seen)
-    return {"claims": data["claims"], "figures": _check_figures(p, data.get("figures")),
-            "key_numbers": _check_key_numbers(p, data.get("key_numbers") or {}), "path": str(p)}
+    figures, keys = data.get("figures"), data.get("key_numbers") or {}
+    _check_figures(p, figures)
+    _check_key_numbers(p, keys)
+    assert isinstance(figures, dict)  # _check_figures: a mapping
+    return ClaimsFile(claims=tuple(claim_of(c) for c in data["claims"]),
+                      recipes=_figure(RecipesFigure, figures["recipes"]),
+                      time_breakdown=_figure(TimeBreakdownFigure, figures["time_breakdown"]),
+                      key_numbers=dict(keys), path=str(p))
 
 
-def load(path: str | Path = CLAIMS_FILE) -> dict:
-    """{'claims': [claim, ...], 'figures': {...}, 'key_numbers': {...}, 'path': str} of claims.yaml (checked; a copy,
-    change it freely)."""
-    return copy.deepcopy(_load(str(Path(path).resolve())))
+def load(path: str | Path = CLAIMS_FILE) -> ClaimsFile:
+    """claims.yaml, checked and typed (read once per path; frozen, so shared)."""
+    return _load(str(Path(path).resolve()))
 
 
-def claims(path: str | Path = CLAIMS_FILE) -> list[dict]:
-    return load(path)["claims"]
+def claims(path: str | Path = CLAIMS_FILE) -> tuple[Claim, ...]:
+    return load(path).claims
 
 
-def claim(claim_id: str, path: str | Path = CLAIMS_FILE) -> dict | None:
+def claim(claim_id: str, path: str | Path = CLAIMS_FILE) -> Claim | None:
     """The claim with id CLAIM_ID, else None."""
-    return next((c for c in claims(path) if c["id"] == claim_id), None)
+    return next((c for c in claims(path) if c.id == claim_id), None)
 
 
-def key_template(claim: dict, data: dict) -> str | None:
-    """The template of CLAIM's key number: its own `key`, else its rule kind's of DATA's (load()) `key_numbers`."""
-    return claim.get("key") or data["key_numbers"].get(claim["rule"]["kind"])
+def recipes_figure(path: str | Path = CLAIMS_FILE) -> RecipesFigure:
+    """The run names of the audit's recipes table (analysis.judge.frames)."""
+    return load(path).recipes
 
 
-def figures(table: str, path: str | Path = CLAIMS_FILE) -> dict:
-    """The run names of one table of analysis.judge.frames (`recipes`, `time_breakdown`)."""
-    return load(path)["figures"][table]
+def time_breakdown_figure(path: str | Path = CLAIMS_FILE) -> TimeBreakdownFigure:
+    """The runs of the audit's time-breakdown table (analysis.judge.frames)."""
+    return load(path).time_breakdown

@@ -41,43 +41,42 @@ def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] |
     (measure.jobtime.break_even). attrs: seed_tokens_per_s, seed_run, seed_host."""
     import pandas as pd
 
-    fig = config.figures("recipes")
+    fig = config.recipes_figure()
     runs = _runs(results_dir, hw, records)
-    seed = seed_baseline(fig["seed_runs"], runs)
+    seed = seed_baseline(fig.seed_runs, runs)
     seed_tps = throughput(seed).tokens_per_s if seed else None
-    base = pick(runs, fig["baseline"])
-    hidden = set(fig["hide_flags"])
-    given = fig.get("eager_of")
-    eager_of: dict = given if isinstance(given, dict) else {}
+    base = pick(runs, fig.baseline)
+    hidden = set(fig.hide_flags)
+    eager_of = fig.eager_of if isinstance(fig.eager_of, dict) else {}
     table = []
-    for name in fig["runs"]:
+    for name in fig.runs:
         rec = pick(runs, name)
         if rec is None:
             continue
         t = throughput(rec)
         xs = speedup(seed, rec, pair=False) if seed and seed_tps and t.tokens_per_s else None
-        lc = loss_check(rec, fig["spread"], runs)
+        lc = loss_check(rec, fig.spread, runs)
         flags = {k: v for k, v in rec.overrides.items() if k not in hidden}
         cap = rec.cap_gib
-        label = (f"{name} ({fig['baseline_label']})" if name == fig["baseline"] else name) \
+        label = (f"{name} ({fig.baseline_label})" if name == fig.baseline else name) \
             + (f" ({cap:g} GiB cap)" if cap else "")
         if base is not None and host_relation(rec, base) == CROSS_HOST:  # host-bound steps: the host is in the result
             label += " (other host)"
         jt = job_time(rec)
         eager = pick(runs, eager_of[name]) if name in eager_of else None
-        be = break_even(rec, eager) if eager is not None else {}
+        be = break_even(rec, eager) if eager is not None else None
         table.append({"recipe": name, "label": label,
-                      "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or f"({fig['baseline_label']})",
+                      "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or f"({fig.baseline_label})",
                       "cap_gib": cap, "tokens_per_s": rnd(t.tokens_per_s, 1), "low": rnd(t.low, 1),
                       "high": rnd(t.high, 1), "steady_x_seed": rnd(xs.factor if xs else None, 2),
                       "steady_x_seed_hosts": xs.hosts if xs else None,
                       "steady_steps": t.steady_steps, "tokens_source": t.source,
-                      "peak_gib": rec.peak_mem_gib, "steps": jt["steps"], "train_runtime_s": jt["train_runtime_s"],
-                      "load_s": rnd(jt["load_s"], 1), "compile_s": rnd(be.get("compile_s"), 1),
+                      "peak_gib": rec.peak_mem_gib, "steps": jt.steps, "train_runtime_s": jt.train_runtime_s,
+                      "load_s": rnd(jt.load_s, 1), "compile_s": rnd(be.compile_s if be else None, 1),
                       "break_even_vs": eager_of.get(name) if eager is not None else None,
-                      "break_even_steps": rnd(be.get("break_even_steps"), 0),
-                      "eval_step": lc["eval_step"], "eval_loss": lc["eval_loss"],
-                      "loss_counts": lc["counts"], "gpu_busy_frac": rnd(busy_fraction(rec), 3),
+                      "break_even_steps": rnd(be.break_even_steps if be else None, 0),
+                      "eval_step": lc.eval_step, "eval_loss": lc.eval_loss,
+                      "loss_counts": lc.counts, "gpu_busy_frac": rnd(busy_fraction(rec), 3),
                       "host": rec.host, "labels": "; ".join(rec.labels), "run": relative(rec.path)})
     df = pd.DataFrame(table)
     df.attrs["seed_tokens_per_s"] = seed_tps
@@ -94,11 +93,11 @@ def time_breakdown(results_dir, hw: str | None = None, records: list[RunRecord] 
 
     runs = _runs(results_dir, hw, records)
     table = []
-    for name in config.figures("time_breakdown")["runs"]:
+    for name in config.time_breakdown_figure().runs:
         rec, cut = profiled(runs, name)
         if rec is None:
             continue
-        median = rnd(step_time(rec)["median"], 4)
+        median = rnd(step_time(rec).median, 4)
         for st in profiled_steps(rec):
             ops = st.get("top_gpu_ops") or []
             table.append({"run": name, "step": st["step"], "wall_s": st.get("wall_s"), "gpu_busy_s": st["gpu_busy_s"],
@@ -123,11 +122,11 @@ def host_time_frame(results_dir, hw: str | None = None, records: list[RunRecord]
         g = host_groups(rec) if hw is None or rec.hw == hw else None
         if g is None:
             continue
-        for group, share in g["shares"].items():
+        for group, share in g.shares.items():
             table.append({"run": f"{rec.experiment} · {rec.run}", "experiment": rec.experiment, "group": group,
-                          "ms": round(share * g["wall_ms"], 1), "share": share, "wall_ms": round(g["wall_ms"], 1),
-                          "gpu_busy_ms": None if g["gpu_busy_ms"] is None else round(g["gpu_busy_ms"], 1),
-                          "steps": ",".join(map(str, g["steps"])), "host": rec.host_id, "path": relative(rec.path)})
+                          "ms": round(share * g.wall_ms, 1), "share": share, "wall_ms": round(g.wall_ms, 1),
+                          "gpu_busy_ms": None if g.gpu_busy_ms is None else round(g.gpu_busy_ms, 1),
+                          "steps": ",".join(map(str, g.steps)), "host": rec.host_id, "path": relative(rec.path)})
     return pd.DataFrame(table)
 
 

@@ -10,6 +10,7 @@ extraction broke a line).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -78,7 +79,7 @@ def full_epoch(rec: RunRecord) -> bool:
 
 def ms_per_step(rec: RunRecord) -> float | None:
     """Median steady ms per optimizer step (analysis.measure.steps.step_time)."""
-    median = steps.step_time(rec)["median"]
+    median = steps.step_time(rec).median
     return median * 1000 if median else None
 
 
@@ -110,12 +111,20 @@ def short(hw: str) -> str:
     return spec["name"].replace("NVIDIA ", "") if spec else hw
 
 
-def sample_vs_published(rec: RunRecord, pub: pd.DataFrame) -> dict:
-    """The published ms per "step" of REC's class (one sample's forward-backward pass) beside REC's ms per sample,
-    and their ratio (measured / published): the same unit on both sides."""
+@dataclass(frozen=True)
+class SampleVsPublished:
+    """The published ms per "step" of a class (one sample's forward-backward pass) and our ms per sample over it."""
+
+    published_ms_per_sample: float | None
+    ratio: float | None
+
+
+def sample_vs_published(rec: RunRecord, pub: pd.DataFrame) -> SampleVsPublished:
+    """The published ms per "step" of REC's class beside REC's ms per sample, and their ratio (measured /
+    published): the same unit on both sides."""
     ms = value(pub, rec.hw, "ms_per_step") if rec.hw else None
     ours = steps.sample_ms(rec)
-    return {"published_ms_per_sample": ms, "measured_over_published": ours / ms if ms and ours else None}
+    return SampleVsPublished(ms, ours / ms if ms and ours else None)
 
 
 # ----------------------------------------------------------------------------------- the comparisons
@@ -123,7 +132,7 @@ def sample_vs_published(rec: RunRecord, pub: pd.DataFrame) -> dict:
 
 def seed_runs(picked: list[RunRecord]) -> list[RunRecord]:
     """The picked successful runs of the article's recipe that have a steady step time."""
-    return [r for r in picked if r.ok and r.experiment == SEED_EXPERIMENT and steps.step_time(r)["median"]]
+    return [r for r in picked if r.ok and r.experiment == SEED_EXPERIMENT and steps.step_time(r).median]
 
 
 def recipe_run(picked: list[RunRecord], ok_records: list[RunRecord]) -> RunRecord | None:

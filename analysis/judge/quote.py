@@ -6,6 +6,9 @@ each run's tokens/s from measure.throughput and median step time from measure.st
 """
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
 from analysis.judge.result import rnd
 from analysis.measure.compare import other_host, speedup
 from analysis.measure.steps import step_time
@@ -17,48 +20,99 @@ def host_note(test: RunRecord, base: RunRecord, whose: str) -> str | None:
     return other_host(test, base, whose)
 
 
-def speedup_numbers(base: RunRecord, test: RunRecord) -> dict:
+@dataclass(frozen=True)
+class SpeedupQuote:
+    """Speed-up of TEST over BASE as a verdict quotes it (rounded): each run's median step and tokens/s, their steady
+    intervals, the paired steps, another host, and the speed-up in % with its 95 % range where there is one."""
+
+    base_step_s: float | None
+    test_step_s: float | None
+    base_tokens_per_s: float | None
+    test_tokens_per_s: float | None
+    base_n: int
+    test_n: int
+    paired_steps: int | None
+    other_host: str | None
+    speedup_pct: float | None = None
+    ranged: bool = False                  # the speed-up has a 95 % range (the two keys below)
+    speedup_pct_low: float | None = None
+    speedup_pct_high: float | None = None
+
+    def numbers(self) -> dict[str, Any]:
+        """The verdict's numbers: the fields, the range's two only where there is a range."""
+        out = {k: v for k, v in asdict(self).items() if k not in ("ranged", "speedup_pct_low", "speedup_pct_high")}
+        if self.ranged:
+            out.update(speedup_pct_low=self.speedup_pct_low, speedup_pct_high=self.speedup_pct_high)
+        return out
+
+
+def speedup_numbers(base: RunRecord, test: RunRecord) -> SpeedupQuote:
     """Speed-up of TEST over BASE in % (measure.compare.speedup: paired step by step where both trained the same
-    batches, else the tokens/s ratio), with its 95 % range, each run's tokens/s and median step time, for a verdict.
-    Keys: base_step_s, test_step_s, base_tokens_per_s, test_tokens_per_s, base_n, test_n, paired_steps, other_host,
-    speedup_pct, and speedup_pct_low / speedup_pct_high where there is a range."""
+    batches, else the tokens/s ratio), with its 95 % range, each run's tokens/s and median step time, for a verdict."""
     sp = speedup(base, test)
     assert sp.base is not None and sp.test is not None  # speedup() measures both runs
-    out = {"base_step_s": rnd(step_time(base)["median"]), "test_step_s": rnd(step_time(test)["median"]),
-           "base_tokens_per_s": rnd(sp.base.tokens_per_s, 1), "test_tokens_per_s": rnd(sp.test.tokens_per_s, 1),
-           "base_n": sp.base.n_intervals, "test_n": sp.test.n_intervals, "paired_steps": sp.paired_steps,
-           "other_host": host_note(test, base, "the baseline's")}
+    q = SpeedupQuote(rnd(step_time(base).median), rnd(step_time(test).median), rnd(sp.base.tokens_per_s, 1),
+                     rnd(sp.test.tokens_per_s, 1), sp.base.n_intervals, sp.test.n_intervals, sp.paired_steps,
+                     host_note(test, base, "the baseline's"))
     if sp.factor is None:
-        return {**out, "speedup_pct": None}
-    out["speedup_pct"] = rnd(sp.pct, 2)
-    if sp.low is not None:
-        out["speedup_pct_low"] = rnd(sp.pct_low, 2)
-        out["speedup_pct_high"] = rnd(sp.pct_high, 2)
-    return out
+        return q
+    if sp.low is None:
+        return replace(q, speedup_pct=rnd(sp.pct, 2))
+    return replace(q, speedup_pct=rnd(sp.pct, 2), ranged=True, speedup_pct_low=rnd(sp.pct_low, 2),
+                   speedup_pct_high=rnd(sp.pct_high, 2))
 
 
-def seed_multiple(test: RunRecord, seed: RunRecord, paired: bool = False) -> dict:
+@dataclass(frozen=True)
+class SeedMultiple:
+    """TEST's speed as a multiple of SEED's as a verdict quotes it (rounded): each run's tokens/s and their source,
+    how it was paired (PAIRED only), and the ratio with its 95 % range where measured."""
+
+    tokens_per_s: float | None
+    seed_tokens_per_s: float | None
+    tokens_source: str
+    seed_tokens_source: str
+    paired: bool = False
+    hosts: str | None = None
+    how: str | None = None
+    paired_steps: int | None = None
+    measured: bool = False        # a ratio, and (ranged) its range
+    ranged: bool = False
+    ratio: float | None = None
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+
+    def numbers(self) -> dict[str, Any]:
+        """The verdict's numbers: the pairing only where paired, the ratio and its range only where measured."""
+        out: dict[str, Any] = {"tokens_per_s": self.tokens_per_s, "seed_tokens_per_s": self.seed_tokens_per_s,
+                               "tokens_source": self.tokens_source, "seed_tokens_source": self.seed_tokens_source}
+        if self.paired:
+            out.update(hosts=self.hosts, how=self.how, paired_steps=self.paired_steps)
+        if self.measured:
+            out["ratio"] = self.ratio
+            if self.ranged:
+                out["ratio_low"], out["ratio_high"] = self.ratio_low, self.ratio_high
+        return out
+
+
+def seed_multiple(test: RunRecord, seed: RunRecord, paired: bool = False) -> SeedMultiple:
     """TEST's speed as a multiple of SEED's (measure.compare.speedup): unpaired by default (tokens/s ratio, range from
-    the two runs' bootstrap ranges); PAIRED: step by step where both trained the same batches. Keys: tokens_per_s,
-    seed_tokens_per_s, tokens_source, seed_tokens_source, hosts, how, paired_steps, and ratio / ratio_low /
-    ratio_high where measured."""
+    the two runs' bootstrap ranges); PAIRED: step by step where both trained the same batches."""
     sp = speedup(seed, test, pair=paired)
     assert sp.base is not None and sp.test is not None  # speedup() measures both runs
-    out = {"tokens_per_s": rnd(sp.test.tokens_per_s, 1), "seed_tokens_per_s": rnd(sp.base.tokens_per_s, 1),
-           "tokens_source": sp.test.source, "seed_tokens_source": sp.base.source}
+    out = SeedMultiple(rnd(sp.test.tokens_per_s, 1), rnd(sp.base.tokens_per_s, 1), sp.test.source, sp.base.source)
     if paired:
-        out.update(hosts=sp.hosts, how=sp.how, paired_steps=sp.paired_steps)
+        out = replace(out, paired=True, hosts=sp.hosts, how=sp.how, paired_steps=sp.paired_steps)
     if sp.factor is not None:
-        out["ratio"] = rnd(sp.factor, 2)
+        out = replace(out, measured=True, ratio=rnd(sp.factor, 2))
         if sp.low is not None:
-            out["ratio_low"], out["ratio_high"] = rnd(sp.low, 2), rnd(sp.high, 2)
+            out = replace(out, ranged=True, ratio_low=rnd(sp.low, 2), ratio_high=rnd(sp.high, 2))
     return out
 
 
-def paired_note(nums: dict) -> str:
+def paired_note(q: SpeedupQuote) -> str:
     """How a speed-up of speedup_numbers was measured, for its sentence: paired steps, another host."""
-    n = nums.get("paired_steps")
+    n = q.paired_steps
     note = f", paired over the {n} steps both timed on the same batches" if n else ""
-    if nums.get("other_host"):
-        note += f"; made on another host ({nums['other_host']}): host-bound steps may differ for that alone"
+    if q.other_host:
+        note += f"; made on another host ({q.other_host}): host-bound steps may differ for that alone"
     return note

@@ -151,7 +151,7 @@ def _single_gpu(rec: RunRecord) -> bool:
 
 def full_epoch_runs(records: list[RunRecord]) -> list[RunRecord]:
     """The matrix runs on one GPU of a known host that trained their whole epoch and finished."""
-    return [r for r in records if _single_gpu(r) and jobtime.job_time(r)["full_epoch"]]
+    return [r for r in records if _single_gpu(r) and jobtime.job_time(r).full_epoch]
 
 
 def seed_epochs(records: list[RunRecord]) -> dict[tuple[str, str], SeedEpoch]:
@@ -162,13 +162,13 @@ def seed_epochs(records: list[RunRecord]) -> dict[tuple[str, str], SeedEpoch]:
     for rec in sorted(seeds, key=lambda r: r.run):
         key = (str(rec.hw), str(rec.host_id))
         jt = jobtime.job_time(rec)
-        if jt["full_epoch"]:
-            out[key] = SeedEpoch(key[0], key[1], float(jt["train_runtime_s"]), True, rec.run, int(jt["steps"] or 0))
+        if jt.full_epoch:
+            out[key] = SeedEpoch(key[0], key[1], jt.epoch_s, True, rec.run, int(jt.steps or 0))
             continue
         if key in out and out[key].full:
             continue
         n = len(steps.steady_steps(rec))
-        bound = steps.epoch_time(rec)["seconds"]
+        bound = steps.epoch_time(rec).seconds
         if n >= MIN_SEED_STEADY and bound and (key not in out or n >= out[key].steps_run):
             out[key] = SeedEpoch(key[0], key[1], float(bound), False, rec.run, int(rec.global_steps or 0))
     return out
@@ -190,7 +190,7 @@ def host_epochs(records: list[RunRecord]) -> list[HostEpochs]:
         groups.setdefault((str(r.hw), str(r.experiment), str(r.host_id)), []).append(r)
     refs = {hw: max((r for r in full if r.hw == hw and r.experiment == SEED_EXPERIMENT), key=lambda r: r.run,
                     default=None) for hw in {k[0] for k in groups}}
-    spread = config.figures("recipes")["spread"]
+    spread = config.recipes_figure().spread
     band_runs = {hw: runs_by_experiment(None, hw, records) for hw in refs}
     rows = []
     for (hw, exp, host), runs in groups.items():
@@ -200,14 +200,15 @@ def host_epochs(records: list[RunRecord]) -> list[HostEpochs]:
         seed = seeds.get((hw, host))
         same_host_ref = [r for r in full if r.hw == hw and r.host_id == host and r.experiment == SEED_EXPERIMENT]
         ref = max(same_host_ref, key=lambda r: r.run) if same_host_ref else refs.get(hw)
-        lc = loss_against(first, ref, spread, band_runs[hw]) if ref is not None else {}
+        lc = loss_against(first, ref, spread, band_runs[hw]) if ref is not None else None
         rows.append(HostEpochs(
-            experiment=exp, hw=hw, host=host, run=first.run, path=str(first.path), steps=int(jt["steps"]),
-            epoch_s=float(jt["train_runtime_s"]), load_s=jt["load_s"],
+            experiment=exp, hw=hw, host=host, run=first.run, path=str(first.path), steps=int(jt.steps or 0),
+            epoch_s=jt.epoch_s, load_s=jt.load_s,
             tokens_per_s=throughput.throughput(first).tokens_per_s, peak_gib=first.peak_mem_gib,
-            cap_gib=_cap_gib(first), warm_s=tuple(float(jobtime.job_time(r)["train_runtime_s"]) for r in runs[1:]),
-            eval_step=lc.get("eval_step"), eval_loss=lc.get("eval_loss"), seed_eval_loss=lc.get("ref_eval_loss"),
-            seed_range=lc.get("seed_range"), in_band=lc.get("counts"), seed=seed,
+            cap_gib=_cap_gib(first), warm_s=tuple(jobtime.job_time(r).epoch_s for r in runs[1:]),
+            eval_step=lc.eval_step if lc else None, eval_loss=lc.eval_loss if lc else None,
+            seed_eval_loss=lc.ref_eval_loss if lc else None, seed_range=lc.seed_range if lc else None,
+            in_band=lc.counts if lc else None, seed=seed,
             labels="; ".join(first.labels), swift_version=first.swift_version))
     return sorted(rows, key=lambda r: (r.hw, r.host, r.epoch_s))
 

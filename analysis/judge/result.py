@@ -1,14 +1,16 @@
 """One verdict's result: the verdict, the sentence behind it, its numbers and the run folders it used.
 
-Every rule returns `result(...)` (a verdict of config.VERDICTS; run folders relative to the checkout, as tables travel
-between machines) or `not_run(...)` (the claim's planned experiments, their GPU estimate, and the runs of them that a
-time limit cut short).
+Every rule returns a Verdict: `result(...)` (a verdict of config.VERDICTS; run folders relative to the checkout, as
+tables travel between machines) or `not_run(...)` (the claim's planned experiments, their GPU estimate, and the runs of
+them that a time limit cut short).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Any
 
-from analysis.judge.config import VERDICTS
+from analysis.judge.config import VERDICTS, Claim
 from analysis.judge.select import Runs
 from analysis.parse.record import RunRecord
 from experiments.base.paths import relative
@@ -25,18 +27,27 @@ def dummy(*recs: RunRecord | None) -> bool:
     return any(r.dummy_weights for r in recs if r)
 
 
-def result(verdict: str, detail: str, numbers: dict | None = None, runs: list | None = None) -> dict:
-    """{'verdict', 'detail', 'numbers', 'runs': [run folder relative to the checkout]}. RUNS: records (their
-    .path) or folders."""
+@dataclass(frozen=True)
+class Verdict:
+    """A rule's answer: the verdict (one of config.VERDICTS), the sentence behind it, its numbers (the figures the
+    claim's key template and the --json output name) and the run folders it used, relative to the checkout."""
+
+    verdict: str
+    detail: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)
+
+
+def result(verdict: str, detail: str, numbers: dict | None = None, runs: list | None = None) -> Verdict:
+    """The Verdict; RUNS: records (their .path) or folders."""
     assert verdict in VERDICTS, verdict
     paths = [getattr(r, "path", r) for r in (runs or []) if r is not None]
-    return {"verdict": verdict, "detail": detail, "numbers": numbers or {},
-            "runs": [relative(p) for p in paths if p]}
+    return Verdict(verdict, detail, numbers or {}, [relative(p) for p in paths if p])
 
 
-def not_run(claim: dict, runs: Runs) -> dict:
+def not_run(claim: Claim, runs: Runs) -> Verdict:
     """'not run yet': the claim's planned experiments, about how long they take, and which a time limit cut short."""
-    planned = claim.get("experiments") or []
+    planned = claim.experiments
     est = sum(catalog.estimate_s(n) for n in planned)
     cut = runs.cut_short
     short = [f"{n} ({cut[n][0].failure}, {cut[n][0].run})" for n in planned if n in cut]

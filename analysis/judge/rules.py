@@ -1,7 +1,8 @@
-"""The verdict rules by kind: RULES = {kind: function(claim, runs, seeds_dir=None) -> result dict}.
+"""The verdict rules by kind: RULES = {kind: function(claim, runs, seeds_dir=None) -> Verdict}.
 
-Each rule turns one claim of claims.yaml (its `rule` mapping) and the runs of analysis.judge.select into a verdict
-(analysis.judge.result). The kinds and the keys each reads are analysis.judge.config.RULE_KINDS."""
+Each rule turns one claim of claims.yaml (its typed rule, analysis.judge.rulespec) and the runs of
+analysis.judge.select into a Verdict (analysis.judge.result). The kinds and the keys each reads are
+analysis.judge.rulespec's classes."""
 from __future__ import annotations
 
 from analysis.judge import rules_card, rules_cluster, rules_memory, rules_speed, rules_tooling

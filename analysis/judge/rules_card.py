@@ -6,24 +6,27 @@ and got another is judged by what it got.
 """
 from __future__ import annotations
 
-from analysis.judge import card
-from analysis.judge.result import result, rnd
+from typing import Any
+
+from analysis.judge import card, rulespec
+from analysis.judge.config import Claim
+from analysis.judge.result import Verdict, result, rnd
 from analysis.judge.rules_memory import capacity_lines, search_result
 from analysis.judge.select import Runs, pick
 from experiments.recipes import catalog
 
 
-def rule_capped_fit(claim: dict, runs: Runs, **_) -> dict:
+def rule_capped_fit(claim: Claim, runs: Runs, **_) -> Verdict:
     """`run` capped at or below the capacity of a `card_gb` card trains (holds) or OOMs (does not hold); no such
     run, or one capped above the capacity (refused), is inconclusive."""
-    rule = claim["rule"]
-    name, capacity = rule["run"], card.card_gib(rule["card_gb"])
+    rule = claim.rule_as(rulespec.CappedFit)
+    name, capacity = rule.run, card.card_gib(rule.card_gb)
     card_text = f"{card.gib(capacity)} GiB"
-    nums = {"card_gb": rule["card_gb"], "capacity_gib": rnd(capacity, 2)}
+    nums: dict[str, Any] = {"card_gb": rule.card_gb, "capacity_gib": rnd(capacity, 2)}
     context = ""
-    if rule.get("searches"):
-        context = (f"; under larger caps (not a {rule['card_gb']} GB card): "
-                   + capacity_lines([search_result(n, runs) for n in rule["searches"]]))
+    if rule.searches:
+        context = (f"; under larger caps (not a {rule.card_gb} GB card): "
+                   + capacity_lines([search_result(n, runs) for n in rule.searches]))
     none_yet = f"no run capped at <= {card_text} exists yet"
     rec = pick(runs, name, allow_oom=True)
     if rec is None:

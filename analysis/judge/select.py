@@ -8,6 +8,7 @@ held against; `hw_choice` the hardware class a table is made for.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def pick(runs: Runs, name: str, allow_oom: bool = False) -> RunRecord | None:
     return None
 
 
-def pick_paired(runs: Runs, name: str, seed_names: list[str], allow_oom: bool = False) -> RunRecord | None:
+def pick_paired(runs: Runs, name: str, seed_names: Sequence[str], allow_oom: bool = False) -> RunRecord | None:
     """NAME's newest run that has a seed run of SEED_NAMES on its own host (a ratio of host-bound runs is a ratio of
     recipes only on one host), else its newest run (pick): a newer run on a host without a seed run must not push a
     paired one out of a speed claim."""
@@ -119,7 +120,7 @@ def profiled(runs: Runs, name: str) -> tuple[RunRecord | None, bool]:
     return rec, rec is not None
 
 
-def seed_baseline(names: list[str], runs: Runs, host_id: str | None = None) -> RunRecord | None:
+def seed_baseline(names: Sequence[str], runs: Runs, host_id: str | None = None) -> RunRecord | None:
     """The seed recipe's run to hold a speed-up against: the first of NAMES that has one. A recipes.yaml experiment
     (the matrix's `seed`) means its longest complete run among all records for runs.hw; a claims experiment its newest
     run. With HOST_ID (the run to be compared), a run made on that host comes first (the same-host rule: a ratio of

@@ -2,7 +2,7 @@
 
 Claims about flags (does --disable_cuda_graph exist?) and about padding-free batches are decided from ms-swift's own
 argument dataclass and parser, without building the arguments (nothing is loaded). Importing ms-swift takes seconds
-and prints its INFO lines, so what the claims ask of it is kept in analysis/data/swift_sft.json (`python -m
+and prints its INFO lines, so what the claims ask of it is kept in data/swift_sft.json (`python -m
 analysis.judge.swift_info` writes it from the installed ms-swift; tests/test_claims.py checks it against it): the
 reports come from there when the file is of the installed version and holds the question, else from ms-swift itself,
 imported lazily inside the functions that need it.
@@ -169,27 +169,6 @@ def package_report(name: str, recorded: dict | None = None) -> dict:
     return out
 
 
-def pypi_wheel(name: str, python_version: str = "3.12", platform: str = "manylinux_2_24_x86_64",
-               timeout: float = 120) -> dict:
-    """`pip download --no-deps NAME` for the GPU host's Python and platform (needs network): what wheel exists."""
-    import subprocess
-    import sys
-    import tempfile
-    import zipfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        p = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", name, "--python-version",
-                            python_version, "--platform", platform, "--only-binary=:all:", "-d", tmp, "-q"],
-                           capture_output=True, text=True, timeout=timeout)
-        wheels = list(Path(tmp).glob("*.whl"))
-        if p.returncode != 0 or not wheels:
-            return {"available": False, "error": (p.stderr or p.stdout).strip()[-500:]}
-        whl = wheels[0]
-        with zipfile.ZipFile(whl) as z:
-            libs = sorted(Path(n).name for n in z.namelist() if n.endswith(".so"))
-        return {"available": True, "file": whl.name, "size_mb": round(whl.stat().st_size / 1e6, 1), "libs": libs}
-
-
 def shipped_version(package: str, requirements: str | Path = GPU_REQUIREMENTS) -> str | None:
     """The version of PACKAGE pinned in the GPU wheelhouse's requirements (experiments/setup/requirements-gpu.txt)."""
     try:
@@ -203,22 +182,21 @@ def shipped_version(package: str, requirements: str | Path = GPU_REQUIREMENTS) -
 def snapshot() -> dict:
     """What the claims (analysis/judge/claims.yaml) ask of ms-swift, answered by the installed one: the content of
     FACTS_FILE. flash_attn_importable is left out: it is this machine's, asked each time."""
-    from analysis.judge import config
+    from analysis.judge import config, rulespec
 
     flags_asked: dict[str, tuple[str, str | None]] = {}
     padding: dict[str, tuple[list[str], str]] = {}
     for claim in config.claims():
-        rule = claim["rule"]
-        if rule["kind"] == "tradeoff":
-            flags_asked[_flag_key(rule["flag"], None)] = (rule["flag"], None)
-        elif rule["kind"] == "flags":
-            for f, v in rule["flags"].items():
+        rule = claim.rule
+        if isinstance(rule, rulespec.Tradeoff):
+            flags_asked[_flag_key(rule.flag, None)] = (rule.flag, None)
+        elif isinstance(rule, rulespec.Flags):
+            for f, v in rule.flags.items():
                 flags_asked[_flag_key(f, v)] = (f, v)
-            for f in rule.get("related", []):
+            for f in rule.related:
                 flags_asked[_flag_key(f, None)] = (f, None)
-        elif rule["kind"] == "supported":
-            attn = rule.get("attn_impl", "sdpa")
-            padding[_padding_key(rule["flags"], attn)] = (rule["flags"], attn)
+        elif isinstance(rule, rulespec.Supported):
+            padding[_padding_key(list(rule.flags), rule.attn_impl)] = (list(rule.flags), rule.attn_impl)
     pad = {}
     for key, (fl, attn) in sorted(padding.items()):
         rep = padding_free_report_live(fl, attn)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.judge import config
+from analysis.judge.config import Claim
 from analysis.judge.rules import RULES
 from analysis.judge.select import hw_choice, records_of, runs_by_experiment
 from analysis.parse.record import RunRecord
@@ -18,12 +19,12 @@ from analysis.parse.record import RunRecord
 COLUMNS = ["id", "origin", "claim", "source", "verdict", "key", "detail", "numbers", "runs", "experiments", "hw"]
 
 
-def source_text(claim: dict) -> str:
+def source_text(claim: Claim) -> str:
     """'seed file#claim id' (+ the other claims of the same seed file it covers)."""
-    s = claim["source"]
-    out = f"{s['file']}#{s['claim']}"
-    if s.get("also"):
-        out += " + " + ", ".join(s["also"])
+    s = claim.source
+    out = f"{s.file}#{s.claim}"
+    if s.also:
+        out += " + " + ", ".join(s.also)
     return out
 
 
@@ -49,13 +50,12 @@ def claims_table(results_dir: str | Path | None, seeds_dir: str | Path | None = 
     runs = runs_by_experiment(results_dir, hw, recs)
     data = config.load()
     table = []
-    for claim in sorted(data["claims"], key=lambda c: list(config.ORIGINS).index(c["origin"])):
-        res = RULES[claim["rule"]["kind"]](claim, runs, seeds_dir=seeds_dir)
-        table.append({"id": claim["id"], "origin": claim["origin"], "claim": " ".join(claim["claim"].split()),
-                      "source": source_text(claim), "verdict": res["verdict"],
-                      "key": key_text(config.key_template(claim, data), res["numbers"]), "detail": res["detail"],
-                      "numbers": res["numbers"], "runs": res["runs"],
-                      "experiments": list(claim.get("experiments") or []), "hw": hw})
+    for claim in sorted(data.claims, key=lambda c: list(config.ORIGINS).index(c.origin)):
+        res = RULES[claim.kind](claim, runs, seeds_dir=seeds_dir)
+        table.append({"id": claim.id, "origin": claim.origin, "claim": " ".join(claim.claim.split()),
+                      "source": source_text(claim), "verdict": res.verdict,
+                      "key": key_text(data.key_template(claim), res.numbers), "detail": res.detail,
+                      "numbers": res.numbers, "runs": res.runs, "experiments": list(claim.experiments), "hw": hw})
     df = pd.DataFrame(table, columns=COLUMNS)
     df["key"] = df["key"].astype(object).where(df["key"].notna(), None)  # no key is None, not NaN (JSON, CSV)
     return df

@@ -4,7 +4,7 @@ passing over them.
 
 Nearest: the matrix experiment whose flags (experiments/recipes/recipes.yaml, spelled for the run's ms-swift) differ
 from the run's args.json in the fewest of COMPARED flags; a flag the recipe leaves unset is held against ms-swift's
-default where the committed snapshot of ms-swift (analysis/data/swift_sft.json) or DEFAULTS knows it.
+default where the committed snapshot of ms-swift (data/swift_sft.json) or DEFAULTS knows it.
 """
 from __future__ import annotations
 

@@ -13,11 +13,11 @@ of one H200 kind ran the seed recipe 30 % apart), so a ratio across hosts is lab
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from analysis.measure.stats import N_BOOT, ratio_of_sums
 from analysis.measure.steps import steady_intervals
-from analysis.measure.throughput import Throughput, throughput, throughput_ratio
+from analysis.measure.throughput import Ratio, Throughput, throughput, throughput_ratio
 from analysis.parse.record import RunRecord
 
 SAME_HOST, CROSS_HOST, UNVERIFIED = "same host", "cross-host", "host unverified"
@@ -48,11 +48,15 @@ class Speedup:
     def pct_high(self) -> float | None:
         return None if self.high is None else (self.high - 1) * 100
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+
+@dataclass(frozen=True)
+class PairedRatio(Ratio):
+    """BASE's over TEST's summed step time over N_STEPS common steady intervals, with its bootstrap range."""
+
+    n_steps: int = 0
 
 
-def paired_ratio(base: RunRecord, test: RunRecord, n_boot: int = N_BOOT) -> dict | None:
+def paired_ratio(base: RunRecord, test: RunRecord, n_boot: int = N_BOOT) -> PairedRatio | None:
     """BASE's / TEST's summed step time over the steady steps both timed, when both trained the same batches.
     None when they cannot be paired (no tokens.jsonl, other batches, fewer than 3 common intervals)."""
     tb, tt = base.tokens_by_step, test.tokens_by_step
@@ -67,7 +71,7 @@ def paired_ratio(base: RunRecord, test: RunRecord, n_boot: int = N_BOOT) -> dict
     if len(common) < 3:
         return None
     ratio, low, high = ratio_of_sums([ib[k] for k in common], [it[k] for k in common], n_boot)
-    return {"ratio": ratio, "low": low, "high": high, "n_steps": len(common)}
+    return PairedRatio(ratio, low, high, len(common))
 
 
 def host_relation(a: RunRecord, b: RunRecord) -> str:
@@ -84,11 +88,11 @@ def host_relation(a: RunRecord, b: RunRecord) -> str:
 
 def probe_text(rec: RunRecord) -> str:
     p = rec.host_probe
-    if all(v is None for v in p.values()):
+    if not p.measured():
         return "no host probe"
     fmt = lambda v, unit: "?" if v is None else f"{v:.3g} {unit}"  # noqa: E731
-    return (f"Python {fmt(p['python_ns'], 'ns/iter')}, dispatch {fmt(p['dispatch_us'], 'us/op')}, "
-            f"LoRA step {fmt(p['lora_ms'], 'ms')}")
+    return (f"Python {fmt(p.python_ns, 'ns/iter')}, dispatch {fmt(p.dispatch_us, 'us/op')}, "
+            f"LoRA step {fmt(p.lora_ms, 'ms')}")
 
 
 def other_host(test: RunRecord, base: RunRecord, whose: str = "") -> str | None:
@@ -109,9 +113,9 @@ def speedup(base: RunRecord, test: RunRecord, pair: bool = True) -> Speedup:
     host, rel = other_host(test, base), host_relation(test, base)
     q = paired_ratio(base, test) if pair else None
     if q is not None:
-        return Speedup(q["ratio"], q["low"], q["high"], "paired steps", q["n_steps"], host, rel, b, t)
+        return Speedup(q.ratio, q.low, q.high, "paired steps", q.n_steps, host, rel, b, t)
     r = throughput_ratio(test, base)
-    return Speedup(r["ratio"], r["low"], r["high"], "tokens/s ratio", None, host, rel, b, t)
+    return Speedup(r.ratio, r.low, r.high, "tokens/s ratio", None, host, rel, b, t)
 
 
 def time_speedup(base_ms: float | None, test_ms: float | None) -> Speedup:
@@ -121,7 +125,23 @@ def time_speedup(base_ms: float | None, test_ms: float | None) -> Speedup:
     return Speedup(base_ms / test_ms, how="time per step")
 
 
-def scaling(one: RunRecord, many: RunRecord, pair: bool = True) -> dict:
+@dataclass(frozen=True)
+class Scaling:
+    """MANY's GPUs over ONE's: the speed-up, the efficiency (speed-up / GPU ratio) and its range, how the speed-up
+    was taken, and whether the two ran on one host."""
+
+    gpus_from: int
+    gpus_to: int
+    speedup: float | None
+    efficiency: float | None
+    efficiency_low: float | None
+    efficiency_high: float | None
+    basis: str
+    hosts: str
+    other_host: str | None
+
+
+def scaling(one: RunRecord, many: RunRecord, pair: bool = True) -> Scaling:
     """Scaling efficiency of MANY (N GPUs) over ONE (fewer, usually 1) for the same global batch:
     efficiency = speed-up / (N_many / N_one), where the speed-up is speedup(ONE, MANY) (paired step times when both
     trained the same batches, else the tokens/s ratio), so 1.0 is perfect scaling. Its range is the speed-up's
@@ -129,12 +149,11 @@ def scaling(one: RunRecord, many: RunRecord, pair: bool = True) -> dict:
     sp = speedup(one, many, pair=pair)
     n = many.gpus / one.gpus
     div = (lambda v: None if v is None else v / n)  # noqa: E731
-    return {"gpus_from": one.gpus, "gpus_to": many.gpus, "speedup": sp.factor, "efficiency": div(sp.factor),
-            "efficiency_low": div(sp.low), "efficiency_high": div(sp.high), "basis": sp.how, "hosts": sp.hosts,
-            "other_host": sp.other_host}
+    return Scaling(one.gpus, many.gpus, sp.factor, div(sp.factor), div(sp.low), div(sp.high), sp.how, sp.hosts,
+                   sp.other_host)
 
 
-def scaling_pairs(records: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, dict]]:
+def scaling_pairs(records: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, Scaling]]:
     """(1-GPU run, N-GPU run, scaling(...)) for every ok N-GPU run that has an ok 1-GPU DDP run of the same hardware
     and experiment on the same host (the one with the most steps); a ratio across hosts measures the hosts, so none is
     made. ZeRO runs are set against the 1-GPU DDP run: what the user would otherwise run."""

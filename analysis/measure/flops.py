@@ -6,6 +6,7 @@ Attention-score FLOPs are left out (small at these lengths). MFU = tokens/s x mo
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analysis.measure.throughput import throughput
@@ -18,45 +19,73 @@ FULL_PER_PARAM = 6               # full fine-tuning: every weight trains
 RECOMPUTE_PER_PARAM = 2          # gradient checkpointing: one more forward
 
 
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """Model FLOPs per token, and hardware FLOPs (with the recomputed forward of gradient checkpointing)."""
+
+    model: int
+    hardware: int
+
+
 def flops_per_token(matmul_params: int, trainable_params: int, method: str = "lora",
-                    recompute: bool = False) -> dict:
-    """{'model': model FLOPs per token, 'hardware': with the recomputed forward when RECOMPUTE}."""
+                    recompute: bool = False) -> FlopsPerToken:
+    """FLOPs per token of a model of MATMUL_PARAMS matmul weights, TRAINABLE_PARAMS of them trained."""
     if method == "full":
         model = FULL_PER_PARAM * matmul_params
     else:
         model = FORWARD_BACKWARD_PER_PARAM * matmul_params + TRAINABLE_PER_PARAM * trainable_params
-    return {"model": model, "hardware": model + (RECOMPUTE_PER_PARAM * matmul_params if recompute else 0)}
+    return FlopsPerToken(model, model + (RECOMPUTE_PER_PARAM * matmul_params if recompute else 0))
 
 
-def run_flops(rec: RunRecord) -> dict:
+@dataclass(frozen=True)
+class RunFlops:
+    """FLOPs per token of a run (model and hardware) and its matmul weights (None: its shapes are unknown)."""
+
+    flops_per_token: int | None
+    hw_flops_per_token: int | None
+    matmul_params: int | None
+
+
+def run_flops(rec: RunRecord) -> RunFlops:
     """FLOPs per token of a run's model and LoRA (its shapes from model_config.json, the model folder or
     models.yaml)."""
     args = rec.args or {}
     shapes = hardware.model_shapes(args, Path(rec.path))
     if shapes is None:
-        return {"flops_per_token": None, "hw_flops_per_token": None, "matmul_params": None}
+        return RunFlops(None, None, None)
     n = hardware.matmul_params(shapes)
     trainable = rec.trainable_params
     if trainable is None:
         trainable = hardware.lora_params(shapes, args)
     if trainable is None:
-        return {"flops_per_token": None, "hw_flops_per_token": None, "matmul_params": n}
+        return RunFlops(None, None, n)
     f = flops_per_token(n, trainable, "lora", bool(args.get("gradient_checkpointing")))
-    return {"flops_per_token": f["model"], "hw_flops_per_token": f["hardware"], "matmul_params": n}
+    return RunFlops(f.model, f.hardware, n)
 
 
-def mfu(rec: RunRecord, tokens_per_s: float | None = None) -> dict:
+@dataclass(frozen=True)
+class Mfu(RunFlops):
+    """MFU and HFU of a run on its class's dense BF16 peak, with the FLOPs they rest on (None where a part is
+    unknown)."""
+
+    mfu: float | None = None
+    hfu: float | None = None
+    peak_tflops: float | None = None
+    peak_source: str | None = None
+
+
+def mfu(rec: RunRecord, tokens_per_s: float | None = None) -> Mfu:
     """MFU and HFU of a run on its GPU class's dense BF16 peak (per GPU: a run on N GPUs divides by N peaks)."""
     spec = hardware.get(rec.hw) if rec.hw else None
     flops = run_flops(rec)
     if tokens_per_s is None:
         tokens_per_s = throughput(rec).tokens_per_s
-    out = {**flops, "mfu": None, "hfu": None, "peak_tflops": spec["bf16_dense_tflops"] if spec else None,
-           "peak_source": spec["source"] if spec else None}
-    if spec is None or not spec["bf16_dense_tflops"] or tokens_per_s is None or flops["flops_per_token"] is None:
+    out = Mfu(**vars(flops), peak_tflops=spec["bf16_dense_tflops"] if spec else None,
+              peak_source=spec["source"] if spec else None)
+    if spec is None or not spec["bf16_dense_tflops"] or tokens_per_s is None or flops.flops_per_token is None \
+            or flops.hw_flops_per_token is None:
         return out
     peak = spec["bf16_dense_tflops"] * 1e12 * (rec.world_size or 1)
-    out.update(mfu=tokens_per_s * flops["flops_per_token"] / peak,
-               hfu=tokens_per_s * flops["hw_flops_per_token"] / peak,
-               peak_source=f"{spec['name']} dense BF16 {spec['bf16_dense_tflops']} TFLOPS ({spec['source']})")
-    return out
+    return replace(out, mfu=tokens_per_s * flops.flops_per_token / peak,
+                   hfu=tokens_per_s * flops.hw_flops_per_token / peak,
+                   peak_source=f"{spec['name']} dense BF16 {spec['bf16_dense_tflops']} TFLOPS ({spec['source']})")

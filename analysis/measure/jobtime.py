@@ -8,6 +8,7 @@ tables and the report format these numbers; nothing else computes them (tests/te
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from analysis.measure.steps import epoch_steps, step_time
 from analysis.parse.record import RunRecord
@@ -18,24 +19,41 @@ def _num(value) -> float | None:
         else None
 
 
-def job_time(rec: RunRecord) -> dict:
-    """{train_runtime_s: ms-swift's train_runtime (None where the log has no summary), load_s: the run's wall time
-    (run.json wall_s) outside train_runtime, i.e. model load and data preparation before the first step plus the
-    final save, steps, epoch_steps, full_epoch: the run trained its whole epoch and finished (only then is
-    train_runtime the time to finish the job)}."""
+@dataclass(frozen=True)
+class JobTime:
+    """A run's job: ms-swift's train_runtime_s (None where the log has no summary), load_s (the run's wall time,
+    run.json wall_s, outside train_runtime: model load and data preparation before the first step plus the final
+    save), the steps it trained and its epoch's (epoch_steps), and full_epoch: it trained its whole epoch and
+    finished (only then is train_runtime the time to finish the job)."""
+
+    train_runtime_s: float | None
+    load_s: float | None
+    steps: int | None
+    epoch_steps: int | None
+    full_epoch: bool
+
+    @property
+    def epoch_s(self) -> float:
+        """train_runtime_s of a full epoch: the job's time (asked of a run that is none, an error)."""
+        if not self.full_epoch or self.train_runtime_s is None:
+            raise ValueError("not a full epoch: its train_runtime is not the job's")
+        return self.train_runtime_s
+
+
+def job_time(rec: RunRecord) -> JobTime:
+    """The run's job time (JobTime)."""
     runtime = _num(rec.train_runtime_s)
     wall = _num((rec.run_status or {}).get("wall_s"))
     n = epoch_steps(rec)
     full = bool(rec.ok and rec.complete and runtime and n and (rec.global_steps or 0) >= n)
     load = wall - runtime if wall is not None and runtime is not None and wall >= runtime else None
-    return {"train_runtime_s": runtime, "load_s": load, "steps": rec.global_steps, "epoch_steps": n,
-            "full_epoch": full}
+    return JobTime(runtime, load, rec.global_steps, n, full)
 
 
 def compile_s(rec: RunRecord) -> float | None:
     """One-time seconds before a run's steady pace: the first logged step's seconds since training began less that
     many steady median steps (for a compiled run: the compile; for an eager one: its first-step warm-up)."""
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     if not rec.elapsed or not median:
         return None
     step, seconds = rec.elapsed[0]
@@ -53,12 +71,22 @@ def break_even_steps(compiled_step_s: float | None, eager_step_s: float | None,
     return compile_seconds / gain if gain > 0 else math.inf
 
 
-def break_even(compiled: RunRecord, eager: RunRecord) -> dict:
-    """Break-even of a compiled run against an eager one: their steady median steps, the compiled run's compile
-    seconds (compile_s) and the step count where both finish together (break_even_steps)."""
-    c, e = step_time(compiled)["median"], step_time(eager)["median"]
+@dataclass(frozen=True)
+class BreakEven:
+    """A compiled run against an eager one: their steady median steps, the compiled run's compile seconds (compile_s)
+    and the step count where both finish together (break_even_steps)."""
+
+    compiled_step_s: float | None
+    eager_step_s: float | None
+    compile_s: float | None
+    break_even_steps: float | None
+
+
+def break_even(compiled: RunRecord, eager: RunRecord) -> BreakEven:
+    """Break-even of a compiled run against an eager one (BreakEven)."""
+    c, e = step_time(compiled).median, step_time(eager).median
     cs = compile_s(compiled)
-    return {"compiled_step_s": c, "eager_step_s": e, "compile_s": cs, "break_even_steps": break_even_steps(c, e, cs)}
+    return BreakEven(c, e, cs, break_even_steps(c, e, cs))
 
 
 def epoch_ratio(base_s: float | None, test_s: float | None) -> float | None:
@@ -73,6 +101,6 @@ def job_speedup(base: RunRecord, test: RunRecord) -> float | None:
     """How many times sooner TEST finishes the job than BASE: BASE's train_runtime / TEST's, both whole epochs
     (None otherwise: a cut run's train_runtime is not the job's)."""
     b, t = job_time(base), job_time(test)
-    if not (b["full_epoch"] and t["full_epoch"]):
+    if not (b.full_epoch and t.full_epoch):
         return None
-    return epoch_ratio(b["train_runtime_s"], t["train_runtime_s"])
+    return epoch_ratio(b.train_runtime_s, t.train_runtime_s)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 
 from analysis.parse.record import RunRecord
 
@@ -33,21 +34,28 @@ def wall_time_to_last_eval(rec: RunRecord) -> float | None:
     return rec.eval_elapsed.get(rec.eval_loss[-1][0]) if rec.eval_loss else None
 
 
-def loss_drop_stats(rec: RunRecord) -> dict:
+@dataclass(frozen=True)
+class LossDrop:
+    """How fast the training loss dropped: per 100 steps, and the first logged steps at 50 % and 90 % of the total
+    drop (None where the curve does not say)."""
+
+    loss_drop_per_100_steps: float | None = None
+    steps_to_50pct_drop: int | None = None
+    steps_to_90pct_drop: int | None = None
+
+
+def loss_drop_stats(rec: RunRecord) -> LossDrop:
     """Loss drop per 100 steps and the first logged steps at which 50 % / 90 % of the total drop is reached.
 
     total drop D = first logged loss - final loss (final_train_loss); rate = D / (last step - first step) x 100.
     """
     curve, final = rec.train_loss, final_train_loss(rec)
-    out = {"loss_drop_per_100_steps": None, "steps_to_50pct_drop": None, "steps_to_90pct_drop": None}
     if len(curve) < 2 or final is None:
-        return out
+        return LossDrop()
     (s0, l0), (s_last, _) = curve[0], curve[-1]
     drop = l0 - final
-    if s_last > s0:
-        out["loss_drop_per_100_steps"] = drop / (s_last - s0) * 100
-    if drop > 0:
-        for frac, key in ((0.5, "steps_to_50pct_drop"), (0.9, "steps_to_90pct_drop")):
-            target = l0 - frac * drop
-            out[key] = next((s for s, v in curve if v <= target), None)
-    return out
+
+    def reached(frac: float) -> int | None:
+        return next((s for s, v in curve if v <= l0 - frac * drop), None) if drop > 0 else None
+
+    return LossDrop(drop / (s_last - s0) * 100 if s_last > s0 else None, reached(0.5), reached(0.9))

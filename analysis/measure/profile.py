@@ -3,6 +3,7 @@ steps) and from NVML's GPM counters read at every step's end (gpm.jsonl: every s
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from analysis.measure.steps import steady_steps, step_time
 from analysis.parse.record import RunRecord
@@ -43,49 +44,91 @@ def bound_label(busy_frac: float | None, host_below: float = HOST_BELOW, gpu_fro
     return "host" if busy_frac < host_below else "gpu" if busy_frac >= gpu_from else "mixed"
 
 
-def step_share(rec: RunRecord) -> dict:
-    """The GPU's share of a step, from the profiled steps (medians): GPU-busy ms, host ms (= profiled wall - GPU
-    busy: time the GPU waited for Python, kernel launches and data), their sum (the profiled wall), busy fraction,
-    the bound label, the profiled wall over the steady median step time (how well the two profiled steps stand
-    for the run: 1 when they are typical steps and the profiler costs nothing), and the NCCL kernels' ms."""
+@dataclass(frozen=True)
+class StepShare:
+    """The GPU's share of a step, from the profiled steps (medians): GPU-busy ms, host ms (= profiled wall - GPU busy:
+    time the GPU waited for Python, kernel launches and data), their sum (the profiled wall), busy fraction, the
+    bound label, how many profiled steps, the profiled wall over the steady median step time (how well the profiled
+    steps stand for the run: 1 when they are typical steps and the profiler costs nothing), and the NCCL kernels' ms
+    on GPU 0 (launcher runs from 2026-12-01; None before) and their share of the step."""
+
+    gpu_busy_ms: float | None = None
+    host_ms: float | None = None
+    profiled_ms: float | None = None
+    gpu_busy_frac: float | None = None
+    bound: str | None = None
+    profiled: int = 0
+    profiled_over_steady: float | None = None
+    comm_ms: float | None = None
+    comm_frac: float | None = None
+
+
+def step_share(rec: RunRecord) -> StepShare:
+    """The GPU's share of a step of REC, from its profiled steps (StepShare)."""
     steps = profiled_steps(rec)
     if not steps:
-        return {"gpu_busy_ms": None, "host_ms": None, "profiled_ms": None, "gpu_busy_frac": None, "bound": None,
-                "profiled": 0, "profiled_over_steady": None, "comm_ms": None, "comm_frac": None}
+        return StepShare()
     busy = statistics.median(s["gpu_busy_s"] for s in steps) * 1000
     comm_s = [s["gpu_comm_s"] for s in steps if s.get("gpu_comm_s") is not None]
     comm = statistics.median(comm_s) * 1000 if comm_s else None
     host = statistics.median(s["host_s"] for s in steps) * 1000
     wall = statistics.median(s["wall_s"] for s in steps) * 1000
     frac = busy_fraction(rec)
-    median = step_time(rec)["median"]
-    return {"gpu_busy_ms": busy, "host_ms": host, "profiled_ms": wall, "gpu_busy_frac": frac,
-            "bound": bound_label(frac), "profiled": len(steps),
-            "profiled_over_steady": wall / (median * 1000) if median else None,
-            # NCCL kernels' time on GPU 0 (launcher runs from 2026-12-01; None before) and its share of the step
-            "comm_ms": comm, "comm_frac": comm / wall if comm is not None and wall else None}
+    median = step_time(rec).median
+    return StepShare(busy, host, wall, frac, bound_label(frac), len(steps),
+                     wall / (median * 1000) if median else None,
+                     comm, comm / wall if comm is not None and wall else None)
 
 
 def _gpm_busy_s(row: dict) -> float:
     return row["wall_s"] * row["graphics_util"] / 100
 
 
-def gpm_step_rows(rec: RunRecord) -> list[dict]:
-    """Every step of gpm.jsonl: step, wall_s, busy_s (= wall x graphics_util), host_s (= wall - busy), sm_util and
-    tensor_util (%, None where NVML gave none), and whether the step is steady (in steady_intervals) or profiled;
-    [] without GPM. The one place a step's GPM busy time is computed."""
+@dataclass(frozen=True)
+class GpmStep:
+    """One step of gpm.jsonl: its wall seconds, busy_s (= wall x graphics_util), host_s (= wall - busy), sm_util and
+    tensor_util (%, None where NVML gave none), and whether the step is steady (in steady_intervals) or profiled."""
+
+    step: int
+    wall_s: float
+    busy_s: float
+    host_s: float
+    sm_util: float | None
+    tensor_util: float | None
+    steady: bool
+    profiled: bool
+
+
+def gpm_step_rows(rec: RunRecord) -> list[GpmStep]:
+    """Every step of gpm.jsonl ([] without GPM): the one place a step's GPM busy time is computed."""
     by_step = rec.gpm_by_step or {}
     steady = set(steady_steps(rec))
     profiled = rec.profiled_steps
-    return [{"step": s, "wall_s": r["wall_s"], "busy_s": _gpm_busy_s(r), "host_s": r["wall_s"] - _gpm_busy_s(r),
-             "sm_util": r.get("sm_util"), "tensor_util": r.get("tensor_util"),
-             "steady": s in steady, "profiled": s in profiled} for s, r in sorted(by_step.items())]
+    return [GpmStep(s, r["wall_s"], _gpm_busy_s(r), r["wall_s"] - _gpm_busy_s(r), r.get("sm_util"),
+                    r.get("tensor_util"), s in steady, s in profiled) for s, r in sorted(by_step.items())]
 
 
-def steady_share(rec: RunRecord) -> dict:
+@dataclass(frozen=True)
+class SteadyShare:
+    """The GPU's share of the run's steady steps from GPM (steady_share): busy, host and step ms (means), the busy
+    fraction and bound label, how many steps, the SM and tensor utilisation (wall-weighted %), and GPM's busy over
+    the profiler's on the profiled steps."""
+
+    gpm_busy_ms: float | None = None
+    gpm_host_ms: float | None = None
+    gpm_step_ms: float | None = None
+    gpm_busy_frac: float | None = None
+    gpm_bound: str | None = None
+    gpm_steps: int = 0
+    gpm_sm_util_pct: float | None = None
+    gpm_tensor_util_pct: float | None = None
+    gpm_over_profiler: float | None = None
+
+
+def steady_share(rec: RunRecord) -> SteadyShare:
     """The GPU's share of the run's steady steps from gpm.jsonl (experiments/record/gpm.py), next to step_share's
     profiled two. GPM reads hardware counters at each step's end, so these are the unprofiled steps themselves, with no
-    tracer's cost in their host time (issue 12: a traced seed-recipe step runs 1.1-1.3x). Over the optimizer steps
+    tracer's cost in their host time (a traced seed-recipe step runs 1.1-1.3x). Over the optimizer steps
     of steady_intervals: busy = wall x graphics_util (time a context was active on the GPU), host = wall - busy,
     means (the counter windows join end to end: work queued past a step's end lands in the next step, so sums and
     means hold where single steps do not). gpm_over_profiler: GPM's busy seconds over the profiled steps / the
@@ -93,18 +136,16 @@ def steady_share(rec: RunRecord) -> dict:
     has it (`gpm`, launcher runs from 2026-12-02), else the step's gpm.jsonl window, which also holds the profiler's
     stop and summary with the GPU idle. GPM also counts the engine's time between back-to-back kernels, so a
     launch-bound step's tiny kernels read higher. Rank 0's GPU only (experiments/record/gpm.py)."""
-    empty = {"gpm_busy_ms": None, "gpm_host_ms": None, "gpm_step_ms": None, "gpm_busy_frac": None, "gpm_bound": None,
-             "gpm_steps": 0, "gpm_sm_util_pct": None, "gpm_tensor_util_pct": None, "gpm_over_profiler": None}
-    rows = [r for r in gpm_step_rows(rec) if r["steady"]]
+    rows = [r for r in gpm_step_rows(rec) if r.steady]
     if not rows:
-        return empty
+        return SteadyShare()
     by_step = rec.gpm_by_step or {}  # not None: rows came from it
-    wall = sum(r["wall_s"] for r in rows)
-    busy = sum(r["busy_s"] for r in rows)
+    wall = sum(r.wall_s for r in rows)
+    busy = sum(r.busy_s for r in rows)
 
-    def weighted(name: str) -> float | None:
-        have = [r for r in rows if r.get(name) is not None]
-        return sum(r[name] * r["wall_s"] for r in have) / sum(r["wall_s"] for r in have) if have else None
+    def weighted(values: list[tuple[float | None, float]]) -> float | None:
+        have = [(v, w) for v, w in values if v is not None]
+        return sum(v * w for v, w in have) / sum(w for _, w in have) if have else None
 
     ratios = []
     for p in profiled_steps(rec):
@@ -113,22 +154,22 @@ def steady_share(rec: RunRecord) -> dict:
         if window and p["gpu_busy_s"]:
             ratios.append(_gpm_busy_s(window) / p["gpu_busy_s"])
     frac = busy / wall
-    return {"gpm_busy_ms": busy / len(rows) * 1000, "gpm_host_ms": (wall - busy) / len(rows) * 1000,
-            "gpm_step_ms": wall / len(rows) * 1000, "gpm_busy_frac": frac, "gpm_bound": bound_label(frac),
-            "gpm_steps": len(rows), "gpm_sm_util_pct": weighted("sm_util"),
-            "gpm_tensor_util_pct": weighted("tensor_util"),
-            "gpm_over_profiler": statistics.median(ratios) if ratios else None}
+    return SteadyShare(busy / len(rows) * 1000, (wall - busy) / len(rows) * 1000, wall / len(rows) * 1000, frac,
+                       bound_label(frac), len(rows), weighted([(r.sm_util, r.wall_s) for r in rows]),
+                       weighted([(r.tensor_util, r.wall_s) for r in rows]),
+                       statistics.median(ratios) if ratios else None)
 
 
-def _mean_shares(rows_per_window: list[list[dict]], key: str, value: str, top: int) -> list[dict]:
-    """Mean of VALUE by KEY over windows (a name missing from a window counts 0 there), largest first."""
+def _mean_shares(rows_per_window: list[list[dict]], key: str, value: str, top: int) -> list[tuple[str, float]]:
+    """Mean of VALUE by KEY over windows (a name missing from a window counts 0 there), largest first: (KEY's
+    value, the mean rounded to 4 places)."""
     total: dict[str, float] = {}
     for rows in rows_per_window:
         for r in rows:
             total[r[key]] = total.get(r[key], 0.0) + (r.get(value) or 0.0)
     n = max(len(rows_per_window), 1)
-    out: list[dict] = [{key: k, value: round(v / n, 4)} for k, v in total.items()]
-    out.sort(key=lambda r: -r[value])
+    out = [(k, round(v / n, 4)) for k, v in total.items()]
+    out.sort(key=lambda r: -r[1])
     return out[:top]
 
 
@@ -137,48 +178,95 @@ def _stack_windows(rec: RunRecord) -> list[dict]:
     return [s for s in measured_windows(rec) if s.get("host_stacks")]
 
 
-def _main_thread(stacks: dict) -> dict | None:
-    """A window's host-stack entry of the main thread (None when it had no busy sample)."""
-    return next((t for t in stacks["threads"] if t["thread"] == "main"), None)
+def _main_rows(stacks: dict, field: str) -> list[dict]:
+    """FIELD's rows of a window's main thread ([] when it had no busy sample)."""
+    main = next((t for t in stacks["threads"] if t["thread"] == "main"), None)
+    return [] if main is None else main[field]
 
 
-def host_breakdown(rec: RunRecord, top: int = 8) -> dict | None:
-    """Where the host time of the measured profiled steps went (the launcher's --profile-host-stacks), as means over
-    those steps: each Python thread's busy share of the step and, for the main thread, the library frames that asked
-    for the work (`owner`) and the packages it was in; the OS's CPU time by thread (threads without Python too, such
-    as the autograd engine's); Python's garbage collections. A run profiled without host stacks gives only the
-    garbage collections (`steps` empty) where its windows timed them, else None."""
+@dataclass(frozen=True)
+class ThreadShare:
+    thread: str
+    busy_share: float
+
+
+@dataclass(frozen=True)
+class FrameShare:
+    frame: str
+    share: float
+
+
+@dataclass(frozen=True)
+class TaskShare:
+    task: str
+    cpu_share: float
+
+
+@dataclass(frozen=True)
+class GcOnly:
+    """A run profiled without host stacks whose windows timed Python's garbage collections."""
+
+    steps: list[int]
+    gc_seconds_per_step: float
+
+
+@dataclass(frozen=True)
+class HostBreakdown:
+    """Where the host time of the measured profiled steps went (means over those steps): the sampling rate, each
+    Python thread's busy share of the step, the main thread's owners (the library frames that asked for the work) and
+    packages, the OS's CPU time by thread, and Python's garbage collections per step."""
+
+    steps: list[int]
+    rate_hz: float
+    threads: list[ThreadShare]
+    main_owner: list[FrameShare]
+    main_package: list[FrameShare]
+    cpu: list[TaskShare] | None
+    gc_seconds_per_step: float | None
+
+
+def host_breakdown(rec: RunRecord, top: int = 8) -> HostBreakdown | GcOnly | None:
+    """Where the host time of the measured profiled steps went (the launcher's --profile-host-stacks): each Python
+    thread's busy share of the step and, for the main thread, the library frames that asked for the work (`owner`)
+    and the packages it was in; the OS's CPU time by thread (threads without Python too, such as the autograd
+    engine's); Python's garbage collections. A run profiled without host stacks gives only the garbage collections
+    (GcOnly) where its windows timed them, else None."""
     windows = _stack_windows(rec)
     if not windows:
         gc = [s["gc"] for s in measured_windows(rec) if s.get("gc")]
-        return None if not gc else {"steps": [], "gc_seconds_per_step": statistics.mean(g["seconds"] for g in gc)}
+        return None if not gc else GcOnly([], statistics.mean(g["seconds"] for g in gc))
     stacks = [s["host_stacks"] for s in windows]
-    threads = _mean_shares([h["threads"] for h in stacks], "thread", "busy_share", top)
-
-    def main_rows(h: dict, field: str) -> list[dict]:
-        main = _main_thread(h)
-        return [] if main is None else main[field]
-
     cpu = [h["cpu"] for h in stacks if h.get("cpu") is not None]
     gc = [s["gc"] for s in windows if s.get("gc")]
-    return {"steps": [s["step"] for s in windows],
-            "rate_hz": statistics.mean(h["rate_hz"] for h in stacks if h.get("rate_hz")),
-            "threads": threads,
-            "main_owner": _mean_shares([main_rows(h, "owner") for h in stacks], "frame", "share", top),
-            "main_package": _mean_shares([main_rows(h, "package") for h in stacks], "frame", "share", top),
-            "cpu": _mean_shares(cpu, "task", "cpu_share", top) if cpu else None,
-            "gc_seconds_per_step": statistics.mean(g["seconds"] for g in gc) if gc else None}
+    return HostBreakdown(
+        steps=[s["step"] for s in windows],
+        rate_hz=statistics.mean(h["rate_hz"] for h in stacks if h.get("rate_hz")),
+        threads=[ThreadShare(*r) for r in _mean_shares([h["threads"] for h in stacks], "thread", "busy_share", top)],
+        main_owner=[FrameShare(*r) for r in _mean_shares([_main_rows(h, "owner") for h in stacks], "frame", "share",
+                                                         top)],
+        main_package=[FrameShare(*r) for r in _mean_shares([_main_rows(h, "package") for h in stacks], "frame",
+                                                           "share", top)],
+        cpu=[TaskShare(*r) for r in _mean_shares(cpu, "task", "cpu_share", top)] if cpu else None,
+        gc_seconds_per_step=statistics.mean(g["seconds"] for g in gc) if gc else None)
 
 
-def gpu_ops_per_step(rec: RunRecord, top: int = 8) -> list[dict]:
+@dataclass(frozen=True)
+class GpuOp:
+    """A GPU kernel's mean milliseconds and calls per measured profiled step."""
+
+    op: str
+    gpu_ms: float
+    calls: float | None
+
+
+def gpu_ops_per_step(rec: RunRecord, top: int = 8) -> list[GpuOp]:
     """The GPU kernels with the most time per measured profiled step (means over the steps), with calls per step."""
     steps = [s for s in measured_windows(rec) if s.get("top_gpu_ops")]
     if not steps:
         return []
     ms = _mean_shares([s["top_gpu_ops"] for s in steps], "op", "gpu_ms", top)
-    calls = _mean_shares([s["top_gpu_ops"] for s in steps], "op", "calls", 10**6)
-    per = {r["op"]: r["calls"] for r in calls}
-    return [{**r, "calls": per.get(r["op"])} for r in ms]
+    per = dict(_mean_shares([s["top_gpu_ops"] for s in steps], "op", "calls", 10**6))
+    return [GpuOp(op, gpu_ms, per.get(op)) for op, gpu_ms in ms]
 
 
 # The main thread's host time in a few groups, by the library frame that asked torch for the work (host_breakdown's
@@ -197,7 +285,17 @@ HOST_GROUPS = (
 )
 
 
-def host_groups(rec: RunRecord) -> dict | None:
+@dataclass(frozen=True)
+class HostGroups:
+    """The main thread's share of the profiled step by HOST_GROUPS, with the profiled wall and GPU-busy ms."""
+
+    steps: list[int]
+    wall_ms: float
+    gpu_busy_ms: float | None
+    shares: dict[str, float]
+
+
+def host_groups(rec: RunRecord) -> HostGroups | None:
     """The main thread's share of the profiled step by HOST_GROUPS (means over the measured steps, from the owners
     the sampler kept, its top 12; the rest of the thread's busy samples count as "other"), with step_share's
     profiled wall and GPU-busy milliseconds; None without host stacks or without a GPU-busy figure (a CPU run)."""
@@ -207,7 +305,7 @@ def host_groups(rec: RunRecord) -> dict | None:
     shares: dict[str, float] = {name: 0.0 for name, _ in HOST_GROUPS}
     shares["other"] = 0.0
     for s in windows:
-        main = _main_thread(s["host_stacks"])
+        main = next((t for t in s["host_stacks"]["threads"] if t["thread"] == "main"), None)
         owners = main["owner"] if main else []
         listed = 0.0
         for row in owners:
@@ -217,7 +315,7 @@ def host_groups(rec: RunRecord) -> dict | None:
         if main:  # owners past the sampler's top list, and busy samples it could not name
             shares["other"] += max(main["busy_share"] - listed, 0.0) / len(windows)
     share = step_share(rec)  # the profiled wall and GPU-busy figures have one producer
-    if share["profiled_ms"] is None:
+    if share.profiled_ms is None:
         return None
-    return {"steps": [s["step"] for s in windows], "wall_ms": share["profiled_ms"],
-            "gpu_busy_ms": share["gpu_busy_ms"], "shares": {k: round(v, 4) for k, v in shares.items()}}
+    return HostGroups([s["step"] for s in windows], share.profiled_ms, share.gpu_busy_ms,
+                      {k: round(v, 4) for k, v in shares.items()})

@@ -11,14 +11,16 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+from weakref import WeakKeyDictionary
 
 from analysis.measure import stats
 from analysis.parse.logs import gc_paused
 from analysis.parse.record import RunRecord
 
 WARMUP_FRACTION = 0.10  # intervals that start before this share of the full epoch's steps are warm-up ...
-WARMUP_MAX_STEPS = 10   # ... or before this step, whichever comes first (a long epoch's warm-up is no longer)
+WARMUP_MAX_STEPS = 10   # ... or before this step, whichever comes first (a long epoch's warm-up takes as long)
 CI_LEVEL = 0.95
 OUTLIER_FACTOR = 10.0   # a steady interval this many times the median step time is a broken log line, not a step
 
@@ -54,22 +56,21 @@ def epoch_steps(rec: RunRecord) -> int | None:
     return rec.max_steps
 
 
-def _cache(rec: RunRecord) -> dict:
-    """Per-record memo of the intervals and their summary (the step time is asked for several times per run; a long
-    log makes each pass cost). Keyed on what they are computed from, so a changed record recomputes."""
-    elapsed = rec.elapsed
-    key = (id(elapsed), len(elapsed), elapsed[-1] if elapsed else None, id(rec.event_steps), len(rec.event_steps),
-           id(rec.profile), rec.train_samples, rec.samples_per_step, rec.max_steps, id(rec.args))
-    memo = rec.__dict__.get("_steps_memo")
-    if memo is None or memo["key"] != key:
-        memo = {"key": key}
-        rec.__dict__["_steps_memo"] = memo
+_MEMO: WeakKeyDictionary[RunRecord, dict[str, Any]] = WeakKeyDictionary()
+
+
+def _memo(rec: RunRecord) -> dict[str, Any]:
+    """What this module measured of REC, computed once per record (a record is frozen, so nothing its intervals are
+    computed from changes; a long log makes each pass cost, and the step time is asked for several times per run)."""
+    memo = _MEMO.get(rec)
+    if memo is None:
+        memo = _MEMO[rec] = {}
     return memo
 
 
 def intervals(rec: RunRecord) -> list[Interval]:
     """Every interval between successive training lines, with why it is kept out of the steady state."""
-    memo = _cache(rec)
+    memo = _memo(rec)
     if "intervals" not in memo:
         with gc_paused():
             memo["intervals"] = _intervals(rec)
@@ -113,8 +114,8 @@ def _intervals(rec: RunRecord) -> list[Interval]:
 
 def _outliers(out: list[Interval]) -> list[Interval]:
     """Steady intervals whose step time is over OUTLIER_FACTOR x the steady median are no steady state: one line's
-    cumulative s/it x10 (the last line's, which no later line contradicts) made tokens/s 15 instead of 349 while the
-    median stayed right (issue 30). Needs three steady intervals (the median of two is their mean)."""
+    cumulative s/it x10 (the last line's, which no later line contradicts) would make tokens/s a twentieth of the
+    run's while the median stays right. Needs three steady intervals (the median of two is their mean)."""
     times = [iv.seconds / iv.steps for iv in out if iv.excluded is None]
     if len(times) < 3:
         return out
@@ -132,7 +133,7 @@ def any_in(sorted_values: list[int], low: int, high: int) -> bool:
 
 
 def steady_intervals(rec: RunRecord) -> list[Interval]:
-    memo = _cache(rec)
+    memo = _memo(rec)
     if "steady" not in memo:
         memo["steady"] = [iv for iv in intervals(rec) if iv.excluded is None]
     return list(memo["steady"])
@@ -143,11 +144,23 @@ def steady_steps(rec: RunRecord) -> list[int]:
     return [s for iv in steady_intervals(rec) for s in range(iv.from_step + 1, iv.to_step + 1)]
 
 
-def summarize(values: list[float]) -> dict:
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds per optimizer step over the steady intervals: median, mean, Student-t 95 % interval of the mean, and
+    how many intervals (None: no steady interval)."""
+
+    median: float | None
+    mean: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    n_intervals: int
+
+
+def summarize(values: list[float]) -> StepTime:
     """Median, mean and a Student-t 95 % interval of the mean."""
     n = len(values)
     if n == 0:
-        return {"median": None, "mean": None, "ci95_low": None, "ci95_high": None, "n_intervals": 0}
+        return StepTime(None, None, None, None, 0)
     mean = statistics.fmean(values)
     low: float | None
     high: float | None
@@ -161,43 +174,62 @@ def summarize(values: list[float]) -> dict:
         low, high = max(mean - half, 0.0), mean + half
     else:
         low = high = None
-    return {"median": statistics.median(values), "mean": mean, "ci95_low": low, "ci95_high": high,
-            "n_intervals": n}
+    return StepTime(statistics.median(values), mean, low, high, n)
 
 
-def step_time(rec: RunRecord) -> dict:
-    """Seconds per optimizer step over the steady intervals: median, mean, 95 % interval of the mean, count."""
-    memo = _cache(rec)
+def step_time(rec: RunRecord) -> StepTime:
+    """Seconds per optimizer step over the steady intervals (StepTime)."""
+    memo = _memo(rec)
     if "step_time" not in memo:
         memo["step_time"] = summarize([iv.seconds / (iv.to_step - iv.from_step) for iv in steady_intervals(rec)])
-    return dict(memo["step_time"])
+    return memo["step_time"]
 
 
 def micro_step_ms(rec: RunRecord) -> float | None:
     """Milliseconds per micro-step (one forward-backward of one per-device batch) = median step time / grad-accum."""
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     return median / rec.grad_accum * 1000 if median and rec.grad_accum else None
 
 
-def sample_time_ms(rec: RunRecord) -> dict:
-    """Milliseconds per training sample = optimizer-step time / samples per optimizer step x 1000 (median, and the
-    step time's 95 % interval, scaled alike): the unit the seed article's "ms per step" is in (its step is one
-    sample's forward-backward pass), comparable across batch sizes. None where a part is unknown."""
+@dataclass(frozen=True)
+class SampleTime:
+    """Milliseconds per training sample: the step time's median and 95 % interval / samples per step x 1000 (None
+    where a part is unknown)."""
+
+    median: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+
+
+def sample_time_ms(rec: RunRecord) -> SampleTime:
+    """Milliseconds per training sample = optimizer-step time / samples per optimizer step x 1000: the unit the seed
+    article's "ms per step" is in (its step is one sample's forward-backward pass), comparable across batch sizes."""
     st, n = step_time(rec), rec.samples_per_step
-    return {k: st[k] / n * 1000 if n and st[k] else None for k in ("median", "ci95_low", "ci95_high")}
+
+    def per_sample(x: float | None) -> float | None:
+        return x / n * 1000 if n and x else None
+
+    return SampleTime(per_sample(st.median), per_sample(st.ci95_low), per_sample(st.ci95_high))
 
 
 def sample_ms(rec: RunRecord) -> float | None:
     """Median milliseconds per training sample (sample_time_ms)."""
-    return sample_time_ms(rec)["median"]
+    return sample_time_ms(rec).median
 
 
-def epoch_time(rec: RunRecord) -> dict:
-    """Time to finish the full epoch the run's schedule comes from at its steady median step: {steps (epoch_steps),
-    seconds = median step time x steps, gpu_hours = seconds / 3600 x GPUs}. A cut run's steady steps stand for the
-    epoch's (warm-up, evals and checkpoint saves left out, so a real epoch takes a little longer). None where a part
-    is unknown."""
-    median, n = step_time(rec)["median"], epoch_steps(rec)
+@dataclass(frozen=True)
+class EpochTime:
+    """The full epoch at the steady median step: its steps (epoch_steps), seconds = median step x steps, and GPU-hours
+    = seconds / 3600 x GPUs (None where a part is unknown)."""
+
+    steps: int | None
+    seconds: float | None
+    gpu_hours: float | None
+
+
+def epoch_time(rec: RunRecord) -> EpochTime:
+    """Time to finish the full epoch the run's schedule comes from at its steady median step. A cut run's steady steps
+    stand for the epoch's (warm-up, evals and checkpoint saves left out, so a real epoch takes a little longer)."""
+    median, n = step_time(rec).median, epoch_steps(rec)
     seconds = median * n if median and n else None
-    return {"steps": n, "seconds": seconds,
-            "gpu_hours": seconds / 3600 * (rec.world_size or 1) if seconds is not None else None}
+    return EpochTime(n, seconds, seconds / 3600 * (rec.world_size or 1) if seconds is not None else None)

@@ -2,6 +2,8 @@
 measure functions return, nothing computed here."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from analysis.measure import flops, loss, steps, throughput
 from analysis.parse.logs import gc_paused
 from analysis.parse.record import RunRecord
@@ -26,7 +28,7 @@ def _run_summary(rec: RunRecord, with_intervals: bool) -> dict:
     out = {k: getattr(rec, k) for k in FACTS}
     out["log"] = rec.log_path
     out.update({
-        "step_time_s": steps.step_time(rec),
+        "step_time_s": asdict(steps.step_time(rec)),
         "micro_step_time_ms": steps.micro_step_ms(rec),
         "samples_per_s": throughput.samples_per_s(rec),
         "tokens_per_s": tp.tokens_per_s,
@@ -37,7 +39,7 @@ def _run_summary(rec: RunRecord, with_intervals: bool) -> dict:
         "final_eval_loss": loss.final_eval_loss(rec),
         "final_eval_token_acc": loss.final_eval_token_acc(rec),
         "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(rec),
-        **flops.mfu(rec, tp.tokens_per_s),
+        **asdict(flops.mfu(rec, tp.tokens_per_s)),
     })
     if with_intervals:
         out["step_intervals"] = [iv.as_dict() for iv in steps.intervals(rec)]

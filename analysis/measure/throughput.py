@@ -6,7 +6,7 @@ resamples the steady intervals. Tokens are the launcher's counted real (unpadded
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from analysis.measure.stats import N_BOOT, ratio_of_sums, ratio_of_two
 from analysis.measure.steps import Interval, steady_intervals, step_time
@@ -27,19 +27,24 @@ class Throughput:
     tokens_per_step: float | None = None
     steady_steps: int | None = None
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of two runs' figures with its 95 % bootstrap range (None: not measurable)."""
+
+    ratio: float | None
+    low: float | None
+    high: float | None
 
 
-def throughput_ratio(test: RunRecord, base: RunRecord, n_boot: int = N_BOOT) -> dict:
+def throughput_ratio(test: RunRecord, base: RunRecord, n_boot: int = N_BOOT) -> Ratio:
     """TEST's steady tokens/s over BASE's (ratio_of_two over their steady intervals): the unpaired speed-up."""
     kt, _ = steady_tokens(test)
     kb, _ = steady_tokens(base)
     if not kt or not kb or sum(iv.seconds for iv, _ in kt) <= 0 or sum(iv.seconds for iv, _ in kb) <= 0:
-        return {"ratio": None, "low": None, "high": None}
-    r, low, high = ratio_of_two([t for _, t in kt], [iv.seconds for iv, _ in kt],
-                                [t for _, t in kb], [iv.seconds for iv, _ in kb], n_boot)
-    return {"ratio": r, "low": low, "high": high}
+        return Ratio(None, None, None)
+    return Ratio(*ratio_of_two([t for _, t in kt], [iv.seconds for iv, _ in kt],
+                               [t for _, t in kb], [iv.seconds for iv, _ in kb], n_boot))
 
 
 def steady_tokens(rec: RunRecord) -> tuple[list[tuple[Interval, float]], str]:
@@ -70,5 +75,5 @@ def throughput(rec: RunRecord, n_boot: int = N_BOOT) -> Throughput:
 
 def samples_per_s(rec: RunRecord) -> float | None:
     """Samples per second = samples per optimizer step / median steady step time."""
-    median = step_time(rec)["median"]
+    median = step_time(rec).median
     return rec.samples_per_step / median if rec.samples_per_step and median else None

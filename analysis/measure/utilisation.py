@@ -22,7 +22,7 @@ Definitions (all over the samples inside the training window, every GPU of the r
 - `util_mean_pct` / `util_median_pct`: NVML "GPU utilisation", the share of the sample period in which at
   least one kernel ran (not how busy the SMs were);
 - `power_mean_w` / `power_median_w`: board power draw; `board_power_w` the board limit of the GPU class
-  (BOARD_POWER_W); `power_fraction` = median power / board limit;
+  (data/hardware.yaml's `board_power_w`, datasheets); `power_fraction` = median power / board limit;
 - `sm_clock_mean_mhz` / `sm_clock_median_mhz`: SM clock; `power_capped_pct`: share of samples whose
   throttle reasons include a power cap (the GPU was at its power limit);
 - `energy_run_j`: joules over everything sampled (load, training, exit), from NVML's energy counter
@@ -50,8 +50,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -59,9 +60,10 @@ import pandas as pd
 from analysis.measure.profile import steady_share
 from analysis.measure.steps import steady_intervals
 from analysis.measure.throughput import steady_tokens
+from analysis.measure.utilisation_row import UtilisationRow
 from analysis.parse.record import RunRecord
 from analysis.parse.results import read_status
-from experiments.base import runfiles
+from experiments.base import hardware, runfiles
 from experiments.base.errors import InputError
 
 NVML_NAME = runfiles.NVML_CSV
@@ -78,20 +80,9 @@ POWER_HOST_BOUND_FRACTION = 0.5
 # matrix multiplies, so even a GPU-bound run is far from peak (the H200 bs16 run, ~100 % utilisation, reaches
 # about 6-7 %); only an MFU far below that says the GPU is starved rather than inefficient.
 MFU_HOST_BOUND = 0.02
-# Board power limits (W) of the GPU classes of analysis/data/hardware.yaml, from the same datasheets:
-# A10 150 W; GeForce RTX 4090 450 W (total graphics power); A100 SXM4 400 W (40 and 80 GB);
-# H100 SXM5 up to 700 W; H200 SXM up to 700 W (the H200 NVL PCIe card is 600 W). The limit a given host
-# enforces can be lower; the NVML throttle reasons (power_capped_pct) show when it was reached.
-BOARD_POWER_W = {"a10": 150, "rtx4090": 450, "a100": 400, "a100-80gb": 400, "h100": 700, "h200": 700}
 POWER_CAP_RE = re.compile(r"PowerCap|PowerBrake", re.IGNORECASE)
 
-COLUMNS = [
-    "hw", "experiment", "run", "labels", "nvml_samples", "window_method", "train_start_s", "train_end_s",
-    "train_s", "util_mean_pct", "util_median_pct", "power_mean_w", "power_median_w", "board_power_w",
-    "power_fraction", "power_capped_pct", "sm_clock_mean_mhz", "sm_clock_median_mhz", "energy_run_j",
-    "energy_train_j", "steady_s", "energy_steady_j", "tokens_steady", "j_per_1k_tokens", "mfu", "hfu",
-    "gpm_busy_pct", "verdict", "evidence",
-]
+COLUMNS = list(UtilisationRow.__annotations__)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -145,8 +136,17 @@ def _sampler_start(run_dir: Path) -> float | None:
         return None
 
 
-def training_window(run_dir: str | Path, nv: pd.DataFrame, duration_s: float | None) -> dict | None:
-    """{"start_s", "end_s", "method"} of the training on the NVML clock (see the module docstring)."""
+@dataclass(frozen=True)
+class TrainingWindow:
+    """The training on the NVML clock, and how it was placed there (the TensorBoard stamp or the last busy sample)."""
+
+    start_s: float
+    end_s: float
+    method: str
+
+
+def training_window(run_dir: str | Path, nv: pd.DataFrame, duration_s: float | None) -> TrainingWindow | None:
+    """The training's window on the NVML clock (see the module docstring)."""
     if duration_s is None or not math.isfinite(duration_s) or duration_s <= 0:
         return None
     run_dir = Path(run_dir)
@@ -158,13 +158,13 @@ def training_window(run_dir: str | Path, nv: pd.DataFrame, duration_s: float | N
         start = stamp - t0
         if -2.0 <= start < t_last:
             start = max(start, 0.0)
-            return {"start_s": start, "end_s": start + duration_s, "method": "tensorboard stamp"}
+            return TrainingWindow(start, start + duration_s, "tensorboard stamp")
     mem = nv["mem_used_mib"] if "mem_used_mib" in nv else pd.Series(np.nan, index=nv.index)
     busy = nv[(nv["util_gpu_pct"] > 0) & ((mem >= 0.5 * mem.max()) | mem.isna())]
     if busy.empty:
         return None
     end = float(busy["time_s"].max())
-    return {"start_s": max(end - duration_s, 0.0), "end_s": end, "method": "last busy sample"}
+    return TrainingWindow(max(end - duration_s, 0.0), end, "last busy sample")
 
 
 # ------------------------------------------------------------------------------------------- energy
@@ -249,20 +249,26 @@ def _window_stats(w: pd.DataFrame, col: str) -> tuple[float | None, float | None
     return float(s.mean()), float(s.median())
 
 
-def run_utilisation(rec: RunRecord) -> dict:
+def run_utilisation(rec: RunRecord) -> UtilisationRow:
     """Utilisation, energy and verdict of one run (see the module docstring)."""
     from analysis.measure.flops import mfu
 
-    out: dict[str, Any] = {k: None for k in COLUMNS}
-    util = mfu(rec) if rec.has_log else {"mfu": None, "hfu": None}
-    out.update({"hw": rec.hw, "experiment": rec.experiment, "run": rec.run, "labels": "; ".join(rec.labels),
-                "mfu": util["mfu"], "hfu": util["hfu"], "nvml_samples": 0,
-                "board_power_w": BOARD_POWER_W.get(rec.hw) if rec.hw else None})
+    util = mfu(rec) if rec.has_log else None
+    out: UtilisationRow = {
+        "hw": rec.hw, "experiment": rec.experiment, "run": rec.run, "labels": "; ".join(rec.labels),
+        "nvml_samples": 0, "window_method": None, "train_start_s": None, "train_end_s": None, "train_s": None,
+        "util_mean_pct": None, "util_median_pct": None, "power_mean_w": None, "power_median_w": None,
+        "board_power_w": hardware.board_power().get(rec.hw) if rec.hw else None, "power_fraction": None,
+        "power_capped_pct": None, "sm_clock_mean_mhz": None, "sm_clock_median_mhz": None, "energy_run_j": None,
+        "energy_train_j": None, "steady_s": None, "energy_steady_j": None, "tokens_steady": None,
+        "j_per_1k_tokens": None, "mfu": util.mfu if util else None, "hfu": util.hfu if util else None,
+        "gpm_busy_pct": None, "verdict": None, "evidence": None}
     run_dir = Path(rec.path)
     nv = read_nvml(run_dir)
     if nv is None:
-        out["verdict"], out["evidence"] = verdict(None, None, out["mfu"])
-        out["evidence"] = "no nvml.csv" + out["evidence"][len("no NVML samples in the training window"):]
+        said, evidence = verdict(None, None, out["mfu"])
+        out["verdict"] = said
+        out["evidence"] = "no nvml.csv" + evidence[len("no NVML samples in the training window"):]
         return out
     out["nvml_samples"] = int(len(nv))
     out["energy_run_j"] = _energy_run(nv)
@@ -275,8 +281,8 @@ def run_utilisation(rec: RunRecord) -> dict:
     if win is None:
         out["verdict"], out["evidence"] = verdict(None, None, out["mfu"])
         return out
-    t0, t1 = win["start_s"], win["end_s"]
-    out.update({"window_method": win["method"], "train_start_s": t0, "train_end_s": t1, "train_s": t1 - t0})
+    t0, t1 = win.start_s, win.end_s
+    out["window_method"], out["train_start_s"], out["train_end_s"], out["train_s"] = win.method, t0, t1, t1 - t0
     w = nv[(nv["time_s"] >= t0) & (nv["time_s"] <= t1)]
     out["util_mean_pct"], out["util_median_pct"] = _window_stats(w, "util_gpu_pct")
     out["power_mean_w"], out["power_median_w"] = _window_stats(w, "power_w")
@@ -302,11 +308,11 @@ def run_utilisation(rec: RunRecord) -> dict:
             out["j_per_1k_tokens"] = 1000.0 * out["energy_steady_j"] / out["tokens_steady"]
 
     g = steady_share(rec)
-    out["gpm_busy_pct"] = 100.0 * g["gpm_busy_frac"] if g["gpm_busy_frac"] is not None else None
-    out["verdict"], out["evidence"] = verdict(out["util_median_pct"], out["power_fraction"], out["mfu"],
-                                              out["gpm_busy_pct"])
+    out["gpm_busy_pct"] = 100.0 * g.gpm_busy_frac if g.gpm_busy_frac is not None else None
+    said, evidence = verdict(out["util_median_pct"], out["power_fraction"], out["mfu"], out["gpm_busy_pct"])
     if out["power_capped_pct"]:
-        out["evidence"] += f"; power-capped in {out['power_capped_pct']:.0f} % of samples"
+        evidence += f"; power-capped in {out['power_capped_pct']:.0f} % of samples"
+    out["verdict"], out["evidence"] = said, evidence
     return out
 
 
@@ -315,14 +321,13 @@ def summary(records: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame([run_utilisation(r) for r in records], columns=COLUMNS)
 
 
-def timeline(rec: RunRecord, util: dict | None = None) -> pd.DataFrame | None:
-    """The run's NVML samples with `t_rel_s` = seconds since training started (NaN-free time axis) and
-    `in_training` marking the training window; None without samples."""
+def timeline(rec: RunRecord, t0: float | None, t1: float | None) -> pd.DataFrame | None:
+    """The run's NVML samples with `t_rel_s` = seconds since training started at T0 (NaN-free time axis) and
+    `in_training` marking the training window T0 .. T1 (run_utilisation's train_start_s, train_end_s); None without
+    samples."""
     nv = read_nvml(rec.path)
     if nv is None:
         return None
-    util = util if util is not None else run_utilisation(rec)
-    t0, t1 = util.get("train_start_s"), util.get("train_end_s")
     nv = nv.copy()
     nv["t_rel_s"] = nv["time_s"] - (t0 or 0.0)
     nv["in_training"] = (nv["time_s"] >= t0) & (nv["time_s"] <= t1) if t0 is not None else False

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.base import runfiles, userfiles
@@ -25,9 +26,38 @@ def nccl_read_vars(log_text: str) -> dict[str, str]:
     return {m.group(1): m.group(2).rstrip(".") for m in _READ_RE.finditer(log_text)}
 
 
-def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[dict]:
-    """Every all-reduce sweep under RESULTS_DIR (of HW only, when given), oldest first: {path, hw, run, label, ranks,
-    nccl_version, nccl_env, read_vars, host_id, sizes: [{bytes, mib, time_us, algbw_gbs, busbw_gbs}]}."""
+@dataclass(frozen=True)
+class SweepSize:
+    """One message size of an all-reduce sweep: bytes (and MiB), time, algorithm and bus bandwidth."""
+
+    bytes: float
+    mib: float
+    time_us: float
+    algbw_gbs: float
+    busbw_gbs: float
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One all-reduce sweep folder: where, its label and ranks, NCCL's version, the NCCL_* variables set and those
+    NCCL said it read, the host, and every message size."""
+
+    path: Path
+    hw: str
+    run: str
+    label: str
+    ranks: int
+    nccl_version: str | None
+    nccl_env: dict[str, str]
+    read_vars: dict[str, str]
+    host_id: str | None
+    topology: object
+    nvlinks: object
+    sizes: list[SweepSize]
+
+
+def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[Sweep]:
+    """Every all-reduce sweep under RESULTS_DIR (of HW only, when given), oldest first."""
     out = []
     root = Path(results_dir)
     for folder in sorted(root.glob(f"{hw or '*'}/{BENCH}/*")):
@@ -36,7 +66,7 @@ def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[dict]
             continue
         try:
             data = userfiles.read_json(f, runfiles.max_bytes(f))
-            sizes = [{k: float(s[k]) for k in ("bytes", "mib", "time_us", "algbw_gbs", "busbw_gbs")}
+            sizes = [SweepSize(*(float(s[k]) for k in ("bytes", "mib", "time_us", "algbw_gbs", "busbw_gbs")))
                      for s in data["sizes"]]
         except (InputError, ValueError, KeyError, TypeError) as exc:
             why = exc.message if isinstance(exc, InputError) else type(exc).__name__
@@ -49,9 +79,7 @@ def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[dict]
             log = ""
         env = runfiles.read_env_raw(folder)
         host = runfiles.host_id(env)
-        out.append({"path": folder, "hw": folder.parent.parent.name, "run": folder.name,
-                    "label": data.get("label") or "", "ranks": int(data.get("ranks") or 0),
-                    "nccl_version": data.get("nccl_version"), "nccl_env": data.get("nccl_env") or {},
-                    "read_vars": nccl_read_vars(log), "host_id": host, "topology": env.get("topology"),
-                    "nvlinks": env.get("nvlinks"), "sizes": sizes})
+        out.append(Sweep(folder, folder.parent.parent.name, folder.name, data.get("label") or "",
+                         int(data.get("ranks") or 0), data.get("nccl_version"), data.get("nccl_env") or {},
+                         nccl_read_vars(log), host, env.get("topology"), env.get("nvlinks"), sizes))
     return out

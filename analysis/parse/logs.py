@@ -45,7 +45,7 @@ SPEED_S_PER_IT = "train_speed(s/it)"
 SPEED_IT_PER_S = "train_speed(iter/s)"
 SUMMARY_KEYS = {"log_history", "model_parameter_info", "last_model_checkpoint", "train_dataset", "memory"}
 # ms-swift's clock strings on a training line: nothing reads them there (a line's time comes from its speed; an eval
-# line's elapsed_time is kept), and they held a fifth of a 200 MB log's memory (issue 30): not kept in its row.
+# line's elapsed_time is kept), and they hold a fifth of a 200 MB log's memory: not kept in its row.
 TRAIN_CLOCK_KEYS = frozenset({"elapsed_time", "remaining_time"})
 # Keys that differ between the duplicated lines of multi-node runs (each node master writes its own speed and times
 # its own evaluation).
@@ -95,22 +95,40 @@ def to_float(value: Any) -> float | None:
     return None
 
 
-def parse_dataset_stats(text: Any) -> dict | None:
-    """ms-swift's token statistics string 'mean±std, min=.., max=.., size=N' as a dict."""
+@dataclass(frozen=True)
+class DatasetStats:
+    """ms-swift's token statistics of a dataset: tokens per sample (mean, std, min, max) and the samples."""
+
+    mean: float
+    std: float
+    min: float
+    max: float
+    size: int
+
+
+def parse_dataset_stats(text: Any) -> DatasetStats | None:
+    """ms-swift's token statistics string 'mean±std, min=.., max=.., size=N'."""
     if not isinstance(text, str):
         return None
     m = _DATASET_RE.match(text)
     if not m:
         return None
     try:
-        out = {k: float(m[k]) for k in ("mean", "std", "min", "max")}
-        out["size"] = int(m["size"])
+        return DatasetStats(float(m["mean"]), float(m["std"]), float(m["min"]), float(m["max"]), int(m["size"]))
     except ValueError:  # '1e' or '--' match the pattern but are no numbers
         return None
-    return out
 
 
-def parse_param_info(text: Any) -> dict | None:
+@dataclass(frozen=True)
+class ParamInfo:
+    """The model's parameters and the trainable ones, as ms-swift's summary counts them."""
+
+    total_params: int
+    trainable_params: int
+    trainable_pct: float
+
+
+def parse_param_info(text: Any) -> ParamInfo | None:
     """'PeftModelForCausalLM: 7635.8016M Params (20.1851M Trainable [0.2643%]), ...' -> parameter counts."""
     if not isinstance(text, str):
         return None
@@ -118,11 +136,7 @@ def parse_param_info(text: Any) -> dict | None:
     if not m:
         return None
     try:
-        return {
-            "total_params": round(float(m["total"]) * 1e6),
-            "trainable_params": round(float(m["trainable"]) * 1e6),
-            "trainable_pct": float(m["pct"]),
-        }
+        return ParamInfo(round(float(m["total"]) * 1e6), round(float(m["trainable"]) * 1e6), float(m["pct"]))
     except (ValueError, OverflowError):  # '1.2.3' matches the pattern; 1e400 is no finite count
         return None
 
@@ -248,7 +262,7 @@ def _classify(obj: dict) -> str:
         return "summary"
     if "loss" in obj and "eval_loss" not in obj:
         # a training line, even with an eval_-prefixed key: ms-swift 4.6.0 under torch_compile writes the metric
-        # `eval_token_acc` on every training line after the first evaluation (the compiled runs of issue 18)
+        # `eval_token_acc` on every training line after the first evaluation
         return "train"
     for k in obj:
         if k[:5] == "eval_":
@@ -458,10 +472,12 @@ class _Reader:
         """The lines from LINE_NO on come from a training that resumed at STEP: what the interrupted attempt logged
         after STEP is replaced by what the resumed one logs (the later values)."""
         lines = self.run.lines
-        dropped = [ln for ln in lines if ln.kind in ("train", "eval") and ln.step is not None and ln.step > step]
+        def after(ln: Line) -> bool:
+            return ln.kind in ("train", "eval") and ln.step is not None and ln.step > step
+
+        dropped = [ln for ln in lines if after(ln)]
         if dropped:
-            gone = {id(ln) for ln in dropped}
-            lines[:] = [ln for ln in lines if id(ln) not in gone]
+            lines[:] = [ln for ln in lines if not after(ln)]
             dropped_steps = [ln.step for ln in dropped if ln.step is not None]  # all of them (the filter above)
             self.run.warnings.append(
                 f"line {line_no}: resumed from the checkpoint of step {step} (run.json): {len(dropped)} lines of "
@@ -615,8 +631,8 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
 
 def check_resumes(run: RunLog, n_lines: int) -> None:
     """A resume that run.json records, or args.json's resume_from_checkpoint, against the log: the resumed training's
-    first training line logs the first logging step after the checkpoint's. A resume the log contradicts made every
-    step time 29-38 % off (issue 30: the speed is counted from the wrong step): bad input, naming the file."""
+    first training line logs the first logging step after the checkpoint's. A resume the log contradicts would put
+    every step time 29-38 % off (the speed counted from the wrong step): bad input, naming the file."""
     every = _int((run.args or {}).get("logging_steps"))
 
     def contradicted(step: int, after_line: int) -> str | None:

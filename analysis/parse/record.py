@@ -6,45 +6,37 @@ launcher's `tokens.jsonl`, `profile.json`, `schedule.jsonl` and `gpm.jsonl`. `re
 (measure, estimate, judge, present) reads records, never the files or nested dicts. Statistics over the record
 (steady step time, tokens/s, speed-ups, MFU) are the measure stage's (analysis/measure/): a record holds facts.
 
-Stays whole: RunRecord and the functions that fill it from a log are one contract, a field beside the one place that
-fills it.
+What a log says is analysis.parse.logfacts'; the side files analysis.parse.sidefiles'.
 """
 from __future__ import annotations
 
-import bisect
 import math
-import re
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
-from typing import Any
 
 from analysis.parse import sidefiles
-from analysis.parse.logs import (
-    LOG_NAME,
-    SPEED_IT_PER_S,
-    SPEED_S_PER_IT,
-    RunLog,
-    as_floats,
-    column,
-    gc_paused,
-    is_finite,
-    parse_dataset_stats,
-    parse_elapsed,
-    parse_param_info,
-    read_log,
-    to_float,
-    transpose,
-)
-from experiments.base import runfiles, runschema
-from experiments.base.errors import InputError
-
-Curve = list  # [[step, value], ...] as logged (JSON-friendly)
+from analysis.parse.logfacts import Curve, log_facts
+from analysis.parse.logs import LOG_NAME, RunLog, gc_paused, read_log
+from experiments.base import runfiles
 
 
-@dataclass
+@dataclass(frozen=True)
+class HostProbe:
+    """env.json's host-speed probe (experiments/record/host.py): Python ns per loop iteration, eager CUDA op dispatch
+    microseconds, LoRA-shaped forward+backward ms (None where not measured)."""
+
+    python_ns: float | None
+    dispatch_us: float | None
+    lora_ms: float | None
+
+    def measured(self) -> bool:
+        return any(v is not None for v in vars(self).values())
+
+
+@dataclass(frozen=True, eq=False)
 class RunRecord:
-    """One run: identity, status and labels (runner), what ms-swift logged (log facts), launcher side files."""
+    """One run: identity, status and labels (runner), what ms-swift logged (log facts), launcher side files.
+    Frozen, and equal only to itself: the measures of a run are computed once per record (analysis.measure.steps)."""
 
     # identity (results/<hw>/<experiment>/<run>/) and status (run.json)
     path: str
@@ -188,12 +180,10 @@ class RunRecord:
         return runfiles.host_id(self.env)
 
     @property
-    def host_probe(self) -> dict:
-        """The host-speed probe's three figures (None where not measured): Python ns per loop iteration, eager CUDA
-        op dispatch microseconds, LoRA-shaped forward+backward ms."""
+    def host_probe(self) -> HostProbe:
+        """The host-speed probe's three figures (None where not measured)."""
         probe = (self.env.get("host") or {}).get("probe") or {}
-        return {key: (probe.get(part) or {}).get("value") for key, part in
-                (("python_ns", "python_loop"), ("dispatch_us", "dispatch"), ("lora_ms", "lora_step"))}
+        return HostProbe(*((probe.get(part) or {}).get("value") for part in ("python_loop", "dispatch", "lora_step")))
 
     @property
     def machine(self) -> str | None:
@@ -214,337 +204,50 @@ class RunRecord:
         return f"{self.hw} · {self.experiment} · {self.run}"
 
 
-# ---------------------------------------------------------------------------------------------- log facts
-
-
-def _arg(args: dict | None, *names: str) -> Any:
-    if not args:
-        return None
-    for name in names:
-        if args.get(name) is not None:
-            return args[name]
-    return None
-
-
-def _int_or_none(value: Any) -> int | None:
-    v = to_float(value)
-    return None if v is None or not math.isfinite(v) else int(v)
-
-
-def _start_step(args: dict | None) -> int:
-    """ms-swift measures speed from the step training (re)started at: a resumed run starts at its checkpoint."""
-    resume = _arg(args, "resume_from_checkpoint")
-    if isinstance(resume, str):
-        m = re.search(r"checkpoint-(\d+)", resume)
-        if m:
-            return int(m.group(1))
-    return 0
-
-
-def _event_steps(args: dict | None, run: RunLog, last_step: int) -> frozenset[int]:
-    """Steps after whose training-log line an eval or a checkpoint save ran (they slow the next interval)."""
-    events = {ln.step for ln in run.evals if ln.step is not None}
-    if args:
-        for every_key, strategy_keys in (("eval_steps", ("eval_strategy", "evaluation_strategy")),
-                                         ("save_steps", ("save_strategy",))):
-            every = to_float(args.get(every_key))
-            strategy = _arg(args, *strategy_keys)
-            if strategy in (None, "steps", "IntervalStrategy.STEPS") and is_finite(every) and every > 0:
-                if every < 1:  # a ratio of the total steps, as Hugging Face allows
-                    every = math.ceil(every * last_step)
-                events.update(range(int(every), last_step + 1, int(every)))
-    return frozenset(events)
-
-
-def _column(lines, key: str, memo: dict | None) -> list:
-    """column(LINES, KEY), once per log_facts call (MEMO) for the keys several facts read."""
-    if memo is None:
-        return column(lines, key)
-    if (id(lines), key) not in memo:
-        if (id(lines), None) not in memo:  # every column of LINES at once, where they are rows of one key order
-            memo[(id(lines), None)] = transpose(lines)
-        table = memo[(id(lines), None)]
-        if table is None:
-            memo[(id(lines), key)] = column(lines, key)
-        else:
-            i = table[0].get(key)
-            memo[(id(lines), key)] = [None] * len(lines) if i is None else as_floats(map(itemgetter(i), table[1]))
-    return memo[(id(lines), key)]
-
-
-def _curve(lines, key_options: tuple[str, ...], memo: dict | None = None) -> Curve:
-    """[step, value] of each line with a step, the value of the first of KEY_OPTIONS the line has as a number."""
-    first = _column(lines, key_options[0], memo)
-    if len(key_options) == 1 or all(v is not None for v in first):
-        return [[ln.step, v] for ln, v in zip(lines, first) if v is not None and ln.step is not None]
-    rest = [_column(lines, key, memo) for key in key_options[1:]]
-    out = []
-    for i, (ln, v) in enumerate(zip(lines, first)):
-        if ln.step is None:
-            continue
-        if v is None:
-            v = next((col[i] for col in rest if col[i] is not None), None)
-        if v is not None:
-            out.append([ln.step, v])
-    return out
-
-
-def _first_bad_step(run: RunLog, memo: dict | None = None) -> int | None:
-    train = run.train
-    for ln, loss, grad in zip(train, _column(train, "loss", memo), _column(train, "grad_norm", memo)):
-        if (loss is not None and not math.isfinite(loss)) or (grad is not None and not math.isfinite(grad)):
-            return ln.step
-    return None
-
-
-def _cut(curve: Curve, bad_step: int | None) -> Curve:
-    if bad_step is None:
-        return curve
-    return [p for p in curve if p[0] < bad_step and math.isfinite(p[1])]
-
-
-def _samples_per_step_from_epoch(run: RunLog, train_stats: dict | None, memo: dict | None = None) -> int | None:
-    """Samples per optimizer step from the log alone: Hugging Face's `epoch` advances by samples per step / training
-    set size at every step, so (epoch_b - epoch_a) / (b - a) x size is it (rounded; None without both)."""
-    if not train_stats or not train_stats.get("size"):
-        return None
-    train = run.train
-    points = [(ln.step, e) for ln, e in zip(train, _column(train, "epoch", memo)) if ln.step is not None
-              and is_finite(e)]
-    if len(points) < 2 or points[-1][0] <= points[0][0]:
-        return None
-    (a, ea), (b, eb) = points[0], points[-1]
-    per_step = (eb - ea) / (b - a) * train_stats["size"]
-    return round(per_step) if math.isfinite(per_step) and per_step >= 0.5 else None
-
-
-def _timeline(run: RunLog, args: dict, warnings: list[str],
-              memo: dict | None = None) -> tuple[list[tuple[int, float]], dict[int, float]]:
-    """(step, seconds of training) of the training lines, and {eval step: seconds} of the eval lines.
-
-    A line's seconds come from its own cumulative speed since its attempt began: for a resume recorded in run.json,
-    the checkpoint's step, on top of the seconds the attempts before had trained up to there (the restart itself is
-    not training time, and the interval across it holds an event, so it is not steady); otherwise args.json's
-    resume_from_checkpoint, or 0. A time that does not grow with the step is left out, with a warning: no interval
-    of the log has a negative or zero time."""
-    default_start = _start_step(args)
-    points: list[tuple[int, float]] = []
-    steps: list[int] = []
-    evals: dict[int, float] = {}
-    backwards = []
-
-    def offset(ln) -> float:  # a resumed attempt's clock goes on from the time trained up to its checkpoint
-        if ln.start is None or not steps:
-            return 0.0
-        i = bisect.bisect_right(steps, ln.start)
-        return points[i - 1][1] if i else 0.0
-
-    def seconds(ln, s_per_it, it_per_s) -> float | None:  # as Line.elapsed: s/it x steps (4.x), steps / (iter/s)
-        n = ln.step - (default_start if ln.start is None else ln.start)
-        if n <= 0:
-            return None
-        if s_per_it is not None:
-            return s_per_it * n if 0 < s_per_it < math.inf else None
-        return n / it_per_s if it_per_s is not None and 0 < it_per_s < math.inf else None
-
-    train = run.train
-    for ln, s_per_it, it_per_s in zip(train, _column(train, SPEED_S_PER_IT, memo),
-                                      _column(train, SPEED_IT_PER_S, memo)):
-        if ln.step is None or (e := seconds(ln, s_per_it, it_per_s)) is None:
-            continue
-        t = e + offset(ln)
-        points.append((ln.step, t))
-        steps.append(ln.step)
-    if any(b[1] <= a[1] for a, b in zip(points, points[1:])):
-        kept = _rising(points)
-        backwards = [p[0] for p in points if p not in kept]
-        points = [p for p in points if p in kept]
-    ev = run.evals
-    for ln, s_per_it, it_per_s in zip(ev, _column(ev, SPEED_S_PER_IT, memo), _column(ev, SPEED_IT_PER_S, memo)):
-        if ln.step is None:
-            continue
-        e = seconds(ln, s_per_it, it_per_s)
-        if e is None:
-            e = parse_elapsed(ln.data.get("elapsed_time"))
-        if e is not None:
-            evals[ln.step] = e + offset(ln)
-    if backwards:
-        warnings.append(f"{len(backwards)} training line(s) whose time since the start does not grow with the step "
-                        f"as the lines around them do left out of the step times (first: step {backwards[0]})")
-    return points, evals
-
-
-def _rising(points: list[tuple[int, float]]) -> set[tuple[int, float]]:
-    """The longest run of POINTS whose times rise with the step (patience sorting, n log n). A cumulative speed
-    that is wrong on one line (its s/it x10) puts that line's time past the next lines'; dropping the lines after it
-    kept one interval of ten times its length, which made tokens/s 229 instead of 3,559 (issue 30): the longest rising
-    run drops the one line that does not fit instead."""
-    tails: list[float] = []   # tails[k]: the smallest last time of a rising run of length k + 1
-    tail_at: list[int] = []   # its index in POINTS
-    before = [-1] * len(points)
-    for i, (_, t) in enumerate(points):
-        k = bisect.bisect_left(tails, t)
-        if k == len(tails):
-            tails.append(t)
-            tail_at.append(i)
-        else:
-            tails[k], tail_at[k] = t, i
-        before[i] = tail_at[k - 1] if k else -1
-    out, i = set(), tail_at[-1] if tail_at else -1
-    while i >= 0:
-        out.add(points[i])
-        i = before[i]
-    return out
-
-
-def log_facts(run: RunLog) -> dict:
-    """The RunRecord fields one parsed log (+ args.json) gives.
-    Stays whole: the facts share a memo of the columns several of them read, filled once in one pass."""
-    args = run.args or {}
-    memo: dict = {}  # the columns several facts read, once
-    summary = run.summary.data if run.summary else {}
-    last_step = max((ln.step for ln in run.lines if ln.step is not None), default=None)
-    if (summary_step := _int_or_none(summary.get("global_step"))) is not None:
-        last_step = max(last_step or 0, summary_step)
-    max_steps = next((ln.max_steps for ln in reversed(run.lines) if ln.max_steps), None)
-    if max_steps is None:
-        ms = _int_or_none(args.get("max_steps"))
-        max_steps = ms if ms and ms > 0 else None
-
-    per_device_batch = _int_or_none(args.get("per_device_train_batch_size"))
-    grad_accum = _int_or_none(args.get("gradient_accumulation_steps"))
-    world_size = _int_or_none(_arg(args, "global_world_size", "world_size"))
-    if args and world_size is None:
-        world_size = 1
-
-    train_stats = parse_dataset_stats(summary.get("train_dataset"))
-    val_stats = parse_dataset_stats(summary.get("val_dataset"))
-    for name, stats in (("train_dataset", train_stats), ("val_dataset", val_stats)):
-        for stat, value in (stats or {}).items():  # a negative token count made a negative tokens/s (issue 30)
-            if not runschema.DATASET_STAT.lo <= value <= runschema.DATASET_STAT.hi:
-                raise InputError(run.path, f"{name}'s {stat} is {value:g}: no token count is that",
-                                 run.summary.line_no if run.summary is not None else None)
-    params = parse_param_info(summary.get("model_parameter_info") or summary.get("model_info"))
-
-    warnings = list(run.warnings)
-    samples_per_step = None
-    if per_device_batch and grad_accum and world_size:
-        samples_per_step = per_device_batch * grad_accum * world_size
-    else:
-        samples_per_step = _samples_per_step_from_epoch(run, train_stats, memo)
-        if samples_per_step is None:
-            warnings.append("samples per step unknown (no args.json, and no epoch field with the training set's "
-                            "size): samples/s, tokens/s and MFU are left out")
-
-    rest = [ln for ln in run.lines if ln.kind != "train"]
-    train_mem, rest_mem = _column(run.train, "memory(GiB)", memo), column(rest, "memory(GiB)")
-    mem_values = [v for col in (train_mem, rest_mem) for v in col if v is not None and 0 <= v < math.inf]
-    negative = sorted(ln.line_no for lines, col in ((run.train, train_mem), (rest, rest_mem))
-                      for ln, v in zip(lines, col) if v is not None and v < 0)
-    if negative:
-        warnings.append(f"{len(negative)} negative memory(GiB) value(s) ignored (first: line {negative[0]})")
-    summary_mem = to_float(summary.get("memory"))
-    if is_finite(summary_mem) and summary_mem >= 0:
-        mem_values.append(summary_mem)
-
-    bad_step = _first_bad_step(run, memo)
-    eval_loss = _curve(run.evals, ("eval_loss",))
-    eval_acc = _curve(run.evals, ("eval_token_acc", "eval_acc"))
-    if bad_step is not None:
-        eval_loss, eval_acc = _cut(eval_loss, bad_step), _cut(eval_acc, bad_step)
-
-    elapsed, eval_elapsed = _timeline(run, args, warnings, memo)
-    total = max_steps or (elapsed[-1][0] if elapsed else last_step or 0)
-    gc = args.get("gradient_checkpointing")
-    flos = run.train_end.get("total_flos") if run.train_end else None
-    runtime = run.train_end.get("train_runtime") if run.train_end else None
-    events = _event_steps(run.args, run, total) | {step for _, step in run.resumes} if elapsed else frozenset()
-    return {
-        "has_log": True,
-        "log": str(run.path),
-        "log_format": run.log_format,
-        "swift_version": args.get("swift_version"),
-        "complete": run.summary is not None,
-        "torn_last_line": run.torn_last_line,
-        "duplicate_lines_dropped": run.duplicates_dropped,
-        "diverged": bad_step is not None,
-        "first_bad_step": bad_step,
-        "global_steps": last_step,
-        "max_steps": max_steps,
-        "per_device_batch": per_device_batch,
-        "grad_accum": grad_accum,
-        "world_size": world_size,
-        "max_length": _int_or_none(args.get("max_length")),
-        "gradient_checkpointing": gc if isinstance(gc, bool) else None,
-        "model": _arg(args, "model", "model_id_or_path", "model_type"),
-        "samples_per_step": samples_per_step,
-        "peak_mem_gib": round(max(mem_values), 2) if mem_values else None,
-        "train_loss": _cut(_curve(run.train, ("loss",), memo), bad_step),
-        "memory_curve": [p for p in _curve(run.train, ("memory(GiB)",), memo) if not p[1] < 0],
-        "eval_loss": eval_loss,
-        "token_acc": _cut(_curve(run.train, ("token_acc", "acc"), memo), bad_step),
-        "eval_token_acc": eval_acc,
-        "train_tokens_mean": train_stats["mean"] if train_stats else None,
-        "train_tokens_max": train_stats["max"] if train_stats else None,
-        "train_samples": train_stats["size"] if train_stats else None,
-        "val_samples": val_stats["size"] if val_stats else None,
-        "trainable_params": params["trainable_params"] if params else None,
-        "total_params": params["total_params"] if params else None,
-        "trainable_pct": params["trainable_pct"] if params else None,
-        "train_runtime_s": runtime if is_finite(runtime) and runtime >= 0 else None,
-        "total_flos": float(flos) if flos is not None and flos > 0 else None,
-        "elapsed": elapsed,
-        "eval_elapsed": eval_elapsed,
-        "event_steps": frozenset(events),
-        "warnings": warnings,
-        "args": run.args,
-    }
-
-
 def record_from_log(log: RunLog, **identity) -> RunRecord:
     """A record of a parsed log, with what the caller knows of its identity (path, hw, experiment, ...)."""
     run_dir = log.run_dir
     ident = {"path": str(run_dir), "hw": None, "experiment": None, "run": run_dir.name, **identity}
     with gc_paused():
         facts = log_facts(log)
-    facts["log_path"] = facts.pop("log")
-    sides = sidefiles.read(run_dir, resumed=bool(log.resumes),
-                           step_cap=step_token_cap(facts, ident, sidefiles.read_launch_options(run_dir)),
-                           max_step=facts["max_steps"])
-    return RunRecord(**ident, **facts, **sides)
+    key = (ident.get("run_status") or {}).get("key") or {}
+    launch_options = sidefiles.read_launch_options(run_dir)  # a run made by the launcher alone: no run.json key
+    launcher = key.get("launcher") if isinstance(key.get("launcher"), dict) else launch_options or {}
+    args = facts.args or {}
+    bucket = None
+    if isinstance(args.get("callbacks"), list) and "pad_buckets" in args["callbacks"]:
+        env: dict = key["env"] if isinstance(key.get("env"), dict) else {}
+        accum = args.get("gradient_accumulation_steps")
+        micro = accum if isinstance(accum, int) and not isinstance(accum, bool) and accum > 0 else 1
+        bucket = (micro, env.get("SWIFTBENCH_PAD_MULTIPLE") or PAD_BUCKET_DEFAULT)
+    cap = step_token_cap(facts.samples_per_step, facts.max_length, facts.train_tokens_max, bool(args.get("packing")),
+                         launcher.get("pad_to") if isinstance(launcher, dict) else None, bucket)
+    sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=cap, max_step=facts.max_steps)
+    return RunRecord(**ident, **vars(facts), **vars(sides))
 
 
 PAD_BUCKET_DEFAULT = 1024  # experiments/recipes/swift_plugin.py's bucket when SWIFTBENCH_PAD_MULTIPLE is unset
 
 
-def step_token_cap(facts: dict, identity: dict, launch_options: dict | None = None) -> tuple[int, str] | None:
-    """The most tokens one optimizer step can hold, padding included, and why: samples per step x the longest a
-    sample can be (max_length; the log's own longest training sample where its summary counts one and samples are
-    not packed), or the launcher's pad_to where it pads further (run.json's key, else launch.json's options); the
-    plugin's pad_buckets adds at most one bucket per micro-batch. None where the log does not say enough."""
-    samples, length = facts.get("samples_per_step"), facts.get("max_length")
+def step_token_cap(samples: int | None, length: int | None, longest: float | None, packing: bool,
+                   pad_to: object = None, bucket: tuple[int, int | str] | None = None) -> tuple[int, str] | None:
+    """The most tokens one optimizer step can hold, padding included, and why: SAMPLES per step x the longest a
+    sample can be (max_length; the log's LONGEST training sample where its summary counts one and samples are not
+    PACKING), or the launcher's PAD_TO where it pads further (run.json's key, else launch.json's options); the
+    plugin's pad_buckets adds at most one BUCKET per micro-batch ((micro-batches, tokens)). None where the log does
+    not say enough."""
     if not samples or not length or length < 0:
         return None
     per_sample, what = int(length), "max_length"
-    longest = facts.get("train_tokens_max")
-    if longest and longest < per_sample and not (facts.get("args") or {}).get("packing"):
+    if longest and longest < per_sample and not packing:
         per_sample, what = math.ceil(longest), "the longest training sample the log counts"
-    key = (identity.get("run_status") or {}).get("key") or {}
-    launcher = key.get("launcher") if isinstance(key.get("launcher"), dict) else launch_options or {}
-    pad_to = launcher.get("pad_to") if isinstance(launcher, dict) else None
     if isinstance(pad_to, int) and not isinstance(pad_to, bool) and pad_to > per_sample:
         per_sample, what = pad_to, "the launcher's pad_to"
     cap, why = int(samples) * per_sample, f"{samples} samples x {per_sample:,} tokens, {what}"
-    args = facts.get("args") or {}
-    callbacks = args.get("callbacks")
-    if isinstance(callbacks, list) and "pad_buckets" in callbacks:
-        env = key.get("env")
-        env = env if isinstance(env, dict) else {}
-        multiple = env.get("SWIFTBENCH_PAD_MULTIPLE") or PAD_BUCKET_DEFAULT
-        accum = args.get("gradient_accumulation_steps")
-        micro = accum if isinstance(accum, int) and not isinstance(accum, bool) and accum > 0 else 1
+    if bucket is not None:
+        micro, multiple = bucket
         try:
-            cap += micro * int(multiple)
+            cap += micro * int(multiple)  # run.json's env: a number or its text
         except (TypeError, ValueError):
             return None
         why += f", + {micro} x {int(multiple):,}-token bucket padding (pad_buckets)"
@@ -556,4 +259,4 @@ def read_log_record(path: str | Path, **identity) -> RunRecord:
     return record_from_log(read_log(path), **identity)
 
 
-__all__ = ["RunRecord", "LOG_NAME", "log_facts", "record_from_log", "read_log_record"]
+__all__ = ["RunRecord", "LOG_NAME", "record_from_log", "read_log_record"]

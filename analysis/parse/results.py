@@ -5,6 +5,7 @@ and why, cut or full, dummy weights or real, forced hardware label). This module
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -35,8 +36,8 @@ def read_env(run_dir: str | Path) -> dict:
     env = shared.fields(runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {}))
     if "hw" not in env:
         ident = identity(run_dir)
-        if ident["hw"]:
-            env = {**env, "hw": ident["hw"]}
+        if ident.hw:
+            env = {**env, "hw": ident.hw}
     return env
 
 
@@ -46,13 +47,22 @@ def read_status(run_dir: str | Path) -> dict:
                                         read_json_object(Path(run_dir) / STATUS_NAME) or {}))
 
 
-def identity(run_dir: str | Path) -> dict:
+@dataclass(frozen=True)
+class Identity:
+    """hw / experiment / run id of a run folder as its path names them (None outside the layout)."""
+
+    hw: str | None
+    experiment: str | None
+    run: str
+
+
+def identity(run_dir: str | Path) -> Identity:
     """hw / experiment / run id from the `results/<hw>/<experiment>/<run>` layout, as the path names it (a run
     folder linked in from elsewhere is where the link is)."""
     run_dir = Path(os.path.abspath(run_dir))
     parts = run_dir.parts
     hw = parts[-3] if len(parts) >= 3 and hardware.get(parts[-3]) else None
-    return {"hw": hw, "experiment": parts[-2] if hw else None, "run": run_dir.name}
+    return Identity(hw, parts[-2] if hw else None, run_dir.name)
 
 
 class Roots(tuple):
@@ -112,7 +122,7 @@ def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
 
 def check_hardware(run_dir: Path, env: dict, status: dict, folder_hw: str | None) -> None:
     """The folder's hardware class (results/<hw>/...) against what env.json and run.json say: env.json's `hw: a10`
-    in a results/h200/ folder used to make an A10 row (and the speed-up baseline) of an H200 run. A GPU whose NVML
+    in a results/h200/ folder would make an A10 row (and the speed-up baseline) of an H200 run. A GPU whose NVML
     name is another class's is bad input too, unless the runner recorded the label as forced (--force-hw)."""
     if folder_hw is None:
         return
@@ -136,11 +146,11 @@ def read_run(run_dir: str | Path) -> RunRecord:
     env = read_env(run_dir)
     status = read_status(run_dir)
     ident = identity(run_dir)
-    check_hardware(run_dir, env, status, ident["hw"])
+    check_hardware(run_dir, env, status, ident.hw)
     info = {
-        "hw": ident["hw"] or env.get("hw"),
-        "experiment": status.get("experiment") or ident["experiment"],
-        "run": ident["run"],
+        "hw": ident.hw or env.get("hw"),
+        "experiment": status.get("experiment") or ident.experiment,
+        "run": ident.run,
         "status": status.get("status", "ok"),
         "failure": status.get("reason"),
         "labels": labels(env, status),
@@ -152,11 +162,11 @@ def read_run(run_dir: str | Path) -> RunRecord:
     if userfiles.present(run_dir / LOG_NAME):  # a FIFO, a folder or a loop by that name is bad input, not "no log"
         rec = record_from_log(read_log(run_dir, resumes=resumes_of(status)), **info)
         if rec.ok and not rec.complete:  # a log cut at step 30 read as a finished run, step 30's loss as final
-            rec.labels.append(incomplete_label(rec))
+            rec = dataclasses.replace(rec, labels=[*rec.labels, incomplete_label(rec)])
         return rec
     if info["status"] == "ok":
         info["status"], info["failure"] = "failed", "no logging.jsonl"
-    return RunRecord(path=str(run_dir), **info, **sidefiles.read(run_dir, resumed=bool(resumes_of(status))))
+    return RunRecord(path=str(run_dir), **info, **vars(sidefiles.read(run_dir, resumed=bool(resumes_of(status)))))
 
 
 def collect(results_dir: str | Path | Sequence[str | Path]) -> list[RunRecord]:
@@ -190,14 +200,14 @@ def _why_unused(run_dir: Path) -> str | None:
         return ("an unfinished `swiftbench import` (stopped before its folder was complete): delete it and import "
                 "again")
     ident = identity(run_dir)
-    if ident["hw"] is None:
+    if ident.hw is None:
         plain = not userfiles.present(run_dir / STATUS_NAME) and not userfiles.present(run_dir / ENV_NAME)
         if plain or SWIFT_RUN.match(run_dir.name):
             return ("a plain ms-swift output folder, not a results/<hw>/<experiment>/<run> folder: bring it in with "
                     "`swiftbench import <its output folder> --hw HW --experiment NAME`")
         return (f"not in the <hw>/<experiment>/<run> layout ({run_dir.parent.parent.name!r} is not a class of "
-                "analysis/data/hardware.yaml)")
-    experiment = ident["experiment"]
+                "data/hardware.yaml)")
+    experiment = str(ident.experiment)  # set with hw
     try:
         imported = read_status(run_dir).get("imported")
     except (InputError, OSError, UnicodeDecodeError):
@@ -374,8 +384,7 @@ def records_under(path: str | Path, skipped: list[tuple[Path, str]] | None = Non
                     out.append(read_run(run_dir))
                 else:
                     rec = record_from_log(read_log(run_path))
-                    rec.env = read_env(run_dir)
-                    out.append(rec)
+                    out.append(dataclasses.replace(rec, env=read_env(run_dir)))
             except (InputError, OSError, UnicodeDecodeError) as exc:
                 if skipped is None or one_run:
                     raise
@@ -388,7 +397,7 @@ INCOMPLETE = "incomplete log"
 
 def incomplete_label(rec: RunRecord) -> str:
     """The label of a run whose run.json says ok but whose log lacks ms-swift's end-of-training summary (cut, or a
-    killed run's log under a hand-edited run.json): its last loss is no final loss (issue 30)."""
+    killed run's log under a hand-edited run.json): its last loss is no final loss."""
     of = f" of {rec.max_steps}" if rec.max_steps else ""
     return (f"{INCOMPLETE} (ends at step {rec.global_steps}{of} without ms-swift's end-of-training summary, though "
             "run.json says ok)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: tuple[int, str] | 
     for line_no, d in _values(_blob_lines(blob)):
         if d is INVALID:  # a torn line of a killed run: skipped
             continue
-        if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count (issue 30)
+        if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count: the schema says
             runfiles.check(path, d, line=line_no)
         step, tokens = int(d["step"]), int(d["tokens"])
         pad = d.get("padded_tokens")
@@ -232,10 +233,23 @@ def _positive(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")
 
 
+@dataclass(frozen=True)
+class SideFiles:
+    """The RunRecord fields of the launcher's side files (None: the run has no such file)."""
+
+    tokens_by_step: dict[int, int] | None
+    padded_by_step: dict[int, int] | None
+    profile: dict | None
+    schedule: list[dict] | None
+    quick: dict | None
+    gpm_by_step: dict[int, dict] | None
+    mem_cap: dict | None
+
+
 def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] | None = None,
-         max_step: int | None = None) -> dict:
-    """The RunRecord fields of the side files (RESUMED, STEP_CAP, MAX_STEP: read_tokens')."""
+         max_step: int | None = None) -> SideFiles:
+    """The side files of RUN_DIR (RESUMED, STEP_CAP, MAX_STEP: read_tokens')."""
     real, padded = read_tokens(run_dir, resumed, step_cap, max_step)
-    return {"tokens_by_step": real, "padded_by_step": padded, "profile": read_profile(run_dir),
-            "schedule": read_schedule(run_dir), "quick": read_quick(run_dir),
-            "gpm_by_step": read_gpm(run_dir, resumed), "mem_cap": read_mem_cap(run_dir)}
+    return SideFiles(tokens_by_step=real, padded_by_step=padded, profile=read_profile(run_dir),
+                     schedule=read_schedule(run_dir), quick=read_quick(run_dir),
+                     gpm_by_step=read_gpm(run_dir, resumed), mem_cap=read_mem_cap(run_dir))

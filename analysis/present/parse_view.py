@@ -152,8 +152,8 @@ def run(args) -> int:
 
 def write_json(results: list[dict], out) -> None:
     """json.dumps(RESULTS, indent=2) written to OUT a field at a time, a long list (a curve, the intervals) on one
-    line by the C encoder: a 200 MB log's record is ~120 MB of JSON, which json.dumps built from millions of pieces
-    held at once (issue 30: 1.66 GB peak) in pure Python (indent has no C encoder)."""
+    line by the C encoder: a 200 MB log's record is ~120 MB of JSON, which json.dumps with indent builds from
+    millions of pieces held at once in pure Python (indent has no C encoder), a peak of gigabytes."""
     def text(value) -> str:
         if isinstance(value, (list, tuple)) and len(value) > 100:
             return json.dumps(value, allow_nan=False)

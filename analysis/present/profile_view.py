@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from analysis.estimate.transfer import gemm_floor_ms
 from analysis.measure.profile import (
+    GcOnly,
+    GpuOp,
+    HostBreakdown,
+    SteadyShare,
+    StepShare,
     gpu_ops_per_step,
     host_breakdown,
     measured_windows,
@@ -48,18 +54,33 @@ def _positive(text: str) -> int:
     return n
 
 
-def profile_summary(rec: RunRecord, top: int) -> dict | None:
+@dataclass(frozen=True)
+class ProfileSummary:
+    """One run's profile figures (profile_summary): the measure stage's values, gathered for printing and --json."""
+
+    path: str | None
+    experiment: str | None
+    steps: list[int]
+    share: StepShare
+    steady: SteadyShare
+    steady_step_ms: float | None
+    gemm_floor_ms: float | None
+    gemm_floor_tokens: float | None
+    activities: list | None
+    top_gpu_ops: list[GpuOp]
+    host: HostBreakdown | GcOnly | None
+
+
+def profile_summary(rec: RunRecord, top: int) -> ProfileSummary | None:
     """One run's profile figures, or None when it has no measured profiled step."""
     windows = measured_windows(rec)
     if not windows:
         return None
     floor = gemm_floor_ms(rec)
-    return {"path": relative(rec.path) if rec.path else None, "experiment": rec.experiment,
-            "steps": [s["step"] for s in windows], "share": step_share(rec), "steady": steady_share(rec),
-            "steady_step_ms": (step_time(rec)["median"] or 0) * 1000 or None,
-            "gemm_floor_ms": floor[0] if floor else None, "gemm_floor_tokens": floor[1] if floor else None,
-            "activities": (rec.profile or {}).get("activities"), "top_gpu_ops": gpu_ops_per_step(rec, top),
-            "host": host_breakdown(rec, top)}
+    return ProfileSummary(relative(rec.path) if rec.path else None, rec.experiment, [s["step"] for s in windows],
+                          step_share(rec), steady_share(rec), (step_time(rec).median or 0) * 1000 or None,
+                          floor[0] if floor else None, floor[1] if floor else None,
+                          (rec.profile or {}).get("activities"), gpu_ops_per_step(rec, top), host_breakdown(rec, top))
 
 
 def _pct(x) -> str:
@@ -70,52 +91,52 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x:,.1f}"
 
 
-def _print(console, p: dict) -> None:
+def _print(console, p: ProfileSummary) -> None:
     from rich.table import Table
 
-    s = p["share"]
-    head = (f"steps {', '.join(map(str, p['steps']))} (medians): profiled {_ms(s['profiled_ms'])} ms, GPU busy "
-            f"{_ms(s['gpu_busy_ms'])}, host {_ms(s['host_ms'])} ms ({_pct(s['gpu_busy_frac'])} busy, "
-            f"{s['bound'] or '-'}-bound); profiled / steady step "
-            f"{'-' if s['profiled_over_steady'] is None else format(s['profiled_over_steady'], '.2f')}")
-    console.print(f"[bold]{p['path']}[/bold]\n  {head}")
-    g = p.get("steady") or {}
-    if g.get("gpm_steps"):
-        console.print(f"  steady steps, unprofiled (GPM counters, {g['gpm_steps']} steps, means): GPU busy "
-                      f"{_ms(g['gpm_busy_ms'])}, host {_ms(g['gpm_host_ms'])} ms ({_pct(g['gpm_busy_frac'])} busy, "
-                      f"{g['gpm_bound'] or '-'}-bound); GPM / profiler busy over the profiled steps "
-                      f"{'-' if g['gpm_over_profiler'] is None else format(g['gpm_over_profiler'], '.2f')}")
-    if p.get("gemm_floor_ms") and p.get("steady_step_ms"):
+    s = p.share
+    head = (f"steps {', '.join(map(str, p.steps))} (medians): profiled {_ms(s.profiled_ms)} ms, GPU busy "
+            f"{_ms(s.gpu_busy_ms)}, host {_ms(s.host_ms)} ms ({_pct(s.gpu_busy_frac)} busy, "
+            f"{s.bound or '-'}-bound); profiled / steady step "
+            f"{'-' if s.profiled_over_steady is None else format(s.profiled_over_steady, '.2f')}")
+    console.print(f"[bold]{p.path}[/bold]\n  {head}")
+    g = p.steady
+    if g.gpm_steps:
+        console.print(f"  steady steps, unprofiled (GPM counters, {g.gpm_steps} steps, means): GPU busy "
+                      f"{_ms(g.gpm_busy_ms)}, host {_ms(g.gpm_host_ms)} ms ({_pct(g.gpm_busy_frac)} busy, "
+                      f"{g.gpm_bound or '-'}-bound); GPM / profiler busy over the profiled steps "
+                      f"{'-' if g.gpm_over_profiler is None else format(g.gpm_over_profiler, '.2f')}")
+    if p.gemm_floor_ms and p.steady_step_ms:
         console.print(f"  GEMM floor (the frozen linears' forward and input-grad GEMMs alone, measured on this GPU "
-                      f"kind) at this run's {p['gemm_floor_tokens']:,.0f} padded tokens per step: "
-                      f"{_ms(p['gemm_floor_ms'])} ms; the steady step {_ms(p['steady_step_ms'])} ms is "
-                      f"{p['steady_step_ms'] / p['gemm_floor_ms']:.2f}x it, "
-                      f"{_ms(p['steady_step_ms'] - p['gemm_floor_ms'])} ms above")
-    if p["top_gpu_ops"]:
+                      f"kind) at this run's {p.gemm_floor_tokens:,.0f} padded tokens per step: "
+                      f"{_ms(p.gemm_floor_ms)} ms; the steady step {_ms(p.steady_step_ms)} ms is "
+                      f"{p.steady_step_ms / p.gemm_floor_ms:.2f}x it, "
+                      f"{_ms(p.steady_step_ms - p.gemm_floor_ms)} ms above")
+    if p.top_gpu_ops:
         t = Table(title="GPU kernels (ms per step)", title_justify="left")
         t.add_column("kernel")
         t.add_column("ms", justify="right")
         t.add_column("calls", justify="right")
-        for r in p["top_gpu_ops"]:
-            t.add_row(r["op"][:90], _ms(r["gpu_ms"]), f"{r['calls']:.0f}" if r["calls"] is not None else "-")
+        for r in p.top_gpu_ops:
+            t.add_row(r.op[:90], _ms(r.gpu_ms), f"{r.calls:.0f}" if r.calls is not None else "-")
         console.print(t)
-    h = p["host"]
-    if not h or not h.get("steps"):
-        gc = (h or {}).get("gc_seconds_per_step")
+    h = p.host
+    if not isinstance(h, HostBreakdown) or not h.steps:
+        gc = h.gc_seconds_per_step if h is not None else None
         console.print("  no host stacks (profile with --profile-host-stacks)"
                       + (f"; garbage collection {gc:.3f} s per profiled step" if gc is not None else ""))
         return
-    t = Table(title=f"host: share of the step (stack samples at ~{h['rate_hz']:.0f}/s)", title_justify="left")
+    t = Table(title=f"host: share of the step (stack samples at ~{h.rate_hz:.0f}/s)", title_justify="left")
     t.add_column("what")
     t.add_column("share", justify="right")
-    for r in h["threads"]:
-        t.add_row(f"thread {r['thread']} busy (frames)", _pct(r["busy_share"]))
-    for r in h["main_owner"]:
-        t.add_row(f"  main in {r['frame']}", _pct(r["share"]))
-    for r in h["cpu"] or []:
-        t.add_row(f"CPU time of OS thread {r['task']}", _pct(r["cpu_share"]))
-    if h.get("gc_seconds_per_step") is not None:
-        t.add_row("garbage collection (s per step)", f"{h['gc_seconds_per_step']:.3f}")
+    for th in h.threads:
+        t.add_row(f"thread {th.thread} busy (frames)", _pct(th.busy_share))
+    for o in h.main_owner:
+        t.add_row(f"  main in {o.frame}", _pct(o.share))
+    for c in h.cpu or []:
+        t.add_row(f"CPU time of OS thread {c.task}", _pct(c.cpu_share))
+    if h.gc_seconds_per_step is not None:
+        t.add_row("garbage collection (s per step)", f"{h.gc_seconds_per_step:.3f}")
     console.print(t)
 
 
@@ -127,7 +148,7 @@ def run(args) -> int:
     done = SKIPPED_EXIT if skipped else 0
     profiles = [(rec, profile_summary(rec, args.top)) for rec in recs]
     if args.json:
-        print(json.dumps([p for _, p in profiles if p is not None], indent=2))
+        print(json.dumps([asdict(p) for _, p in profiles if p is not None], indent=2))
         return done
     from rich.console import Console
 

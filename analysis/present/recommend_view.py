@@ -10,7 +10,7 @@ import pandas as pd
 
 from analysis.judge.classes import ClassAnswer
 from analysis.judge.published import SEED_EXPERIMENT, short
-from analysis.judge.recommend import HostEpochs, Order, Recommendation, Undetermined
+from analysis.judge.recommend import HostEpochs, Recommendation
 
 
 def seconds_text(s: float | None) -> str:
@@ -123,15 +123,15 @@ def gpu_clause(classes: list[ClassAnswer], rec: Recommendation) -> str:
     soon = min(timed, key=lambda c: (c.choice.epoch_s if c.choice else None) or 0.0)
     text = f"; then the GPU: {len(timed)} of the {len(classes)} classes shown have a recipe that fits"
     text += f" (none: {', '.join(untimed)})" if untimed else ""
-    rivals = [c.choice for c in timed if c is not soon and c.choice and soon.choice and c.choice.low_s is not None
-              and soon.choice.high_s is not None and c.choice.low_s <= soon.choice.high_s]
-    rival_hw = {id(c.choice): c.hw for c in timed}
+    rivals = [(c.hw, c.choice) for c in timed if c is not soon and c.choice and soon.choice
+              and c.choice.low_s is not None and soon.choice.high_s is not None
+              and c.choice.low_s <= soon.choice.high_s]
     how = "measured" if soon.choice and soon.choice.measured else "modelled"
     text += (f"; the {short(soon.hw)} finishes soonest ({seconds_text(soon.choice.epoch_s if soon.choice else None)}"
              f", {how}, {soon.choice.experiment if soon.choice else ''})")
     if rivals:
-        text += " with the " + ", ".join(f"{short(rival_hw[id(o)])}'s modelled {span(o.low_s, o.high_s)} s within reach"
-                                         for o in rivals)
+        text += " with the " + ", ".join(f"{short(hw)}'s modelled {span(o.low_s, o.high_s)} s within reach"
+                                         for hw, o in rivals)
     priced = [c for c in timed if c.cost is not None]
     if priced:
         cheap = min(priced, key=lambda c: c.cost or 0.0)  # cost exists only with a choice
@@ -174,8 +174,3 @@ def undetermined_lines(rec: Recommendation) -> list[str]:
     """One line per order the runs do not settle, with what would settle it."""
     return [f"{u.a} vs {u.b}: undetermined ({u.why}); settle with {u.settle}" for u in rec.undetermined]
 
-
-def order_text(o: Order | Undetermined) -> str:
-    if isinstance(o, Order):
-        return f"{o.faster} < {o.slower} ({o.basis}; {', '.join(h[:8] for h in o.hosts)})"
-    return f"{o.a} ? {o.b} ({o.why})"

@@ -6,7 +6,7 @@ recipe per GPU class with its cost at a price table.
 the run records (analysis.parse.results: one picked run per hardware and matrix experiment) and the reviewed published
 figures (seeds/); every number is what analysis.measure (step time, tokens/s, MFU, losses, speed-ups) or
 analysis.judge.published (measured vs published) returns: this module chooses rows and formats them, it computes no
-statistic. The recommendation is analysis.judge.recommend's, its per-GPU rows analysis.estimate.recipe_gpus'.
+statistic. The recommendation is analysis.judge.recommend's, each GPU class's analysis.judge.classes'.
 """
 from __future__ import annotations
 
@@ -17,35 +17,21 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
+from analysis.estimate import prices as price_tables
 from analysis.estimate import quick as quick_estimate
-from analysis.estimate import recipe_gpus
 from analysis.judge import classes, your_runs
 from analysis.judge import published as P
+from analysis.judge.baseline import Candidate, pick_baseline
 from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
 from analysis.present import recommend_view
+from analysis.present.table_rows import ConvergenceRow, ScalingRow, SpeedRow, columns
 from experiments.base import hardware
 from experiments.base.errors import SKIPPED_EXIT
 
-SPEED_COLUMNS = [
-    "hw", "experiment", "source", "gpus", "parallel", "status", "run", "host", "labels", "ms_per_sample",
-    "ms_per_step", "ms_per_step_ci95", "ms_per_micro_step", "tokens_per_s", "tokens_per_s_per_gpu",
-    "tokens_per_s_low", "tokens_per_s_high", "tokens_source",
-    "samples_per_s", "gpu_busy_ms_per_step", "host_ms_per_step", "comm_ms_per_step", "gpu_busy_frac", "bound",
-    "profiled_over_steady", "gpm_busy_ms_per_step", "gpm_host_ms_per_step", "gpm_busy_frac", "gpm_steps",
-    "gpm_over_profiler",
-    "peak_gib", "mfu",
-    "speedup", "speedup_basis", "speedup_hosts", "baseline", "published_ms_per_sample", "measured_over_published",
-    "host_python_ns", "host_dispatch_us", "host_lora_ms",
-    "est_full_train_s", "est_full_train_s_low", "est_full_train_s_high", "est_full_tokens_per_s",
-    "est_full_tokens_per_s_low", "est_full_tokens_per_s_high", "est_steps", "est_basis", "steady_steps",
-]
-CONVERGENCE_COLUMNS = [
-    "hw", "experiment", "source", "status", "run", "labels", "steps", "final_train_loss", "final_eval_loss",
-    "eval_token_acc", "loss_drop_per_100_steps", "steps_to_50pct_drop", "steps_to_90pct_drop",
-    "wall_time_to_last_eval_s",
-]
+SPEED_COLUMNS = columns(SpeedRow)
+CONVERGENCE_COLUMNS = columns(ConvergenceRow)
 COMPACT = {  # --compact: the columns that fit a README page
     "speedup": ["hw", "experiment", "source", "gpus", "host", "ms_per_sample", "ms_per_step", "tokens_per_s",
                 "gpu_busy_ms_per_step", "host_ms_per_step", "bound", "peak_gib", "mfu", "speedup", "speedup_hosts",
@@ -75,7 +61,7 @@ def labels_text(rec: RunRecord) -> str:
     return "; ".join(labels) + (f"; failed: {rec.failure}" if rec.failure else "")
 
 
-def estimate_cells(rec: RunRecord) -> dict:
+def estimate_cells(rec: RunRecord) -> SpeedRow:
     """The full run as a cut run with a schedule predicts it (analysis.estimate.quick): training time and steady
     tokens/s with their 95 % ranges, the steps behind them and what the estimate is. Empty for other runs."""
     if not rec.ok or not rec.schedule or (rec.global_steps or 0) >= len(rec.schedule):
@@ -87,7 +73,7 @@ def estimate_cells(rec: RunRecord) -> dict:
             "est_steps": est.fit_steps, "est_basis": est.label}
 
 
-def _identity(rec: RunRecord) -> dict:
+def _identity(rec: RunRecord) -> SpeedRow:
     return {"hw": rec.hw, "experiment": rec.experiment, "source": "measured", "gpus": rec.gpus,
             "parallel": rec.parallel, "status": rec.status, "run": rec.run, "host": rec.host_id,
             "labels": labels_text(rec)}
@@ -104,41 +90,41 @@ def _ms(seconds: float | None) -> float | None:
     return seconds * 1000 if seconds else None
 
 
-def speed_row(rec: RunRecord) -> dict:
+def speed_row(rec: RunRecord) -> SpeedRow:
     """One measured row of the speed table (without the speed-up, which needs the baseline)."""
     st = steps.step_time(rec)
     tp = throughput.throughput(rec)
     ci = None
-    if st["ci95_low"] is not None:
-        ci = range_text(st["ci95_low"] * 1000, st["ci95_high"] * 1000)
+    if st.ci95_low is not None and st.ci95_high is not None:
+        ci = range_text(st.ci95_low * 1000, st.ci95_high * 1000)
     share = profile.step_share(rec)
     gpm = profile.steady_share(rec)
     probe = rec.host_probe
-    return {
-        **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st["median"]),
+    row: SpeedRow = {
+        **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st.median),
         "ms_per_step_ci95": ci, "ms_per_micro_step": steps.micro_step_ms(rec), "tokens_per_s": tp.tokens_per_s,
         "tokens_per_s_per_gpu": tp.tokens_per_s / rec.gpus if tp.tokens_per_s else None, "tokens_per_s_low": tp.low,
         "tokens_per_s_high": tp.high,
         "tokens_source": tp.source if tp.tokens_per_s is not None else None,
-        "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share["gpu_busy_ms"],
-        "host_ms_per_step": share["host_ms"], "comm_ms_per_step": share["comm_ms"],
-        "gpu_busy_frac": share["gpu_busy_frac"], "bound": share["bound"],
-        "profiled_over_steady": share["profiled_over_steady"], "gpm_busy_ms_per_step": gpm["gpm_busy_ms"],
-        "gpm_host_ms_per_step": gpm["gpm_host_ms"], "gpm_busy_frac": gpm["gpm_busy_frac"],
-        "gpm_steps": gpm["gpm_steps"] or None, "gpm_over_profiler": gpm["gpm_over_profiler"],
-        "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s)["mfu"],
-        "host_python_ns": probe["python_ns"], "host_dispatch_us": probe["dispatch_us"],
-        "host_lora_ms": probe["lora_ms"],
+        "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share.gpu_busy_ms,
+        "host_ms_per_step": share.host_ms, "comm_ms_per_step": share.comm_ms,
+        "gpu_busy_frac": share.gpu_busy_frac, "bound": share.bound,
+        "profiled_over_steady": share.profiled_over_steady, "gpm_busy_ms_per_step": gpm.gpm_busy_ms,
+        "gpm_host_ms_per_step": gpm.gpm_host_ms, "gpm_busy_frac": gpm.gpm_busy_frac,
+        "gpm_steps": gpm.gpm_steps or None, "gpm_over_profiler": gpm.gpm_over_profiler,
+        "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s).mfu,
+        "host_python_ns": probe.python_ns, "host_dispatch_us": probe.dispatch_us, "host_lora_ms": probe.lora_ms,
         "steady_steps": len(steps.steady_steps(rec)) or None,
         **estimate_cells(rec),
     }
+    return row
 
 
 # ----------------------------------------------------------------------------------------- published
 
 
-def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
-    rows = []
+def published_speed_rows(pub: pd.DataFrame) -> list[SpeedRow]:
+    rows: list[SpeedRow] = []
     for hw in P.hardware_with(pub, "ms_per_step"):
         rows.append({
             "hw": hw, "experiment": SEED_EXPERIMENT, "source": "published", "status": "published",
@@ -152,30 +138,10 @@ def published_speed_rows(pub: pd.DataFrame) -> list[dict]:
 # ------------------------------------------------------------------------------------------- tables
 
 
-def baseline_name(row: dict | pd.Series) -> str:
+def baseline_name(row: SpeedRow | pd.Series) -> str:
     """How the `baseline` column names a row: its hardware, and its host id where it has one."""
     host = row.get("host")
-    return row["hw"] + (f" ({host})" if isinstance(host, str) and host else "")
-
-
-MIN_BASELINE_STEADY_STEPS = 10  # a measured baseline row's steady steps, where any row of the group has that many
-
-
-def pick_baseline(rows: list[dict], baseline: str) -> dict | None:
-    """The row of one experiment and source that speed-ups are relative to: BASELINE's row when it has a time per
-    sample (and, for measured rows, a tokens/s: the speed-up is a ratio of throughputs or paired step times); else the
-    slowest such row, among measured rows with at least MIN_BASELINE_STEADY_STEPS steady steps where there are any: a
-    20-step run has one 5-step steady interval, too few to pair step by step with anything, and its tokens/s over
-    those few batches (fewer tokens than most) would skew every tokens/s ratio against it."""
-    usable = [r for r in rows if r.get("ms_per_sample") is not None
-              and (r["source"] != "measured" or r.get("tokens_per_s") is not None)]
-    hit = [r for r in usable if r["hw"] == baseline]
-    if hit:
-        return hit[0]
-    long_enough = [r for r in usable if r["source"] != "measured"
-                   or (r.get("steady_steps") or 0) >= MIN_BASELINE_STEADY_STEPS]
-    usable = long_enough or usable
-    return max(usable, key=lambda r: r["ms_per_sample"]) if usable else None
+    return f"{row['hw']}" + (f" ({host})" if isinstance(host, str) and host else "")
 
 
 def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
@@ -188,54 +154,55 @@ def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAU
     speedup, measured rows: analysis.measure.compare.speedup(baseline run, this run).factor (paired step times where
     both trained the same batches, else the tokens/s ratio), `speedup_hosts` saying whether the two runs shared a host;
     published rows: time_speedup(baseline ms per sample, this row's). The baseline is BASELINE's row of the same
-    experiment and source, else the slowest (pick_baseline). measured_over_published:
+    experiment and source, else the slowest (analysis.judge.baseline.pick_baseline). measured_over_published:
     analysis.judge.published.sample_vs_published (our ms per sample / the published ms per sample, same hardware).
     """
     records = records if records is not None else measured_records(results_dir)
-    by_row: list[tuple[dict, RunRecord | None]] = [(speed_row(r), r) for r in records]
+    by_row: list[tuple[SpeedRow, RunRecord | None]] = [(speed_row(r), r) for r in records]
     pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
     by_row += [(row, None) for row in published_speed_rows(pub)]
-    groups: dict[tuple, list[tuple[dict, RunRecord | None]]] = {}
+    groups: dict[tuple, list[tuple[SpeedRow, RunRecord | None]]] = {}
     for row, rec in by_row:
         groups.setdefault((row["experiment"], row["source"]), []).append((row, rec))
     for (_, source), members in groups.items():
-        base = pick_baseline([row for row, _ in members], baseline)
-        if base is None:
+        i = pick_baseline([Candidate(str(row.get("hw")), row["source"], row.get("ms_per_sample"),
+                                     row.get("tokens_per_s"), row.get("steady_steps")) for row, _ in members], baseline)
+        if i is None:
             continue
-        base_rec = next(rec for row, rec in members if row is base)
+        base, base_rec = members[i]
         for row, rec in members:
             row["baseline"] = baseline_name(base)
             if source == "measured":
                 assert base_rec is not None and rec is not None  # measured rows carry their records
                 sp = compare.speedup(base_rec, rec)
-                row.update(speedup=sp.factor, speedup_basis=sp.how, speedup_hosts=sp.hosts)
+                row["speedup"], row["speedup_basis"], row["speedup_hosts"] = sp.factor, sp.how, sp.hosts
             else:
-                sp = compare.time_speedup(base["ms_per_sample"], row["ms_per_sample"])
-                row.update(speedup=sp.factor, speedup_basis="ms per sample (published)")
+                sp = compare.time_speedup(base.get("ms_per_sample"), row.get("ms_per_sample"))
+                row["speedup"], row["speedup_basis"] = sp.factor, "ms per sample (published)"
     for row, rec in by_row:
         if rec is not None and rec.experiment == SEED_EXPERIMENT:
-            row.update(P.sample_vs_published(rec, pub))
+            vs = P.sample_vs_published(rec, pub)
+            row["published_ms_per_sample"], row["measured_over_published"] = vs.published_ms_per_sample, vs.ratio
     df = pd.DataFrame([row for row, _ in by_row], columns=SPEED_COLUMNS)
     return df.sort_values(["experiment", "source", "hw"], ignore_index=True)
 
 
-SCALING_COLUMNS = ["hw", "experiment", "parallel", "host", "gpus_from", "gpus_to", "speedup", "efficiency",
-                   "efficiency_low", "efficiency_high", "basis", "hosts", "tokens_per_s_from", "tokens_per_s_to",
-                   "comm_ms_per_step", "gpu_busy_frac", "run_from", "run_to", "labels"]
+SCALING_COLUMNS = columns(ScalingRow)
 
 
 def scaling_table(records: list[RunRecord]) -> pd.DataFrame:
     """Scaling efficiency of every N-GPU run over the 1-GPU run of the same hardware, experiment and host
     (analysis.measure.compare.scaling_pairs: a ratio across hosts measures the hosts, so none is made)."""
-    rows = []
+    rows: list[ScalingRow] = []
     for one, many, sc in compare.scaling_pairs(records):
         share = profile.step_share(many)
         rows.append({"hw": many.hw, "experiment": many.experiment, "parallel": many.parallel, "host": many.host_id,
-                     **{k: sc[k] for k in ("gpus_from", "gpus_to", "speedup", "efficiency", "efficiency_low",
-                                            "efficiency_high", "basis", "hosts")},
+                     "gpus_from": sc.gpus_from, "gpus_to": sc.gpus_to, "speedup": sc.speedup,
+                     "efficiency": sc.efficiency, "efficiency_low": sc.efficiency_low,
+                     "efficiency_high": sc.efficiency_high, "basis": sc.basis, "hosts": sc.hosts,
                      "tokens_per_s_from": throughput.throughput(one).tokens_per_s,
                      "tokens_per_s_to": throughput.throughput(many).tokens_per_s,
-                     "comm_ms_per_step": share["comm_ms"], "gpu_busy_frac": share["gpu_busy_frac"],
+                     "comm_ms_per_step": share.comm_ms, "gpu_busy_frac": share.gpu_busy_frac,
                      "run_from": one.run, "run_to": many.run, "labels": labels_text(many)})
     return pd.DataFrame(rows, columns=SCALING_COLUMNS)
 
@@ -244,12 +211,15 @@ def convergence_table(results_dir: str | Path | Scan, seeds_dir: str | Path | No
                       records: list[RunRecord] | None = None) -> pd.DataFrame:
     """Per picked run: steps, final train / eval loss, eval token accuracy, the training loss's drop
     (analysis.measure.loss), wall time to the last eval; and the article's final losses and accuracies."""
-    out = []
+    out: list[ConvergenceRow] = []
     for r in records if records is not None else measured_records(results_dir):
+        drop = loss.loss_drop_stats(r)
         out.append({
-            **_identity(r), "steps": r.global_steps, "final_train_loss": loss.final_train_loss(r),
+            "hw": r.hw, "experiment": r.experiment, "source": "measured", "status": r.status, "run": r.run,
+            "labels": labels_text(r), "steps": r.global_steps, "final_train_loss": loss.final_train_loss(r),
             "final_eval_loss": loss.final_eval_loss(r), "eval_token_acc": loss.final_eval_token_acc(r),
-            **loss.loss_drop_stats(r), "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
+            "loss_drop_per_100_steps": drop.loss_drop_per_100_steps, "steps_to_50pct_drop": drop.steps_to_50pct_drop,
+            "steps_to_90pct_drop": drop.steps_to_90pct_drop, "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
         })
     pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
     total_steps = P.value(pub, None, "total_steps")
@@ -292,9 +262,9 @@ def register(sub) -> None:
                    help="only the answer (README's): the recommendation sentence, the recipes measured beside a "
                         "full seed epoch of their own host, and the recommended recipe per GPU class; Markdown, "
                         "without host ids (the full tables name the hosts and runs)")
-    p.add_argument("--prices", default=str(recipe_gpus.DEFAULT_PRICES), metavar="FILE",
+    p.add_argument("--prices", default=str(price_tables.DEFAULT_PRICES), metavar="FILE",
                    help="price table for the recommended recipe's cost per GPU class (YAML 'h100: 2.5' per GPU-hour, "
-                        "optionally 'currency: EUR'; default: analysis/data/prices.yaml, dated list prices)")
+                        "optionally 'currency: EUR'; default: data/prices.yaml, dated list prices)")
     p.set_defaults(func=run)
 
 
@@ -320,7 +290,7 @@ def your_runs_table(records: list[RunRecord]) -> pd.DataFrame:
 
 def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
            seeds_dir: str | Path | None = None,
-           compact: bool = False, prices: str | Path | None = recipe_gpus.DEFAULT_PRICES) -> dict[str, pd.DataFrame]:
+           compact: bool = False, prices: str | Path | None = price_tables.DEFAULT_PRICES) -> dict[str, pd.DataFrame]:
     """{"speedup", "convergence", "scaling", "recommended" (one row: the recipe for the job, its command and
     sentence), "recipes" (every matrix recipe's full epochs per host), "orders" (which recipe finishes sooner, and
     which orders are undetermined), "classes" (each GPU class's recipe, epoch and cost), "your_runs"} of RESULTS_DIR
@@ -396,7 +366,7 @@ def answer_md(t: dict[str, pd.DataFrame]) -> str:
 
 def run(args) -> int:
     hardware.require(args.baseline)  # an unknown baseline is bad input (exit 2, the known names), as in report
-    recipe_gpus.check_prices(args.prices)  # so is a price table that cannot be read, even where none is needed
+    price_tables.check_prices(args.prices)  # so is a price table that cannot be read, even where none is needed
     found = scan(args.results_dir)
     for line in found.lines():  # folders left out and copies counted once, one line each; exit 3 if any was left out
         print(f"swiftbench: {line}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The hardware table (analysis/data/hardware.yaml) and model shapes (config.json or models.yaml).
+"""The hardware table (data/hardware.yaml) and model shapes (config.json or models.yaml).
 
 Specs are data, not code: adding a GPU class is one YAML entry.
 """
@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -17,7 +16,6 @@ from experiments.base.errors import InputError
 DATA = paths.DATA
 HARDWARE_FILE = DATA / "hardware.yaml"
 MODELS_FILE = DATA / "models.yaml"
-DEFAULT_BASELINE = "a10"  # the class speed-ups are relative to unless asked otherwise: the article's slowest card
 SHAPE_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
               "num_key_value_heads", "vocab_size")
 
@@ -32,6 +30,9 @@ def table(path: str | Path = HARDWARE_FILE) -> dict[str, dict]:
             if field not in spec:
                 raise InputError(path, f"hardware entry {key!r} lacks {field!r}")
         spec["key"] = key
+    baselines = [k for k, spec in data.items() if spec.get("baseline")]
+    if len(baselines) != 1:
+        raise InputError(path, f"one class must be the speed-ups' `baseline: true`, not {len(baselines)}")
     seen: dict[str, str] = {}
     for key, spec in data.items():
         for name in {key, spec["name"], *(spec.get("aliases") or [])}:
@@ -39,6 +40,16 @@ def table(path: str | Path = HARDWARE_FILE) -> dict[str, dict]:
             if other != key:
                 raise InputError(path, f"hardware name {name!r} of {key!r} is also a name of {other!r}")
     return data
+
+
+def baseline() -> str:
+    """The class speed-ups are relative to unless asked otherwise (hardware.yaml's `baseline: true`)."""
+    return next(k for k, spec in table().items() if spec.get("baseline"))
+
+
+def board_power() -> dict[str, float]:
+    """Each class's board power limit in W where hardware.yaml gives one (`board_power_w`), in the file's order."""
+    return {k: spec["board_power_w"] for k, spec in table().items() if spec.get("board_power_w")}
 
 
 def shown() -> list[str]:
@@ -210,6 +221,4 @@ def describe(key: str) -> str:
     return f"{spec['name']} ({spec['memory_gb']} GB, {spec['bf16_dense_tflops']} TFLOPS bf16 dense)"
 
 
-def as_rows() -> list[dict[str, Any]]:
-    return [{"hw": k, **{f: v for f, v in spec.items() if f not in ("nvml_names", "aliases")}}
-            for k, spec in table().items()]
+DEFAULT_BASELINE = baseline()  # read once: argument defaults name it

@@ -80,11 +80,6 @@ def check(path: str | Path, data: Any, schema: Any = None, line: int | None = No
     return data
 
 
-def nvml_attempt(n: int) -> str:
-    """The NVML samples of attempt N before a resume (the last attempt's are NVML_CSV)."""
-    return f"nvml.{n}.csv"
-
-
 IDENTITY_FILES = (RUN_JSON, ENV_JSON, LOGGING)  # the runner's record, what ran where, ms-swift's log
 
 

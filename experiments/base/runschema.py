@@ -1,9 +1,9 @@
-"""The schema of every run-folder file's fields: type and plausible range, checked where a file is read (issue 30).
+"""The schema of every run-folder file's fields: type and plausible range, checked where a file is read.
 
 A run folder's JSON files are written by the runner, the launcher and ms-swift, but trees are merged from other
-machines and edited by hand: a field of the wrong type (a string `key`, a list `packages`) used to stop `tables` with
+machines and edited by hand: a field of the wrong type (a string `key`, a list `packages`) would stop `tables` with
 a traceback, and one of the right type but an impossible value (a negative batch, 1e15 tokens in a step, `"no"` for
-`dummy_weights`) used to reach a table as a number. Each file's schema is a small declarative tree of the types below;
+`dummy_weights`) would reach a table as a number. Each file's schema is a small declarative tree of the types below;
 runfiles.check(path, data) raises InputError naming the file (and line) and the field, so the reader skips the folder
 (exit 3) with one line. Absent fields and nulls pass (files of older runs lack many); unknown fields pass (newer
 writers add them). The ranges are wide: they refuse what no run can be, not what is unusual.

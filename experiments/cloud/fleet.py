@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.cloud.fleet", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     lp = sub.add_parser("launch", help="one SkyPilot managed job per hardware class (make fleet)")
-    lp.add_argument("--hw", required=True, help="comma-separated classes of analysis/data/hardware.yaml")
+    lp.add_argument("--hw", required=True, help="comma-separated classes of data/hardware.yaml")
     lp.add_argument("--dry-run", action="store_true", help="validate and print the tasks; launch nothing")
     lp.add_argument("--bucket", default=None, help="s3://name or gs://name the runs are copied to")
     lp.add_argument("--image", default=None, help="the Dockerfile's image in a registry the cloud can pull")

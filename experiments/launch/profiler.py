@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 def union_ns(intervals: list[tuple[int, int]]) -> int:
@@ -94,7 +96,7 @@ def profiler_activities(torch, which: str, cuda: bool) -> tuple[list, list[str],
 class GcTimer:
     """Python's garbage collections inside a window, by generation, and the seconds they took (gc.callbacks): a
     full collection over a heap of hundreds of thousands of profiler events is one suspect for a profiled step
-    running longer than its unprofiled neighbours (issue 12)."""
+    running longer than its unprofiled neighbours."""
 
     def __init__(self):
         self.counts = {0: 0, 1: 0, 2: 0}
@@ -126,6 +128,170 @@ class GcTimer:
         return {"collections": {str(k): v for k, v in self.counts.items()}, "seconds": round(self.seconds, 4)}
 
 
+@dataclass(frozen=True)
+class Window:
+    """What a profiler callback profiles: optimizer steps SKIP+1 .. SKIP+STEPS, WARMUP steps right before them under
+    the profiler but unmeasured, host stacks or not, and where profile.json goes."""
+
+    steps: int
+    skip: int
+    warmup: int
+    host_stacks: bool
+    out_file: Path
+
+
+class _StepProfiler:
+    """The profiling callback's steps (make_profiler_callback mixes it with transformers' TrainerCallback, imported
+    only where a training runs). Every start and stop is guarded: a profiler problem never costs the training run."""
+
+    def __init__(self, window: Window, record: dict, torch, cuda: bool, activities, names, note) -> None:
+        self.w, self.torch, self.cuda, self.activities = window, torch, cuda, activities
+        self.prof: Any = None       # torch.profiler.profile of the open window
+        self.t0 = 0.0
+        self.step: int | None = None
+        self.sampler: Any = None    # experiments.launch.hoststacks.StackSampler of the open window
+        self.gc: GcTimer | None = None
+        self.gpm: Any = None  # GPM over exactly this window (experiments/record/gpm.py), False where there is none
+        self.start_error: str | None = None
+        self.data: dict = {"device": "cuda" if cuda else "cpu", "profile_steps": window.steps,
+                           "profile_skip": window.skip, "profile_warmup": window.warmup,
+                           "host_stacks": bool(window.host_stacks), "activities": names,
+                           **({"activities_note": note} if note else {}),
+                           "window": "end of the previous optimizer step -> end of this one (includes fetching its "
+                                     "batches)", "steps": []}
+        record["profile"] = {"file": str(window.out_file), "steps": window.steps, "skip": window.skip,
+                             "device": self.data["device"]}
+
+    def _sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def _start(self, step: int) -> None:
+        self._sync()
+        try:
+            self.prof = self.torch.profiler.profile(activities=self.activities, record_shapes=False, with_stack=False)
+            self.prof.start()
+        except Exception as exc:  # noqa: BLE001 - no profile for this step, training goes on
+            self.prof = None
+            self.data["steps"].append({"step": step, "error": f"{type(exc).__name__}: {exc}"})
+            self._write()
+            return
+        self.step = step
+        self._start_host(step)
+        self._gpm_mark()
+        self.t0 = time.perf_counter()
+
+    def _start_host(self, step: int) -> None:
+        """Host stacks (measured steps only) and the garbage-collection timer; neither may cost the training run: a
+        window without them says why."""
+        try:
+            if self.w.host_stacks and step > self.w.skip:
+                from experiments.launch.hoststacks import StackSampler
+
+                self.sampler = StackSampler().start()
+            self.gc = GcTimer().__enter__()
+        except Exception as exc:  # noqa: BLE001
+            self.start_error = f"{type(exc).__name__}: {exc}"
+
+    def _gpm_mark(self) -> dict | None:
+        """GPM's counters since the previous mark (the window's start), or None; never raises."""
+        if not self.cuda or self.gpm is False:
+            return None
+        try:
+            if self.gpm is None:
+                from experiments.record.gpm import Gpm
+
+                self.gpm = Gpm.open()[0] or False  # open() takes the first mark
+                return None
+            return self.gpm.mark()
+        except Exception:  # noqa: BLE001 - no GPM reading for this window
+            self.gpm = False
+            return None
+
+    def _finish(self) -> None:
+        self._sync()
+        wall = time.perf_counter() - self.t0
+        entry: dict = {"step": self.step, "wall_s": round(wall, 6), "gpu_busy_s": None, "gpu_busy_frac": None}
+        m = self._gpm_mark()
+        if m is not None:  # GPM over this window: the profiler's kernel union against the GPU's active time
+            entry["gpm"] = m
+        self._finish_host(entry)
+        if self.step is not None and self.step <= self.w.skip:  # a warm-up window: recorded, left out of figures
+            entry["warmup"] = True
+        self._finish_kernels(entry, wall)
+        self.data["steps"].append(entry)
+        self.prof, self.step = None, None
+        self._write()
+
+    def _finish_host(self, entry: dict) -> None:
+        """The window's garbage collections and host stacks into ENTRY (or why not)."""
+        try:
+            if self.gc is not None:
+                self.gc.__exit__(None, None, None)
+                entry["gc"] = self.gc.summary()
+            if self.sampler is not None:
+                entry["host_stacks"] = self.sampler.stop()
+        except Exception as exc:  # noqa: BLE001 - as the profiler's own errors
+            entry["host_error"] = f"{type(exc).__name__}: {exc}"
+        self.gc = self.sampler = None
+        if self.start_error:
+            entry["host_error"] = self.start_error
+            self.start_error = None
+
+    def _finish_kernels(self, entry: dict, wall: float) -> None:
+        """The profiler's GPU busy time (the union of kernels and copies), NCCL's share and the top kernels into
+        ENTRY (or the profiler's error)."""
+        try:  # a profiler problem must never cost the training run
+            self.prof.stop()
+            t_proc = time.perf_counter()
+            gpu, host, comm, by_name = _device_intervals(self.prof)
+            busy = union_ns(gpu) / 1e9 if self.cuda else None
+            entry.update({"gpu_busy_s": None if busy is None else round(busy, 6),
+                          # NCCL kernels' time (overlapping compute or not): the step's communication on GPU 0
+                          "gpu_comm_s": None if busy is None else round(union_ns(comm) / 1e9, 6),
+                          "gpu_busy_frac": None if busy is None or wall <= 0 else round(busy / wall, 4),
+                          "gpu_events": len(gpu), "host_events": host,
+                          "top_gpu_ops": top_gpu_ops(by_name) if self.cuda else [],
+                          "processing_s": round(time.perf_counter() - t_proc, 3)})
+        except Exception as exc:  # noqa: BLE001
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+
+    def _write(self) -> None:
+        measured = [s for s in self.data["steps"] if not s.get("warmup")]
+        fr = [s["gpu_busy_frac"] for s in measured if s.get("gpu_busy_frac") is not None]
+        walls = [s["wall_s"] for s in measured if s.get("wall_s") is not None]
+        self.data["median_wall_s"] = statistics.median(walls) if walls else None
+        self.data["median_gpu_busy_frac"] = statistics.median(fr) if fr else None
+        self.w.out_file.parent.mkdir(parents=True, exist_ok=True)
+        self.w.out_file.write_text(json.dumps(self.data, indent=2))
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.w.skip - self.w.warmup == 0 and self.w.steps > 0:
+            self._start(state.global_step + 1)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        g = state.global_step  # the optimizer step that just ended
+        if self.prof is not None:
+            self._finish()
+        if self.w.skip - self.w.warmup <= g < self.w.skip + self.w.steps:
+            self._start(g + 1)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.prof is not None:  # training ended inside a window: drop it
+            self.prof.stop()
+            self.prof = None
+        if self.sampler is not None:
+            self.sampler.stop()
+            self.sampler = None
+        if self.gc is not None:
+            self.gc.__exit__(None, None, None)
+            self.gc = None
+        if self.gpm:  # the window's GPM samples
+            self.gpm.close()
+            self.gpm = False
+        self._write()
+
+
 def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, which: str = "all", warmup: int = 0,
                            host_stacks: bool = False):
     """A transformers TrainerCallback that profiles optimizer steps skip+1 .. skip+steps. WHICH: 'all' records host
@@ -134,145 +300,13 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
     lists them with `warmup: true` and only their wall time): the first profiled step of a run came out 1.18-1.26x
     the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window).
     HOST_STACKS: each measured step also samples every Python thread's stack (experiments/launch/hoststacks.py), stored
-    as the step's `host_stacks`.
-    Stays whole: the TrainerCallback it returns closes over the window's options and the record, its methods the steps
-    of one profiling window."""
+    as the step's `host_stacks`."""
     warmup = max(0, min(int(warmup), skip))
     import torch
     from transformers import TrainerCallback
 
     cuda = torch.cuda.is_available()
     activities, names, note = profiler_activities(torch, which, cuda)
-
-    class StepProfiler(TrainerCallback):
-        def __init__(self):
-            self.prof = None
-            self.t0 = None
-            self.step = None
-            self.sampler = None
-            self.gc = None
-            self.gpm = None  # GPM over exactly this window (experiments/record/gpm.py), False where there is none
-            self.start_error = None
-            self.data = {"device": "cuda" if cuda else "cpu", "profile_steps": steps, "profile_skip": skip,
-                         "profile_warmup": warmup, "host_stacks": bool(host_stacks),
-                         "activities": names, **({"activities_note": note} if note else {}),
-                         "window": "end of the previous optimizer step -> end of this one (includes fetching its "
-                                   "batches)", "steps": []}
-            record["profile"] = {"file": str(out_file), "steps": steps, "skip": skip, "device": self.data["device"]}
-
-        def _sync(self):
-            if cuda:
-                torch.cuda.synchronize()
-
-        def _start(self, step: int):
-            self._sync()
-            try:
-                self.prof = torch.profiler.profile(activities=activities, record_shapes=False, with_stack=False)
-                self.prof.start()
-            except Exception as exc:  # noqa: BLE001 - no profile for this step, training goes on
-                self.prof = None
-                self.data["steps"].append({"step": step, "error": f"{type(exc).__name__}: {exc}"})
-                self._write()
-                return
-            self.step = step
-            try:  # neither may cost the training run: a window without them says why
-                if host_stacks and step > skip:
-                    from experiments.launch.hoststacks import StackSampler
-
-                    self.sampler = StackSampler().start()
-                self.gc = GcTimer().__enter__()
-            except Exception as exc:  # noqa: BLE001
-                self.start_error = f"{type(exc).__name__}: {exc}"
-            self._gpm_mark()
-            self.t0 = time.perf_counter()
-
-        def _gpm_mark(self) -> dict | None:
-            """GPM's counters since the previous mark (the window's start), or None; never raises."""
-            if not cuda or self.gpm is False:
-                return None
-            try:
-                if self.gpm is None:
-                    from experiments.record.gpm import Gpm
-
-                    self.gpm = Gpm.open()[0] or False  # open() takes the first mark
-                    return None
-                return self.gpm.mark()
-            except Exception:  # noqa: BLE001 - no GPM reading for this window
-                self.gpm = False
-                return None
-
-        def _finish(self):
-            self._sync()
-            wall = time.perf_counter() - self.t0
-            entry = {"step": self.step, "wall_s": round(wall, 6), "gpu_busy_s": None, "gpu_busy_frac": None}
-            m = self._gpm_mark()
-            if m is not None:  # GPM over this window: the profiler's kernel union against the GPU's active time
-                entry["gpm"] = m
-            try:
-                if self.gc is not None:
-                    self.gc.__exit__(None, None, None)
-                    entry["gc"] = self.gc.summary()
-                if self.sampler is not None:
-                    entry["host_stacks"] = self.sampler.stop()
-            except Exception as exc:  # noqa: BLE001 - as the profiler's own errors below
-                entry["host_error"] = f"{type(exc).__name__}: {exc}"
-            self.gc = self.sampler = None
-            if self.start_error:
-                entry["host_error"] = self.start_error
-                self.start_error = None
-            if self.step <= skip:  # a warm-up window: recorded in full, left out of every figure
-                entry["warmup"] = True
-            try:  # a profiler problem must never cost the training run
-                self.prof.stop()
-                t_proc = time.perf_counter()
-                gpu, host, comm, by_name = _device_intervals(self.prof)
-                busy = union_ns(gpu) / 1e9 if cuda else None
-                entry.update({"gpu_busy_s": None if busy is None else round(busy, 6),
-                              # NCCL kernels' time (overlapping compute or not): the step's communication on GPU 0
-                              "gpu_comm_s": None if busy is None else round(union_ns(comm) / 1e9, 6),
-                              "gpu_busy_frac": None if busy is None or wall <= 0 else round(busy / wall, 4),
-                              "gpu_events": len(gpu), "host_events": host,
-                              "top_gpu_ops": top_gpu_ops(by_name) if cuda else [],
-                              "processing_s": round(time.perf_counter() - t_proc, 3)})
-            except Exception as exc:  # noqa: BLE001
-                entry["error"] = f"{type(exc).__name__}: {exc}"
-            self.data["steps"].append(entry)
-            self.prof, self.step = None, None
-            self._write()
-
-        def _write(self):
-            measured = [s for s in self.data["steps"] if not s.get("warmup")]
-            fr = [s["gpu_busy_frac"] for s in measured if s.get("gpu_busy_frac") is not None]
-            walls = [s["wall_s"] for s in measured if s.get("wall_s") is not None]
-            self.data["median_wall_s"] = statistics.median(walls) if walls else None
-            self.data["median_gpu_busy_frac"] = statistics.median(fr) if fr else None
-            out_file.parent.mkdir(parents=True, exist_ok=True)
-            out_file.write_text(json.dumps(self.data, indent=2))
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            if skip - warmup == 0 and steps > 0:
-                self._start(state.global_step + 1)
-
-        def on_step_end(self, args, state, control, **kwargs):
-            g = state.global_step  # the optimizer step that just ended
-            if self.prof is not None:
-                self._finish()
-            if skip - warmup <= g < skip + steps:
-                self._start(g + 1)
-
-        def on_train_end(self, args, state, control, **kwargs):
-            if self.prof is not None:  # training ended inside a window: drop it
-                self.prof.stop()
-                self.prof = None
-            if self.sampler is not None:
-                self.sampler.stop()
-                self.sampler = None
-            if self.gc is not None:
-                self.gc.__exit__(None, None, None)
-                self.gc = None
-            if self.gpm:  # the window's GPM samples
-                self.gpm.close()
-                self.gpm = False
-            self._write()
-
-    return StepProfiler()
+    cls = type("StepProfiler", (_StepProfiler, TrainerCallback), {})
+    return cls(Window(steps, skip, warmup, bool(host_stacks), Path(out_file)), record, torch, cuda, activities, names,
+               note)

@@ -2,7 +2,7 @@
 
 No weights can be downloaded on the machines this suite runs on, but speed and memory depend on the
 shapes, not on the weight values. So the stand-in has the exact config of Qwen/Qwen2.5-7B-Instruct
-(read from ``analysis/data/models.yaml``), random weights, and the real Qwen2/2.5 byte-level BPE
+(read from ``data/models.yaml``), random weights, and the real Qwen2/2.5 byte-level BPE
 tokenizer rebuilt from the ``qwen.tiktoken`` file that the PyPI package ``dashscope`` ships. Loss
 values of such a model mean nothing for quality; everything else (step time, memory, token counts)
 is what the real model gives.
@@ -34,6 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from experiments.base import paths
 from experiments.base.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 MODEL_KEY = "Qwen2.5-7B-Instruct"
 BASE_MODEL_ID = "Qwen/Qwen2.5-7B-Instruct"
 MARKER = "SWIFTBENCH_DUMMY.json"
-MODELS_YAML = Path(__file__).resolve().parents[2] / "analysis" / "data" / "models.yaml"
+MODELS_YAML = paths.DATA / "models.yaml"
 # Bump when the on-disk layout or the tokenizer recipe changes, so that old caches are rebuilt.
 BUILD_FORMAT = 1
 # Flags that make `swift sft` treat any folder built here as Qwen2.5 (no basename matching needed).

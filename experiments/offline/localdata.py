@@ -168,7 +168,7 @@ def fill_self_cognition(
 
 def check_data_dir(data_dir: str | Path) -> None:
     """DATA_DIR holds a readable, non-empty file of rows for every local stand-in: what run-all checks before
-    anything starts (an empty folder used to make a failed run folder instead of one line, exit 2)."""
+    anything starts (an empty folder is one line, exit 2, not a failed run folder)."""
     src_dir = Path(data_dir)
     if not src_dir.is_dir():
         raise InputError(src_dir, "data folder is missing")

@@ -28,9 +28,6 @@ SEARCHES_FILE = "searches.yaml"
 # --callbacks among them) or the command's environment (`env`).
 LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "profile_activities", "profile_warmup",
                  "profile_host_stacks", "longest_first", "pad_to", "fast_exit", "stop_after"}
-# Run keys (run.json) written before the plugin held these as launcher options; each is the recipe's now:
-# {option: (its swift flags, the command's environment)} for the values the committed runs used.
-MOVED_LAUNCHER_OPTIONS = ("sdpa_padding_free", "sdp_backends", "liger_config", "env")
 
 
 def recipe_of_key(key: dict) -> tuple[dict, dict, dict]:

@@ -22,10 +22,6 @@ from pathlib import Path
 
 from experiments.base import runfiles
 
-# Seed 000's NCCL script (seeds/platform_speed.yaml, flag.nccl_env_script), exactly as printed there.
-SEED000_NCCL_ENV = {"NCCL_NVSWITCH_USE": "1", "NCCL_IB_DISABLE": "0", "NCCL_P2P_LEVEL": "5",
-                    "NCCL_FASTRAK_ENABLE": "1"}
-
 
 def busbw(algbw: float, ranks: int) -> float:
     """nccl-tests' bus bandwidth of an all-reduce: algbw x 2(n-1)/n (what each link carries)."""

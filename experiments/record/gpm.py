@@ -2,7 +2,7 @@
 
 Why: torch.profiler's kernel tracing costs microseconds per launch on the GPU hosts (their torch 2.11 has no
 kernel-only filter), so a profiled step of the host-bound seed recipe runs 1.1-1.3x its unprofiled neighbours and its
-host time is overstated by the tracer's own cost (issue 12). GPM reads hardware counters at two moments and reports
+host time is overstated by the tracer's own cost. GPM reads hardware counters at two moments and reports
 what happened between them (Hopper and newer, read-only, no per-launch cost), so every step's GPU share is measured
 as that step ran. Metrics (NVML's definitions, percent of the interval):
 

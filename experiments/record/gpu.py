@@ -64,7 +64,7 @@ def check_hardware(hw: str, force: bool = False, lib=None, count: int = 1) -> di
         return {"gpu_name": name, "matched_hw": matched, "forced": False}
     if not force:
         raise HardwareMismatch(
-            f"the GPU is {name!r} ({matched or 'not in analysis/data/hardware.yaml'}), not {hw} "
+            f"the GPU is {name!r} ({matched or 'not in data/hardware.yaml'}), not {hw} "
             f"({spec['name']}); pass FORCE=1 / --force-hw to run anyway with a 'forced' label")
     return {"gpu_name": name, "matched_hw": matched, "forced": True}
 

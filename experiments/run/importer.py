@@ -271,7 +271,7 @@ def register(sub) -> None:
                                    "args.json) into RESULTS/<hw>/<experiment>/<run>/ with a run.json and env.json that "
                                    "say they were imported; never overwrites.")
     p.add_argument("src", metavar="SWIFT_OUTPUT_DIR", help="swift's output folder (or one vN-... run folder in it)")
-    p.add_argument("--hw", required=True, help="the GPU class the runs were made on (analysis/data/hardware.yaml)")
+    p.add_argument("--hw", required=True, help="the GPU class the runs were made on (data/hardware.yaml)")
     p.add_argument("--experiment", required=True,
                    help="a recipes.yaml experiment (seed, bs16, ...) when args.json is exactly its recipe, else a name "
                         "of your own (myrun): kept beside the matrix, never the reference job")

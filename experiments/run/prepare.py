@@ -71,7 +71,7 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$") 
 
 def check_model(model: str) -> None:
     """MODEL is 'dummy', a local model folder with its config.json, or a well-formed hub id: checked before anything
-    starts (MODEL=/nonexistent and a malformed id used to make a failed run folder instead of one line, exit 2)."""
+    starts (MODEL=/nonexistent or a malformed id is one line, exit 2, not a failed run folder)."""
     if model in (DUMMY, DUMMY_TINY):
         return
     local = Path(model).expanduser()

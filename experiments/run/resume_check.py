@@ -1,4 +1,4 @@
-"""Kill a real `run-all` during training, run it again, and record what the resume did (issue 19, seed 001's claim that
+"""Kill a real `run-all` during training, run it again, and record what the resume did (seed 001's claim that
 resuming from a checkpoint takes at most 10 s).
 
     python -m experiments.run.resume_check --hw h200 --model dummy --data ../shared/data --experiment bs16 \

@@ -173,7 +173,7 @@ def experiment_lock(spec: RunSpec):
         f.flush()
         try:
             yield True
-        finally:  # the file goes with the lock (a refused pre-flight left results/.locks/*.lock behind, issue 30)
+        finally:  # the file goes with the lock (else a refused pre-flight leaves results/.locks/*.lock behind)
             with contextlib.suppress(OSError):
                 path.unlink()
             with contextlib.suppress(OSError):
@@ -366,7 +366,7 @@ def register(sub) -> None:
                        description="Run every experiment of the matrix (experiments/recipes/recipes.yaml) "
                                    "for one hardware "
                                    "class, or with --claims the claims audit's experiments; complete runs are skipped.")
-    r.add_argument("--hw", required=True, help="a class of analysis/data/hardware.yaml, or auto (the GPU's, from NVML)")
+    r.add_argument("--hw", required=True, help="a class of data/hardware.yaml, or auto (the GPU's, from NVML)")
     r.add_argument("--model", default="Qwen/Qwen2.5-7B-Instruct",
                    help="hub id (default), a local model folder, 'dummy' (random weights, exact shapes)")
     r.add_argument("--data", default=None, help="folder with local stand-ins of the hub datasets")

@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 
 from analysis.core.seeds import published_recipe
-from analysis.estimate import planner, recipe_gpus
+from analysis.estimate import planner
+from analysis.estimate import prices as price_tables
 from analysis.estimate.validate import planner_error
 from analysis.judge import published as P
 from analysis.judge.classes import ClassAnswer
@@ -62,10 +63,10 @@ def recipe_kwargs(ctx: Context) -> dict:
             "epochs": int(rec.get("num_train_epochs") or 1), "lora_rank": int(rec.get("lora_rank") or 8)}
 
 
-def predictions(ctx: Context) -> dict[str, dict]:
+def predictions(ctx: Context) -> dict[str, planner.PlanRow]:
     """hw -> the planner's estimate of the seed recipe on that class (its roofline figures are the predicted row)."""
     plans = planner.estimate(hw=classes(ctx), results=ctx.results_dir, **recipe_kwargs(ctx))
-    return {p["hw"]: p for p in plans}
+    return {p.hw: p for p in plans}
 
 
 # ------------------------------------------------------------------------------------------ rows
@@ -86,7 +87,7 @@ def _host(rec: RunRecord) -> str:
 
 
 def measured_row(rec: RunRecord, capacity: float, best: dict) -> dict:
-    st = steps.step_time(rec)["median"]
+    st = steps.step_time(rec).median
     ep = steps.epoch_time(rec)
     gpus = rec.world_size or 1
     extra = [f"{gpus} GPUs" if gpus > 1 else None,
@@ -98,19 +99,19 @@ def measured_row(rec: RunRecord, capacity: float, best: dict) -> dict:
             "ms_per_sample": steps.sample_ms(rec), "ms_per_step": st * 1000 if st else None,
             "tokens_per_s": throughput.throughput(rec).tokens_per_s, "peak_gib": rec.peak_mem_gib,
             "capacity_gib": capacity, "fits": None, "gpu_busy_frac": profile.busy_fraction(rec),
-            "epoch_steps": ep["steps"], "epoch_s": ep["seconds"], "gpu_hours": ep["gpu_hours"], "largest_batch": None,
+            "epoch_steps": ep.steps, "epoch_s": ep.seconds, "gpu_hours": ep.gpu_hours, "largest_batch": None,
             "best": best}
 
 
-def predicted_row(p: dict, best: dict) -> dict:
-    roof = p["roofline"]
-    return {"hw": p["hw"], "gpu": _gpu(p["hw"]), "source": "predicted", "run": None, "host": None, "gpus": 1,
+def predicted_row(p: planner.PlanRow, best: dict) -> dict:
+    roof = p.roofline
+    return {"hw": p.hw, "gpu": _gpu(p.hw), "source": "predicted", "run": None, "host": None, "gpus": 1,
             "labels": "planner (analysis/estimate/planner.py): roofline time, memory model",
-            "detail": "planner" + ("" if p["fits"] else "; does NOT fit"),
-            "ms_per_sample": roof["ms_per_sample"], "ms_per_step": roof["step_time_s"] * 1000,
-            "tokens_per_s": roof["tokens_per_s"], "peak_gib": p["logged_peak_gib"], "capacity_gib": p["capacity_gib"],
-            "fits": p["fits"], "gpu_busy_frac": roof["gpu_busy_frac"], "epoch_steps": p["steps"],
-            "epoch_s": roof["total_time_s"], "gpu_hours": roof["total_time_s"] / 3600, "largest_batch": p["max_batch"],
+            "detail": "planner" + ("" if p.fits else "; does NOT fit"),
+            "ms_per_sample": roof.ms_per_sample, "ms_per_step": roof.step_time_s * 1000,
+            "tokens_per_s": roof.tokens_per_s, "peak_gib": p.logged_peak_gib, "capacity_gib": p.capacity_gib,
+            "fits": p.fits, "gpu_busy_frac": roof.gpu_busy_frac, "epoch_steps": p.steps,
+            "epoch_s": roof.total_time_s, "gpu_hours": roof.total_time_s / 3600, "largest_batch": p.max_batch,
             "best": best}
 
 
@@ -312,7 +313,7 @@ def your_runs_html(ctx: Context) -> str:
 def recommendation_html(ctx: Context) -> str:
     ans = ctx.answer()
     rec, classes = ans.recommendation, list(ans.classes)
-    source = recipe_gpus.price_source(ctx.prices)
+    source = price_tables.price_source(ctx.prices)
     prices = (f"Prices: <code>{H.e(ctx.prices.name if ctx.prices else 'none')}</code>"
               + (f" ({H.e(source)})" if source else "") + "; yours with <code>--prices FILE</code>.")
     note = ("<i>epoch</i>: train_runtime of the recipe's first full epoch on a host (ms-swift's clock: every step, "

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
+from analysis.estimate import prices as price_tables
 from analysis.parse.results import Scan, roots_of, run_folders, scan
 from analysis.present.report.context import hardware_list
 from experiments.base import boundary, hardware, paths, userfiles
@@ -98,10 +99,8 @@ def build(results: str | Path | Sequence[str | Path] = "results", out: str | Pat
     hw = hardware_list(hardware_wanted)
     found = check_inputs(results, baseline, hw, seeds, out, notebook)
     if prices:
-        from analysis.estimate import planner
-
         prices = Path(prices).resolve()
-        planner.read_prices(prices)  # a bad price table is bad input: one line, exit 2, before the kernel
+        price_tables.read_prices(prices)  # a bad price table is bad input: one line, exit 2, before the kernel
     missing = [m for m in ("papermill", "nbconvert", "nbformat", "ipykernel") if importlib.util.find_spec(m) is None]
     if missing:  # a plain `pip install .` has the tables, not the notebook stack
         raise InputError(None, f"the report needs {', '.join(missing)}: "
@@ -143,7 +142,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=int, default=600, help="seconds one notebook cell may take")
     parser.add_argument("--prices", default=None, metavar="FILE",
                         help="price table for the cost columns (YAML 'h100: 2.5' per GPU-hour, optionally "
-                             "'currency: EUR'; default: analysis/data/prices.yaml, dated list prices)")
+                             "'currency: EUR'; default: data/prices.yaml, dated list prices)")
 
 
 def register(sub) -> None:

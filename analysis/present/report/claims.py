@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.judge import config, frames
+from analysis.judge import config, frames, rulespec
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
@@ -38,7 +38,7 @@ def verdicts(ctx: Context) -> pd.DataFrame:
 
 def target_factor() -> float | None:
     """The throughput bar of the audit (claims.yaml: the target_speedup rule's factor)."""
-    return next((c["rule"]["factor"] for c in config.claims() if c["rule"]["kind"] == "target_speedup"), None)
+    return next((c.rule.factor for c in config.claims() if isinstance(c.rule, rulespec.TargetSpeedup)), None)
 
 
 def _common_labels(records) -> str:
@@ -143,9 +143,8 @@ def audited(table: pd.DataFrame) -> dict[tuple[str, str], str]:
     verdict_of = dict(zip(table["id"], table["verdict"]))
     out = {}
     for c in config.claims():
-        src = c["source"]
-        for cid in [src.get("claim"), *(src.get("also") or [])]:
-            out[(src.get("file"), cid)] = f"{verdict_of.get(c['id'], '?')} (audit row {c['id']})"
+        for cid in [c.source.claim, *c.source.also]:
+            out[(c.source.file, cid)] = f"{verdict_of.get(c.id, '?')} (audit row {c.id})"
     return out
 
 

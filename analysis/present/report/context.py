@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
-from analysis.estimate import recipe_gpus
+from analysis.estimate import prices as price_tables
 from analysis.judge.classes import Answer, answer
 from analysis.judge.published import short
 from analysis.judge.seed_checks import load_seeds
@@ -48,7 +48,7 @@ class Context:
     pub: pd.DataFrame                   # the seeds' published figures
     seeds: dict[str, dict]              # every seed file by name
     util: pd.DataFrame                  # analysis.measure.utilisation.summary of the matrix runs
-    prices: Path | None = None          # the price table for costs (analysis/data/prices.yaml unless given)
+    prices: Path | None = None          # the price table for costs (data/prices.yaml unless given)
     files: list[str] = field(default_factory=list)  # written into OUT, in order
     _cache: dict = field(default_factory=dict, repr=False)  # stage outputs two sections share, made once
 
@@ -76,7 +76,7 @@ class Context:
             speed=speedup_table(results_dir, baseline, seeds_dir, records=picked),
             conv=convergence_table(results_dir, seeds_dir, records=picked),
             pub=published_figures(seeds_dir), seeds=load_seeds(seeds_dir), util=U.summary(matrix),
-            prices=Path(prices) if prices else recipe_gpus.DEFAULT_PRICES)
+            prices=Path(prices) if prices else price_tables.DEFAULT_PRICES)
 
     # ------------------------------------------------------------------------------------ the runs
 
@@ -89,7 +89,7 @@ class Context:
 
     def ok_records(self) -> list[RunRecord]:
         """Successful matrix runs with a steady step time."""
-        return [r for r in self.matrix if r.ok and steps.step_time(r)["median"]]
+        return [r for r in self.matrix if r.ok and steps.step_time(r).median]
 
     def hw_rank(self, hw) -> int:
         return self.hardware.index(hw) if hw in self.hardware else len(self.hardware)

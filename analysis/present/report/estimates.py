@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.estimate import quick as Q
+from analysis.estimate import quick_check as Q
 from analysis.estimate.validate import planner_error
 from analysis.parse.record import RunRecord
 from analysis.present import plots
@@ -75,13 +75,13 @@ def estimates_section(ctx: Context) -> str:
 
 ROW_COLUMNS = ["experiment", "quick_run", "first_on_host", "full_first", "quick_steps", "fit_steps", "form",
                "predicted_train_s", "low", "high", "measured_train_s", "error_pct", "inside"]
-PART_COLUMNS = ["to_anchor_s", "steps_s", "events_s"]  # analysis.estimate.quick.error_parts
+PART_COLUMNS = ["to_anchor_s", "steps_s", "events_s"]  # analysis.estimate.quick_check.ErrorParts
 QUICK_COLUMNS = [*ROW_COLUMNS, *PART_COLUMNS, "same_steps_ratio", "same_steps_gpu_ratio", "same_steps_host_ratio"]
 
 
 def quick_frame(rows: list[dict]) -> pd.DataFrame:
-    """analysis.estimate.quick.comparison_table's rows, flat: the error's parts and the same-steps ratios as
-    columns."""
+    """analysis.estimate.quick_check.comparison_table's rows (as_json), flat: the error's parts and the same-steps
+    ratios as columns."""
     flat = []
     for r in rows:
         parts, same = r.get("error_parts") or {}, r.get("same_steps") or {}
@@ -93,9 +93,9 @@ def quick_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def quick_section(ctx: Context) -> list[str]:
-    """The quick runs (issue 17): each estimate with its range and the steps behind it, against the full run made after
-    it on the same host, the error split into its parts, and a figure of the steps both runs have."""
-    rows = Q.comparison_table(records=ctx.records)
+    """The quick runs (docs/quick-runs.md): each estimate with its range and the steps behind it, against the full
+    run made after it on the same host, the error split into its parts, and a figure of the steps both runs have."""
+    rows = [Q.as_json(r) for r in Q.comparison_table(records=ctx.records)]
     if not rows:
         return [H.p("<b>Quick runs.</b> None in these results (<code>make run-all ... QUICK=1</code>).")]
     df = quick_frame(rows)
@@ -135,5 +135,5 @@ def quick_section(ctx: Context) -> list[str]:
         parts.append(H.figure(ctx, fig, "quick_pairs.png", "Each steady interval both runs of a pair have (the same "
                               "batches, the same host, minutes apart): the quick run solid, the full run dashed; "
                               "where both have GPM counters, the GPU-active seconds below "
-                              "(analysis.estimate.quick.same_step_rows). " + labels))
+                              "(analysis.estimate.quick_check.same_step_rows). " + labels))
     return parts

@@ -66,11 +66,11 @@ def in_words(names: list[str]) -> str:
 def run_use(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
     """Every run folder under one key: used, or why not (NOT_USED). A successful run is used unless another successful
     run of its experiment, GPU and host has more steps (or as many and is newer): the run the tables pick."""
-    picked = {id(r) for r in latest_per_group([r for r in records if r.ok])}
+    picked = set(latest_per_group([r for r in records if r.ok]))  # a record is equal only to itself
     out: dict[str, list[RunRecord]] = {"used": [], **{k: [] for k in NOT_USED}}
     for r in records:
         if r.ok:
-            out["used" if id(r) in picked else "superseded"].append(r)
+            out["used" if r in picked else "superseded"].append(r)
         elif r.is_oom:
             out["OOM"].append(r)
         elif r.cut_short:

@@ -121,12 +121,6 @@ def fold(summary: str, body: str, open_: bool = False) -> str:
     return f"<details{' open' if open_ else ''}><summary>{summary}</summary>{body}</details>" if body else ""
 
 
-def side_by_side(*parts: str) -> str:
-    """PARTS (figures, usually) in one row, each an equal share of the page's width."""
-    shown = [x for x in parts if x]
-    return '<div class="sb-row">' + "".join(f"<div>{x}</div>" for x in shown) + "</div>" if shown else ""
-
-
 def clip(text, width: int) -> str:
     """TEXT on one line, cut at WIDTH characters with '…' (the whole text stays in the CSV and the folded table)."""
     text = " ".join(str(text).split())

@@ -154,9 +154,9 @@ def env_frame(runs: list[RunRecord]) -> pd.DataFrame:
         col = {label: r.env.get(key) for label, key in fields}
         col["host id"] = r.host_id
         probe = r.host_probe
-        if any(v is not None for v in probe.values()):
+        if probe.measured():
             col["host probe (Python ns/iter, dispatch us/op, LoRA ms)"] = (
-                f"{probe['python_ns']}, {probe['dispatch_us']}, {probe['lora_ms']}")
+                f"{probe.python_ns}, {probe.dispatch_us}, {probe.lora_ms}")
         check = r.env.get("gpu_check") or {}
         if check:
             col["GPU check"] = f"matched {check.get('matched_hw')}" + (" (FORCED)" if check.get("forced") else "")
@@ -220,7 +220,7 @@ def published_html(ctx: Context, hw: str) -> str:
 def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
     rows = []
     for r in runs:
-        median = steps.step_time(r)["median"]
+        median = steps.step_time(r).median
         rows.append({"run": r.run, "experiment": r.experiment, "status": r.status, "labels": "; ".join(r.labels),
                      "steps": r.global_steps, "ms/step": median * 1000 if median else None,
                      "peak GiB": r.peak_mem_gib})
@@ -273,7 +273,7 @@ def hardware_sections(ctx: Context) -> str:
             env_rows.append({"hw": hw, "experiment": r.experiment, "run": r.run,
                              **{k: v for k, v in r.env.items() if k not in ("topology", "gpus", "packages",
                                                                             "gpu_check", "host")},
-                             "host_id": r.host_id, **{f"host_probe:{k}": v for k, v in r.host_probe.items()},
+                             "host_id": r.host_id, **{f"host_probe:{k}": v for k, v in vars(r.host_probe).items()},
                              **{f"pkg:{k}": v for k, v in (r.env.get("packages") or {}).items()}})
         if hw not in ctx.published_hw:
             parts.append(H.note(f"{H.e(P.short(hw))} is not in the article; the nearest published class is "

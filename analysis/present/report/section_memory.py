@@ -36,7 +36,7 @@ def memory_section(ctx: Context) -> str:
     return H.join([
         H.p("Peak memory torch reserved during each run (ms-swift's <code>memory(GiB)</code>; the CUDA context "
             "and other processes come on top) against the capacity of each GPU class of "
-            "analysis/data/hardware.yaml, in GiB as the answer's table has them (the planner's capacity: the "
+            "data/hardware.yaml, in GiB as the answer's table has them (the planner's capacity: the "
             f"marketed GB as 10^9 bytes, {', '.join(f'{gib:.1f}' for gib, _ in caps)} GiB)"
             + (f"; NVML reported {gpu_mib / 1024:.1f} GiB for the GPU of these runs" if gpu_mib else "")
             + ". <i>fits</i> = peak below the capacity, "

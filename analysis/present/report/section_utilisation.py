@@ -11,6 +11,7 @@ from analysis.measure import utilisation as U
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
+from experiments.base import hardware
 
 
 def _share(v: float) -> str:
@@ -54,7 +55,7 @@ def timelines(ctx: Context) -> list[str]:
         frames, windows, board = [], {}, {}
         for r in sorted(runs, key=lambda r: r.run):
             u = by_run.get((r.hw, r.experiment, r.run), {})
-            tl = U.timeline(r, u)
+            tl = U.timeline(r, u.get("train_start_s"), u.get("train_end_s"))
             if tl is None:
                 continue
             tl["name"] = r.name
@@ -83,7 +84,7 @@ def gpm_steps(ctx: Context) -> list[str]:
         rows = P.gpm_step_rows(r)
         if rows:
             frames.append(pd.DataFrame(rows).assign(name=f"{r.hw} · {r.experiment} · {r.run}",
-                                                    steady_busy_frac=P.steady_share(r)["gpm_busy_frac"]))
+                                                    steady_busy_frac=P.steady_share(r).gpm_busy_frac))
     if not frames:
         return []
     labels = ctx.labels_of(runs)
@@ -98,7 +99,7 @@ def gpm_steps(ctx: Context) -> list[str]:
 
 def utilisation_section(ctx: Context) -> str:
     util = ctx.util
-    limits = ", ".join(f"{k} {v} W" for k, v in U.BOARD_POWER_W.items())
+    limits = ", ".join(f"{k} {v} W" for k, v in hardware.board_power().items())
     parts = [
         H.p("From each run's <code>nvml.csv</code> (one sample a second), tied to the log by the TensorBoard event "
             "file's time stamp (or the last busy sample); energy per 1,000 tokens = 1,000 x joules over the "

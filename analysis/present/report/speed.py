@@ -52,8 +52,8 @@ def speed_frame(ctx: Context) -> pd.DataFrame:
             "name": f"{r.name} · {'host ' + r.host_id[:6] if r.host_id else 'host ?'}", "hw": r.hw,
             "experiment": r.experiment, "run": r.run, "source": "measured",
             "labels": "; ".join(r.labels), "in_tables": ctx.in_tables(r),
-            "ms": per_sample["median"], "ms_lo": per_sample["ci95_low"], "ms_hi": per_sample["ci95_high"],
-            "n_intervals": st["n_intervals"], "tok": tp.tokens_per_s, "tok_lo": tp.low, "tok_hi": tp.high,
+            "ms": per_sample.median, "ms_lo": per_sample.ci95_low, "ms_hi": per_sample.ci95_high,
+            "n_intervals": st.n_intervals, "tok": tp.tokens_per_s, "tok_lo": tp.low, "tok_hi": tp.high,
             "baseline": b[0] if b else None, "speedup": sp.factor if sp else None,
             "speedup_hosts": sp.hosts if sp else None,
         })

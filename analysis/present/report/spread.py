@@ -29,8 +29,8 @@ def runs_frame(ctx: Context, records: list[RunRecord]) -> pd.DataFrame:
         rows.append({
             "hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status, "labels": "; ".join(r.labels),
             "in_tables": ctx.in_tables(r), "steps": r.global_steps, "complete": r.complete,
-            "ms_per_step": _ms(st["median"]), "ms_ci95_low": _ms(st["ci95_low"]), "ms_ci95_high": _ms(st["ci95_high"]),
-            "steady_intervals": st["n_intervals"], "ms_per_micro_step": steps.micro_step_ms(r),
+            "ms_per_step": _ms(st.median), "ms_ci95_low": _ms(st.ci95_low), "ms_ci95_high": _ms(st.ci95_high),
+            "steady_intervals": st.n_intervals, "ms_per_micro_step": steps.micro_step_ms(r),
             "tokens_per_s": throughput.throughput(r).tokens_per_s, "peak_gib": r.peak_mem_gib,
         })
     return pd.DataFrame(rows)
@@ -43,7 +43,7 @@ def spread_frame(records: list[RunRecord]) -> pd.DataFrame:
     (analysis.measure.compare.time_speedup(slowest ms, fastest ms).pct)."""
     groups: dict[tuple, list[tuple[RunRecord, float]]] = {}
     for r in records:
-        median = steps.step_time(r)["median"]
+        median = steps.step_time(r).median
         if median:
             groups.setdefault((r.hw, r.experiment, r.layout), []).append((r, median * 1000))
     rows = []

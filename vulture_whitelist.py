@@ -1,0 +1,39 @@
+"""Names the dead-code check (vulture, `make lint`) cannot see used: each is read by something outside the code it
+reads. Add a name here only with the reader it has.
+"""
+# ruff: noqa
+from vulture.whitelist_utils import Whitelist
+
+_ = Whitelist()
+
+# fields of typed values read through dataclasses.asdict (JSON output, table rows, the report's CSVs)
+time_source, scheduled, tokens_per_s_error_pct, profiled_busy_s, profiled_tokens, overhead_s  # estimate
+optimizer_s, live_peak_gib, headroom_gib, tokens_per_micro_batch  # the planner's PlanRow
+loss_dev, band_step, rule_text, base_n, test_n, failed_other  # judge
+peak_tflops, comm_frac, gpm_sm_util_pct, gpm_tensor_util_pct, main_package, token_acc  # measure, parse
+
+# what a sweep recorded, kept beside the figures the nccl_env verdict reads (analysis.parse.bench,
+# analysis.measure.interconnect)
+time_us_without, time_us_with, busbw_without, busbw_with, algbw_gbs, topology
+
+# hooks and attributes other libraries call or read
+__getattr__  # module-level lazy attributes (analysis/present/report, experiments/offline/dummy)
+_.exclude_input, _.exclude_input_prompt, _.exclude_output_prompt  # nbconvert's exporter options
+_.should_log  # transformers' TrainerControl
+_._prepare_model_tokenizer, _._save_val_dataset, val_dataset  # ms-swift's SwiftSft, overridden
+_.load_tiktoken_bpe, _.ignore_merges, _.normalizer, _.pre_tokenizer, _.post_processor  # tokenizers' objects
+_.dataloader_num_workers, _.dataloader_persistent_workers, _.dataloader_prefetch_factor  # transformers' args
+_._train_batch_size, _.accelerator  # transformers' Trainer
+_.fx_graph_cache, _.enable_autograd_cache  # torch._inductor / torch._functorch config
+_.found_inf  # torch's GradScaler state
+_.sample1, _.sample2  # NVML's GPM structure (ctypes)
+
+# names of the run-folder contract and of the command line that no module reads
+RUNALL_LOG  # experiments/base/runfiles.py: the runner's console output, read by people and device-call scripts
+SWIFT_MODEL_ARGS  # experiments/offline/dummy.py: the flags a user passes to swift for the dummy model
+
+# stand-ins of NVML and CUPTI in tests: the real API's names
+nvmlClocksThrottleReasonGpuIdle, nvmlClocksThrottleReasonSwPowerCap, nvmlClocksThrottleReasonHwSlowdown
+nvmlClocksThrottleReasonAll, buffer, valid, lib_
+_.nvmlDeviceGetPciInfo, _.nvmlDeviceGetMaxClockInfo, _.nvmlDeviceGetPersistenceMode
+pytestmark  # pytest reads it
