@@ -232,3 +232,27 @@ def test_the_claims_recipes_table_shows_the_break_even_beside_compiled_recipes()
     assert row.train_runtime_s == jobtime.job_time(compiled).train_runtime_s
     assert rf.loc["fast-nocudnn"].break_even_vs is None or rf.loc["fast-nocudnn"].break_even_vs != \
         rf.loc["fast-nocudnn"].break_even_vs  # eager: none
+
+
+def _class(hw, epoch, low, high, cost_per_h, measured=False):
+    from analysis.judge.classes import ClassAnswer, Option
+
+    opt = None if epoch is None else Option("fast", True, 35.5, "peak", epoch, low, high, measured, "b", "r")
+    return ClassAnswer(hw, hw, 40.0, opt, (), (), cost_per_h, "USD")
+
+
+def test_compare_classes_decides_soonest_cheapest_and_what_is_within_reach():
+    """By hand: H200 measured 44.6 s; H100 modelled 47.4 (44.4-50.8) reaches below 44.6; A100 77.3 (71.9-83.5) does
+    not; the RTX 4090 costs least (154.1 s x 0.60 / 3600 = 0.0257 < the H200's 44.6 x 6.35 / 3600 = 0.0787); an A10
+    without a recipe is untimed."""
+    from analysis.judge.classes import compare_classes
+
+    h200 = _class("h200", 44.6, 44.6, 44.6, 6.35, measured=True)
+    h100 = _class("h100", 47.4, 44.4, 50.8, 4.76)
+    a100 = _class("a100", 77.3, 71.9, 83.5, 1.48)
+    rtx = _class("rtx4090", 154.1, 142.0, 168.0, 0.60)
+    a10 = _class("a10", None, None, None, 0.86)
+    c = compare_classes([a10, rtx, a100, h100, h200])
+    assert c.soonest is h200 and c.within_reach == (h100,) and c.untimed == (a10,)
+    assert c.cheapest is rtx and rtx.cost == pytest.approx(154.1 / 3600 * 0.60)
+    assert compare_classes([a10]).soonest is None and compare_classes([]).cheapest is None

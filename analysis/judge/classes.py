@@ -142,6 +142,34 @@ def class_answers(rec: Recommendation, records: list[RunRecord], classes: list[s
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """Across the classes: which finishes the job soonest, which costs least, and which classes' modelled times are
+    within reach of the soonest (their band reaches its upper end: the order between them is not settled)."""
+
+    timed: tuple[ClassAnswer, ...]
+    untimed: tuple[ClassAnswer, ...]
+    soonest: ClassAnswer | None
+    cheapest: ClassAnswer | None
+    within_reach: tuple[ClassAnswer, ...]
+
+
+def compare_classes(classes: list[ClassAnswer] | tuple[ClassAnswer, ...]) -> Comparison:
+    timed = tuple(c for c in classes if c.choice is not None and c.choice.epoch_s is not None)
+    untimed = tuple(c for c in classes if c not in timed)
+
+    def epoch(c: ClassAnswer) -> float:
+        return c.choice.epoch_s if c.choice is not None and c.choice.epoch_s is not None else float("inf")
+
+    soon = min(timed, key=epoch, default=None)
+    top = soon.choice.high_s if soon is not None and soon.choice is not None else None
+    reach = tuple(c for c in timed if c is not soon and c.choice is not None and c.choice.low_s is not None
+                  and top is not None and c.choice.low_s <= top)
+    priced = [c for c in timed if c.cost is not None]
+    cheap = min(priced, key=lambda c: c.cost if c.cost is not None else float("inf"), default=None)
+    return Comparison(timed, untimed, soon, cheap, reach)
+
+
+@dataclass(frozen=True)
 class Answer:
     """The whole answer: the recommended recipe (analysis.judge.recommend) and each GPU class's (class_answers)."""
 

@@ -8,7 +8,7 @@ import dataclasses
 
 import pandas as pd
 
-from analysis.judge.classes import ClassAnswer
+from analysis.judge.classes import ClassAnswer, compare_classes
 from analysis.judge.published import SEED_EXPERIMENT, short
 from analysis.judge.recommend import HostEpochs, Recommendation
 
@@ -112,29 +112,25 @@ def _x_seed(rec: Recommendation, d: HostEpochs) -> str:
             f"({d.epoch_x_seed:.1f}x sooner{over})")
 
 
-def gpu_clause(classes: list[ClassAnswer], rec: Recommendation) -> str:
-    """Then the GPU: every class's recipe, the soonest and the cheapest, and how sure."""
-    timed = [c for c in classes if c.choice and c.choice.epoch_s is not None]
+def gpu_clause(classes: list[ClassAnswer]) -> str:
+    """Then the GPU: every class's recipe, the soonest and the cheapest, and how sure
+    (analysis.judge.classes.compare_classes decides; this words it)."""
     if not classes:
         return ""
-    if not timed:
+    v = compare_classes(classes)
+    if not v.timed or v.soonest is None or v.soonest.choice is None:
         return "; then the GPU: no class shown has a recipe that is shown to fit"
-    untimed = [short(c.hw) for c in classes if c not in timed]
-    soon = min(timed, key=lambda c: (c.choice.epoch_s if c.choice else None) or 0.0)
-    text = f"; then the GPU: {len(timed)} of the {len(classes)} classes shown have a recipe that fits"
-    text += f" (none: {', '.join(untimed)})" if untimed else ""
-    rivals = [(c.hw, c.choice) for c in timed if c is not soon and c.choice and soon.choice
-              and c.choice.low_s is not None and soon.choice.high_s is not None
-              and c.choice.low_s <= soon.choice.high_s]
-    how = "measured" if soon.choice and soon.choice.measured else "modelled"
-    text += (f"; the {short(soon.hw)} finishes soonest ({seconds_text(soon.choice.epoch_s if soon.choice else None)}"
-             f", {how}, {soon.choice.experiment if soon.choice else ''})")
-    if rivals:
-        text += " with the " + ", ".join(f"{short(hw)}'s modelled {span(o.low_s, o.high_s)} s within reach"
-                                         for hw, o in rivals)
-    priced = [c for c in timed if c.cost is not None]
-    if priced:
-        cheap = min(priced, key=lambda c: c.cost or 0.0)  # cost exists only with a choice
+    text = f"; then the GPU: {len(v.timed)} of the {len(classes)} classes shown have a recipe that fits"
+    text += f" (none: {', '.join(short(c.hw) for c in v.untimed)})" if v.untimed else ""
+    soon = v.soonest.choice
+    how = "measured" if soon.measured else "modelled"
+    text += f"; the {short(v.soonest.hw)} finishes soonest ({seconds_text(soon.epoch_s)}, {how}, {soon.experiment})"
+    if v.within_reach:
+        text += " with the " + ", ".join(
+            f"{short(c.hw)}'s modelled {span(c.choice.low_s, c.choice.high_s)} s within reach"
+            for c in v.within_reach if c.choice is not None)
+    cheap = v.cheapest
+    if cheap is not None:
         rng = cheap.cost_range
         text += (f", the {short(cheap.hw)} costs least ({money(cheap.cost, cheap.currency)}"
                  + (f", {span(*rng, fmt='{:.4f}')} with the model's band" if rng and rng[0] != rng[1] else "")
@@ -167,7 +163,7 @@ def sentence(rec: Recommendation, classes: list[ClassAnswer] | None = None) -> s
         order = (f"; it finished sooner than {', '.join(beaten)} on a host holding both" if beaten else "")
         if rec.note:
             order += f" ({rec.note})"
-    return head + loss + order + gpu_clause(classes or [], rec) + "."
+    return head + loss + order + gpu_clause(classes or []) + "."
 
 
 def undetermined_lines(rec: Recommendation) -> list[str]:
