@@ -220,16 +220,16 @@ def test_planner_memory_per_gpu_by_hand():
     shapes = planner.resolve_model("Qwen2.5-7B-Instruct")
     mem = planner.memory(shapes, "lora", 593, 1, True, 8)
     one = planner.per_gpu_memory(mem, 1, "ddp")
-    assert one["peak_mem_gib"] == pytest.approx(mem["peak_mem_gib"])
+    assert one.peak_mem_gib == pytest.approx(mem.peak_mem_gib)
     ddp = planner.per_gpu_memory(mem, 2, "ddp")
-    assert ddp["sharding_extra_gib"] == pytest.approx(mem["gradients_gib"])
+    assert ddp.sharding_extra_gib == pytest.approx(mem.gradients_gib)
     z2 = planner.per_gpu_memory(mem, 2, "zero2")
-    lora = mem["params"]["lora"]
-    assert z2["optimizer_gib"] == pytest.approx(mem["optimizer_gib"] / 2)
-    assert z2["sharding_extra_gib"] == pytest.approx((lora * 4 / 2 + 2 * 2e8 * 2) / GIB)
+    lora = mem.params.lora
+    assert z2.optimizer_gib == pytest.approx(mem.optimizer_gib / 2)
+    assert z2.sharding_extra_gib == pytest.approx((lora * 4 / 2 + 2 * 2e8 * 2) / GIB)
     z3 = planner.per_gpu_memory(mem, 2, "zero3")
-    per_layer = mem["weights_gib"] / shapes["num_hidden_layers"]
-    assert z3["weights_gib"] == pytest.approx(mem["weights_gib"] / 2 + 2 * per_layer)
+    per_layer = mem.weights_gib / shapes["num_hidden_layers"]
+    assert z3.weights_gib == pytest.approx(mem.weights_gib / 2 + 2 * per_layer)
     with pytest.raises(InputError):
         planner.per_gpu_memory(mem, 2, "fsdp9")
 

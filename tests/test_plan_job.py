@@ -51,16 +51,16 @@ def test_padding_free_liger_checkpointing_off_by_hand():
     chunk = 2 ** math.ceil(math.log2(math.ceil(3007 / math.ceil(V / H))))  # 70 rows -> 128
     assert chunk == 128
     working = 10 * V * chunk
-    assert mem["tokens_per_micro_batch"] == 3007
-    assert mem["stored_activations_gib"] == pytest.approx(stored / GIB)
-    assert mem["working_activations_gib"] == pytest.approx(working / GIB)
+    assert mem.tokens_per_micro_batch == 3007
+    assert mem.stored_activations_gib == pytest.approx(stored / GIB)
+    assert mem.working_activations_gib == pytest.approx(working / GIB)
     static = (7_615_616_512 * 2 + 20_185_088 * 16) / GIB
     k_s, k_o = c["memory.allocator_cache_factor_stored"], c["memory.allocator_cache_factor_other"]
-    assert mem["peak_mem_gib"] == pytest.approx(static + (k_s * stored + k_o * working) / GIB)
-    assert mem["peak_mem_gib"] == pytest.approx(35.52, rel=0.02)  # the fast run logged 35.52 GiB
+    assert mem.peak_mem_gib == pytest.approx(static + (k_s * stored + k_o * working) / GIB)
+    assert mem.peak_mem_gib == pytest.approx(35.52, rel=0.02)  # the fast run logged 35.52 GiB
     # padded rows of the same batch: 16 x the longest sample, the logits' 12 x vocab per token instead of Liger's
     padded = planner.memory(shapes, "lora", 593, 16, False, 8, c)
-    assert padded["tokens_per_micro_batch"] == 16 * 593 and padded["peak_mem_gib"] > 3 * mem["peak_mem_gib"]
+    assert padded.tokens_per_micro_batch == 16 * 593 and padded.peak_mem_gib > 3 * mem.peak_mem_gib
 
 
 def test_plan_from_the_fast_runs_args_predicts_its_peak_within_15_percent():
@@ -216,5 +216,5 @@ def test_flash_attention_repeats_no_kv_and_args_carry_attn_impl():
     sdpa = planner.memory(shapes, "lora", 593, 16, False, 8, padding_free=True, liger=True, packed_tokens=3007)
     flash = planner.memory(shapes, "lora", 593, 16, False, 8, padding_free=True, liger=True, packed_tokens=3007,
                            attn_impl="flash_attn")
-    assert sdpa["activations_gib"] - flash["activations_gib"] == pytest.approx(LAYERS * (4 * H - 4 * KV) * 3007 / GIB)
+    assert sdpa.activations_gib - flash.activations_gib == pytest.approx(LAYERS * (4 * H - 4 * KV) * 3007 / GIB)
     assert planner.args_from_run(FAST / "args.json")["attn_impl"] == "sdpa"

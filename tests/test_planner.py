@@ -47,9 +47,9 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def test_every_constant_says_its_kind_and_why():
-    values = planner.constants()
-    kinds = planner.constant_kinds()
-    assert set(values) == set(kinds)
+    c = planner.constants()
+    kinds = c.kinds
+    assert set(c.values) == set(kinds)
     assert set(kinds.values()) <= {"physical", "calibrated", "measured", "assumption"}
     assert {k for k, v in kinds.items() if v == "calibrated"} == {
         "memory.allocator_cache_factor", "memory.allocator_cache_factor_stored", "memory.allocator_cache_factor_other",
@@ -61,14 +61,15 @@ def test_every_constant_says_its_kind_and_why():
 def test_calibrated_constants_are_what_the_committed_runs_give():
     fit = validate.calibrate(RESULTS)
     c = planner.constants()
-    for name in ("allocator_cache_factor", "allocator_cache_factor_stored", "allocator_cache_factor_other"):
-        assert fit[name] == pytest.approx(c[f"memory.{name}"], rel=0.01), name
-    assert fit["achievable_fraction"] == pytest.approx(c["time.achievable_fraction"], rel=0.01)
-    assert fit["host_overhead_s"] == pytest.approx(c["time.host_overhead_s"], rel=0.01)
+    assert fit.allocator_cache_factor == pytest.approx(c["memory.allocator_cache_factor"], rel=0.01)
+    assert fit.allocator_cache_factor_stored == pytest.approx(c["memory.allocator_cache_factor_stored"], rel=0.01)
+    assert fit.allocator_cache_factor_other == pytest.approx(c["memory.allocator_cache_factor_other"], rel=0.01)
+    assert fit.achievable_fraction == pytest.approx(c["time.achievable_fraction"], rel=0.01)
+    assert fit.host_overhead_s == pytest.approx(c["time.host_overhead_s"], rel=0.01)
     # the seed run: ~388 ms per batch-1 micro-step (steady steps 10-40 of its 40: 6,207 ms / 16), of which the GPU
     # roofline is a small part
-    assert fit["seed_micro_step_s"] == pytest.approx(0.388, abs=0.001)
-    assert fit["host_overhead_s"] > 0.9 * fit["seed_micro_step_s"]
+    assert fit.small.experiment == "seed" and fit.small.micro_step_s == pytest.approx(0.388, abs=0.001)
+    assert fit.host_overhead_s > 0.9 * fit.small.micro_step_s
 
 
 # ------------------------------------------------------------------------------- memory, by hand
@@ -77,51 +78,51 @@ def test_calibrated_constants_are_what_the_committed_runs_give():
 def test_hand_computed_memory_components_of_the_7b(shapes):
     assert shapes["head_dim"] == 128 and shapes["num_key_value_heads"] * shapes["head_dim"] == KV
     mem = planner.memory(shapes, "lora", seq_len=593, batch=1, gradient_checkpointing=True, lora_rank=8)
-    p = mem["params"]
-    assert p["total"] == 7_615_616_512
-    assert p["lora"] == 20_185_088 == hardware.lora_params(shapes, {"lora_rank": 8, "target_modules": "all-linear"})
-    assert mem["weights_gib"] == pytest.approx(7_615_616_512 * 2 / GIB)
-    assert round(mem["weights_gib"], 2) == 14.19  # 14.185 GiB
-    assert mem["adapters_gib"] == pytest.approx(20_185_088 * 4 / GIB)   # fp32 adapters (PEFT upcast)
-    assert mem["gradients_gib"] == pytest.approx(20_185_088 * 4 / GIB)
-    assert mem["optimizer_gib"] == pytest.approx(20_185_088 * 8 / GIB)  # AdamW: 2 fp32 states
+    p = mem.params
+    assert p.total == 7_615_616_512
+    assert p.lora == 20_185_088 == hardware.lora_params(shapes, {"lora_rank": 8, "target_modules": "all-linear"})
+    assert mem.weights_gib == pytest.approx(7_615_616_512 * 2 / GIB)
+    assert round(mem.weights_gib, 2) == 14.19  # 14.185 GiB
+    assert mem.adapters_gib == pytest.approx(20_185_088 * 4 / GIB)   # fp32 adapters (PEFT upcast)
+    assert mem.gradients_gib == pytest.approx(20_185_088 * 4 / GIB)
+    assert mem.optimizer_gib == pytest.approx(20_185_088 * 8 / GIB)  # AdamW: 2 fp32 states
     # checkpointed: 2h per layer + final norm fp32 4h + logits/loss 12 V, per token
     per_token = LAYERS * 2 * H + 4 * H + 12 * V
     assert per_token == 2_039_808
-    assert mem["activations_gib"] == pytest.approx(593 * per_token / GIB)
-    assert mem["logits_loss_gib"] == pytest.approx(593 * 12 * V / GIB)
+    assert mem.activations_gib == pytest.approx(593 * per_token / GIB)
+    assert mem.logits_loss_gib == pytest.approx(593 * 12 * V / GIB)
     static = (7_615_616_512 * 2 + 20_185_088 * 16) / GIB
-    assert mem["live_peak_gib"] == pytest.approx(static + 593 * per_token / GIB)
+    assert mem.live_peak_gib == pytest.approx(static + 593 * per_token / GIB)
     c = planner.constants()
     stored, working = (LAYERS * 2 * H + 4 * H) * 593, 12 * V * 593  # kept across the step; the loss's logits
-    assert mem["stored_activations_gib"] == pytest.approx(stored / GIB)
-    assert mem["working_activations_gib"] == pytest.approx(working / GIB)
-    assert mem["peak_mem_gib"] == pytest.approx(static + (c["memory.allocator_cache_factor_stored"] * stored
+    assert mem.stored_activations_gib == pytest.approx(stored / GIB)
+    assert mem.working_activations_gib == pytest.approx(working / GIB)
+    assert mem.peak_mem_gib == pytest.approx(static + (c["memory.allocator_cache_factor_stored"] * stored
                                                           + c["memory.allocator_cache_factor"] * working) / GIB)
 
 
 def test_activations_without_checkpointing_keep_every_layer(shapes):
     per = planner.activation_bytes_per_token(shapes, "lora", False, 1, 2048)
     layer = 24 * H + 8 * INTER + 4 * KV + 6 * H + 1 * INTER  # saved tensors + dropout masks
-    assert per["layer_per_token"] == layer == 280_064
-    assert per["total_per_token"] == LAYERS * layer + 4 * H + 12 * V
+    assert per.layer_per_token == layer == 280_064
+    assert per.total_per_token == LAYERS * layer + 4 * H + 12 * V
     with_gc = planner.activation_bytes_per_token(shapes, "lora", True, 1, 2048)
-    assert per["total_per_token"] > 4 * with_gc["total_per_token"]
+    assert per.total_per_token > 4 * with_gc.total_per_token
     # a padded batch repeats k, v to all heads and saves a T x T mask, but with checkpointing the logits still dominate
     padded = planner.activation_bytes_per_token(shapes, "lora", True, 16, 593)
-    assert padded["total_per_token"] == with_gc["total_per_token"]
-    assert planner.activation_bytes_per_token(shapes, "lora", False, 16, 593)["layer_per_token"] == \
+    assert padded.total_per_token == with_gc.total_per_token
+    assert planner.activation_bytes_per_token(shapes, "lora", False, 16, 593).layer_per_token == \
         layer + 4 * H - 4 * KV + 2 * 593
 
 
 def test_qlora_and_full_memory(shapes):
     q = planner.memory(shapes, "qlora", 593, 1, True, 8)
     decoder_linears = hardware.matmul_params(shapes) - H * V
-    assert q["weights_gib"] == pytest.approx((decoder_linears * 0.5157 + (7_615_616_512 - decoder_linears) * 2) / GIB)
+    assert q.weights_gib == pytest.approx((decoder_linears * 0.5157 + (7_615_616_512 - decoder_linears) * 2) / GIB)
     full = planner.memory(shapes, "full", 593, 1, True, 8)
-    assert full["adapters_gib"] == 0
-    assert full["gradients_gib"] == pytest.approx(7_615_616_512 * 2 / GIB)
-    assert full["optimizer_gib"] == pytest.approx(7_615_616_512 * 4 / GIB)
+    assert full.adapters_gib == 0
+    assert full.gradients_gib == pytest.approx(7_615_616_512 * 2 / GIB)
+    assert full.optimizer_gib == pytest.approx(7_615_616_512 * 4 / GIB)
 
 
 # -------------------------------------------------------------------------------- the hard bar
@@ -274,7 +275,7 @@ def test_flops_per_token_is_the_mfu_formula(shapes):
     and 6 per trainable one, plus one more forward (2 per matmul weight) with gradient checkpointing."""
     assert "time.flops" not in planner.constants()
     n = hardware.matmul_params(shapes)
-    lora = planner.param_counts(shapes, "lora", 8)["lora"]
+    lora = planner.param_counts(shapes, "lora", 8).lora
     assert lora == 20_185_088
     assert planner.flops_per_token(shapes, "lora", False, 8) == 4 * n + 6 * lora
     assert planner.flops_per_token(shapes, "lora", True, 8) == 6 * n + 6 * lora
@@ -288,10 +289,11 @@ def test_roofline_reproduces_both_h200_experiments(shapes):
     c = planner.constants()
     spec = hardware.require("h200")
     fit = validate.calibrate(RESULTS)
-    seed = planner.roofline_micro_step(spec, shapes, "lora", fit["seed_tokens_per_micro_step"], True, 8, c)
-    bs16 = planner.roofline_micro_step(spec, shapes, "lora", fit["bs16_tokens_per_micro_step"], True, 8, c)
-    assert seed.micro_step_s == pytest.approx(fit["seed_micro_step_s"], rel=0.02)
-    assert bs16.micro_step_s == pytest.approx(fit["bs16_micro_step_s"], rel=0.02)
+    assert (fit.small.experiment, fit.large.experiment) == ("seed", "bs16")
+    seed = planner.roofline_micro_step(spec, shapes, "lora", fit.small.tokens_per_micro_step, True, 8, c)
+    bs16 = planner.roofline_micro_step(spec, shapes, "lora", fit.large.tokens_per_micro_step, True, 8, c)
+    assert seed.micro_step_s == pytest.approx(fit.small.micro_step_s, rel=0.02)
+    assert bs16.micro_step_s == pytest.approx(fit.large.micro_step_s, rel=0.02)
 
 
 def test_cost_is_total_hours_times_price(tmp_path):
@@ -414,8 +416,8 @@ def test_largest_batch_is_the_last_one_whose_needs_fit(shapes):
         cap = planner.capacity_gib(hardware.require(key))
         b = planner.largest_batch(shapes, "lora", 593, True, 8, cap, c)
         assert b >= 1
-        assert planner.memory(shapes, "lora", 593, b, True, 8, c)["needs_gib"] <= cap
-        assert planner.memory(shapes, "lora", 593, b + 1, True, 8, c)["needs_gib"] > cap
+        assert planner.memory(shapes, "lora", 593, b, True, 8, c).needs_gib <= cap
+        assert planner.memory(shapes, "lora", 593, b + 1, True, 8, c).needs_gib > cap
     assert planner.largest_batch(shapes, "full", 2048, False, 8, 10.0, c) == 0  # not even batch 1
     plans = {p.hw: p for p in planner.estimate(MODEL, seq_len=593, results=RESULTS)}
     assert plans["a10"].max_batch < plans["a100"].max_batch < plans["h200"].max_batch

@@ -34,8 +34,8 @@ def _run(records, experiment: str, run: str):
 
 def test_every_constant_has_a_kind_and_a_source():
     c = transfer.model_constants()
-    kinds = transfer.constant_kinds()
-    assert set(c) == set(kinds) and set(kinds.values()) <= set(transfer.CONSTANT_KINDS)
+    kinds = c.kinds
+    assert set(c.values) == set(kinds) and set(kinds.values()) <= set(transfer.CONSTANT_KINDS)
     assert kinds["gemm_fraction.hopper"] == "published" and c["gemm_fraction.hopper"] == 0.803
     assert kinds["gemm_fraction.ampere"] == "published" and c["gemm_fraction.ampere"] == 0.869
     assert kinds["gemm_fraction.classes.h200"] == "assumption"

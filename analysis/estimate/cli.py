@@ -292,7 +292,7 @@ def _print(plans: list[PlanRow], prices: str | None = None) -> None:
                       f"{first.peak_mem_gib:.1f} GiB (cached blocks); here the allocator frees them instead",
                       highlight=False, markup=False)
     b = first.breakdown
-    parts = ", ".join(f"{k.removesuffix('_gib').replace('_', ' ')} {v:.2f}" for k, v in b.items())
+    parts = ", ".join(f"{k.removesuffix('_gib').replace('_', ' ')} {v:.2f}" for k, v in asdict(b).items())
     detail = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in first.activations_detail_gib.items())
     console.print(f"breakdown (GiB): {parts}", highlight=False)
     console.print(f"activations (GiB): {detail}", highlight=False)

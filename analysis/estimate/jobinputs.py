@@ -103,9 +103,9 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
     if isinstance(args.get("attn_impl"), str) and args["attn_impl"]:
         out["attn_impl"] = args["attn_impl"]
     if args.get("padding_free") is not None:
-        out["padding_free"] = flags["padding_free"]
+        out["padding_free"] = flags.padding_free
     if args.get("use_liger_kernel") is not None:
-        out["liger"] = flags["liger"]
+        out["liger"] = flags.liger
     if len(folder.parts) >= 3 and (folder / LOG_NAME).is_file():  # results/<hw>/<experiment>/<run>/args.json
         out["from_run"] = "/".join(folder.parts[-3:])
     if (folder / LOG_NAME).is_file():
@@ -116,7 +116,7 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
             out["seq_len"] = min(int(rec.train_tokens_max), int(out["max_length"]))
         if rec.train_tokens_mean and out.get("seq_len"):
             out["mean_len"] = min(max(int(round(rec.train_tokens_mean)), 1), out["seq_len"])
-        if flags["padding_free"]:  # the longest packed row the epoch holds (schedule.jsonl, else tokens.jsonl)
+        if flags.padding_free:  # the longest packed row the epoch holds (schedule.jsonl, else tokens.jsonl)
             side = sidefiles.read(folder)
             rec = dataclasses.replace(rec, args=args, schedule=side.schedule,
                                       tokens_by_step=side.tokens_by_step, padded_by_step=side.padded_by_step)

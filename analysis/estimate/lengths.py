@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.estimate.constants import Constants
 from analysis.estimate.workload import constants
 from experiments.base.errors import InputError
 
@@ -130,7 +131,7 @@ def batch_stats(lengths: Lengths, batch: int, padding_free: bool, samples: int |
 
 
 def job_lengths(max_length: int, seq_len: int | None = None, mean_len: float | None = None,
-                lengths: Lengths | str | Path | None = None, c: dict | None = None) -> Lengths:
+                lengths: Lengths | str | Path | None = None, c: Constants | None = None) -> Lengths:
     """The job's sample lengths: a lengths file (or Lengths) where given; a mean and a longest sample (--mean-len,
     --seq-len, the longest defaulting to max_length); --seq-len alone: every sample that long; nothing: the recipe's
     data (planner.yaml data: its mean, longest and spread)."""

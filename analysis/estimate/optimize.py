@@ -131,7 +131,7 @@ def optimize(model: str, samples: int = 1500, epochs: int = 1, max_length: int =
             if profiled is None and refs is not None else None
         steps = math.ceil(samples / GLOBAL_BATCH) * epochs
         for key in keys:
-            fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], capacity_gib(hardware.require(key)), c=c)
+            fit = fit_verdict(mem.needs_gib, mem.activations_gib, capacity_gib(hardware.require(key)), c=c)
             t = planner._class_time(key, next((r for r in runs if r.hw == key), None), profiled, synth, math.nan) \
                 if fit == "yes" and (profiled is not None or synth is not None
                                      or any(r.hw == key for r in runs)) else None
@@ -139,7 +139,7 @@ def optimize(model: str, samples: int = 1500, epochs: int = 1, max_length: int =
             hours = epoch / 3600 if epoch is not None else None
             price = table.get(key)
             per_class[key].append(Candidate(
-                recipe=recipe, flags=flags(recipe), needs_gib=mem["needs_gib"], fit=fit, epoch_s=epoch,
+                recipe=recipe, flags=flags(recipe), needs_gib=mem.needs_gib, fit=fit, epoch_s=epoch,
                 low_s=t.low_s * steps if t else None, high_s=t.high_s * steps if t else None, gpu_hours=hours,
                 cost=hours * price if hours is not None and price is not None else None,
                 time_kind=t.kind if t else None, time_source=t.source if t else None))

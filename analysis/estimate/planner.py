@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from analysis.estimate import prices as price_tables
 from analysis.estimate import scaled, transfer
+from analysis.estimate.constants import Constants
 from analysis.estimate.jobinputs import METHODS as METHODS
 from analysis.estimate.jobinputs import args_from_run as args_from_run
 from analysis.estimate.jobinputs import hw_list, positive_int
@@ -42,14 +42,13 @@ from analysis.estimate.prices import DEFAULT_PRICES
 from analysis.estimate.transfer import ProfiledStep
 from analysis.estimate.workload import GIB as GIB
 from analysis.estimate.workload import PARALLEL_LAYOUTS as PARALLEL_LAYOUTS
+from analysis.estimate.workload import Memory, MemoryBreakdown, PerGpuMemory, is_flash
 from analysis.estimate.workload import activation_bytes_per_token as activation_bytes_per_token
 from analysis.estimate.workload import cache_factors as cache_factors
 from analysis.estimate.workload import capacity_gib as capacity_gib
-from analysis.estimate.workload import constant_kinds as constant_kinds
 from analysis.estimate.workload import constants as constants
 from analysis.estimate.workload import fit_verdict as fit_verdict
 from analysis.estimate.workload import flops_per_token as flops_per_token
-from analysis.estimate.workload import is_flash
 from analysis.estimate.workload import largest_batch as largest_batch
 from analysis.estimate.workload import memory as memory
 from analysis.estimate.workload import param_counts as param_counts
@@ -88,12 +87,12 @@ class MicroStep:
 
 
 def roofline_micro_step(spec: dict, shapes: dict, method: str, tokens: float, gradient_checkpointing: bool,
-                        lora_rank: int, c: dict | None = None, weights_bytes: float | None = None) -> MicroStep:
+                        lora_rank: int, c: Constants | None = None, weights_bytes: float | None = None) -> MicroStep:
     """Seconds of one micro-step: max(compute, weight reads) + host overhead."""
     c = c or constants()
     fpt = flops_per_token(shapes, method, gradient_checkpointing, lora_rank)
     if weights_bytes is None:
-        weights_bytes = memory(shapes, method, 1, 1, gradient_checkpointing, lora_rank, c)["weights_gib"] * GIB
+        weights_bytes = memory(shapes, method, 1, 1, gradient_checkpointing, lora_rank, c).weights_gib * GIB
     passes = c["time.weight_passes"]["gradient_checkpointing" if gradient_checkpointing else "no_checkpointing"]
     compute = fpt * tokens / (spec["bf16_dense_tflops"] * 1e12 * c["time.achievable_fraction"])
     reads = weights_bytes * passes / (spec["bandwidth_gbs"] * 1e9)
@@ -101,7 +100,7 @@ def roofline_micro_step(spec: dict, shapes: dict, method: str, tokens: float, gr
     return MicroStep(compute, reads, host, max(compute, reads) + host, "compute" if compute >= reads else "memory", fpt)
 
 
-def optimizer_step_s(spec: dict, method: str, trainable: int, c: dict | None = None) -> float:
+def optimizer_step_s(spec: dict, method: str, trainable: int, c: Constants | None = None) -> float:
     c = c or constants()
     return trainable * c["time.optimizer_bytes_per_param"][method] / (spec["bandwidth_gbs"] * 1e9)
 
@@ -144,8 +143,8 @@ def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, me
         if run_method(args) != method or (method != "full" and args.get("lora_rank") != lora_rank):
             continue
         flags = run_flags(args)
-        if (flags["padding_free"], flags["liger"]) != (padding_free, liger) or args.get("torch_compile") \
-                or (flags["attn_impl"] or "sdpa") != (attn_impl or "sdpa") or args.get("group_by_length") \
+        if (flags.padding_free, flags.liger) != (padding_free, liger) or args.get("torch_compile") \
+                or (flags.attn_impl or "sdpa") != (attn_impl or "sdpa") or args.get("group_by_length") \
                 or args.get("packing"):
             continue
         out.append(r)
@@ -249,7 +248,7 @@ class PlanRow:
     fit: str
     headroom_gib: float
     logged_peak_gib: float | None  # what ms-swift would log there: the allocator cannot reserve more than the GPU has
-    breakdown: dict[str, float]
+    breakdown: MemoryBreakdown
     activations_detail_gib: dict[str, float]
     seq_len: int
     batch: int
@@ -281,7 +280,7 @@ class PlanRow:
     roofline: Roofline
     gpus: int
     parallel: str
-    per_gpu: dict[str, Any]
+    per_gpu: PerGpuMemory
     price_per_gpu_hour: float | None
     currency: str | None
     cost: float | None
@@ -309,10 +308,10 @@ class _Job:
     epochs: int
     gpus: int
     parallel: str
-    c: dict
+    c: Constants
     data: Lengths
-    mem: dict
-    sharded: dict
+    mem: Memory
+    sharded: PerGpuMemory
     packed_of: Callable[[int], int]
     mean: float
     steps: int
@@ -390,7 +389,7 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
                  liger=liger, packed_tokens=packed, attn_impl=attn_impl)
     sharded = per_gpu_memory(mem, gpus, parallel, c)
     if gpus > 1 or parallel != "ddp":  # what one GPU holds decides the fit
-        mem = {**mem, "peak_mem_gib": sharded["peak_mem_gib"], "needs_gib": sharded["needs_gib"]}
+        mem = replace(mem, peak_mem_gib=sharded.peak_mem_gib, needs_gib=sharded.needs_gib)
     cached: dict[int, int] = {}
 
     def packed_of(b: int) -> int:  # the longest packed row of a batch of B (padding-free), drawn once per B
@@ -436,8 +435,9 @@ def _class_row(job: _Job, key: str) -> PlanRow:
     mem, c = job.mem, job.c
     n = job.batch * job.grad_accum
     roof = roofline_micro_step(spec, job.shapes, job.method, job.batch * job.mean, job.gradient_checkpointing,
-                               job.lora_rank, c, mem["weights_gib"] * GIB)
-    opt_s = optimizer_step_s(spec, job.method, mem["params"]["trainable"], c)
+                               job.lora_rank, c, mem.weights_gib * GIB)
+    assert mem.params.trainable is not None  # memory() counted them
+    opt_s = optimizer_step_s(spec, job.method, mem.params.trainable, c)
     roof_step = job.grad_accum * roof.micro_step_s + opt_s
     gpu_s = job.grad_accum * max(roof.compute_s, roof.weight_reads_s) + opt_s  # the rest is host overhead
     measured = next((r for r in job.same_data if r.hw == key), None)
@@ -447,7 +447,7 @@ def _class_row(job: _Job, key: str) -> PlanRow:
     if measured is None and other is not None:
         time_note = (f"measured run {_run_label(other)} trained other data (mean {other.train_tokens_mean or 0:.0f}"
                      f" tokens/sample, not {job.data.mean:.0f}): modelled instead")
-    fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, c=c)
+    fit = fit_verdict(mem.needs_gib, mem.activations_gib, cap, c=c)
     fits = fit != "no"
     step_s: float | None = t.step_s if fits else None
     if not fits:  # no time and no cost for a job that cannot run (the roofline below keeps its figures)
@@ -458,14 +458,13 @@ def _class_row(job: _Job, key: str) -> PlanRow:
     roof_rates = _rates(roof_step, n, job.mean, job.steps)
     return PlanRow(
         hw=key, name=spec["name"], method=job.method, model=job.shapes["name"], capacity_gib=cap,
-        peak_mem_gib=mem["peak_mem_gib"], live_peak_gib=mem["live_peak_gib"], needs_gib=mem["needs_gib"], fits=fits,
-        fit=fit, headroom_gib=cap - mem["needs_gib"],
-        logged_peak_gib=min(mem["peak_mem_gib"], cap) if fits else None,
-        breakdown={k: mem[k] for k in ("weights_gib", "adapters_gib", "gradients_gib", "optimizer_gib",
-                                       "activations_gib", "allocator_cache_gib", "cuda_context_gib")},
-        activations_detail_gib=mem["activations_detail_gib"], seq_len=job.seq, batch=job.batch,
+        peak_mem_gib=mem.peak_mem_gib, live_peak_gib=mem.live_peak_gib, needs_gib=mem.needs_gib, fits=fits,
+        fit=fit, headroom_gib=cap - mem.needs_gib,
+        logged_peak_gib=min(mem.peak_mem_gib, cap) if fits else None,
+        breakdown=mem.breakdown(),
+        activations_detail_gib=mem.activations_detail_gib, seq_len=job.seq, batch=job.batch,
         grad_accum=job.grad_accum, max_length=job.max_length, gradient_checkpointing=job.gradient_checkpointing,
-        padding_free=job.padding_free, liger=job.liger, tokens_per_micro_batch=mem["tokens_per_micro_batch"],
+        padding_free=job.padding_free, liger=job.liger, tokens_per_micro_batch=mem.tokens_per_micro_batch,
         lora_rank=job.lora_rank if job.method != "full" else None, tokens_per_sample=job.mean,
         data=job.data.source, steps=job.steps, samples=job.samples, epochs=job.epochs,
         max_batch=largest_batch(job.shapes, job.method, job.seq, job.gradient_checkpointing, job.lora_rank, cap, c,
@@ -498,7 +497,7 @@ def _same_data(rec: RunRecord, data: Lengths) -> bool:
 
 def suggestions(shapes: dict, method: str, seq: int, batch: int, grad_accum: int, gradient_checkpointing: bool,
                 lora_rank: int, padding_free: bool, liger: bool, data: Lengths, capacity: float,
-                c: dict | None = None) -> list[Suggestion]:
+                c: Constants | None = None) -> list[Suggestion]:
     """Settings that make the job fit CAPACITY GiB where it does not (or only tightly), one change at a time, then all
     memory savers together: checkpointing on, Liger, padding-free rows, a smaller per-device batch with a larger
     grad-accum (only where batch > 1; the global batch kept), QLoRA. Each: {change (the `swift sft` flags), needs_gib,
@@ -534,9 +533,9 @@ def suggestions(shapes: dict, method: str, seq: int, batch: int, grad_accum: int
         mem = memory(shapes, k["method"], seq, k["batch"], k["gradient_checkpointing"], lora_rank, c,
                      padding_free=k["padding_free"], liger=k["liger"],
                      packed_tokens=stats.max_tokens if k["padding_free"] else None)
-        fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], capacity, c=c)
+        fit = fit_verdict(mem.needs_gib, mem.activations_gib, capacity, c=c)
         if fit == "yes":
-            out.append(Suggestion(change, mem["needs_gib"], fit))
+            out.append(Suggestion(change, mem.needs_gib, fit))
     return out
 
 
@@ -568,7 +567,7 @@ def _assumptions(shapes, method, seq, mean, batch, gc, rank, mem, c, data_source
         lines.append("full: bf16 weights, bf16 gradients, AdamW states in bf16 (the HF Trainer keeps no fp32 master "
                      "copy); DeepSpeed/FSDP mixed precision would need 16 B/param more")
     else:
-        lines.append(f"{method}: LoRA r{rank} on all linears, {mem['params']['lora']:,} adapter parameters in fp32 "
+        lines.append(f"{method}: LoRA r{rank} on all linears, {mem.params.lora:,} adapter parameters in fp32 "
                      "(PEFT upcasts adapters of a bf16 model), fp32 gradients, AdamW 2 fp32 states"
                      + ("; decoder linears in 4-bit NF4, embeddings and lm_head bf16" if method == "qlora" else ""))
     lines.append(f"data: {data_source}; longest sample {seq} tokens")

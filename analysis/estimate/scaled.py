@@ -66,8 +66,8 @@ def _reference(rec: RunRecord, name: str) -> Reference:
     if shapes is None or not rec.per_device_batch or not rec.grad_accum:
         raise InputError(rec.path, f"reference {name}: model shapes or batch unknown")
     flags = workload.run_flags(args)
-    recipe = Recipe(batch=rec.per_device_batch, grad_accum=rec.grad_accum, padding_free=flags["padding_free"],
-                    liger=flags["liger"], gradient_checkpointing=rec.gradient_checkpointing is not False,
+    recipe = Recipe(batch=rec.per_device_batch, grad_accum=rec.grad_accum, padding_free=flags.padding_free,
+                    liger=flags.liger, gradient_checkpointing=rec.gradient_checkpointing is not False,
                     lora_rank=int(args.get("lora_rank") or 8))
     step = transfer.profile_step(rec)
     if not step.steady_step_s:
@@ -106,7 +106,7 @@ def _memory_proxy(shapes: dict, recipe: Recipe) -> float:
     per = workload.activation_bytes_per_token(shapes, "lora", False, recipe.batch, 1, padding_free=recipe.padding_free,
                                              liger=recipe.liger)
     extra = transfer.model_constants()["scaled.recompute_share"] if recipe.gradient_checkpointing else 0.0
-    return shapes["num_hidden_layers"] * per["layer_per_token"] * (1 + extra) + 12 * shapes["vocab_size"]
+    return shapes["num_hidden_layers"] * per.layer_per_token * (1 + extra) + 12 * shapes["vocab_size"]
 
 
 def _attention_weight(shapes: dict, recipe: Recipe) -> float:

@@ -123,7 +123,7 @@ def scaled_checks(records: list[RunRecord]) -> list[ScaledCheck]:
                 or not r.per_device_batch or not r.grad_accum):
             continue
         flags = planner.run_flags(args)
-        recipe = scaled.Recipe(r.per_device_batch, r.grad_accum, flags["padding_free"], flags["liger"],
+        recipe = scaled.Recipe(r.per_device_batch, r.grad_accum, flags.padding_free, flags.liger,
                                r.gradient_checkpointing is not False, int(args.get("lora_rank") or 8))
         stats = _run_stats(r, recipe)
         shapes = hardware.model_shapes(args, Path(r.path) if r.path else None)

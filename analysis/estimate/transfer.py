@@ -24,14 +24,13 @@ import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from analysis.estimate.constants import Constants, read_constants
 from analysis.measure.jobtime import job_time
 from analysis.measure.profile import measured_windows, steady_share
 from analysis.measure.steps import epoch_steps, steady_steps, step_time
 from analysis.parse.record import RunRecord
 from experiments.base import hardware
-from experiments.base.datafiles import read_yaml
 from experiments.base.errors import InputError
 
 TIME_MODEL_FILE = hardware.DATA / "time_model.yaml"
@@ -41,46 +40,23 @@ HOST_LABEL = "same host assumed"
 OPERATOR_PREFIXES = ("aten::", "autograd::", "cudaLaunch", "Optimizer.", "ProfilerStep")
 
 
+def _problem(name: str, entry: dict) -> str | None:
+    if entry.get("kind") not in CONSTANT_KINDS or not entry.get("source"):
+        return f"constant {name!r} needs a kind ({', '.join(CONSTANT_KINDS)}) and a source"
+    return None
+
+
 @functools.lru_cache(maxsize=4)
-def model_constants(path: str | Path = TIME_MODEL_FILE) -> dict[str, Any]:
-    """time_model.yaml as {dotted.name: value}; every entry must have a value, a known kind and a source."""
-    path = Path(path)
-    out: dict[str, Any] = {}
-
-    def walk(node: Any, prefix: str) -> None:
-        if isinstance(node, dict) and "value" in node:
-            if node.get("kind") not in CONSTANT_KINDS or not node.get("source"):
-                raise InputError(path, f"constant {prefix!r} needs a kind ({', '.join(CONSTANT_KINDS)}) and a source")
-            out[prefix] = node["value"]
-        elif isinstance(node, dict):
-            for key, child in node.items():
-                walk(child, f"{prefix}.{key}" if prefix else str(key))
-        else:
-            raise InputError(path, f"{prefix!r} is neither a section nor a constant")
-
-    walk(read_yaml(path), "")
-    return out
+def model_constants(path: str | Path = TIME_MODEL_FILE) -> Constants:
+    """time_model.yaml's constants (each with its value and kind); every entry must have a value, a known kind and a
+    source."""
+    return read_constants(path, _problem)
 
 
 def profiled_class() -> str:
     """The GPU class every committed profile was made on (time_model.yaml `profiled_class`): the source of the
     time model's steps."""
     return str(model_constants()["profiled_class"])
-
-
-def constant_kinds(path: str | Path = TIME_MODEL_FILE) -> dict[str, str]:
-    """{dotted.name: kind} of time_model.yaml."""
-    out: dict[str, str] = {}
-
-    def walk(node: Any, prefix: str) -> None:
-        if isinstance(node, dict) and "value" in node:
-            out[prefix] = node["kind"]
-        elif isinstance(node, dict):
-            for key, child in node.items():
-                walk(child, f"{prefix}.{key}" if prefix else str(key))
-
-    walk(read_yaml(path), "")
-    return out
 
 
 # ------------------------------------------------------------------------------------------- kernels
@@ -277,14 +253,29 @@ def effective_tflops(key: str, kind: str) -> float:
     return float(spec["bf16_dense_tflops"]) * _fraction(f"{kind}_fraction", key, spec)
 
 
-def kind_ratios(src: str, dst: str) -> dict[str, float]:
+@dataclass(frozen=True)
+class KindRatios:
+    """How many times longer each kind of kernel work (KINDS) takes on one class than on another (kind_ratios)."""
+
+    gemm: float
+    attention: float
+    memory: float
+    communication: float
+
+    def of(self, kind: str) -> float:
+        """The ratio of KIND (one of KINDS, as kernel_kind names it)."""
+        ratios = (self.gemm, self.attention, self.memory, self.communication)
+        return ratios[KINDS.index(kind)]
+
+
+def kind_ratios(src: str, dst: str) -> KindRatios:
     """How many times longer each kind's work takes on DST than on SRC: GEMMs and attention by effective FLOPs,
     memory-bound kernels by bandwidth, communication unchanged."""
     a, b = hardware.require(src), hardware.require(dst)
-    return {"gemm": effective_tflops(src, "gemm") / effective_tflops(dst, "gemm"),
-            "attention": effective_tflops(src, "attention") / effective_tflops(dst, "attention"),
-            "memory": float(a["bandwidth_gbs"]) / float(b["bandwidth_gbs"]),
-            "communication": 1.0}
+    return KindRatios(gemm=effective_tflops(src, "gemm") / effective_tflops(dst, "gemm"),
+                      attention=effective_tflops(src, "attention") / effective_tflops(dst, "attention"),
+                      memory=float(a["bandwidth_gbs"]) / float(b["bandwidth_gbs"]),
+                      communication=1.0)
 
 
 def step_on(step: ProfiledStep, hw: str) -> StepParts:
@@ -296,7 +287,7 @@ def step_on(step: ProfiledStep, hw: str) -> StepParts:
     out = dict.fromkeys(KINDS, 0.0)
     for g in step.groups:
         base, work = split(g, floor)
-        out[g.kind] += base + work * step.token_scale * ratios[g.kind]
+        out[g.kind] += base + work * step.token_scale * ratios.of(g.kind)
     return StepParts(gemm_s=out["gemm"], attention_s=out["attention"], memory_s=out["memory"],
                      communication_s=out["communication"], host_s=step.host_s)
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
+from analysis.estimate.constants import Constants
 from analysis.estimate.planner import (
     GIB,
     METHODS,
@@ -25,7 +26,8 @@ from analysis.estimate.planner import (
     run_method,
     run_tokens_per_sample,
 )
-from analysis.estimate.workload import longest_micro_batch
+from analysis.estimate.validation_row import ValidationRow
+from analysis.estimate.workload import Memory, longest_micro_batch
 from analysis.measure.steps import step_time
 from analysis.parse.record import RunRecord
 from analysis.parse.results import collect
@@ -44,13 +46,13 @@ class _RunMemory:
     gradient_checkpointing: bool
     padding_free: bool
     liger: bool
-    mem: dict
+    mem: Memory
     seen_tokens: int
-    seen_mem: dict
+    seen_mem: Memory
 
 
 def _run_memory(r: RunRecord, args: dict, shapes: dict, method: str, rank: int, longest: dict[tuple, float],
-                c: dict) -> _RunMemory:
+                c: Constants) -> _RunMemory:
     """The planner's memory model at R's recipe and data."""
     launcher = r.launcher
     # the launcher's --pad-to pads every row to that length: the run's sequence, whatever the data's lengths
@@ -60,23 +62,23 @@ def _run_memory(r: RunRecord, args: dict, shapes: dict, method: str, rank: int, 
     seq = min(int(launcher.get("pad_to") or data_max or r.max_length), int(r.max_length))
     gc = r.gradient_checkpointing is not False
     flags = run_flags(args)
-    pf, liger = flags["padding_free"], flags["liger"]
+    pf, liger = flags.padding_free, flags.liger
     # the micro-batch the whole epoch holds (padding-free: its longest packed row) and the one this run met
     seen_tokens = longest_micro_batch(r)
     packed = (longest_micro_batch(r, whole_epoch=True) or seen_tokens) if pf else None
     mem = _per_gpu(r, memory(shapes, method, seq, r.per_device_batch, gc, rank, c, padding_free=pf,
-                             liger=liger, packed_tokens=packed, attn_impl=flags["attn_impl"]), c)
+                             liger=liger, packed_tokens=packed, attn_impl=flags.attn_impl), c)
     if seen_tokens and not launcher.get("pad_to"):
         seen_seq = seq if pf else max(math.ceil(seen_tokens / r.per_device_batch), 1)
         seen_mem = _per_gpu(r, memory(shapes, method, seen_seq, r.per_device_batch, gc, rank, c, padding_free=pf,
                                       liger=liger, packed_tokens=seen_tokens if pf else None,
-                                      attn_impl=flags["attn_impl"]), c)
+                                      attn_impl=flags.attn_impl), c)
         return _RunMemory(seq, gc, pf, liger, mem, seen_tokens, seen_mem)
-    return _RunMemory(seq, gc, pf, liger, mem, int(mem["tokens_per_micro_batch"]), mem)
+    return _RunMemory(seq, gc, pf, liger, mem, int(mem.tokens_per_micro_batch), mem)
 
 
-def _roofline_step(r: RunRecord, shapes: dict, method: str, gc: bool, rank: int, mem: dict,
-                   c: dict) -> tuple[float | None, float | None]:
+def _roofline_step(r: RunRecord, shapes: dict, method: str, gc: bool, rank: int, mem: Memory,
+                   c: Constants) -> tuple[float | None, float | None]:
     """(tokens per sample the run processed, the roofline's optimizer step at them); None where unknown."""
     spec = hardware.get(r.hw) if r.hw else None
     if not (spec and spec.get("bf16_dense_tflops") and r.grad_accum and r.per_device_batch):
@@ -84,8 +86,9 @@ def _roofline_step(r: RunRecord, shapes: dict, method: str, gc: bool, rank: int,
     tps = run_tokens_per_sample(r, shapes) or r.train_tokens_mean
     if not tps:
         return tps, None
-    roof = roofline_micro_step(spec, shapes, method, r.per_device_batch * tps, gc, rank, c, mem["weights_gib"] * GIB)
-    return tps, r.grad_accum * roof.micro_step_s + optimizer_step_s(spec, method, mem["params"]["trainable"], c)
+    roof = roofline_micro_step(spec, shapes, method, r.per_device_batch * tps, gc, rank, c, mem.weights_gib * GIB)
+    assert mem.params.trainable is not None  # memory() counted them
+    return tps, r.grad_accum * roof.micro_step_s + optimizer_step_s(spec, method, mem.params.trainable, c)
 
 
 def _check_of(r: RunRecord, args: dict, cap: float | None) -> str:
@@ -120,14 +123,14 @@ def estimates_vs_measurements(results_dir: str | Path = "results"):
     return pd.DataFrame([_validation_row(r, longest, c) for r in records])
 
 
-def _validation_row(r: RunRecord, longest: dict[tuple, float], c: dict) -> dict[str, Any]:
+def _validation_row(r: RunRecord, longest: dict[tuple, float], c: Constants) -> ValidationRow:
     """One run's row of estimates_vs_measurements."""
     args = (r.args or {})
     shapes = hardware.model_shapes(args, Path(r.path) if r.path else None)
     method = run_method(args)
     lr = args.get("lora_rank")
     rank = lr if isinstance(lr, int) else 8
-    base = {"hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status,
+    base: ValidationRow = {"hw": r.hw, "experiment": r.experiment, "run": r.run, "status": r.status,
             "method": method, "gpus": r.gpus, "parallel": r.parallel, "per_device_batch": r.per_device_batch,
             "grad_accum": r.grad_accum,
             "steps": r.global_steps, "measured_peak_gib": r.peak_mem_gib}
@@ -146,28 +149,28 @@ def _validation_row(r: RunRecord, longest: dict[tuple, float], c: dict) -> dict[
     measured = r.peak_mem_gib
     cap = r.launcher.get("mem_cap_gib")
     check = _check_of(r, args, cap)
-    ratio = mem["peak_mem_gib"] / measured if measured else None
+    ratio = mem.peak_mem_gib / measured if measured else None
     # A full run's peak is the estimate's target (within 10 %). A cut run (a prefix of the schedule) met only part
     # of the batches, and the reserved peak grows in steps as larger ones arrive, so its peak is a lower bound of
     # the full run's: the estimate must not be below it by more than 10 %.
     peak_ok = (bool(ratio >= 0.90 if cut else abs(ratio - 1) <= 0.10)
                if ratio and check == "reserved peak" else None)
-    predicted_fits = bool(mem["live_peak_gib"] <= cap) if cap is not None else None
+    predicted_fits = bool(mem.live_peak_gib <= cap) if cap is not None else None
     # the planner's own verdict (yes / tight / no: planner.fit_verdict); the CUDA context sits outside a cap
-    planner_fit = fit_verdict(mem["needs_gib"], mem["activations_gib"], cap, capped=True, c=c) \
+    planner_fit = fit_verdict(mem.needs_gib, mem.activations_gib, cap, capped=True, c=c) \
         if cap is not None else None
     planner_fits = planner_fit == "yes" if cap is not None else None
     # every run with a logged peak: the estimate at the micro-batch it met, as ms-swift would log it (under an
     # allocator cap the allocator frees its cache before it exceeds the cap)
-    seen_est = min(seen_mem["peak_mem_gib"], cap) if cap is not None else seen_mem["peak_mem_gib"]
+    seen_est = min(seen_mem.peak_mem_gib, cap) if cap is not None else seen_mem.peak_mem_gib
     seen_ratio = seen_est / measured if measured else None
     return {
         **base, "padding_free": pf, "liger": liger, "gradient_checkpointing": gc,
-        "tokens_per_micro_batch": mem["tokens_per_micro_batch"], "seen_tokens": m.seen_tokens,
+        "tokens_per_micro_batch": mem.tokens_per_micro_batch, "seen_tokens": m.seen_tokens,
         "seen_estimate_gib": seen_est, "seen_ratio": seen_ratio,
         "within_20pct": bool(abs(seen_ratio - 1) <= 0.20) if seen_ratio else None,
-        "seq_len": seq, "estimated_peak_gib": mem["peak_mem_gib"], "live_peak_gib": mem["live_peak_gib"],
-        "needs_gib": mem["needs_gib"], "cap_gib": cap, "check": check,
+        "seq_len": seq, "estimated_peak_gib": mem.peak_mem_gib, "live_peak_gib": mem.live_peak_gib,
+        "needs_gib": mem.needs_gib, "cap_gib": cap, "check": check,
         "predicted_fits": predicted_fits, "planner_fits": planner_fits, "planner_fit": planner_fit,
         # the verdict is wrong when a run trained under a `no` or ran out of memory under a `yes`
         "verdict_correct": (planner_fit != ("no" if r.status == "ok" else "yes"))
@@ -212,16 +215,53 @@ def _longest_by_data(records: list[RunRecord]) -> dict[tuple, float]:
     return out
 
 
-def _per_gpu(r: RunRecord, mem: dict, c: dict) -> dict:
+def _per_gpu(r: RunRecord, mem: Memory, c: Constants) -> Memory:
     """MEM as one GPU of R's layout held it (per_gpu_memory); one GPU alone: MEM."""
     if r.gpus == 1 and r.parallel in ("ddp", "single"):
         return mem
     shard = per_gpu_memory(mem, r.gpus, r.parallel, c)
-    return {**mem, "peak_mem_gib": shard["peak_mem_gib"], "needs_gib": shard["needs_gib"],
-            "live_peak_gib": shard["peak_mem_gib"] - (mem["peak_mem_gib"] - mem["live_peak_gib"])}
+    return replace(mem, peak_mem_gib=shard.peak_mem_gib, needs_gib=shard.needs_gib,
+                   live_peak_gib=shard.peak_mem_gib - (mem.peak_mem_gib - mem.live_peak_gib))
 
 
-def planner_error(df) -> dict:
+@dataclass(frozen=True)
+class Spread:
+    """Errors (estimate / measured - 1) over N runs: the lowest, the highest and the median of |error| (None without
+    a run)."""
+
+    n: int
+    low: float | None
+    high: float | None
+    median_abs: float | None
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Of N runs, how many the planner called right (ok)."""
+
+    n: int
+    ok: int
+
+
+@dataclass(frozen=True)
+class PlannerError:
+    """How far the planner was off on the runs we made (planner_error): the step time's and the full runs' peak's
+    spread, and of the cut runs and the capped runs how many it called right."""
+
+    step: Spread
+    peak_full: Spread
+    peak_cut: Tally
+    fits: Tally
+
+
+def _spread(errors: list[float]) -> Spread:
+    errors = [e for e in errors if e is not None and math.isfinite(e)]
+    if not errors:
+        return Spread(0, None, None, None)
+    return Spread(len(errors), min(errors), max(errors), statistics.median(abs(e) for e in errors))
+
+
+def planner_error(df) -> PlannerError:
     """How far the planner was off on the runs we made, from estimates_vs_measurements' table: so a reader of a
     predicted figure knows how far to trust it.
 
@@ -229,30 +269,41 @@ def planner_error(df) -> dict:
     (check "reserved peak"): n, low, high, median of |error|. peak_full: the same for the peak memory of full runs;
     peak_cut: of the cut runs (whose peak is a lower bound), how many the estimate is not below by more than 10 %.
     fits: of the runs under an allocator cap, how many the live-peak rule called right (trained or OOM)."""
-    import statistics
-
-    def spread(errors: list[float]) -> dict:
-        errors = [e for e in errors if e is not None and math.isfinite(e)]
-        if not errors:
-            return {"n": 0, "low": None, "high": None, "median_abs": None}
-        return {"n": len(errors), "low": min(errors), "high": max(errors),
-                "median_abs": statistics.median(abs(e) for e in errors)}
-
     modelled = df[df["check"] == "reserved peak"] if "check" in df else df.iloc[0:0]
     full = modelled[modelled["peak_rule"] == "within 10 %"]
     cut = modelled[modelled["peak_rule"] != "within 10 %"]
     capped = df[df["check"] == "fits under the cap"] if "check" in df else df.iloc[0:0]
-    return {
-        "step": spread([r - 1 for r in modelled["step_ratio"].dropna()]),
-        "peak_full": spread([r - 1 for r in full["ratio"].dropna()]),
-        "peak_cut": {"n": int(cut["within_10pct"].notna().sum()),
-                     "ok": int((cut["within_10pct"] == True).sum())},  # noqa: E712
-        "fits": {"n": int(capped["fits_correct"].notna().sum()),
-                 "right": int((capped["fits_correct"] == True).sum())},  # noqa: E712
-    }
+    return PlannerError(
+        step=_spread([r - 1 for r in modelled["step_ratio"].dropna()]),
+        peak_full=_spread([r - 1 for r in full["ratio"].dropna()]),
+        peak_cut=Tally(int(cut["within_10pct"].notna().sum()), int((cut["within_10pct"] == True).sum())),  # noqa: E712
+        fits=Tally(int(capped["fits_correct"].notna().sum()), int((capped["fits_correct"] == True).sum())),  # noqa: E712
+    )
 
 
-def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
+@dataclass(frozen=True)
+class PairPoint:
+    """One experiment of the calibration pair: its mean micro-step seconds and the tokens a micro-step processed."""
+
+    experiment: str
+    micro_step_s: float
+    tokens_per_micro_step: float
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """planner.yaml's calibrated constants as the committed runs give them (calibrate), and the pair's two points."""
+
+    allocator_cache_factor: float
+    allocator_cache_factor_stored: float
+    allocator_cache_factor_other: float
+    achievable_fraction: float
+    host_overhead_s: float
+    small: PairPoint
+    large: PairPoint
+
+
+def calibrate(results_dir: str | Path = "results") -> Calibration:
     """Re-derive the calibrated constants of planner.yaml from the committed H200 runs.
 
     allocator_cache_factor k: the minimax fit of peak = static + k x live activations over the seed recipe's most
@@ -285,8 +336,8 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
         seq = min(int(r0.train_tokens_max), int(r0.max_length))
         mem = memory(shapes, "lora", seq, r0.per_device_batch, True, rank, c)
         # what does not scale with k: the static part and the stored activations at their own factor
-        static = mem["live_peak_gib"] - mem["activations_gib"] \
-            + c["memory.allocator_cache_factor_stored"] * mem["stored_activations_gib"]
+        static = mem.live_peak_gib - mem.activations_gib \
+            + c["memory.allocator_cache_factor_stored"] * mem.stored_activations_gib
         medians = [m for r in runs if (m := step_time(r).median) is not None]
         if len(medians) < len(runs):
             raise InputError(r0.path, "calibration: a run has no steady step time")
@@ -299,8 +350,8 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
         spec = hardware.require(hw)
         fpt = flops_per_token(shapes, "lora", True, rank)
         passes = c["time.weight_passes"]["gradient_checkpointing"]
-        reads = mem["weights_gib"] * GIB * passes / (spec["bandwidth_gbs"] * 1e9)
-        points[exp] = {"static": static, "act": mem["working_activations_gib"],
+        reads = mem.weights_gib * GIB * passes / (spec["bandwidth_gbs"] * 1e9)
+        points[exp] = {"static": static, "act": mem.working_activations_gib,
                        "peak": sum(cast(list[float], peaks)) / len(runs),
                        "micro": micro, "a": fpt * tokens / (spec["bf16_dense_tflops"] * 1e12), "reads": reads}
     s, b = points[small], points[large]
@@ -313,16 +364,14 @@ def calibrate(results_dir: str | Path = "results") -> dict[str, float]:
     f = 1 / inv_f
     o = s["micro"] - max(s["a"] / f, s["reads"])
     k_stored, k_other = _cache_factors_beside(collect(results_dir), named, c)
-    return {"allocator_cache_factor": k, "allocator_cache_factor_stored": k_stored,
-            "allocator_cache_factor_other": k_other, "achievable_fraction": f, "host_overhead_s": o,
-            f"{small}_micro_step_s": s["micro"], f"{large}_micro_step_s": b["micro"],
-            f"{small}_tokens_per_micro_step": s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt,
-            f"{large}_tokens_per_micro_step": b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt}
+    return Calibration(k, k_stored, k_other, f, o,
+                       PairPoint(small, s["micro"], s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt),
+                       PairPoint(large, b["micro"], b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt))
 
 
 
 
-def _cache_factors_beside(records: list[RunRecord], named: dict, c: dict) -> tuple[float, float]:
+def _cache_factors_beside(records: list[RunRecord], named: dict, c: Constants) -> tuple[float, float]:
     """allocator_cache_factor_stored k_s and _other k_o: peak = static + k_s x stored + k_o x working, k_s from the
     run named `stored` (padding-free, Liger, checkpointing off: nearly all stored), k_o the minimax over the runs
     named `other` (their working set beside stored tensors or with Liger). Each run at the micro-batch it met."""
@@ -339,12 +388,12 @@ def _cache_factors_beside(records: list[RunRecord], named: dict, c: dict) -> tup
             if shapes is None or not tokens:
                 raise InputError(r.path, "calibration: the run's model shapes or micro-batch tokens are unknown")
             gc = r.gradient_checkpointing is not False
-            seq = tokens if flags["padding_free"] else math.ceil(tokens / r.per_device_batch)
+            seq = tokens if flags.padding_free else math.ceil(tokens / r.per_device_batch)
             mem = memory(shapes, "lora", seq, r.per_device_batch, gc, int(args.get("lora_rank") or 8), c,
-                         padding_free=flags["padding_free"], liger=flags["liger"],
-                         packed_tokens=tokens if flags["padding_free"] else None)
-            static = mem["live_peak_gib"] - mem["activations_gib"]
-            points[group].append((static, mem["stored_activations_gib"], mem["working_activations_gib"],
+                         padding_free=flags.padding_free, liger=flags.liger,
+                         packed_tokens=tokens if flags.padding_free else None)
+            static = mem.live_peak_gib - mem.activations_gib
+            points[group].append((static, mem.stored_activations_gib, mem.working_activations_gib,
                                   float(r.peak_mem_gib)))
     k_o = c["memory.allocator_cache_factor_other"]
     k_s = c["memory.allocator_cache_factor_stored"]

@@ -15,7 +15,7 @@ import pandas as pd
 from analysis.core.seeds import published_recipe
 from analysis.estimate import planner
 from analysis.estimate import prices as price_tables
-from analysis.estimate.validate import planner_error
+from analysis.estimate.validate import PlannerError, planner_error
 from analysis.judge import published as P
 from analysis.judge.classes import ClassAnswer
 from analysis.judge.recommend import Recommendation
@@ -226,21 +226,21 @@ def short_labels(runs: list[RunRecord]) -> str:
             + f"; hosts {', '.join(hosts)} (?: before host fingerprints).")
 
 
-def error_text(err: dict) -> str:
+def error_text(err: PlannerError) -> str:
     """The planner's error on our runs, in words."""
-    st, pk, cut, fits = err["step"], err["peak_full"], err["peak_cut"], err["fits"]
+    st, pk, cut, fits = err.step, err.peak_full, err.peak_cut, err.fits
     parts = []
-    if st["n"]:
-        parts.append(f"step time {st['low']:+.0%} to {st['high']:+.0%} (median |error| {st['median_abs']:.0%}, "
-                     f"{st['n']} runs)")
-    if pk["n"]:
-        span = (f"{pk['low']:+.0%}" if round(pk["low"], 2) == round(pk["high"], 2)
-                else f"{pk['low']:+.0%} to {pk['high']:+.0%}")
-        parts.append(f"peak memory {span} on the {pk['n']} full epochs")
-    if cut["n"]:
-        parts.append(f"never more than 10 % under the peak of {cut['ok']} of {cut['n']} cut runs")
-    if fits["n"]:
-        parts.append(f"fits / does not fit right for {fits['right']} of {fits['n']} capped runs")
+    if st.n and st.low is not None and st.high is not None and st.median_abs is not None:
+        parts.append(f"step time {st.low:+.0%} to {st.high:+.0%} (median |error| {st.median_abs:.0%}, "
+                     f"{st.n} runs)")
+    if pk.n and pk.low is not None and pk.high is not None:
+        span = (f"{pk.low:+.0%}" if round(pk.low, 2) == round(pk.high, 2)
+                else f"{pk.low:+.0%} to {pk.high:+.0%}")
+        parts.append(f"peak memory {span} on the {pk.n} full epochs")
+    if cut.n:
+        parts.append(f"never more than 10 % under the peak of {cut.ok} of {cut.n} cut runs")
+    if fits.n:
+        parts.append(f"fits / does not fit right for {fits.ok} of {fits.n} capped runs")
     return "; ".join(parts) if parts else "no run to check it against"
 
 
