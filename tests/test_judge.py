@@ -128,21 +128,22 @@ def test_flag_claim_is_decided_by_the_installed_swift(tmp_path):
     assert row.numbers == {"--disable_cuda_graph": "does not exist", "--disable_flash_attn": "does not exist",
                            "--attn_impl": "exists"}
     # The same parser `swift sft` uses leaves the unknown flags over (swift then raises remaining_argv).
-    assert swift_info.flag_report("disable_cuda_graph", "true")["parser_accepts"] is False
+    assert swift_info.flag_report("disable_cuda_graph", "true").parser_accepts is False
     # The article's other spelling advice: --torch_dtype bf16 is not a choice; bfloat16 is.
-    assert swift_info.flag_report("torch_dtype", "bf16")["parser_accepts"] is False
-    assert swift_info.flag_report("torch_dtype", "bfloat16")["parser_accepts"] is True
-    assert swift_info.flag_report("gradient_checkpointing")["default"] is True
-    assert swift_info.flag_report("group_by_length")["exists"] and swift_info.flag_report("use_liger_kernel")["exists"]
+    assert swift_info.flag_report("torch_dtype", "bf16").parser_accepts is False
+    assert swift_info.flag_report("torch_dtype", "bfloat16").parser_accepts is True
+    assert swift_info.flag_report("gradient_checkpointing").default is True
+    assert swift_info.flag_report("group_by_length").exists and swift_info.flag_report("use_liger_kernel").exists
 
 
 def test_padding_free_and_packing_need_flash_attention_in_this_swift(tmp_path):
     rep = swift_info.padding_free_report(["padding_free", "packing"], "sdpa")
-    assert not rep["padding_free"]["allowed"] and "flash attention" in rep["padding_free"]["message"]
-    assert not rep["packing"]["allowed"]
-    assert swift_info.padding_free_report(["padding_free"], "flash_attention_2")["padding_free"]["allowed"]
+    pf = rep.features["padding_free"]
+    assert not pf.allowed and pf.message is not None and "flash attention" in pf.message
+    assert not rep.features["packing"].allowed
+    assert swift_info.padding_free_report(["padding_free"], "flash_attention_2").features["padding_free"].allowed
     row = _table(tmp_path / "none").loc["padding-free-packing"]
-    if not rep["flash_attn_importable"]:
+    if not rep.flash_attn_importable:
         assert row.verdict == "cannot be tested here" and "--padding_free" in row.detail
     for name in ("tp-padding-free", "tp-packing"):
         assert catalog.experiment(name)["blocked"]

@@ -219,7 +219,7 @@ def rule_fits(claim: Claim, runs: Runs, **_) -> Verdict:
     recs = runs.get(rule.run)
     rec = pick(runs, rule.run, allow_oom=True)
     pkg = swift_info.package_report(rule.package, claim.package_check)
-    nums: dict[str, Any] = {"package_importable_here": pkg["importable_here"], "pypi": pkg.get("pypi"),
+    nums: dict[str, Any] = {"package_importable_here": pkg.importable_here, "pypi": pkg.pypi,
                             "card_gb": rule.card_gb, "capacity_gib": rnd(capacity, 2)}
     if rec is None:
         if recs and recs[0].failure:
@@ -232,10 +232,10 @@ def rule_fits(claim: Claim, runs: Runs, **_) -> Verdict:
                                                      " slimmed to the host's CUDA 13.0 library), so the run is "
                                                      "possible"),
                            numbers={**nums, "shipped": shipped})
-        p = pkg.get("pypi") or {}
+        p = pkg.pypi or {}
         return result("cannot be tested here",
                       f"needs {rule.package}, which the GPU host does not have; PyPI has {p.get('file')} "
-                      f"({p.get('size_mb')} MB, kernels {', '.join(p.get('kernels') or [])}): {pkg.get('note')}",
+                      f"({p.get('size_mb')} MB, kernels {', '.join(p.get('kernels') or [])}): {pkg.note}",
                       nums)
     extra, used = [], [rec]
     for alt in rule.alternatives:  # the same shape another way

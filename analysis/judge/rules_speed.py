@@ -67,9 +67,9 @@ def rule_tradeoff(claim: Claim, runs: Runs, **_) -> Verdict:
     if swift_info.swift_version():
         try:
             d = swift_info.flag_report(rule.flag)
-            nums["default_" + rule.flag] = d.get("default")
-            if d.get("default") is True:
-                note = (f"; --{rule.flag} already defaults to true in ms-swift {d['swift_version']}, so the "
+            nums["default_" + rule.flag] = d.default
+            if d.default is True:
+                note = (f"; --{rule.flag} already defaults to true in ms-swift {d.swift_version}, so the "
                         "advice changes nothing")
         except ImportError:
             pass

@@ -26,11 +26,11 @@ def rule_flags(claim: Claim, runs: Runs, **_) -> Verdict:
         return result("cannot be tested here", "ms-swift is not installed where this table was made")
     reports = [swift_info.flag_report(f, v) for f, v in rule.flags.items()]
     related = [swift_info.flag_report(f) for f in rule.related]
-    nums = {r["flag"]: ("exists" if r["exists"] else "does not exist") for r in reports + related}
-    detail = "; ".join(r["text"] + (f" ({r['parser']})" if r.get("parser") else "") for r in reports)
+    nums = {r.flag: ("exists" if r.exists else "does not exist") for r in reports + related}
+    detail = "; ".join(r.text + (f" ({r.parser})" if r.parser else "") for r in reports)
     if related:
-        detail += "; related: " + "; ".join(r["text"] for r in related)
-    missing = [r for r in reports if not r["exists"] or r.get("parser_accepts") is False]
+        detail += "; related: " + "; ".join(r.text for r in related)
+    missing = [r for r in reports if not r.exists or r.parser_accepts is False]
     if missing:
         return result("does not hold", detail + " - the advice cannot be followed with this ms-swift", nums)
     return result("inconclusive", detail + " - the flags exist; their effect needs runs", nums)
@@ -42,16 +42,17 @@ def rule_supported(claim: Claim, runs: Runs, **_) -> Verdict:
     if swift_info.swift_version() is None:
         return result("cannot be tested here", "ms-swift is not installed where this table was made")
     rep = swift_info.padding_free_report(list(rule.flags), rule.attn_impl)
-    blocked = [f for f in rule.flags if not rep[f]["allowed"]]
-    nums = {f: ("allowed" if rep[f]["allowed"] else "refused") for f in rule.flags}
-    nums["flash_attn_importable"] = rep["flash_attn_importable"]
-    if blocked and not rep["flash_attn_importable"]:
-        msg = rep[blocked[0]]["message"]
+    blocked = [f for f in rule.flags if not rep.features[f].allowed]
+    nums: dict[str, Any] = {f: ("allowed" if rep.features[f].allowed else "refused") for f in rule.flags}
+    nums["flash_attn_importable"] = rep.flash_attn_importable
+    if blocked and not rep.flash_attn_importable:
+        msg = rep.features[blocked[0]].message
         return result("cannot be tested here",
-                      f"ms-swift {rep['swift_version']} refuses {', '.join('--' + f for f in blocked)} with "
-                      f"--attn_impl {rep['attn_impl']} ({msg}); flash-attn is not installed (nor on the GPU host)",
+                      f"ms-swift {rep.swift_version} refuses {', '.join('--' + f for f in blocked)} with "
+                      f"--attn_impl {rep.attn_impl} ({msg}); flash-attn is not installed (nor on the GPU host)",
                       nums)
-    return result("not run yet", "allowed here: " + ", ".join(f for f in rule.flags if rep[f]["allowed"]), nums)
+    return result("not run yet", "allowed here: " + ", ".join(f for f in rule.flags if rep.features[f].allowed),
+                  nums)
 
 
 def rule_bound(claim: Claim, runs: Runs, **_) -> Verdict:
