@@ -248,24 +248,25 @@ def error_text(err: PlannerError) -> str:
 
 
 def classes_table_html(classes: list[ClassAnswer]) -> str:
-    """Each GPU class's recipe: how it is shown to fit, its epoch (measured, or modelled with its band), GPU-hours,
-    price and cost."""
+    """Each GPU class's recipe: its logged peak against the class's GiB, its epoch (measured, or modelled with its
+    band), GPU-hours and cost; how each was obtained is the row's tooltip (and classes.csv's columns)."""
     if not classes:
         return ""
-    head = ["GPU", "recipe", "fits", "epoch", "GPU\u2011h", "price / GPU\u2011h", "cost", "time from"]
+    head = ["GPU", "recipe", "fits (peak of GiB)", "epoch", "GPU\u2011h", "cost", "time"]
     body = []
     for c in classes:
         ch = c.choice
         if ch is None:
-            cells = [_gpu(c.hw), "–", "no matrix recipe shown to fit", "–", "–", "–", "–", "–"]
+            cells = [_gpu(c.hw), "–", "no matrix recipe shown to fit", "–", "–", "–", "–"]
+            title = ""
         else:
             epoch = seconds_text(ch.epoch_s) + ("" if ch.measured else f" ({span(ch.low_s, ch.high_s)} s)")
+            peak = f"{ch.peak_gib:.1f} of {c.capacity_gib:.2f}" if ch.peak_gib is not None else ch.fit_basis
+            cells = [_gpu(c.hw), ch.experiment, peak, epoch, H.fmt(c.gpu_hours, "{:.3f}"),
+                     money(c.cost, c.currency), "measured" if ch.measured else "modelled"]
             close = f"; within the band: {', '.join(c.close)}" if c.close else ""
-            how = ch.basis if ch.measured else f"modelled from run {ch.run}'s profile (band)"
-            cells = [_gpu(c.hw), ch.experiment, ch.fit_basis, epoch, H.fmt(c.gpu_hours, "{:.3f}"),
-                     money(c.price_per_gpu_hour, c.currency), money(c.cost, c.currency), how + close]
-        # the whole basis of a modelled time is the last cell's tooltip and classes.csv's `basis`
-        title = f' title="{H.e(ch.basis)}"' if ch is not None else ""
+            price = f"; price {money(c.price_per_gpu_hour, c.currency)} per GPU-hour" if c.price_per_gpu_hour else ""
+            title = f' title="{H.e(ch.fit_basis + "; " + ch.basis + close + price)}"'
         body.append(f"<tr{title}>" + "".join(f"<td>{H.e(x)}</td>" for x in cells) + "</tr>")
     return ('<table class="sb-table sb-answer" id="recommended-gpus"><thead><tr>'
             + "".join(f"<th>{H.e(c)}</th>" for c in head) + f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
@@ -311,6 +312,24 @@ def your_runs_html(ctx: Context) -> str:
 
 
 def recommendation_html(ctx: Context) -> str:
+    """The first screen: the sentence, then the command to paste beside each GPU class's recipe."""
+    ans = ctx.answer()
+    rec, classes = ans.recommendation, list(ans.classes)
+    command = (f"<pre class=\"sb-command\"><code>{H.e(rec.command)}</code></pre>" if rec.command else "")
+    left = (f"<h3>The recommended recipe ({H.e(rec.experiment)}), ms-swift {H.e(rec.swift_version or '')}: paste it "
+            "(<code>pip install .</code> here gives <code>swiftbench plugin</code>)</h3>" + command) if command else ""
+    right = ("<h3>Each GPU class's recipe (hover a row: how it was obtained)</h3>" + classes_table_html(classes)
+             if classes else "")
+    return H.join([
+        f'<p class="sb-box" id="recommendation"><b>{H.e(recommend_view.sentence(rec, classes))}</b></p>',
+        f'<div class="sb-command-row"><div class="sb-command-col">{left}</div>'
+        f'<div class="sb-classes-col">{right}</div></div>' if left or right else "",
+    ])
+
+
+def recipes_detail_html(ctx: Context) -> str:
+    """Below the seed recipe's table: every matrix recipe's epochs per host, the orders the runs do not settle, how
+    each figure was obtained, and the user's own runs."""
     ans = ctx.answer()
     rec, classes = ans.recommendation, list(ans.classes)
     source = price_tables.price_source(ctx.prices)
@@ -321,17 +340,10 @@ def recommendation_html(ctx: Context) -> str:
             "<i>start-up</i>: the run's wall time outside it (model load, data, final save). A recipe is ranked above "
             "another only by runs of one host; the seed recipe's epoch on a host without a full one is its cut run's "
             "steady step x the epoch's steps (a lower bound). Other classes: the time model carries the H200 run's "
-            "steps there kernel by kernel (docs/time-model.md) with its band; the fit is the runs' logged peak. "
-            + prices)
-    command = (f"<pre class=\"sb-command\"><code>{H.e(rec.command)}</code></pre>" if rec.command else "")
+            "steps there kernel by kernel (docs/time-model.md) with its band; the fit is the runs' logged peak "
+            "(capped runs: trained under the class's allocator cap). " + prices)
     lines = recommend_view.undetermined_lines(rec)
-    title = "Each GPU class's recipe" if classes else ""
     return H.join([
-        f'<p class="sb-box" id="recommendation"><b>{H.e(recommend_view.sentence(rec, classes))}</b></p>',
-        (f"<h3>The recommended recipe ({H.e(rec.experiment)}), for ms-swift {H.e(rec.swift_version or '')}: "
-         "paste it (<code>pip install .</code> of this repository gives <code>swiftbench plugin</code>)</h3>" + command)
-        if command else "",
-        (f"<h3>{title}</h3>" if title else "") + classes_table_html(classes),
         "<h3>Matrix recipes' full epochs per host</h3>" + recipes_table_html(rec),
         H.note("Orders the runs do not settle: " + "; ".join(lines) + ".") if lines else "",
         H.note(note),
@@ -374,4 +386,5 @@ def answer_section(ctx: Context) -> str:
         '<div class="sb-answer-row"><div class="sb-answer-table">' + table_html(rows)
         + f'<p class="sb-note">{note}</p></div><div class="sb-answer-figure">{figure}</div></div>',
         H.csv(ctx, df, "answer.csv"),
+        recipes_detail_html(ctx),
     ])

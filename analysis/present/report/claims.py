@@ -179,7 +179,11 @@ def verdict_tables(table: pd.DataFrame) -> list[str]:
             brief["detail"] = brief["detail"].map(lambda t: H.clip(t, CLIP))
             rename = {"detail": "detail (first words)"}
         counts = ", ".join(f"{n} {H.e(v)}" for v, n in rows["verdict"].value_counts().items())
-        out += [H.p(f"<b>{H.e(heading)}</b>: {len(rows)} ({counts})"), H.html_table(brief, rename=rename)]
+        title = f"<b>{H.e(heading)}</b>: {len(rows)} ({counts})"
+        if origin == "article":  # the articles' claims shown; the project's own findings one click away
+            out += [H.p(title), H.html_table(brief, rename=rename)]
+        else:
+            out.append(H.fold(title, H.html_table(brief, rename=rename)))
     return out
 
 
@@ -194,8 +198,8 @@ def claims_section(ctx: Context) -> str:
         H.p(f"<b>{len(table)} claims</b>. Verdicts of analysis/judge over the committed results (the claims in "
             "analysis/judge/claims.yaml, their experiments in experiments/recipes/claims/); <i>not run yet</i>: "
             "defined, GPU runs not committed; <i>cannot be tested here</i> says why. The seed articles' claims "
-            "first, one line each with its key number; the project's own findings apart. The whole detail and the "
-            "run folders are in the folded table below them."),
+            "first, one line each with its key number; the project's own findings folded apart. The whole detail "
+            "and the run folders are in the folded table below them."),
         *verdict_tables(table),
         H.fold("every verdict with its claim, whole detail and run folders", H.html_table(shown)),
         H.csv(ctx, table, "claims_verdicts.csv"),

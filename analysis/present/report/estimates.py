@@ -77,6 +77,9 @@ ROW_COLUMNS = ["experiment", "quick_run", "first_on_host", "full_first", "quick_
                "predicted_train_s", "low", "high", "measured_train_s", "error_pct", "inside"]
 PART_COLUMNS = ["to_anchor_s", "steps_s", "events_s"]  # analysis.estimate.quick_check.ErrorParts
 QUICK_COLUMNS = [*ROW_COLUMNS, *PART_COLUMNS, "same_steps_ratio", "same_steps_gpu_ratio", "same_steps_host_ratio"]
+# shown on the page; the error's parts and the GPM ratios are in the folded table and quick_runs.csv
+QUICK_BRIEF = ["experiment", "quick_run", "quick_steps", "predicted_train_s", "low", "high", "measured_train_s",
+               "error_pct", "inside", "same_steps_ratio"]
 
 
 def quick_frame(rows: list[dict]) -> pd.DataFrame:
@@ -116,16 +119,19 @@ def quick_section(ctx: Context) -> list[str]:
     parts = [
         H.p(f"<b>Quick runs.</b> {len(df)} quick runs (<code>swiftbench quick</code>): each one's estimate of the full "
             "run's training time with its 95 % range and the steps behind it, against the full run made after it on "
-            f"the same host ({int(df['measured_train_s'].notna().sum())} made; <i>full_first</i>: the full run was "
-            "made before the quick run, on a machine that had already run the recipe to the end). The error "
-            "(predicted - measured) is split into its parts: the measured part up to the anchor step, the modelled "
-            "steps after it, the evaluations and saves. <i>same_steps_ratio</i>: the full run's seconds over the "
-            "quick run's on the steady steps both have (the same batches); <i>same_steps_gpu_ratio</i> and "
-            "<i>same_steps_host_ratio</i>: the same for the GPU-active and host seconds (GPM counters). The bar set "
-            "for a quick estimate: within 3 % of the measured time, and inside its range. The range covers the quick "
-            "run's own step noise, not how the next run on the host will go: where the step is host-bound, the full "
-            "run's host seconds over the very same batches differed from the quick run's (docs/quick-runs.md)."),
-        H.html_table(df, formats, columns=QUICK_COLUMNS),
+            f"the same host ({int(df['measured_train_s'].notna().sum())} made, shown here; <i>full_first</i>: the "
+            "full run was made before the quick run, on a machine that had already run the recipe to the end). The "
+            "error (predicted - measured) is split into its parts (folded table): the measured part up to the anchor "
+            "step, the modelled steps after it, the evaluations and saves. <i>same_steps_ratio</i>: the full run's "
+            "seconds over the quick run's on the steady steps both have (the same batches); "
+            "<i>same_steps_gpu_ratio</i> and <i>same_steps_host_ratio</i>: the same for the GPU-active and host "
+            "seconds (GPM counters). The bar set for a quick estimate: within 3 % of the measured time, and inside "
+            "its range. The range covers the quick run's own step noise, not how the next run on the host will go: "
+            "where the step is host-bound, the full run's host seconds over the very same batches differed from the "
+            "quick run's (docs/quick-runs.md)."),
+        H.html_table(df[df["measured_train_s"].notna()], formats, columns=QUICK_BRIEF),
+        H.fold(f"every quick run ({len(df)}), the error's parts and the GPM ratios",
+               H.html_table(df, formats, columns=QUICK_COLUMNS)),
         H.csv(ctx, df, "quick_runs.csv"),
     ]
     if frames:
