@@ -100,9 +100,9 @@ def test_one_and_two_gpu_runs_are_two_rows_and_a_scaling_row():
     from analysis.present.tables import tables
 
     t = tables(REPO / "results")
-    seed = t["speedup"][(t["speedup"].experiment == "seed") & (t["speedup"].host == HOST)]
+    seed = t.speedup[(t.speedup.experiment == "seed") & (t.speedup.host == HOST)]
     assert sorted(seed.gpus) == [1, 2]
-    sc = t["scaling"]
+    sc = t.scaling
     row = sc[(sc.experiment == "seed") & (sc.parallel == "ddp")].iloc[0]
     assert row.hosts == "same host" and row.gpus_to == 2 and 0 < row.efficiency_low < row.efficiency
     assert set(sc.parallel) >= {"ddp", "zero2"}

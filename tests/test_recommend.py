@@ -169,7 +169,7 @@ def test_without_a_recipe_in_band_it_says_so(tmp_path):
     assert pick.experiment is None and pick.command is None
     assert recommend_view.sentence(pick).startswith("No recommended recipe yet:")
     t = tables(root)
-    row = t["recommended"].iloc[0]
+    row = t.recommended.iloc[0]
     assert row.experiment is None and row.command is None
 
 

@@ -166,9 +166,9 @@ def test_answer_table_of_the_fixture_tree(built):
     assert h200.epoch_s == pytest.approx(steps.epoch_time(rec).seconds)
     assert h200.epoch_steps == steps.epoch_steps(rec)
     a10 = df[(df.hw == "a10") & (df.source == "predicted")].iloc[0]
-    kwargs = answer.recipe_kwargs(Context.load(built["results"], out_dir=built["out"] / "ctx"))
-    assert kwargs["batch"] == 1 and kwargs["grad_accum"] == 16 and kwargs["max_length"] == 2048  # the article's
-    plan = planner.estimate(hw="a10", results=built["results"], **kwargs)[0]
+    recipe = answer.seed_recipe(Context.load(built["results"], out_dir=built["out"] / "ctx"))
+    assert (recipe.batch, recipe.grad_accum, recipe.max_length) == (1, 16, 2048)  # the article's
+    plan = planner.estimate(hw="a10", results=built["results"], **dataclasses.asdict(recipe))[0]
     assert a10.ms_per_step == pytest.approx(plan.roofline.step_time_s * 1000)
     assert a10.tokens_per_s == pytest.approx(plan.roofline.tokens_per_s)
     assert a10.largest_batch == plan.max_batch

@@ -363,12 +363,13 @@ def test_published_comparisons_are_computed_from_the_figures(figures):
     assert P.value(figures, None, "total_steps") == 873 and P.text(figures, None, "dataset_samples") == "1500"
     assert P.text(figures, None, "lora_adapter_share_range_pct") == "5%-\n2%"
     assert P.article_tokens_per_step() == EXPECTED_FLAGS["max_length"] == 2048
-    assert P.epoch(figures) == {"samples": 1500, "batch": 16, "samples_per_batch": 93.75, "steps": 94,
-                                "published_steps": 873}
+    assert P.epoch(figures) == P.ArticleEpoch(samples=1500, batch=16, samples_per_batch=93.75, steps=94,
+                                              published_steps=873)
     assert P.nearest("a100", figures) == ("a100", "same hardware")
     ref, relation = P.nearest("h200", figures)  # the same dense BF16 peak as the H100, 989 TFLOPS
     assert ref == "h100" and relation.startswith("cross-hardware: H200 measured vs H100 SXM5 80GB published (same")
     facts = P.speed_facts([], [], figures)
-    assert [(x["hw"], round(x["tokens_per_s"])) for x in facts["published"]] == [
+    assert [(x.hw, round(x.tokens_per_s)) for x in facts.published] == [
         ("a10", 1641), ("rtx4090", 2296), ("a100", 3298), ("h100", 5292)]  # the article's printed column
-    assert facts["epoch"]["steps"] == 94 and facts["tokens_per_sample"] is None and facts["steps"] == []
+    assert facts.epoch is not None and facts.epoch.steps == 94 and facts.tokens_per_sample is None
+    assert facts.steps == []

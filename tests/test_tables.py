@@ -117,7 +117,7 @@ def test_compact_and_cli_json(results_tree, capsys):
     from analysis.cli import main
 
     t = tables(results_tree, compact=True)
-    assert "tokens_per_s_low" not in t["speedup"].columns and "speedup" in t["speedup"].columns
+    assert "tokens_per_s_low" not in t.speedup.columns and "speedup" in t.speedup.columns
     assert main(["tables", str(results_tree), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     bs16 = next(r for r in out["speedup"] if r["experiment"] == "bs16")

@@ -172,7 +172,8 @@ def test_published_ratios_and_the_band():
 
 def test_anchor_rows_are_read_and_a_missing_row_is_bad_input(tmp_path):
     rows = anchors.read_anchors()
-    assert len(rows) == 10 and {r["source"] for r in rows} == {"milabench", "torchtune", "lambda"}
+    assert len(rows) == 10 and {r.source for r in rows} == {"milabench", "torchtune", "lambda"}
+    assert rows[1].gpu == "H200" and rows[1].batch == "8" and rows[1].value == 7640.55  # the CSV's second row
     bad = tmp_path / "a.csv"
     bad.write_text("source,path,model,setting,gpu,batch,metric,value\nmilabench,x,m,s,H200,8,t,fast\n")
     with pytest.raises(InputError, match="not a number"):

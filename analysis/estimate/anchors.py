@@ -9,7 +9,7 @@ predicted time carries (time_model.yaml `band`, which tests/test_time_model.py r
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from analysis.estimate import transfer
@@ -40,7 +40,24 @@ def anchors_file() -> Path:
     return hardware.DATA / str(transfer.model_constants()["anchors.file"])
 
 
-def read_anchors(path: str | Path | None = None) -> list[dict]:
+@dataclass(frozen=True)
+class Anchor:
+    """One row of the anchors CSV: a source's published figure for one GPU class (batch: '' where none is given)."""
+
+    source: str
+    path: str
+    model: str
+    setting: str
+    gpu: str
+    batch: str
+    metric: str
+    value: float
+
+
+ANCHOR_COLUMNS = [f.name for f in fields(Anchor)]
+
+
+def read_anchors(path: str | Path | None = None) -> list[Anchor]:
     """The anchors CSV's rows (source, path, model, setting, gpu, batch, metric, value)."""
     path = Path(path) if path is not None else anchors_file()
     try:
@@ -48,17 +65,22 @@ def read_anchors(path: str | Path | None = None) -> list[dict]:
             rows = list(csv.DictReader(fh))
     except OSError as exc:
         raise InputError(path, f"cannot read the anchors: {exc.strerror or exc}") from None
+    out = []
     for i, row in enumerate(rows, start=2):
+        missing = [c for c in ANCHOR_COLUMNS if row.get(c) is None]
+        if missing:
+            raise InputError(path, f"row {i}: no {', '.join(missing)}", i)
         try:
-            row["value"] = float(row["value"])
-        except (KeyError, TypeError, ValueError):
+            value = float(row["value"])
+        except (TypeError, ValueError):
             raise InputError(path, f"row {i}: value {row.get('value')!r} is not a number", i) from None
-    return rows
+        out.append(Anchor(**{c: row[c] for c in ANCHOR_COLUMNS if c != "value"}, value=value))
+    return out
 
 
-def _value(rows: list[dict], source: str, gpu: str, batch: int | None) -> float:
+def _value(rows: list[Anchor], source: str, gpu: str, batch: int | None) -> float:
     want = "" if batch is None else str(batch)
-    hits = [r["value"] for r in rows if r["source"] == source and r["gpu"] == gpu and (r.get("batch") or "") == want]
+    hits = [r.value for r in rows if r.source == source and r.gpu == gpu and (r.batch or "") == want]
     if len(hits) != 1:
         raise InputError(anchors_file(), f"{len(hits)} rows of {source} {gpu} batch {batch or '-'} (want one)")
     return float(hits[0])
@@ -73,7 +95,7 @@ def reference_run(records: list[RunRecord]) -> RunRecord:
     raise InputError(transfer.TIME_MODEL_FILE, f"anchors.reference_run {name} is not among the runs read")
 
 
-def anchor_checks(rec: RunRecord, rows: list[dict] | None = None) -> list[AnchorCheck]:
+def anchor_checks(rec: RunRecord, rows: list[Anchor] | None = None) -> list[AnchorCheck]:
     """Each pair of time_model.yaml anchors.pairs: the published throughput ratio and REC's predicted time ratio."""
     rows = read_anchors() if rows is None else rows
     step = transfer.profile_step(rec)

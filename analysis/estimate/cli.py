@@ -12,16 +12,18 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
+from typing import cast
 
 from analysis.estimate import planner
+from analysis.estimate.jobinputs import JobArgs
 from analysis.estimate.planner import METHODS, PlanRow, estimate
 from analysis.estimate.prices import DEFAULT_PRICES, price_currency, price_source
 from experiments.base import hardware
 from experiments.base.errors import InputError
 
 # estimate()'s defaults (the seed recipe's), for what neither a flag nor --from-args gives; the model: default_model()
-DEFAULTS = {"method": "lora", "max_length": 2048, "batch": 1, "grad_accum": 16, "samples": 1500, "epochs": 1,
-            "gradient_checkpointing": True, "lora_rank": 8}
+DEFAULTS: JobArgs = {"method": "lora", "max_length": 2048, "batch": 1, "grad_accum": 16, "samples": 1500,
+                     "epochs": 1, "gradient_checkpointing": True, "lora_rank": 8}
 
 # ---------------------------------------------------------------------------------------------------- CLI
 
@@ -97,9 +99,9 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def recipe(args) -> dict:
+def recipe(args) -> JobArgs:
     """estimate()'s keyword arguments: the defaults, then --from-args, then the flags given."""
-    out = dict(DEFAULTS)
+    out = DEFAULTS.copy()
     if args.from_args:
         out.update(planner.args_from_run(args.from_args, need_model=not args.model))
     method = args.method
@@ -115,9 +117,10 @@ def recipe(args) -> dict:
              "attn_impl": args.attn_impl}
     if args.lengths is not None or args.mean_len is not None or args.seq_len is not None:
         # the user's data: the run's lengths (from --from-args) do not describe it
-        for key in ("packed_len", "mean_len", "seq_len"):
-            out.pop(key, None)
-    out.update({k: v for k, v in given.items() if v is not None})
+        out.pop("packed_len", None)
+        out.pop("mean_len", None)
+        out.pop("seq_len", None)
+    out.update(cast(JobArgs, {k: v for k, v in given.items() if v is not None}))  # given's keys are JobArgs' names
     if not out.get("model"):
         out["model"] = default_model()
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from analysis.estimate.workload import longest_micro_batch, run_flags, run_method
 from analysis.parse import sidefiles
@@ -17,7 +17,31 @@ from experiments.base.errors import InputError
 METHODS = ("lora", "qlora", "full")
 
 
-def resolve_model(model: str) -> dict:
+class JobArgs(TypedDict, total=False):
+    """The job as estimate() takes it (its keyword arguments of those names): the recipe, its data, its GPUs."""
+
+    model: str
+    method: str
+    max_length: int
+    seq_len: int
+    mean_len: int
+    packed_len: int
+    lengths: str
+    batch: int
+    grad_accum: int
+    samples: int
+    epochs: int
+    gradient_checkpointing: bool
+    lora_rank: int
+    gpus: int
+    parallel: str
+    padding_free: bool
+    liger: bool
+    attn_impl: str
+    from_run: str
+
+
+def resolve_model(model: str) -> hardware.ModelShapes:
     """Shapes of a known model name (models.yaml) or of a local folder / config.json, with its name."""
     path = Path(model)
     config_path = path / "config.json" if path.is_dir() else path
@@ -51,7 +75,7 @@ ARGS_NAMES = {"max_length": ("max_length",), "batch": ("per_device_train_batch_s
 MODEL_NAMES = ("model", "model_id_or_path", "model_type")
 
 
-def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
+def args_from_run(path: str | Path, need_model: bool = True) -> JobArgs:
     """estimate() keyword arguments from a run's args.json (ms-swift's, as `swift sft` wrote it, 1.x to 4.x): model,
     method, max_length, batch, grad_accum, epochs, gradient_checkpointing, lora_rank, padding_free, liger
     (use_liger_kernel); and, from the log beside it where there is one, the epoch's training samples, the longest
@@ -65,7 +89,7 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
         raise InputError(path, "no such args.json")
     if not isinstance(args, dict):
         raise InputError(path, "args.json is not a JSON object")
-    out: dict[str, Any] = {}
+    out = JobArgs()
     field = next((n for n in MODEL_NAMES if args.get(n)), None)
     model = args.get(field) if field else None
     folder = path.parent
@@ -88,6 +112,7 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
         raise InputError(path, f"tuner {method!r}: the planner models {', '.join(METHODS)} only")
     if method is not None:
         out["method"] = method
+    counts: dict[str, int] = {}  # the recipe's whole numbers, by JobArgs name
     for key, names in ARGS_NAMES.items():
         name = next((n for n in names if args.get(n) is not None), None)
         value = args.get(name) if name else None
@@ -96,7 +121,8 @@ def args_from_run(path: str | Path, need_model: bool = True) -> dict[str, Any]:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             raise InputError(path, f"{name} {value!r}: the planner takes a positive whole number")
         if value is not None:
-            out[key] = value
+            counts[key] = value
+    out.update(cast(JobArgs, counts))  # ARGS_NAMES' keys are JobArgs' int fields
     if isinstance(args.get("gradient_checkpointing"), bool):
         out["gradient_checkpointing"] = args["gradient_checkpointing"]
     flags = run_flags(args)

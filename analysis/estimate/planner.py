@@ -86,7 +86,7 @@ class MicroStep:
     flops_per_token: float
 
 
-def roofline_micro_step(spec: dict, shapes: dict, method: str, tokens: float, gradient_checkpointing: bool,
+def roofline_micro_step(spec: dict, shapes: hardware.ModelShapes, method: str, tokens: float, gradient_checkpointing: bool,
                         lora_rank: int, c: Constants | None = None, weights_bytes: float | None = None) -> MicroStep:
     """Seconds of one micro-step: max(compute, weight reads) + host overhead."""
     c = c or constants()
@@ -112,7 +112,7 @@ def _model_name(rec: RunRecord) -> str | None:
     return Path(str(rec.model).rstrip("/")).name.lower() if rec.model else None
 
 
-def run_tokens_per_sample(rec: RunRecord, shapes: dict) -> float | None:
+def run_tokens_per_sample(rec: RunRecord, shapes: hardware.ModelShapes) -> float | None:
     """Tokens the GPU processed per sample in a run, padding included, from Hugging Face's total_flos
     (= 6 x input_ids.numel() x parameters without embeddings, summed over the training steps)."""
     flos, steps, sps = rec.total_flos, rec.global_steps, rec.samples_per_step
@@ -294,7 +294,7 @@ class _Job:
     """What estimate() knows of the job before it looks at a class: the recipe and data, its memory, the committed
     runs of it, the time model's sources for it, the price table and the assumptions."""
 
-    shapes: dict
+    shapes: hardware.ModelShapes
     method: str
     seq: int
     batch: int
@@ -495,7 +495,7 @@ def _same_data(rec: RunRecord, data: Lengths) -> bool:
     return run_mean is None or abs(data.mean - run_mean) <= 0.1 * run_mean
 
 
-def suggestions(shapes: dict, method: str, seq: int, batch: int, grad_accum: int, gradient_checkpointing: bool,
+def suggestions(shapes: hardware.ModelShapes, method: str, seq: int, batch: int, grad_accum: int, gradient_checkpointing: bool,
                 lora_rank: int, padding_free: bool, liger: bool, data: Lengths, capacity: float,
                 c: Constants | None = None) -> list[Suggestion]:
     """Settings that make the job fit CAPACITY GiB where it does not (or only tightly), one change at a time, then all

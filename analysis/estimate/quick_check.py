@@ -227,15 +227,6 @@ class Paired:
     tokens_differ: int | None = None
     first_on_host: bool | None = None
 
-    def as_json(self) -> dict[str, Any]:
-        """The row as `swiftbench quick --json` gives it: the schedule check's two keys only where the quick run had
-        a schedule, whether it was its host's first run last."""
-        out = asdict(self)
-        on_host = out.pop("first_on_host")
-        if self.tokens_compared is None:
-            del out["tokens_compared"], out["tokens_differ"]
-        return {**out, "first_on_host": on_host}
-
 
 def compare(quick_rec: RunRecord, full: RunRecord, est: QuickEstimate | None = None,
             records: list[RunRecord] | None = None) -> Paired:
@@ -326,8 +317,15 @@ def pair_errors(rows: list[Paired | Unpaired]) -> list[PairError]:
 
 
 def as_json(row: Paired | Unpaired) -> dict[str, Any]:
-    """A row of comparison_table as `swiftbench quick --json` and the report's table take it."""
-    return row.as_json() if isinstance(row, Paired) else asdict(row)
+    """A row of comparison_table as `swiftbench quick --json` and the report's table take it: a pair's schedule
+    check's two keys only where the quick run had a schedule, whether it was its host's first run last."""
+    out = asdict(row)
+    if not isinstance(row, Paired):
+        return out
+    on_host = out.pop("first_on_host")
+    if row.tokens_compared is None:
+        del out["tokens_compared"], out["tokens_differ"]
+    return {**out, "first_on_host": on_host}
 
 
 # ------------------------------------------------------------------------------------------------ CLI

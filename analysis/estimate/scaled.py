@@ -44,7 +44,7 @@ class Reference:
     name: str
     step: ProfiledStep
     step_s: float  # its steady median step
-    shapes: dict
+    shapes: hardware.ModelShapes
     recipe: Recipe
     tokens_per_step: float
     row_sq_per_step: float
@@ -100,7 +100,7 @@ def references(records: list[RunRecord]) -> dict[str, Reference]:
     return out
 
 
-def _memory_proxy(shapes: dict, recipe: Recipe) -> float:
+def _memory_proxy(shapes: hardware.ModelShapes, recipe: Recipe) -> float:
     """Bytes-like weight of a token's memory-bound work: layers x one layer's saved bytes (workload.yaml, with
     Liger's), a third more with checkpointing's recomputed forward, + the loss's 12 x vocab."""
     per = workload.activation_bytes_per_token(shapes, "lora", False, recipe.batch, 1, padding_free=recipe.padding_free,
@@ -109,7 +109,7 @@ def _memory_proxy(shapes: dict, recipe: Recipe) -> float:
     return shapes["num_hidden_layers"] * per.layer_per_token * (1 + extra) + 12 * shapes["vocab_size"]
 
 
-def _attention_weight(shapes: dict, recipe: Recipe) -> float:
+def _attention_weight(shapes: hardware.ModelShapes, recipe: Recipe) -> float:
     """Attention FLOPs per unit of sum(row length^2): layers x heads x head_dim x passes (forward, two backward,
     and the recompute)."""
     return shapes["num_hidden_layers"] * shapes["num_attention_heads"] * shapes["head_dim"] \
@@ -140,7 +140,7 @@ def overlap(refs: dict[str, Reference], gradient_checkpointing: bool) -> Overlap
     return Overlap(serial_s=w3 - max(hidden_off, g3), hidden_s=hidden_off, layers=layers)
 
 
-def scaled_step(shapes: dict, recipe: Recipe, stats: BatchStats, refs: dict[str, Reference],
+def scaled_step(shapes: hardware.ModelShapes, recipe: Recipe, stats: BatchStats, refs: dict[str, Reference],
                 label: str = "candidate") -> ProfiledStep:
     """RECIPE's H200 step on the model SHAPES with micro-batches as STATS describes them (tokens the GPU processes,
     rows' squared lengths), from the reference of the same checkpointing setting."""

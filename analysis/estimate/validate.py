@@ -51,7 +51,7 @@ class _RunMemory:
     seen_mem: Memory
 
 
-def _run_memory(r: RunRecord, args: dict, shapes: dict, method: str, rank: int, longest: dict[tuple, float],
+def _run_memory(r: RunRecord, args: dict, shapes: hardware.ModelShapes, method: str, rank: int, longest: dict[tuple, float],
                 c: Constants) -> _RunMemory:
     """The planner's memory model at R's recipe and data."""
     launcher = r.launcher
@@ -77,7 +77,7 @@ def _run_memory(r: RunRecord, args: dict, shapes: dict, method: str, rank: int, 
     return _RunMemory(seq, gc, pf, liger, mem, int(mem.tokens_per_micro_batch), mem)
 
 
-def _roofline_step(r: RunRecord, shapes: dict, method: str, gc: bool, rank: int, mem: Memory,
+def _roofline_step(r: RunRecord, shapes: hardware.ModelShapes, method: str, gc: bool, rank: int, mem: Memory,
                    c: Constants) -> tuple[float | None, float | None]:
     """(tokens per sample the run processed, the roofline's optimizer step at them); None where unknown."""
     spec = hardware.get(r.hw) if r.hw else None

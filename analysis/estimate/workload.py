@@ -41,7 +41,7 @@ def _coef(coefs: dict[str, float], dims: dict[str, float]) -> float:
     return sum(float(c) * dims[k] for k, c in coefs.items())
 
 
-def _dims(shapes: dict) -> dict[str, float]:
+def _dims(shapes: hardware.ModelShapes) -> dict[str, float]:
     return {"h": shapes["hidden_size"], "i": shapes["intermediate_size"],
             "kv": shapes["num_key_value_heads"] * shapes["head_dim"], "V": shapes["vocab_size"]}
 
@@ -60,7 +60,7 @@ class ParamCounts:
     layers: int
 
 
-def param_counts(shapes: dict, method: str, lora_rank: int) -> ParamCounts:
+def param_counts(shapes: hardware.ModelShapes, method: str, lora_rank: int) -> ParamCounts:
     total = hardware.total_params(shapes)
     matmul = hardware.matmul_params(shapes)
     decoder_linears = matmul - shapes["hidden_size"] * shapes["vocab_size"]
@@ -83,7 +83,7 @@ class ActivationBytes:
     total_per_token: float
 
 
-def activation_bytes_per_token(shapes: dict, method: str, gradient_checkpointing: bool, batch: int,
+def activation_bytes_per_token(shapes: hardware.ModelShapes, method: str, gradient_checkpointing: bool, batch: int,
                                seq_len: int, c: Constants | None = None, padding_free: bool = False,
                                liger: bool = False, tokens: float | None = None,
                                attn_impl: str | None = None) -> ActivationBytes:
@@ -192,7 +192,7 @@ class MemoryBreakdown:
     cuda_context_gib: float
 
 
-def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int = 1,
+def memory(shapes: hardware.ModelShapes, method: str = "lora", seq_len: int = 2048, batch: int = 1,
            gradient_checkpointing: bool = True, lora_rank: int = 8, c: Constants | None = None,
            padding_free: bool = False, liger: bool = False, packed_tokens: int | None = None,
            attn_impl: str | None = None) -> Memory:
@@ -252,7 +252,7 @@ def memory(shapes: dict, method: str = "lora", seq_len: int = 2048, batch: int =
     )
 
 
-def largest_batch(shapes: dict, method: str, seq_len: int, gradient_checkpointing: bool, lora_rank: int,
+def largest_batch(shapes: hardware.ModelShapes, method: str, seq_len: int, gradient_checkpointing: bool, lora_rank: int,
                   capacity: float, c: Constants | None = None, limit: int = 4096, padding_free: bool = False,
                   liger: bool = False, packed_tokens_of: Callable[[int], int] | None = None) -> int:
     """The largest per-device batch whose `needs` fits CAPACITY GiB (0: not even batch 1; at most LIMIT): padded
@@ -297,7 +297,7 @@ def fit_verdict(needs_gib: float, activations_gib: float, capacity: float, cappe
     return "yes" if sure <= capacity else "no" if live > capacity else "tight"
 
 
-def flops_per_token(shapes: dict, method: str, gradient_checkpointing: bool, lora_rank: int) -> float:
+def flops_per_token(shapes: hardware.ModelShapes, method: str, gradient_checkpointing: bool, lora_rank: int) -> float:
     """Hardware FLOPs per trained token (recompute included): analysis.measure.flops's formula, the one MFU uses."""
     p = param_counts(shapes, method, lora_rank)
     return measure_flops.flops_per_token(p.matmul, p.lora or 0, method, gradient_checkpointing).hardware

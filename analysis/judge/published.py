@@ -10,7 +10,7 @@ extraction broke a line).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -62,11 +62,24 @@ def article_tokens_per_step(seeds_dir: str | Path | None = None) -> int:
     return int(published_recipe(seeds_dir or DEFAULT_SEEDS_DIR)["max_length"])
 
 
-def epoch(pub: pd.DataFrame) -> dict:
-    """The article's epoch: samples, global batch, samples / batch, optimizer steps (ceil), the published step count."""
+@dataclass(frozen=True)
+class ArticleEpoch:
+    """The article's epoch: samples, global batch, samples / batch, optimizer steps (ceil), the published step count;
+    with speed_facts, the step counts and training samples of our full-epoch runs at that batch."""
+
+    samples: float | None
+    batch: float | None
+    samples_per_batch: float | None
+    steps: int | None
+    published_steps: float | None
+    full_run_steps: tuple[int, ...] = ()
+    full_run_train_samples: int | None = None
+
+
+def epoch(pub: pd.DataFrame) -> ArticleEpoch:
     n, b = value(pub, None, "dataset_samples"), value(pub, None, "effective_batch_size")
-    return {"samples": n, "batch": b, "samples_per_batch": n / b if n and b else None,
-            "steps": math.ceil(n / b) if n and b else None, "published_steps": value(pub, None, "total_steps")}
+    return ArticleEpoch(n, b, n / b if n and b else None, math.ceil(n / b) if n and b else None,
+                        value(pub, None, "total_steps"))
 
 
 # ------------------------------------------------------------------------------------------ the runs
@@ -213,48 +226,89 @@ def comparison_frame(picked: list[RunRecord], ok_records: list[RunRecord], pub: 
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
-def speed_facts(picked: list[RunRecord], ok_records: list[RunRecord], pub: pd.DataFrame,
-                seeds_dir: str | Path | None = None) -> dict:
-    """The numbers behind "what the published speed figures mean":
+@dataclass(frozen=True)
+class PublishedTokens:
+    """One published class: its ms per step, the tokens/s that gives at max_length (x 1000 / ms), the printed text."""
 
-    - tokens_per_step: the article's tokens per step (max_length) and, per published class, its ms, the tokens/s
-      that gives (max_length x 1000 / ms) and the printed fragment;
-    - tokens_per_sample: mean of the runs' mean tokens per sample, the longest sample, max_length / that mean (how
-      much the tokens/s overstate a one-sample step) and the tokens of one global batch (batch x mean);
-    - epoch: the article's samples / global batch, its ceiling, the published step count, and the step counts of
-      our full-epoch runs at that batch;
-    - steps: per picked seed run, its micro-step and optimizer step beside the nearest published step time.
-    """
+    hw: str
+    ms: float
+    tokens_per_s: float
+    printed: str | None
+
+
+@dataclass(frozen=True)
+class TokensPerSample:
+    """Our runs' mean tokens per sample, the longest, max_length / that mean (how much the article's tokens/s
+    overstate a one-sample step), the global batch and the tokens it holds (batch x mean)."""
+
+    mean: float
+    max: float
+    overstatement: float
+    batch: float | None
+    per_global_batch: float | None
+
+
+@dataclass(frozen=True)
+class StepVsPublished:
+    """A seed run's micro-step and optimizer step beside the nearest published step time."""
+
+    hw: str
+    labels: list[str]
+    micro_ms: float
+    opt_ms: float
+    grad_accum: int | None
+    published_hw: str
+    relation: str
+    published_ms: float
+    micro_over_published: float
+    opt_over_published: float
+
+
+@dataclass(frozen=True)
+class SpeedFacts:
+    """The numbers behind "what the published speed figures mean": the article's tokens per step (max_length) and
+    per published class what it gives; our tokens per sample; the article's epoch against our full runs; per picked
+    seed run, its steps beside the nearest published step."""
+
+    max_length: int
+    published: list[PublishedTokens]
+    tokens_per_sample: TokensPerSample | None
+    epoch: ArticleEpoch | None
+    steps: list[StepVsPublished]
+
+
+def speed_facts(picked: list[RunRecord], ok_records: list[RunRecord], pub: pd.DataFrame,
+                seeds_dir: str | Path | None = None) -> SpeedFacts:
     max_len = article_tokens_per_step(seeds_dir)
     ep = epoch(pub)
-    out: dict = {"max_length": max_len, "published": [], "tokens_per_sample": None, "epoch": None, "steps": []}
+    published = []
     for h in hardware_with(pub, "ms_per_step"):
         ms = value(pub, h, "ms_per_step")
         if ms is None:  # never: hardware_with keeps legible values only
             continue
-        out["published"].append({"hw": h, "ms": ms, "tokens_per_s": max_len * 1000 / ms,
-                                 "printed": text(pub, h, "tokens_per_s")})
+        published.append(PublishedTokens(h, ms, max_len * 1000 / ms, text(pub, h, "tokens_per_s")))
+    per_sample = None
     means = [r.train_tokens_mean for r in ok_records if r.train_tokens_mean]
     if means:
         mean = sum(means) / len(means)
-        out["tokens_per_sample"] = {
-            "mean": mean, "max": max(r.train_tokens_max or 0 for r in ok_records), "overstatement": max_len / mean,
-            "batch": ep["batch"], "per_global_batch": ep["batch"] * mean if ep["batch"] else None}
-    if ep["samples"] and ep["batch"] and ep["published_steps"]:
-        full = [r for r in ok_records if full_epoch(r) and r.samples_per_step == ep["batch"]]
-        out["epoch"] = {**ep, "full_run_steps": sorted({r.global_steps for r in full}),
-                        "full_run_train_samples": full[0].train_samples if full else None}
+        per_sample = TokensPerSample(mean, max(r.train_tokens_max or 0 for r in ok_records), max_len / mean, ep.batch,
+                                     ep.batch * mean if ep.batch else None)
+    ours = None
+    if ep.samples and ep.batch and ep.published_steps:
+        full = [r for r in ok_records if full_epoch(r) and r.samples_per_step == ep.batch]
+        ours = replace(ep, full_run_steps=tuple(sorted({r.global_steps for r in full if r.global_steps is not None})),
+                       full_run_train_samples=full[0].train_samples if full else None)
+    rows = []
     for r in picked:
         if not (r.ok and r.experiment == SEED_EXPERIMENT and steps.micro_step_ms(r)):
             continue
         ref, relation = nearest(r.hw, pub)
-        if ref is None:
+        if ref is None or r.hw is None:  # nearest gives a class only for a class
             continue
         p = value(pub, ref, "ms_per_step")
         micro, opt = steps.micro_step_ms(r), ms_per_step(r)
         if p is None or micro is None or opt is None:  # never: a legible ref, and r has a micro-step (checked above)
             continue
-        out["steps"].append({"hw": r.hw, "labels": list(r.labels), "micro_ms": micro, "opt_ms": opt,
-                             "grad_accum": r.grad_accum, "published_hw": ref, "relation": relation,
-                             "published_ms": p, "micro_over_published": micro / p, "opt_over_published": opt / p})
-    return out
+        rows.append(StepVsPublished(r.hw, list(r.labels), micro, opt, r.grad_accum, ref, relation, p, micro / p,
+                                    opt / p))
+    return SpeedFacts(max_len, published, per_sample, ours, rows)

@@ -45,32 +45,29 @@ CLASS_COLUMNS = ["hw", "name", "capacity_gib", "recipe", "fits", "fit_basis", "e
 ORDER_COLUMNS = ["faster", "slower", "hosts", "basis", "undetermined", "settle"]
 
 
-def row_record(r: HostEpochs, rec: Recommendation) -> dict:
-    """A HostEpochs as one table row: its fields, its properties and the seed epoch it is held against."""
-    d = {f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name not in ("seed", "warm_s")}
-    d.update(warm_epoch_s=r.warm_epoch_s, seed_epoch_s=r.seed.seconds if r.seed else None,
-             seed_basis=r.seed.basis if r.seed else None, seed_run=r.seed.run if r.seed else None,
-             epoch_x_seed=r.epoch_x_seed, recommended=r.experiment == rec.experiment)
-    return d
-
-
 def rows_frame(rec: Recommendation) -> pd.DataFrame:
-    return pd.DataFrame([row_record(r, rec) for r in rec.rows], columns=ROW_COLUMNS)
-
-
-def class_record(c: ClassAnswer) -> dict:
-    ch = c.choice
-    return {"hw": c.hw, "name": c.name, "capacity_gib": c.capacity_gib, "recipe": ch.experiment if ch else None,
-            "fits": bool(ch), "fit_basis": ch.fit_basis if ch else "no matrix recipe is shown to fit",
-            "epoch_s": ch.epoch_s if ch else None, "low_s": ch.low_s if ch else None,
-            "high_s": ch.high_s if ch else None, "measured": ch.measured if ch else None,
-            "basis": ch.basis if ch else None, "run": ch.run if ch else None, "gpu_hours": c.gpu_hours,
-            "price_per_gpu_hour": c.price_per_gpu_hour, "currency": c.currency, "cost": c.cost,
-            "close": ", ".join(c.close) or None}
+    """Each HostEpochs as one row: its fields, its properties and the seed epoch it is held against."""
+    rows = [{**{f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name not in ("seed", "warm_s")},
+             "warm_epoch_s": r.warm_epoch_s, "seed_epoch_s": r.seed.seconds if r.seed else None,
+             "seed_basis": r.seed.basis if r.seed else None, "seed_run": r.seed.run if r.seed else None,
+             "epoch_x_seed": r.epoch_x_seed, "recommended": r.experiment == rec.experiment} for r in rec.rows]
+    return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 
 def classes_frame(classes: list[ClassAnswer]) -> pd.DataFrame:
-    return pd.DataFrame([class_record(c) for c in classes], columns=CLASS_COLUMNS)
+    """Each ClassAnswer as one row: its choice's fields (or why there is none), GPU-hours, price and cost."""
+    rows = []
+    for c in classes:
+        ch = c.choice
+        rows.append({"hw": c.hw, "name": c.name, "capacity_gib": c.capacity_gib,
+                     "recipe": ch.experiment if ch else None, "fits": bool(ch),
+                     "fit_basis": ch.fit_basis if ch else "no matrix recipe is shown to fit",
+                     "epoch_s": ch.epoch_s if ch else None, "low_s": ch.low_s if ch else None,
+                     "high_s": ch.high_s if ch else None, "measured": ch.measured if ch else None,
+                     "basis": ch.basis if ch else None, "run": ch.run if ch else None, "gpu_hours": c.gpu_hours,
+                     "price_per_gpu_hour": c.price_per_gpu_hour, "currency": c.currency, "cost": c.cost,
+                     "close": ", ".join(c.close) or None})
+    return pd.DataFrame(rows, columns=CLASS_COLUMNS)
 
 
 def orders_frame(rec: Recommendation) -> pd.DataFrame:
@@ -81,19 +78,22 @@ def orders_frame(rec: Recommendation) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=ORDER_COLUMNS)
 
 
-def recommended_record(rec: Recommendation, classes: list[ClassAnswer]) -> dict:
+def recommended_frame(rec: Recommendation, classes: list[ClassAnswer]) -> pd.DataFrame:
+    """The recommendation as one row: the deciding run's epoch and x seed, their ranges over hosts, the command and
+    the sentence."""
     d = rec.deciding
     xs, es = rec.x_seed_range(), rec.epoch_range()
-    return {"experiment": rec.experiment, "hw": rec.hw, "host": d.host if d else None, "run": d.run if d else None,
-            "epoch_s": d.epoch_s if d else None, "epoch_low_s": es[0] if es else None,
-            "epoch_high_s": es[1] if es else None, "hosts": len(rec.chosen),
-            "warm_epoch_s": d.warm_epoch_s if d else None, "epoch_x_seed": d.epoch_x_seed if d else None,
-            "x_seed_low": xs[0] if xs else None, "x_seed_high": xs[1] if xs else None,
-            "seed_epoch_s": d.seed.seconds if d and d.seed else None,
-            "seed_basis": d.seed.basis if d and d.seed else None, "eval_loss": d.eval_loss if d else None,
-            "seed_eval_loss": d.seed_eval_loss if d else None, "seed_range": d.seed_range if d else None,
-            "runner_up": rec.runner_up, "note": rec.note, "swift_version": rec.swift_version,
-            "command": rec.command, "sentence": sentence(rec, classes)}
+    row = {"experiment": rec.experiment, "hw": rec.hw, "host": d.host if d else None, "run": d.run if d else None,
+           "epoch_s": d.epoch_s if d else None, "epoch_low_s": es[0] if es else None,
+           "epoch_high_s": es[1] if es else None, "hosts": len(rec.chosen),
+           "warm_epoch_s": d.warm_epoch_s if d else None, "epoch_x_seed": d.epoch_x_seed if d else None,
+           "x_seed_low": xs[0] if xs else None, "x_seed_high": xs[1] if xs else None,
+           "seed_epoch_s": d.seed.seconds if d and d.seed else None,
+           "seed_basis": d.seed.basis if d and d.seed else None, "eval_loss": d.eval_loss if d else None,
+           "seed_eval_loss": d.seed_eval_loss if d else None, "seed_range": d.seed_range if d else None,
+           "runner_up": rec.runner_up, "note": rec.note, "swift_version": rec.swift_version,
+           "command": rec.command, "sentence": sentence(rec, classes)}
+    return pd.DataFrame([row])
 
 
 # ------------------------------------------------------------------------------------------------ words

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pandas as pd
@@ -288,13 +289,30 @@ def your_runs_table(records: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=YOUR_COLUMNS)
 
 
+@dataclass(frozen=True)
+class Tables:
+    """What `swiftbench tables` prints, each a frame: speed-up and convergence (COMPACT: their main columns only),
+    scaling, the recommendation (one row: the recipe for the job, its command and sentence), every matrix recipe's
+    full epochs per host, which recipe finishes sooner (and which orders are undetermined), each GPU class's recipe,
+    epoch and cost, and the user's own runs. `--format json` prints them in this order."""
+
+    speedup: pd.DataFrame
+    convergence: pd.DataFrame
+    scaling: pd.DataFrame
+    recommended: pd.DataFrame
+    recipes: pd.DataFrame
+    orders: pd.DataFrame
+    classes: pd.DataFrame
+    your_runs: pd.DataFrame
+
+    def named(self) -> list[tuple[str, pd.DataFrame]]:
+        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+
+
 def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
            seeds_dir: str | Path | None = None,
-           compact: bool = False, prices: str | Path | None = price_tables.DEFAULT_PRICES) -> dict[str, pd.DataFrame]:
-    """{"speedup", "convergence", "scaling", "recommended" (one row: the recipe for the job, its command and
-    sentence), "recipes" (every matrix recipe's full epochs per host), "orders" (which recipe finishes sooner, and
-    which orders are undetermined), "classes" (each GPU class's recipe, epoch and cost), "your_runs"} of RESULTS_DIR
-    (COMPACT: only the main columns of the first two)."""
+           compact: bool = False, prices: str | Path | None = price_tables.DEFAULT_PRICES) -> Tables:
+    """The tables of RESULTS_DIR (Tables)."""
     records = measured_records(results_dir)
     speed = speedup_table(results_dir, baseline, seeds_dir, records=records)
     conv = convergence_table(results_dir, seeds_dir, records=records)
@@ -303,12 +321,12 @@ def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASE
     ans = classes.answer(everything, prices)
     if compact:
         speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
-    return {"speedup": speed, "convergence": conv, "scaling": scale,
-            "recommended": pd.DataFrame([recommend_view.recommended_record(ans.recommendation, list(ans.classes))]),
-            "recipes": recommend_view.rows_frame(ans.recommendation),
-            "orders": recommend_view.orders_frame(ans.recommendation),
-            "classes": recommend_view.classes_frame(list(ans.classes)),
-            "your_runs": your_runs_table(everything)}
+    return Tables(speedup=speed, convergence=conv, scaling=scale,
+                  recommended=recommend_view.recommended_frame(ans.recommendation, list(ans.classes)),
+                  recipes=recommend_view.rows_frame(ans.recommendation),
+                  orders=recommend_view.orders_frame(ans.recommendation),
+                  classes=recommend_view.classes_frame(list(ans.classes)),
+                  your_runs=your_runs_table(everything))
 
 
 ANSWER_RECIPES = {"experiment": "recipe", "pair": "host", "steps": "steps", "epoch_s": "epoch s",
@@ -326,17 +344,17 @@ def _seed_cell(epoch: float | None, basis: str | None) -> str | None:
     return f"{epoch:.1f}" + ("" if basis == "full epoch" else " (cut run, lower bound)")
 
 
-def answer_md(t: dict[str, pd.DataFrame]) -> str:
+def answer_md(t: Tables) -> str:
     """The answer as README shows it: the sentence, the command to paste, the recipes' full epochs per host (hosts
     lettered: a ratio is only of one host's runs), the undetermined orders, the recipe per GPU class. Formats only
     what tables() computed; host ids stay in the full tables."""
-    top = t["recommended"].iloc[0]
+    top = t.recommended.iloc[0]
     parts = [str(top["sentence"])]
     if isinstance(top.get("command"), str):
         parts += ["", f"The recommended recipe, for ms-swift {top['swift_version']} (`pip install .` of this "
                       "repository gives `swiftbench plugin`, the path of the one plugin file it names):", "", "```bash",
                   str(top["command"]), "```"]
-    rec = t["recipes"].copy()
+    rec = t.recipes.copy()
     if not rec.empty:
         rec = rec.sort_values(["host", "epoch_s"])
         letters = {h: chr(ord("A") + i) for i, h in enumerate(dict.fromkeys(
@@ -346,14 +364,14 @@ def answer_md(t: dict[str, pd.DataFrame]) -> str:
         rec["experiment"] = [f"**{x}**" if r else x for x, r in zip(rec["experiment"], rec["recommended"])]
         rec = rec.sort_values(["pair", "epoch_s"])
         parts += ["", render(rec[list(ANSWER_RECIPES)].rename(columns=ANSWER_RECIPES), "md")]
-    orders = t["orders"]
+    orders = t.orders
     open_rows = orders[orders["undetermined"].astype(bool)] if not orders.empty else orders
     if not open_rows.empty:
         parts += ["", "Orders the runs do not settle: " + "; ".join(
             f"{a} vs {b} ({why}; settle with {settle})"
             for a, b, why, settle in zip(open_rows["faster"], open_rows["slower"], open_rows["basis"],
                                          open_rows["settle"])) + "."]
-    cls = t["classes"].copy()
+    cls = t.classes.copy()
     if not cls.empty:
         cls["epoch"] = [None if pd.isna(e) else (f"{e:.1f}" if m else f"{e:.1f} ({lo:.1f}-{hi:.1f})")
                         for e, lo, hi, m in zip(cls["epoch_s"], cls["low_s"], cls["high_s"], cls["measured"])]
@@ -372,25 +390,25 @@ def run(args) -> int:
         print(f"swiftbench: {line}", file=sys.stderr)
     done = SKIPPED_EXIT if found.skipped else 0
     t = tables(found, args.baseline, args.seeds, args.compact, args.prices)
-    speed, conv = t["speedup"], t["convergence"]
+    speed, conv = t.speedup, t.convergence
     if getattr(args, "answer", False):
         print(answer_md(t))
         return done
     if args.format == "json":
         print(json.dumps({name: json.loads(df.to_json(orient="records", double_precision=15))
-                          for name, df in t.items()}, indent=2))
+                          for name, df in t.named()}, indent=2))
         return done
     if args.format == "md":
         print(answer_md(t) + "\n")
         print("## Recipes' full epochs per host (first run on the host; later ones: `warm_epoch_s`)\n")
-        print(render(t["recipes"].drop(columns=["labels", "path"]), "md"))
+        print(render(t.recipes.drop(columns=["labels", "path"]), "md"))
         print("\n## Which recipe finishes sooner (same host only)\n")
-        print(render(t["orders"], "md"))
+        print(render(t.orders, "md"))
         print("\n## Each GPU class's recipe\n")
-        print(render(t["classes"], "md"))
-        if not t["your_runs"].empty:
+        print(render(t.classes, "md"))
+        if not t.your_runs.empty:
             print("\n## Your runs (experiments of your own: the nearest matrix recipe and the flags that differ)\n")
-            print(render(t["your_runs"], "md"))
+            print(render(t.your_runs, "md"))
         print()
     if args.format == "md":
         print(f"## Speedup (baseline {args.baseline}; slowest measured where it has no run)\n")
@@ -400,7 +418,7 @@ def run(args) -> int:
     else:
         print()
     print(render(conv, args.format))
-    if not t["scaling"].empty:
+    if not t.scaling.empty:
         print("\n## Scaling (same host; efficiency = speed-up / GPU ratio)\n" if args.format == "md" else "")
-        print(render(t["scaling"], args.format))
+        print(render(t.scaling, args.format))
     return done

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
+from typing import TypedDict
 
 import yaml
 
@@ -131,20 +132,36 @@ def config_problem(config: dict) -> str | None:
     return None
 
 
-def shapes_from_config(config: dict) -> dict | None:
+class ModelShapes(TypedDict, total=False):
+    """A decoder model's shapes (a config.json's fields of those names) and its name where it was looked up."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    vocab_size: int
+    head_dim: int
+    tie_word_embeddings: bool
+    name: str
+
+
+def shapes_from_config(config: dict) -> ModelShapes | None:
     """The shape fields of a Hugging Face config.json (text config of multimodal models too)."""
     cfg = config.get("text_config") or config.get("llm_config") or config
     if not all(k in cfg for k in ("hidden_size", "intermediate_size", "num_hidden_layers",
                                   "num_attention_heads", "vocab_size")):
         return None
-    out = {k: cfg.get(k) for k in SHAPE_KEYS}
-    out["num_key_value_heads"] = cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
-    out["head_dim"] = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    out["tie_word_embeddings"] = bool(config.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
-    return out
+    return ModelShapes(hidden_size=cfg["hidden_size"], intermediate_size=cfg["intermediate_size"],
+                       num_hidden_layers=cfg["num_hidden_layers"], num_attention_heads=cfg["num_attention_heads"],
+                       num_key_value_heads=cfg.get("num_key_value_heads") or cfg["num_attention_heads"],
+                       vocab_size=cfg["vocab_size"],
+                       head_dim=cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"],
+                       tie_word_embeddings=bool(config.get("tie_word_embeddings",
+                                                           cfg.get("tie_word_embeddings", False))))
 
 
-def lookup_model(name: str) -> dict | None:
+def lookup_model(name: str) -> ModelShapes | None:
     """Shapes of a known model by id or path basename (case-insensitive; its key or one of its aliases), else None."""
     base = Path(str(name).rstrip("/")).name.lower()
     for key, entry in known_models().items():
@@ -156,7 +173,7 @@ def lookup_model(name: str) -> dict | None:
     return None
 
 
-def model_shapes(args: dict, run_dir: Path | None = None) -> dict | None:
+def model_shapes(args: dict, run_dir: Path | None = None) -> ModelShapes | None:
     """Model shapes for a run: the runner's copy of config.json, the model folder's, or the known table."""
     candidates: list[Path] = []
     if run_dir is not None:
@@ -182,7 +199,7 @@ def model_shapes(args: dict, run_dir: Path | None = None) -> dict | None:
     return None
 
 
-def _linear_shapes(s: dict) -> list[tuple[int, int]]:
+def _linear_shapes(s: ModelShapes) -> list[tuple[int, int]]:
     """(in, out) of every linear layer of one decoder block (Llama/Qwen2 family)."""
     h, i = s["hidden_size"], s["intermediate_size"]
     q = s["num_attention_heads"] * s["head_dim"]
@@ -190,13 +207,13 @@ def _linear_shapes(s: dict) -> list[tuple[int, int]]:
     return [(h, q), (h, kv), (h, kv), (q, h), (h, i), (h, i), (i, h)]
 
 
-def matmul_params(s: dict) -> int:
+def matmul_params(s: ModelShapes) -> int:
     """Weights that take part in matrix multiplies: all decoder linears plus lm_head (embeddings excluded)."""
     per_layer = sum(a * b for a, b in _linear_shapes(s))
     return per_layer * s["num_hidden_layers"] + s["hidden_size"] * s["vocab_size"]
 
 
-def lora_params(s: dict, args: dict) -> int | None:
+def lora_params(s: ModelShapes, args: dict) -> int | None:
     """Trainable LoRA parameters r x (in + out) per targeted linear; only 'all-linear' is modelled."""
     rank = args.get("lora_rank")
     targets = args.get("target_modules")
@@ -207,7 +224,7 @@ def lora_params(s: dict, args: dict) -> int | None:
     return rank * sum(a + b for a, b in _linear_shapes(s)) * s["num_hidden_layers"]
 
 
-def total_params(s: dict) -> int:
+def total_params(s: ModelShapes) -> int:
     """All parameters with biases of q/k/v and RMSNorm weights (Qwen2 layout)."""
     h, kv = s["hidden_size"], s["num_key_value_heads"] * s["head_dim"]
     q = s["num_attention_heads"] * s["head_dim"]

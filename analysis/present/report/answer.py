@@ -8,6 +8,7 @@ class's recipe analysis.judge, published rows the seeds. This module picks the r
 """
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pandas as pd
@@ -47,25 +48,40 @@ def classes(ctx: Context) -> list[str]:
 # ------------------------------------------------------------------------------------------ the recipe
 
 
-def recipe_kwargs(ctx: Context) -> dict:
-    """The seed recipe as the planner takes it: the article's command (seeds/), the epoch's training samples and the
-    longest sample from our seed runs where they logged them."""
+@dataclass(frozen=True)
+class SeedRecipe:
+    """The seed recipe as the planner takes it (its keyword arguments, by field name)."""
+
+    model: str
+    method: str
+    max_length: int
+    seq_len: int | None
+    batch: int
+    grad_accum: int
+    samples: int
+    epochs: int
+    lora_rank: int
+
+
+def seed_recipe(ctx: Context) -> SeedRecipe:
+    """The article's command (seeds/), the epoch's training samples and the longest sample from our seed runs where
+    they logged them."""
     rec = published_recipe(ctx.seeds_dir)
     runs = P.seed_runs(ctx.picked)
     max_length = int(rec.get("max_length") or 2048)
     longest = max((r.train_tokens_max for r in runs if r.train_tokens_max), default=None)
     samples = max((r.train_samples for r in runs if r.train_samples), default=None) \
-        or int(P.epoch(ctx.pub)["samples"] or 1500)
-    return {"model": str(rec.get("model")), "method": rec.get("train_type") or rec.get("tuner_type") or "lora",
-            "max_length": max_length, "seq_len": min(int(longest), max_length) if longest else None,
-            "batch": int(rec.get("per_device_train_batch_size") or 1),
-            "grad_accum": int(rec.get("gradient_accumulation_steps") or 1), "samples": int(samples),
-            "epochs": int(rec.get("num_train_epochs") or 1), "lora_rank": int(rec.get("lora_rank") or 8)}
+        or int(P.epoch(ctx.pub).samples or 1500)
+    return SeedRecipe(model=str(rec.get("model")), method=rec.get("train_type") or rec.get("tuner_type") or "lora",
+                      max_length=max_length, seq_len=min(int(longest), max_length) if longest else None,
+                      batch=int(rec.get("per_device_train_batch_size") or 1),
+                      grad_accum=int(rec.get("gradient_accumulation_steps") or 1), samples=int(samples),
+                      epochs=int(rec.get("num_train_epochs") or 1), lora_rank=int(rec.get("lora_rank") or 8))
 
 
 def predictions(ctx: Context) -> dict[str, planner.PlanRow]:
     """hw -> the planner's estimate of the seed recipe on that class (its roofline figures are the predicted row)."""
-    plans = planner.estimate(hw=classes(ctx), results=ctx.results_dir, **recipe_kwargs(ctx))
+    plans = planner.estimate(hw=classes(ctx), results=ctx.results_dir, **asdict(seed_recipe(ctx)))
     return {p.hw: p for p in plans}
 
 
@@ -86,7 +102,43 @@ def _host(rec: RunRecord) -> str:
     return rec.host_id[:8] if rec.host_id else "host ?"
 
 
-def measured_row(rec: RunRecord, capacity: float, best: dict) -> dict:
+@dataclass(frozen=True)
+class ClassCell:
+    """The class's recipe (analysis.judge.classes) as the seed table's last cell shows it."""
+
+    text: str
+    recipe: str | None = None
+    epoch_s: float | None = None
+    how: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One row of the seed recipe's table: a measured run, the planner's prediction or the article's figure."""
+
+    hw: str
+    gpu: str | None
+    source: str                       # measured, predicted, published
+    run: str | None
+    host: str | None
+    labels: str
+    detail: str
+    capacity_gib: float
+    best: ClassCell
+    gpus: int | None = None
+    ms_per_sample: float | None = None
+    ms_per_step: float | None = None
+    tokens_per_s: float | None = None
+    peak_gib: float | None = None
+    fits: bool | None = None
+    gpu_busy_frac: float | None = None
+    epoch_steps: int | None = None
+    epoch_s: float | None = None
+    gpu_hours: float | None = None
+    largest_batch: int | None = None
+
+
+def measured_row(rec: RunRecord, capacity: float, best: ClassCell) -> AnswerRow:
     st = steps.step_time(rec).median
     ep = steps.epoch_time(rec)
     gpus = rec.world_size or 1
@@ -94,47 +146,44 @@ def measured_row(rec: RunRecord, capacity: float, best: dict) -> dict:
              f"{rec.global_steps} steps" if rec.is_cut_run and rec.global_steps else None,
              "forced" if any(lab.startswith("forced") for lab in rec.labels) else None]
     named = [x for x in extra if x]
-    return {"hw": rec.hw, "gpu": _gpu(rec.hw), "source": "measured", "run": rec.run, "host": rec.host_id, "gpus": gpus,
-            "labels": "; ".join(rec.labels), "detail": " · ".join([_host(rec)] + named),
-            "ms_per_sample": steps.sample_ms(rec), "ms_per_step": st * 1000 if st else None,
-            "tokens_per_s": throughput.throughput(rec).tokens_per_s, "peak_gib": rec.peak_mem_gib,
-            "capacity_gib": capacity, "fits": None, "gpu_busy_frac": profile.busy_fraction(rec),
-            "epoch_steps": ep.steps, "epoch_s": ep.seconds, "gpu_hours": ep.gpu_hours, "largest_batch": None,
-            "best": best}
+    return AnswerRow(hw=rec.hw or "", gpu=_gpu(rec.hw), source="measured", run=rec.run, host=rec.host_id, gpus=gpus,
+                     labels="; ".join(rec.labels), detail=" · ".join([_host(rec)] + named),
+                     ms_per_sample=steps.sample_ms(rec), ms_per_step=st * 1000 if st else None,
+                     tokens_per_s=throughput.throughput(rec).tokens_per_s, peak_gib=rec.peak_mem_gib,
+                     capacity_gib=capacity, gpu_busy_frac=profile.busy_fraction(rec), epoch_steps=ep.steps,
+                     epoch_s=ep.seconds, gpu_hours=ep.gpu_hours, best=best)
 
 
-def predicted_row(p: planner.PlanRow, best: dict) -> dict:
+def predicted_row(p: planner.PlanRow, best: ClassCell) -> AnswerRow:
     roof = p.roofline
-    return {"hw": p.hw, "gpu": _gpu(p.hw), "source": "predicted", "run": None, "host": None, "gpus": 1,
-            "labels": "planner (analysis/estimate/planner.py): roofline time, memory model",
-            "detail": "planner" + ("" if p.fits else "; does NOT fit"),
-            "ms_per_sample": roof.ms_per_sample, "ms_per_step": roof.step_time_s * 1000,
-            "tokens_per_s": roof.tokens_per_s, "peak_gib": p.logged_peak_gib, "capacity_gib": p.capacity_gib,
-            "fits": p.fits, "gpu_busy_frac": roof.gpu_busy_frac, "epoch_steps": p.steps,
-            "epoch_s": roof.total_time_s, "gpu_hours": roof.total_time_s / 3600, "largest_batch": p.max_batch,
-            "best": best}
+    return AnswerRow(hw=p.hw, gpu=_gpu(p.hw), source="predicted", run=None, host=None, gpus=1,
+                     labels="planner (analysis/estimate/planner.py): roofline time, memory model",
+                     detail="planner" + ("" if p.fits else "; does NOT fit"),
+                     ms_per_sample=roof.ms_per_sample, ms_per_step=roof.step_time_s * 1000,
+                     tokens_per_s=roof.tokens_per_s, peak_gib=p.logged_peak_gib, capacity_gib=p.capacity_gib,
+                     fits=p.fits, gpu_busy_frac=roof.gpu_busy_frac, epoch_steps=p.steps,
+                     epoch_s=roof.total_time_s, gpu_hours=roof.total_time_s / 3600, largest_batch=p.max_batch,
+                     best=best)
 
 
-def published_row(ctx: Context, hw: str, capacity: float) -> dict | None:
+def published_row(ctx: Context, hw: str, capacity: float) -> AnswerRow | None:
     ms = P.value(ctx.pub, hw, "ms_per_step")
     if ms is None:
         return None
-    return {"hw": hw, "gpu": _gpu(hw), "source": "published", "run": "seeds/ms_swift_hw_test.yaml", "host": None,
-            "labels": "published (ms-swift hardware article; its 'step' is one sample)", "detail": "article",
-            "ms_per_sample": ms, "ms_per_step": None, "tokens_per_s": None, "peak_gib": None,
-            "capacity_gib": capacity, "fits": None, "gpu_busy_frac": None, "epoch_steps": None, "epoch_s": None,
-            "gpu_hours": None, "largest_batch": None, "best": {"text": "", "recipe": None}}
+    return AnswerRow(hw=hw, gpu=_gpu(hw), source="published", run="seeds/ms_swift_hw_test.yaml", host=None,
+                     labels="published (ms-swift hardware article; its 'step' is one sample)", detail="article",
+                     ms_per_sample=ms, capacity_gib=capacity, best=ClassCell(""))
 
 
-def answer_rows(ctx: Context) -> list[dict]:
+def answer_rows(ctx: Context) -> list[AnswerRow]:
     """Per class: its measured seed-recipe runs (one per host), the planner's prediction, the article's figure."""
     plans = predictions(ctx)
     per_class = {c.hw: c for c in ctx.answer().classes}
     measured = P.seed_runs(ctx.picked)
-    rows = []
+    rows: list[AnswerRow] = []
     for hw in classes(ctx):
         cap = planner.capacity_gib(hardware.require(hw))
-        best = _class_cell(per_class.get(hw))
+        best = class_cell(per_class.get(hw))
         runs = sorted([r for r in measured if r.hw == hw], key=lambda r: (r.host_id is None, r.host_id or "", r.run))
         rows += [measured_row(r, cap, best) for r in runs]
         if hw in plans:
@@ -145,69 +194,68 @@ def answer_rows(ctx: Context) -> list[dict]:
     return rows
 
 
-def frame(rows: list[dict]) -> pd.DataFrame:
+def frame(rows: list[AnswerRow]) -> pd.DataFrame:
     """The rows as the CSV keeps them."""
     out = []
     for r in rows:
-        b = r["best"]
-        out.append({**{k: r.get(k) for k in CSV_COLUMNS if k in r}, "class_recipe": b.get("recipe"),
-                    "class_recipe_epoch_s": b.get("epoch_s")})
+        d = asdict(r)
+        out.append({**{k: d[k] for k in CSV_COLUMNS if k in d}, "class_recipe": r.best.recipe,
+                    "class_recipe_epoch_s": r.best.epoch_s})
     return pd.DataFrame(out, columns=CSV_COLUMNS)
 
 
-def _cells(r: dict) -> dict:
-    peak = "illegible" if r["source"] == "published" else H.fmt(r["peak_gib"], "{:.1f}")
-    return {
-        "ms / sample": H.fmt(r["ms_per_sample"], "{:,.0f}"),
-        "ms / step": H.fmt(r["ms_per_step"], "{:,.0f}"), "tokens/s": H.fmt(r["tokens_per_s"], "{:,.0f}"),
-        "peak / capacity GiB": f"{peak} / {r['capacity_gib']:.0f}", "GPU busy": H.fmt(r["gpu_busy_frac"], "{:.0%}"),
-        "epoch": _minutes(r["epoch_s"]), "GPU\u2011h": H.fmt(r["gpu_hours"], "{:.2f}"),
-    }
+def _cell(r: AnswerRow, column: str) -> str:
+    """One measured column of the seed table, formatted."""
+    if column == "peak / capacity GiB":
+        peak = "illegible" if r.source == "published" else H.fmt(r.peak_gib, "{:.1f}")
+        return f"{peak} / {r.capacity_gib:.0f}"
+    value, fmt = {"ms / sample": (r.ms_per_sample, "{:,.0f}"), "ms / step": (r.ms_per_step, "{:,.0f}"),
+                  "tokens/s": (r.tokens_per_s, "{:,.0f}"), "GPU busy": (r.gpu_busy_frac, "{:.0%}"),
+                  "GPU\u2011h": (r.gpu_hours, "{:.2f}")}.get(column, (None, ""))
+    return _minutes(r.epoch_s) if column == "epoch" else H.fmt(value, fmt)
 
 
-def _class_cell(c: ClassAnswer | None) -> dict:
+def class_cell(c: ClassAnswer | None) -> ClassCell:
     """The class's recipe (analysis.judge.classes) as the seed table's last cell shows it."""
     ch = c.choice if c else None
     if ch is None:
-        return {"text": "no matrix recipe shown to fit", "recipe": None}
+        return ClassCell("no matrix recipe shown to fit")
     how = "measured" if ch.measured else f"modelled, {span(ch.low_s, ch.high_s)} s"
-    return {"text": f"{ch.experiment} · {seconds_text(ch.epoch_s)} ({how})", "recipe": ch.experiment,
-            "epoch_s": ch.epoch_s, "how": how, "fit": ch.fit_basis}
+    return ClassCell(f"{ch.experiment} · {seconds_text(ch.epoch_s)} ({how})", ch.experiment, ch.epoch_s, how)
 
 
-def _best_cell(best: dict) -> str:
-    if not best.get("recipe"):
-        return H.e(best.get("text") or "–")
-    return (f"<b>{H.e(best['recipe'])}</b><br>{H.e(seconds_text(best['epoch_s']))}<br>"
-            f"<small>{H.e(best['how'])}</small>")
+def _best_cell(best: ClassCell) -> str:
+    if not best.recipe:
+        return H.e(best.text or "–")
+    return (f"<b>{H.e(best.recipe)}</b><br>{H.e(seconds_text(best.epoch_s))}<br>"
+            f"<small>{H.e(best.how)}</small>")
 
 
-def table_html(rows: list[dict]) -> str:
+def table_html(rows: list[AnswerRow]) -> str:
     """The answer table: one group of rows per class (measured, predicted, published), the class and its best
     recipe once per group; rows say their class and source in data attributes."""
     head = "".join(f"<th>{H.e(c)}</th>" for c in COLUMNS)
     body = []
     for i, r in enumerate(rows):
-        cells = _cells(r)
-        first = i == 0 or rows[i - 1]["hw"] != r["hw"]
-        n = sum(1 for x in rows if x["hw"] == r["hw"])
+        first = i == 0 or rows[i - 1].hw != r.hw
+        n = sum(1 for x in rows if x.hw == r.hw)
         tds = []
         for c in COLUMNS:
             if c == "GPU":
                 if first:
-                    tds.append(f'<td rowspan="{n}" class="sb-gpu" data-col="GPU">{H.e(r["gpu"])}<br><small>'
-                               f'{H.e(hardware.require(r["hw"])["memory_gb"])} GB</small></td>')
+                    tds.append(f'<td rowspan="{n}" class="sb-gpu" data-col="GPU">{H.e(r.gpu)}<br><small>'
+                               f'{H.e(hardware.require(r.hw)["memory_gb"])} GB</small></td>')
             elif c == "source":
-                detail = {"measured": r["detail"], "predicted": "planner" if r["fits"] in (None, True)
-                          else "planner · does NOT fit", "published": "article"}[r["source"]]
-                tds.append(f'<td data-col="source">{H.e(r["source"])} <small>{H.e(detail)}</small></td>')
+                detail = {"measured": r.detail, "predicted": "planner" if r.fits in (None, True)
+                          else "planner · does NOT fit", "published": "article"}[r.source]
+                tds.append(f'<td data-col="source">{H.e(r.source)} <small>{H.e(detail)}</small></td>')
             elif c.startswith("the class's recipe"):
                 if first:
-                    tds.append(f'<td rowspan="{n}" class="sb-best" data-col="best">{_best_cell(r["best"])}</td>')
+                    tds.append(f'<td rowspan="{n}" class="sb-best" data-col="best">{_best_cell(r.best)}</td>')
             else:
-                tds.append(f'<td data-col="{H.e(c)}">{H.e(cells[c])}</td>')
-        cls = f"sb-{r['source']}" + (" sb-group" if first else "")
-        body.append(f'<tr class="{cls}" data-hw="{H.e(r["hw"])}" data-source="{H.e(r["source"])}">'
+                tds.append(f'<td data-col="{H.e(c)}">{H.e(_cell(r, c))}</td>')
+        cls = f"sb-{r.source}" + (" sb-group" if first else "")
+        body.append(f'<tr class="{cls}" data-hw="{H.e(r.hw)}" data-source="{H.e(r.source)}">'
                     + "".join(tds) + "</tr>")
     return (f'<table class="sb-table sb-answer" id="answer-table"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>")
@@ -357,16 +405,16 @@ def answer_section(ctx: Context) -> str:
     rows = answer_rows(ctx)
     df = frame(rows)
     err = planner_error(ctx.estimates())
-    kw = recipe_kwargs(ctx)
+    kw = seed_recipe(ctx)
     measured = P.seed_runs(ctx.picked)
     labels = short_labels(measured)
-    epoch_steps = next((r["epoch_steps"] for r in rows if r.get("epoch_steps")), None)
+    epoch_steps = next((r.epoch_steps for r in rows if r.epoch_steps), None)
     fig = plots.answer_figure(df, "The seed recipe per GPU class: ms per sample", labels + " Predicted: the "
                               "planner's roofline. Published: the article (its 'step' is one sample).")
     figure = H.figure(ctx, fig, "answer.png", "ms per sample per GPU class: measured here, predicted by the planner, "
                       "published by the article. " + labels)
-    recipe = (f"the seed recipe: {H.e(kw['model'].split('/')[-1])} LoRA r{kw['lora_rank']}, batch {kw['batch']} x "
-              f"grad-accum {kw['grad_accum']}, max_length {kw['max_length']}, one epoch of {kw['samples']:,} samples"
+    recipe = (f"the seed recipe: {H.e(kw.model.split('/')[-1])} LoRA r{kw.lora_rank}, batch {kw.batch} x "
+              f"grad-accum {kw.grad_accum}, max_length {kw.max_length}, one epoch of {kw.samples:,} samples"
               + (f" = {epoch_steps} optimizer steps" if epoch_steps else ""))
     note = (f"<b>Planner error on the runs we made</b> (estimate / measured - 1): {H.e(error_text(err))}; see "
             "Estimates vs measurements. <b>measured</b>: here, one row per host "

@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
@@ -41,6 +42,16 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 """
+
+
+@dataclass(frozen=True)
+class Built:
+    """A built report: its page, the executed notebook, the seconds it took and the results folders it read."""
+
+    html: Path
+    notebook: Path
+    seconds: float
+    scan: Scan
 
 
 class ReportFailed(RuntimeError):
@@ -88,7 +99,7 @@ def render_html(nb_path: Path, html_path: Path) -> Path:
 def build(results: str | Path | Sequence[str | Path] = "results", out: str | Path = "report",
           baseline: str = hardware.DEFAULT_BASELINE,
           hardware_wanted: str | list[str] = "", seeds: str | Path | None = None, timeout_s: int = 600,
-          notebook: str | Path = NOTEBOOK, prices: str | Path | None = None) -> dict:
+          notebook: str | Path = NOTEBOOK, prices: str | Path | None = None) -> Built:
     """Execute the report notebook and render it; returns the paths and seconds taken. InputError for bad input,
     ReportFailed when a cell fails (nothing is rendered then)."""
     t0 = time.monotonic()
@@ -124,7 +135,7 @@ def build(results: str | Path | Sequence[str | Path] = "results", out: str | Pat
     except pm.PapermillExecutionError as exc:
         raise ReportFailed(f"notebook cell {exc.exec_count} failed: {exc.ename}: {exc.evalue} (see {nb_out})") from None
     html_path = render_html(nb_out, out / HTML_NAME)
-    return {"html": html_path, "notebook": nb_out, "seconds": time.monotonic() - t0, "scan": found}
+    return Built(html_path, nb_out, time.monotonic() - t0, found)
 
 
 # ----------------------------------------------------------------------------------------------- CLI
@@ -160,10 +171,10 @@ def run(args) -> int:
     except ReportFailed as exc:
         print(f"report: failed: {exc}", file=sys.stderr)
         return 1
-    for line in info["scan"].lines():  # folders left out and copies counted once; exit 3 if any was left out
+    for line in info.scan.lines():  # folders left out and copies counted once; exit 3 if any was left out
         print(f"report: {line}", file=sys.stderr)
-    print(f"{info['html']} ({info['seconds']:.1f} s)")
-    return SKIPPED_EXIT if info["scan"].skipped else 0
+    print(f"{info.html} ({info.seconds:.1f} s)")
+    return SKIPPED_EXIT if info.scan.skipped else 0
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -24,7 +24,7 @@ NOT_USED = {
 
 def label_meanings(ctx: Context) -> list[tuple[str, str]]:
     """What each label means, in the words the report prints (analysis.parse.results.labels makes the labels)."""
-    epoch_steps = P.epoch(ctx.pub)["steps"]
+    epoch_steps = P.epoch(ctx.pub).steps
     return [
         ("dummy weights", "random weights with the exact Qwen2.5-7B-Instruct shapes and the real tokenizer "
          "(experiments/offline/dummy.py): step time, throughput and memory are what the real model gives; loss and "

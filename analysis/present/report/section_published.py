@@ -20,60 +20,58 @@ def comparison(ctx: Context) -> pd.DataFrame:
     return comp
 
 
-def _tokens_per_step(facts: dict) -> str:
-    max_len = facts["max_length"]
-    pieces = [f"{P.short(x['hw'])} {max_len:,} x 1,000 / {x['ms']:,.0f} = {x['tokens_per_s']:,.0f} (printed "
-              f"'{H.e(H.breaks(x['printed']))}')" for x in facts["published"]]
+def _tokens_per_step(facts: P.SpeedFacts) -> str:
+    max_len = facts.max_length
+    pieces = [f"{P.short(x.hw)} {max_len:,} x 1,000 / {x.ms:,.0f} = {x.tokens_per_s:,.0f} (printed "
+              f"'{H.e(H.breaks(x.printed))}')" for x in facts.published]
     return (f"<li><b>Tokens per step.</b> The published tokens/s are {max_len:,} / step time: " + "; ".join(pieces)
             + f". Each matches the legible characters of the article's column, so the article assumes every step "
             f"holds {max_len:,} tokens, i.e. max_length.</li>")
 
 
-def _tokens_per_sample(facts: dict) -> str:
-    t = facts["tokens_per_sample"]
-    batch = (f" {t['batch']:.0f} samples (one optimizer step) hold about {t['per_global_batch']:,.0f} tokens, close "
-             f"to {facts['max_length']:,}." if t["batch"] else "")
-    return (f"<li><b>Tokens per sample.</b> The recipe's data averages {t['mean']:.1f} tokens per sample "
-            f"(train_tokens_mean of our runs, from ms-swift's dataset statistics; longest {t['max']:.0f}). A "
-            f"batch-1 forward-backward pass holds one sample, about {t['mean']:.0f} tokens (samples are not "
+def _tokens_per_sample(t: P.TokensPerSample, max_length: int) -> str:
+    batch = (f" {t.batch:.0f} samples (one optimizer step) hold about {t.per_global_batch:,.0f} tokens, close "
+             f"to {max_length:,}." if t.batch and t.per_global_batch else "")
+    return (f"<li><b>Tokens per sample.</b> The recipe's data averages {t.mean:.1f} tokens per sample "
+            f"(train_tokens_mean of our runs, from ms-swift's dataset statistics; longest {t.max:.0f}). A "
+            f"batch-1 forward-backward pass holds one sample, about {t.mean:.0f} tokens (samples are not "
             f"padded to max_length at batch 1): read per micro-step, the article's tokens/s are "
-            f"{t['overstatement']:.1f}x too high.{batch}</li>")
+            f"{t.overstatement:.1f}x too high.{batch}</li>")
 
 
-def _epoch(facts: dict) -> str:
-    ep = facts["epoch"]
-    ours = (f" Our complete runs logged {', '.join(str(s) for s in ep['full_run_steps'])} optimizer steps for "
-            f"{ep['full_run_train_samples']} training samples (after the eval split)." if ep["full_run_steps"] else "")
-    return (f"<li><b>Steps per epoch.</b> {ep['samples']:,.0f} samples / global batch {ep['batch']:.0f} = "
-            f"{ep['samples_per_batch']:.2f}, so {ep['steps']} optimizer steps per epoch, not the published "
-            f"{ep['published_steps']:.0f}; counting forward-backward passes gives {ep['samples']:,.0f}, not "
-            f"{ep['published_steps']:.0f} either.{ours}</li>")
+def _epoch(ep: P.ArticleEpoch) -> str:
+    ours = (f" Our complete runs logged {', '.join(str(s) for s in ep.full_run_steps)} optimizer steps for "
+            f"{ep.full_run_train_samples} training samples (after the eval split)." if ep.full_run_steps else "")
+    return (f"<li><b>Steps per epoch.</b> {ep.samples:,.0f} samples / global batch {ep.batch:.0f} = "
+            f"{ep.samples_per_batch:.2f}, so {ep.steps} optimizer steps per epoch, not the published "
+            f"{ep.published_steps:.0f}; counting forward-backward passes gives {ep.samples:,.0f}, not "
+            f"{ep.published_steps:.0f} either.{ours}</li>")
 
 
-def _step(s: dict) -> str:
+def _step(s: P.StepVsPublished) -> str:
     return (f"<li><b>What is a published step?</b> The article calls a step one forward-backward pass. Our "
-            f"{P.short(s['hw'])} seed run ({H.e('; '.join(s['labels']))}): micro-step (one forward-backward of "
-            f"one per-device batch) {s['micro_ms']:,.1f} ms, optimizer step ({s['grad_accum']} micro-steps) "
-            f"{s['opt_ms']:,.0f} ms. {P.short(s['published_hw'])} is published at {s['published_ms']:,.0f} ms per "
-            f"step ({H.e(s['relation'])}): our micro-step is {s['micro_over_published']:.2f}x that, our optimizer "
-            f"step {s['opt_over_published']:.1f}x. The published step times are the size of a micro-step; read as "
-            f"optimizer steps they would be {s['opt_over_published']:.1f}x faster than what we measure.</li>")
+            f"{P.short(s.hw)} seed run ({H.e('; '.join(s.labels))}): micro-step (one forward-backward of "
+            f"one per-device batch) {s.micro_ms:,.1f} ms, optimizer step ({s.grad_accum} micro-steps) "
+            f"{s.opt_ms:,.0f} ms. {P.short(s.published_hw)} is published at {s.published_ms:,.0f} ms per "
+            f"step ({H.e(s.relation)}): our micro-step is {s.micro_over_published:.2f}x that, our optimizer "
+            f"step {s.opt_over_published:.1f}x. The published step times are the size of a micro-step; read as "
+            f"optimizer steps they would be {s.opt_over_published:.1f}x faster than what we measure.</li>")
 
 
 def plain_statement(ctx: Context) -> str:
     """The paragraph on what the published speed figures mean, with the numbers."""
     facts = P.speed_facts(ctx.picked, ctx.ok_records(), ctx.pub, ctx.seeds_dir)
     out = []
-    if facts["published"]:
+    if facts.published:
         out.append(_tokens_per_step(facts))
-    if facts["tokens_per_sample"]:
-        out.append(_tokens_per_sample(facts))
-    if facts["epoch"]:
-        out.append(_epoch(facts))
-    out += [_step(s) for s in facts["steps"][:1]]
+    if facts.tokens_per_sample:
+        out.append(_tokens_per_sample(facts.tokens_per_sample, facts.max_length))
+    if facts.epoch:
+        out.append(_epoch(facts.epoch))
+    out += [_step(s) for s in facts.steps[:1]]
     if not out:
         return H.note("No published speed figures or no measured runs to compare.")
-    rest = facts["steps"][1:]
+    rest = facts.steps[1:]
     return "<ul>" + "".join(out) + "</ul>" + H.fold(
         f"the same for the other {len(rest)} seed run{'s' if len(rest) != 1 else ''}",
         "<ul>" + "".join(_step(s) for s in rest) + "</ul>" if rest else "")
