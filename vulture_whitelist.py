@@ -37,3 +37,6 @@ nvmlClocksThrottleReasonGpuIdle, nvmlClocksThrottleReasonSwPowerCap, nvmlClocksT
 nvmlClocksThrottleReasonAll, buffer, valid, lib_
 _.nvmlDeviceGetPciInfo, _.nvmlDeviceGetMaxClockInfo, _.nvmlDeviceGetPersistenceMode
 pytestmark  # pytest reads it
+
+# TypedDict keys read as strings (s["head_dim"]): experiments.base.hardware.ModelShapes
+head_dim

@@ -131,18 +131,18 @@ def test_header_counts_the_run_folders_and_says_why_some_are_not_used(built):
 def test_run_use_names_why_a_folder_is_not_used():
     """The committed tree: every folder counted once, under used or one reason (OOM, interrupted, failed,
     superseded)."""
-    from analysis.present.report.header import run_use
+    from analysis.judge.run_use import run_use
 
     records = collect(REPO / "results")
     if not any(r.is_oom for r in records):
         pytest.skip("no committed OOM run")
     use = run_use(records)
-    assert sum(len(v) for v in use.values()) == len(records)
-    assert all(r.is_oom for r in use["OOM"]) and all(r.ok for r in use["used"] + use["superseded"])
-    assert all(r.cut_short for r in use["interrupted"]) and all(not r.ok for r in use["failed"])
+    assert len(use.used) + sum(len(v) for _, v in use.not_used()) == len(records)
+    assert all(r.is_oom for r in use.OOM) and all(r.ok for r in use.used + use.superseded)
+    assert all(r.cut_short for r in use.interrupted) and all(not r.ok for r in use.failed)
     # superseded: a successful run of a group (hw, experiment, host) that the tables do not pick
-    groups = {(r.hw, r.experiment, r.host_id) for r in use["superseded"]}
-    assert groups <= {(r.hw, r.experiment, r.host_id) for r in use["used"]}
+    groups = {(r.hw, r.experiment, r.host_id) for r in use.superseded}
+    assert groups <= {(r.hw, r.experiment, r.host_id) for r in use.used}
 
 
 def test_answer_table_of_the_fixture_tree(built):

@@ -86,8 +86,9 @@ class MicroStep:
     flops_per_token: float
 
 
-def roofline_micro_step(spec: dict, shapes: hardware.ModelShapes, method: str, tokens: float, gradient_checkpointing: bool,
-                        lora_rank: int, c: Constants | None = None, weights_bytes: float | None = None) -> MicroStep:
+def roofline_micro_step(spec: dict, shapes: hardware.ModelShapes, method: str, tokens: float,
+                        gradient_checkpointing: bool, lora_rank: int, c: Constants | None = None,
+                        weights_bytes: float | None = None) -> MicroStep:
     """Seconds of one micro-step: max(compute, weight reads) + host overhead."""
     c = c or constants()
     fpt = flops_per_token(shapes, method, gradient_checkpointing, lora_rank)
@@ -495,9 +496,9 @@ def _same_data(rec: RunRecord, data: Lengths) -> bool:
     return run_mean is None or abs(data.mean - run_mean) <= 0.1 * run_mean
 
 
-def suggestions(shapes: hardware.ModelShapes, method: str, seq: int, batch: int, grad_accum: int, gradient_checkpointing: bool,
-                lora_rank: int, padding_free: bool, liger: bool, data: Lengths, capacity: float,
-                c: Constants | None = None) -> list[Suggestion]:
+def suggestions(shapes: hardware.ModelShapes, method: str, seq: int, batch: int, grad_accum: int,
+                gradient_checkpointing: bool, lora_rank: int, padding_free: bool, liger: bool, data: Lengths,
+                capacity: float, c: Constants | None = None) -> list[Suggestion]:
     """Settings that make the job fit CAPACITY GiB where it does not (or only tightly), one change at a time, then all
     memory savers together: checkpointing on, Liger, padding-free rows, a smaller per-device batch with a larger
     grad-accum (only where batch > 1; the global batch kept), QLoRA. Each: {change (the `swift sft` flags), needs_gib,

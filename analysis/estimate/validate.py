@@ -51,8 +51,8 @@ class _RunMemory:
     seen_mem: Memory
 
 
-def _run_memory(r: RunRecord, args: dict, shapes: hardware.ModelShapes, method: str, rank: int, longest: dict[tuple, float],
-                c: Constants) -> _RunMemory:
+def _run_memory(r: RunRecord, args: dict, shapes: hardware.ModelShapes, method: str, rank: int,
+                longest: dict[tuple, float], c: Constants) -> _RunMemory:
     """The planner's memory model at R's recipe and data."""
     launcher = r.launcher
     # the launcher's --pad-to pads every row to that length: the run's sequence, whatever the data's lengths

@@ -6,8 +6,7 @@ import datetime as dt
 import subprocess
 
 from analysis.judge import published as P
-from analysis.parse.record import RunRecord
-from analysis.parse.results import latest_per_group
+from analysis.judge.run_use import run_use
 from analysis.present.report.context import Context
 from analysis.present.report.html import e, join, style
 from experiments.base import paths
@@ -63,31 +62,14 @@ def in_words(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def run_use(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
-    """Every run folder under one key: used, or why not (NOT_USED). A successful run is used unless another successful
-    run of its experiment, GPU and host has more steps (or as many and is newer): the run the tables pick."""
-    picked = set(latest_per_group([r for r in records if r.ok]))  # a record is equal only to itself
-    out: dict[str, list[RunRecord]] = {"used": [], **{k: [] for k in NOT_USED}}
-    for r in records:
-        if r.ok:
-            out["used" if r in picked else "superseded"].append(r)
-        elif r.is_oom:
-            out["OOM"].append(r)
-        elif r.cut_short:
-            out["interrupted"].append(r)
-        else:
-            out["failed"].append(r)
-    return out
-
-
 def runs_line(ctx: Context) -> str:
     """'50 run folders read in results/, 36 used; not used: 7 OOM (...), ...'."""
     use = run_use(ctx.records)
-    why = [f"<b>{len(v)} {e(k)}</b> ({e(NOT_USED[k])})" for k, v in use.items() if k != "used" and v]
+    why = [f"<b>{len(v)} {e(k)}</b> ({e(NOT_USED[k])})" for k, v in use.not_used() if v]
     roots = ctx.results_dir if isinstance(ctx.results_dir, (tuple, list)) else [ctx.results_dir]
     where = ", ".join(f"<code>{e(paths.relative(r))}</code>" for r in roots)
     return (f"<b>{len(ctx.records)} run folders</b> read in {where}, "
-            f"<b>{len(use['used'])} used</b>" + ("; not used: " + "; ".join(why) if why else "") + ".")
+            f"<b>{len(use.used)} used</b>" + ("; not used: " + "; ".join(why) if why else "") + ".")
 
 
 def header(ctx: Context) -> str:
