@@ -40,3 +40,6 @@ pytestmark  # pytest reads it
 
 # TypedDict keys read as strings (s["head_dim"]): experiments.base.hardware.ModelShapes
 head_dim
+
+# fields of typed quotes read by analysis.judge.result.quoted (by name: a flag, or a number a verdict quotes)
+banded, seed_mean, seeds_at_step, ranged, seed_tokens_source  # judge.band.LossCheck, judge.quote

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-from analysis.judge.result import rnd
+from analysis.judge.result import FLAG, OMIT, rnd, when
 from analysis.judge.select import Runs, pick
 from analysis.measure.loss import eval_at
 from analysis.parse.record import RunRecord
@@ -42,20 +41,12 @@ class LossCheck:
 
     eval_step: int | None
     eval_loss: float | None
-    counts: bool | None = None
-    banded: bool = False
-    loss_dev_from_seed_mean: float | None = None
-    seed_range: float | None = None
-    seed_mean: float | None = None
-    seeds_at_step: int | None = None
-
-    def numbers(self) -> dict[str, Any]:
-        """The verdict's numbers: the step and loss, and the band's figures where there is a band."""
-        out: dict[str, Any] = {"eval_step": self.eval_step, "eval_loss": self.eval_loss}
-        if self.banded:
-            out.update(loss_dev_from_seed_mean=self.loss_dev_from_seed_mean, seed_range=self.seed_range,
-                       seed_mean=self.seed_mean, seeds_at_step=self.seeds_at_step)
-        return out
+    counts: bool | None = field(default=None, metadata=OMIT)
+    banded: bool = field(default=False, metadata=FLAG)
+    loss_dev_from_seed_mean: float | None = field(default=None, metadata=when("banded"))
+    seed_range: float | None = field(default=None, metadata=when("banded"))
+    seed_mean: float | None = field(default=None, metadata=when("banded"))
+    seeds_at_step: int | None = field(default=None, metadata=when("banded"))
 
 
 def loss_check(rec: RunRecord, spread: Sequence[str], runs: Runs) -> LossCheck:

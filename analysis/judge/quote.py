@@ -6,10 +6,9 @@ each run's tokens/s from measure.throughput and median step time from measure.st
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
 
-from analysis.judge.result import rnd
+from analysis.judge.result import FLAG, rnd, when
 from analysis.measure.compare import other_host, speedup
 from analysis.measure.steps import step_time
 from analysis.parse.record import RunRecord
@@ -34,16 +33,9 @@ class SpeedupQuote:
     paired_steps: int | None
     other_host: str | None
     speedup_pct: float | None = None
-    ranged: bool = False                  # the speed-up has a 95 % range (the two keys below)
-    speedup_pct_low: float | None = None
-    speedup_pct_high: float | None = None
-
-    def numbers(self) -> dict[str, Any]:
-        """The verdict's numbers: the fields, the range's two only where there is a range."""
-        out = {k: v for k, v in asdict(self).items() if k not in ("ranged", "speedup_pct_low", "speedup_pct_high")}
-        if self.ranged:
-            out.update(speedup_pct_low=self.speedup_pct_low, speedup_pct_high=self.speedup_pct_high)
-        return out
+    ranged: bool = field(default=False, metadata=FLAG)     # the speed-up has a 95 % range (the two below)
+    speedup_pct_low: float | None = field(default=None, metadata=when("ranged"))
+    speedup_pct_high: float | None = field(default=None, metadata=when("ranged"))
 
 
 def speedup_numbers(base: RunRecord, test: RunRecord) -> SpeedupQuote:
@@ -71,27 +63,15 @@ class SeedMultiple:
     seed_tokens_per_s: float | None
     tokens_source: str
     seed_tokens_source: str
-    paired: bool = False
-    hosts: str | None = None
-    how: str | None = None
-    paired_steps: int | None = None
-    measured: bool = False        # a ratio, and (ranged) its range
-    ranged: bool = False
-    ratio: float | None = None
-    ratio_low: float | None = None
-    ratio_high: float | None = None
-
-    def numbers(self) -> dict[str, Any]:
-        """The verdict's numbers: the pairing only where paired, the ratio and its range only where measured."""
-        out: dict[str, Any] = {"tokens_per_s": self.tokens_per_s, "seed_tokens_per_s": self.seed_tokens_per_s,
-                               "tokens_source": self.tokens_source, "seed_tokens_source": self.seed_tokens_source}
-        if self.paired:
-            out.update(hosts=self.hosts, how=self.how, paired_steps=self.paired_steps)
-        if self.measured:
-            out["ratio"] = self.ratio
-            if self.ranged:
-                out["ratio_low"], out["ratio_high"] = self.ratio_low, self.ratio_high
-        return out
+    paired: bool = field(default=False, metadata=FLAG)
+    hosts: str | None = field(default=None, metadata=when("paired"))
+    how: str | None = field(default=None, metadata=when("paired"))
+    paired_steps: int | None = field(default=None, metadata=when("paired"))
+    measured: bool = field(default=False, metadata=FLAG)   # a ratio, and (ranged) its range
+    ranged: bool = field(default=False, metadata=FLAG)
+    ratio: float | None = field(default=None, metadata=when("measured"))
+    ratio_low: float | None = field(default=None, metadata=when("measured", "ranged"))
+    ratio_high: float | None = field(default=None, metadata=when("measured", "ranged"))
 
 
 def seed_multiple(test: RunRecord, seed: RunRecord, paired: bool = False) -> SeedMultiple:

@@ -7,7 +7,7 @@ them that a time limit cut short).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from analysis.judge.config import VERDICTS, Claim
@@ -20,6 +20,24 @@ from experiments.recipes import catalog
 def rnd(x: float | None, nd: int = 4) -> float | None:
     """X rounded to ND digits for a table; None stays None, and so does a value that is not finite."""
     return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else round(x, nd)
+
+
+FLAG = {"flag": True}  # a quote's field that says which others apply: not a number itself
+OMIT = {"omit": True}  # a quote's field a verdict does not quote
+
+
+def when(*flags: str) -> dict[str, tuple[str, ...]]:
+    """A quote's field quoted only where every one of FLAGS is set."""
+    return {"when": flags}
+
+
+def quoted(value: Any) -> dict[str, Any]:
+    """A typed quote (SpeedupQuote, SeedMultiple, LossCheck) as a verdict's numbers: its fields in order, its flags
+    and omitted fields left out, each field marked `when` only where its flags are all set. The one formatter of a
+    quote, so a field added is a number quoted."""
+    return {f.name: getattr(value, f.name) for f in fields(value)
+            if not (f.metadata.get("flag") or f.metadata.get("omit"))
+            and all(getattr(value, w) for w in f.metadata.get("when", ()))}
 
 
 def dummy(*recs: RunRecord | None) -> bool:

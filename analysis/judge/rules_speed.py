@@ -11,7 +11,7 @@ from analysis.judge import card, rulespec, swift_info
 from analysis.judge.band import LossCheck, loss_check
 from analysis.judge.config import Claim
 from analysis.judge.quote import SpeedupQuote, host_note, paired_note, seed_multiple, speedup_numbers
-from analysis.judge.result import Verdict, not_run, result, rnd
+from analysis.judge.result import Verdict, not_run, quoted, result, rnd
 from analysis.judge.select import Runs, pick, pick_paired, seed_baseline
 from analysis.measure.compare import SAME_HOST, host_relation
 from analysis.measure.memory import common_peaks
@@ -41,7 +41,7 @@ def rule_speedup(claim: Claim, runs: Runs, **_) -> Verdict:
         how = f" ({pair.how})" if pair.how else ""
         parts.append(f"{pair.test} vs {pair.base}{how}: speed-up {q.speedup_pct} % (95 % range {lo} .. "
                      f"{hi} %{paired_note(q)}; step {q.base_step_s} s -> {q.test_step_s} s)")
-        nums = q.numbers()
+        nums = quoted(q)
         numbers.update(nums if i == 0 else {f"{k}_{pair.test}": v for k, v in nums.items()})
         used += [base, test]
         measured.append((lo, hi))
@@ -115,8 +115,8 @@ class RecipeOutcome:
     def numbers(self) -> dict[str, Any]:
         """The verdict's numbers of an 'ok' outcome: the speed-up, the peak, the GPU's busy share, the loss check."""
         assert self.speedup is not None and self.loss is not None and self.rec is not None
-        return {**self.speedup.numbers(), "peak_gib": self.rec.peak_mem_gib,
-                "gpu_busy_frac": rnd(busy_fraction(self.rec), 3), **self.loss.numbers()}
+        return {**quoted(self.speedup), "peak_gib": self.rec.peak_mem_gib,
+                "gpu_busy_frac": rnd(busy_fraction(self.rec), 3), **quoted(self.loss)}
 
 
 def recipe_outcome(name: str, baseline: str, spread: Sequence[str], runs: Runs,
@@ -178,7 +178,7 @@ def rule_target_speedup(claim: Claim, runs: Runs, **_) -> Verdict:
         return result("does not hold", f"{rule.run} failed: {rec.failure}", runs=[rec, seed])
     m = seed_multiple(rec, seed, paired=bool(rule.paired))
     lc = loss_check(rec, rule.spread, runs)
-    nums = {**m.numbers(), **lc.numbers(), "peak_gib": rec.peak_mem_gib, "combination": rec.overrides}
+    nums = {**quoted(m), **quoted(lc), "peak_gib": rec.peak_mem_gib, "combination": rec.overrides}
     need = rule.factor
     detail = (f"{m.tokens_per_s} tokens/s vs the seed recipe's {m.seed_tokens_per_s} "
               f"({seed.experiment}, {seed.run}): {m.ratio}x (95 % range "
@@ -247,9 +247,9 @@ def rule_class_best(claim: Claim, runs: Runs, **_) -> Verdict:
             "cap_gib": rnd(fit.cap_gib, 2), "peak_gib": rec.peak_mem_gib, "overrides": rec.overrides}
     m = seed_multiple(rec, seed) if seed is not None else None
     if m is not None:
-        nums.update(m.numbers())
+        nums.update(quoted(m))
     lc = loss_check(rec, rule.spread, runs)
-    nums.update(lc.numbers())
+    nums.update(quoted(lc))
     detail = (f"{name} fits the {rule.card_gb} GB card ({fit.why}): "
               f"{nums.get('tokens_per_s')} tokens/s = {nums.get('ratio')}x the seed recipe (95 % range "
               f"{nums.get('ratio_low')} .. {nums.get('ratio_high')}x); eval loss {lc.eval_loss} at step "
