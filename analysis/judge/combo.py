@@ -33,13 +33,22 @@ def combine_experiments() -> list[str]:
     return [n for n, e in catalog.load()["experiments"].items() if e.get("combine")]
 
 
-def _combine_definition(name: str) -> dict:
+@dataclass(frozen=True)
+class CombineSpec:
+    """A `combine` experiment as defined: its members, and the swift flags and launcher options of its own."""
+
+    members: tuple[str, ...]
+    overrides: dict
+    launcher: dict
+
+
+def _combine_definition(name: str) -> CombineSpec:
     e = catalog.experiment(name)
     if e is None or not e.get("combine"):
         known = ", ".join(combine_experiments()) or "none"
         raise InputError(catalog.load()["files"]["experiments"],
                          f"{name!r} is not a `combine` experiment (those are: {known})")
-    return e
+    return CombineSpec(tuple(e["combine"]), dict(e.get("overrides") or {}), dict(e.get("launcher") or {}))
 
 
 @dataclass(frozen=True)
@@ -60,7 +69,7 @@ def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None,
     runs = runs_by_experiment(results_dir, hw, records)
     rules = {c.rule.run: c.rule for c in config.claims() if isinstance(c.rule, rulespec.Recipe)}
     winners, missing = [], []
-    for member in e["combine"]:
+    for member in e.members:
         rule = rules.get(member)
         if rule is None:
             continue
@@ -87,8 +96,8 @@ def resolve_combo(name: str, results_dir: str | Path, hw: str | None = None,
         for k, v in (m.get("launcher") or {}).items():
             if k not in SCHEDULE_LAUNCHER_KEYS:
                 launcher.setdefault(k, v)
-    overrides = {**(e.get("overrides") or {}), **overrides}
-    launcher = {**launcher, **(e.get("launcher") or {})}
+    overrides = {**e.overrides, **overrides}
+    launcher = {**launcher, **e.launcher}
     return Combo(overrides, launcher, ordered,
                  f"combined {', '.join(ordered)}" + (f" (not run yet: {', '.join(missing)})" if missing else ""))
 
