@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.core.seed_rows import SeedFile
 from experiments.base import hardware, paths
 from experiments.base.datafiles import read_yaml
 from experiments.base.errors import InputError
@@ -107,7 +108,7 @@ def _check_legible_items(path: Path, section: str, items: Any, allowed: set) -> 
                                    f"{sorted(map(str, allowed))}")
 
 
-def load_seed(path: str | Path) -> dict:
+def load_seed(path: str | Path) -> SeedFile:
     """Parse one seed YAML and validate it; raise InputError naming the file (and figure/claim id) if bad."""
     path = Path(path)
     data = read_yaml(path)
@@ -169,13 +170,15 @@ def published_figures(seeds_dir: str | Path = DEFAULT_SEEDS_DIR) -> pd.DataFrame
     for path in sorted(Path(seeds_dir).glob("*.yaml")):
         data = load_seed(path)
         for fig in data.get("figures", []):
-            rows.append({"source": data["source"], **{k: fig[k] for k in FIGURE_COLUMNS[1:]}})
+            rows.append({"source": data["source"], "id": fig["id"], "hw": fig["hw"], "metric": fig["metric"],
+                         "value": fig["value"], "text": fig["text"], "legible": fig["legible"], "unit": fig["unit"],
+                         "meaning": fig["meaning"]})
     frame = pd.DataFrame(rows, columns=FIGURE_COLUMNS)
     frame["value"] = pd.to_numeric(frame["value"], errors="raise").astype(float)
     return frame
 
 
-def published_recipe(seeds_dir: str | Path = DEFAULT_SEEDS_DIR, detail: bool = False) -> dict:
+def published_recipe(seeds_dir: str | Path = DEFAULT_SEEDS_DIR, detail: bool = False) -> dict[str, Any]:
     """The `swift sft` flags of article 003 as published, flattened to flag -> value.
 
     `model` and `warmup_ratio` are reconstructions of partly illegible text (see their `basis` in the YAML);

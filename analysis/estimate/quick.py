@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from analysis.measure import stats
 from analysis.measure import steps as measure_steps
 from analysis.measure.stats import N_BOOT
 from analysis.parse.record import RunRecord
+from analysis.parse.runfile_rows import ScheduleStep
 
 FORMS: dict[str, tuple[str, ...]] = {
     "fixed": ("micro_batches",),
@@ -42,7 +44,7 @@ OUTLIER_SHARE = 0.25  # ... and this share of the modelled time above it
 # ------------------------------------------------------------------------------------------------ the fit
 
 
-def features(step: dict, columns: tuple[str, ...]) -> np.ndarray:
+def features(step: Mapping[str, Any], columns: tuple[str, ...]) -> np.ndarray:
     """A schedule step's values of COLUMNS (pad = padded - real tokens)."""
     row = {"micro_batches": step["micro_batches"], "tokens": step["tokens"],
            "padded_tokens": step["padded_tokens"], "pad": step["padded_tokens"] - step["tokens"]}
@@ -87,7 +89,7 @@ class StepModel:
     n_intervals: int
     n_steps: int
 
-    def step_s(self, step: dict) -> float:
+    def step_s(self, step: Mapping[str, Any]) -> float:
         return float(features(step, self.columns) @ np.array(self.coef))
 
     def named(self) -> dict[str, float]:
@@ -127,7 +129,7 @@ def slow_outliers(x: np.ndarray, y: np.ndarray, n: np.ndarray, coef: np.ndarray)
     return (r > OUTLIER_MADS * scale) & (y - pred > OUTLIER_SHARE * pred)
 
 
-def fit_intervals(intervals: list[tuple[int, int, float]], schedule: list[dict],
+def fit_intervals(intervals: list[tuple[int, int, float]], schedule: list[ScheduleStep],
                   forms: tuple[str, ...] | None = None) -> tuple[StepModel, dict]:
     """The chosen model for INTERVALS ((from_step, to_step, seconds): steps from_step+1 .. to_step) of a run whose
     steps are SCHEDULE, fitted without its slow outliers (slow_outliers of a first fit of the richest form); also the
@@ -229,7 +231,8 @@ class EventCosts:
     end: float | None
 
 
-def measured_event_costs(rec: RunRecord, model: StepModel, schedule: list[dict], saves: list[int]) -> EventCosts:
+def measured_event_costs(rec: RunRecord, model: StepModel, schedule: list[ScheduleStep],
+                         saves: list[int]) -> EventCosts:
     """Seconds of each evaluation and save the run made, in order: an eval = its eval line's time - its step's train
     line; a save = the next step's train line - (the eval line, or the train line) - that step's modelled time; the
     last step's = train_runtime - its eval line (the save there and the end of training)."""
@@ -288,7 +291,7 @@ def budget_advice(rec: RunRecord) -> str:
             f"--budget {math.ceil((budget + more * step_s) / 10) * 10:.0f} would give about {FIT_STEPS} to fit on")
 
 
-def warmup_excess(rec: RunRecord, model: StepModel, schedule: list[dict]) -> float:
+def warmup_excess(rec: RunRecord, model: StepModel, schedule: list[ScheduleStep]) -> float:
     """Seconds the quick run REC spent in its warm-up beyond MODEL (module docstring), 0 when none: its first line's
     time and its "first interval" / "warm-up" intervals (analysis.measure.steps) without a profiled step, each less the
     model over its steps."""
@@ -317,7 +320,7 @@ def one_time_excess(slow: list[tuple[int, int, float]], anchor: int) -> float:
     return float(sum(e for _, e in one_time_slow(slow, anchor)))
 
 
-def _steady_steps(rec: RunRecord, schedule: list[dict], evals: list[int], saves: list[int]) -> list[int]:
+def _steady_steps(rec: RunRecord, schedule: list[ScheduleStep], evals: list[int], saves: list[int]) -> list[int]:
     """Steps in the steady intervals of the full run (analysis.measure.steps on the full run's log lines: the cut
     run's logging_steps, the full schedule's events)."""
     last = len(schedule)
@@ -329,7 +332,7 @@ def _steady_steps(rec: RunRecord, schedule: list[dict], evals: list[int], saves:
     return measure_steps.steady_steps(fake)
 
 
-def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[dict] | None = None) -> QuickEstimate:
+def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[ScheduleStep] | None = None) -> QuickEstimate:
     """The full run's training time and steady tokens/s predicted from cut run REC (its schedule.jsonl, its steady
     intervals and measured events). SCHEDULE: in place of REC's own (a run made before the launcher wrote one, with
     its schedule from `python -m experiments.launch.schedule`).

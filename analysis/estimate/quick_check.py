@@ -11,6 +11,7 @@ from typing import Any
 from analysis.estimate.quick import EventCosts, QuickEstimate, estimate, events, line_elapsed, measured_event_costs
 from analysis.measure import steps as measure_steps
 from analysis.parse.record import RunRecord
+from analysis.parse.runfile_rows import ScheduleStep
 
 MIN_SAME_INTERVALS = 3  # same_steps: a ratio rests on at least this many steady intervals both runs have
 
@@ -26,7 +27,7 @@ class ScheduleCheck:
     scheduled: int
 
 
-def schedule_vs_tokens(schedule: list[dict], full: RunRecord) -> ScheduleCheck:
+def schedule_vs_tokens(schedule: list[ScheduleStep], full: RunRecord) -> ScheduleCheck:
     """The predicted per-step token counts against those FULL's tokens.jsonl recorded, step by step."""
     rec_tokens, rec_padded = full.tokens_by_step or {}, full.padded_by_step or {}
     diff = [s["step"] for s in schedule if s["step"] in rec_tokens and (
@@ -112,7 +113,7 @@ class ErrorParts:
     events_s: float
 
 
-def error_parts(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> ErrorParts | None:
+def error_parts(est: QuickEstimate, schedule: list[ScheduleStep], full: RunRecord) -> ErrorParts | None:
     """Where the estimate's error (predicted - measured training time, seconds) comes from, in three parts that add
     up to it: `to_anchor` (the quick run's measured time to its anchor step a, less the warm-up and one-time excess,
     against the full run's time to the same step), `steps` (the model against the full run's intervals after a that
@@ -147,7 +148,7 @@ def error_parts(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> Er
     return ErrorParts(to_anchor, steps, evs)
 
 
-def full_event_costs(est: QuickEstimate, schedule: list[dict], full: RunRecord) -> EventCosts | None:
+def full_event_costs(est: QuickEstimate, schedule: list[ScheduleStep], full: RunRecord) -> EventCosts | None:
     """The full run's own evaluations, saves and end, measured as the estimate measured the quick run's
     (measured_event_costs, its steps priced by the quick run's model): what its events cost beside what they were
     charged (`parts`: eval_costs_measured, save_costs_measured, end_cost_measured)."""

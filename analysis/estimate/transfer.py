@@ -30,6 +30,7 @@ from analysis.measure.jobtime import job_time
 from analysis.measure.profile import measured_windows, steady_share
 from analysis.measure.steps import epoch_steps, steady_steps, step_time
 from analysis.parse.record import RunRecord
+from analysis.parse.runfile_rows import ProfileJson
 from experiments.base import hardware
 from experiments.base.errors import InputError
 
@@ -157,7 +158,7 @@ def split(g: KernelGroup, floor_s: float) -> tuple[float, float]:
     return base, g.seconds - base
 
 
-def _kernel_level(profile: dict) -> bool:
+def _kernel_level(profile: ProfileJson) -> bool:
     """A profile whose top list names GPU kernels only (the launcher's --profile-activities kernels, recorded with
     `activities`); older profiles list operators with nested, overlapping times."""
     if not profile.get("activities"):

@@ -6,6 +6,8 @@ provider's 8-GPU cluster claim is only decided by runs at that GPU count; fewer 
 """
 from __future__ import annotations
 
+from typing import Any
+
 from analysis.judge import rulespec
 from analysis.judge.config import Claim
 from analysis.judge.result import Verdict, result, rnd
@@ -105,7 +107,8 @@ def rule_resume_time(claim: Claim, runs: Runs, **_) -> Verdict:
         diffs = [abs(a - b) / abs(a) for _, a, b in c["repeated"] if a and b is not None]
         return max(diffs) if diffs else None
 
-    parts, rows = [], []
+    parts: list[str] = []
+    rows: list[dict[str, Any]] = []
     for c in checks:
         d = drift(c)
         losses = (f"{len(c['repeated'])} repeated steps' losses within {d:.2%} of the first attempt's" if d is not None
@@ -125,8 +128,9 @@ def rule_resume_time(claim: Claim, runs: Runs, **_) -> Verdict:
                                  "model's load; the provider's platform and larger checkpoints are not measured")
     clean = all(c["finished"] and not c["left_behind"] and not c["weights_in_results"] for c in checks)
     paths = [c["path"] for c in checks]
-    if clean and all(c["restart_to_first_step_s"] <= limit for c in checks):
+    restarts = [c["restart_to_first_step_s"] for c in checks]  # none None: checks without one were left out
+    if clean and all(s is not None and s <= limit for s in restarts):
         return result("holds", detail, nums, paths)
-    if all(c["restart_to_first_step_s"] > limit for c in checks):
+    if all(s is not None and s > limit for s in restarts):
         return result("does not hold", detail, nums, paths)
     return result("inconclusive", detail, nums, paths)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.core.seed_rows import SeedFile
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, load_seed
 
 FUNCTIONS: dict[str, Callable] = {"ceil": math.ceil, "floor": math.floor, "round": round, "min": min, "max": max,
@@ -65,12 +66,12 @@ def _evaluate(node) -> float:
     raise ValueError(f"not arithmetic: {ast.dump(node)[:60]}")
 
 
-def load_seeds(seeds_dir: str | Path = DEFAULT_SEEDS_DIR) -> dict[str, dict]:
+def load_seeds(seeds_dir: str | Path = DEFAULT_SEEDS_DIR) -> dict[str, SeedFile]:
     """Every seed file of SEEDS_DIR by file name, validated (analysis.core.seeds.load_seed)."""
     return {p.name: load_seed(p) for p in sorted(Path(seeds_dir).glob("*.yaml"))}
 
 
-def checks_frame(seeds: dict[str, dict]) -> pd.DataFrame:
+def checks_frame(seeds: dict[str, SeedFile]) -> pd.DataFrame:
     """One row per internal check of SEEDS (file name -> parsed seed): the stored result, the recomputed one, whether
     they agree, and the article's printed number with the check's reviewed verdict (`consistent`)."""
     rows = []

@@ -3,13 +3,16 @@ steps) and from NVML's GPM counters read at every step's end (gpm.jsonl: every s
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from analysis.measure.steps import steady_steps, step_time
 from analysis.parse.record import RunRecord
+from analysis.parse.runfile_rows import GpmRow, HostStacks, ProfiledStep, ProfileWindow, ShareRow
 
 
-def measured_windows(rec: RunRecord) -> list[dict]:
+def measured_windows(rec: RunRecord) -> list[ProfileWindow]:
     """profile.json's windows less the warm-up ones (the launcher's --profile-warmup: they absorb the first window's
     one-time cost and count in no figure)."""
     return [s for s in (rec.profile or {}).get("steps", []) if not s.get("warmup")]
@@ -21,10 +24,10 @@ def busy_fraction(rec: RunRecord) -> float | None:
     return statistics.median(fr) if fr else None
 
 
-def profiled_steps(rec: RunRecord) -> list[dict]:
+def profiled_steps(rec: RunRecord) -> list[ProfiledStep]:
     """The measured profiled steps with a GPU busy time: step, wall_s, gpu_busy_s, gpu_busy_frac, host_s,
     top_gpu_ops."""
-    out = []
+    out: list[ProfiledStep] = []
     for st in measured_windows(rec):
         if st.get("gpu_busy_s") is None:
             continue
@@ -80,7 +83,7 @@ def step_share(rec: RunRecord) -> StepShare:
                      comm, comm / wall if comm is not None and wall else None)
 
 
-def _gpm_busy_s(row: dict) -> float:
+def _gpm_busy_s(row: GpmRow) -> float:
     return row["wall_s"] * row["graphics_util"] / 100
 
 
@@ -160,7 +163,8 @@ def steady_share(rec: RunRecord) -> SteadyShare:
                        statistics.median(ratios) if ratios else None)
 
 
-def _mean_shares(rows_per_window: list[list[dict]], key: str, value: str, top: int) -> list[tuple[str, float]]:
+def _mean_shares(rows_per_window: Sequence[Sequence[Mapping[str, Any]]], key: str, value: str,
+                 top: int) -> list[tuple[str, float]]:
     """Mean of VALUE by KEY over windows (a name missing from a window counts 0 there), largest first: (KEY's
     value, the mean rounded to 4 places)."""
     total: dict[str, float] = {}
@@ -173,12 +177,12 @@ def _mean_shares(rows_per_window: list[list[dict]], key: str, value: str, top: i
     return out[:top]
 
 
-def _stack_windows(rec: RunRecord) -> list[dict]:
+def _stack_windows(rec: RunRecord) -> list[ProfileWindow]:
     """The measured profiled steps that sampled host stacks (--profile-host-stacks)."""
     return [s for s in measured_windows(rec) if s.get("host_stacks")]
 
 
-def _main_rows(stacks: dict, field: str) -> list[dict]:
+def _main_rows(stacks: HostStacks, field: Literal["owner", "package"]) -> list[ShareRow]:
     """FIELD's rows of a window's main thread ([] when it had no busy sample)."""
     main = next((t for t in stacks["threads"] if t["thread"] == "main"), None)
     return [] if main is None else main[field]

@@ -12,7 +12,7 @@ import bisect
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 from weakref import WeakKeyDictionary
 
 from analysis.measure import stats
@@ -23,6 +23,16 @@ WARMUP_FRACTION = 0.10  # intervals that start before this share of the full epo
 WARMUP_MAX_STEPS = 10   # ... or before this step, whichever comes first (a long epoch's warm-up takes as long)
 CI_LEVEL = 0.95
 OUTLIER_FACTOR = 10.0   # a steady interval this many times the median step time is a broken log line, not a step
+
+
+class IntervalRow(TypedDict):
+    """An Interval as `swiftbench parse --json` prints it (run_summary's step_intervals)."""
+
+    from_step: int
+    to_step: int
+    seconds: float
+    step_time_s: float
+    excluded: str | None
 
 
 class Interval(NamedTuple):
@@ -41,7 +51,7 @@ class Interval(NamedTuple):
     def step_time_s(self) -> float:
         return self.seconds / self.steps
 
-    def as_dict(self) -> dict:
+    def as_row(self) -> IntervalRow:
         return {"from_step": self.from_step, "to_step": self.to_step, "seconds": self.seconds,
                 "step_time_s": self.step_time_s, "excluded": self.excluded}
 
@@ -56,25 +66,34 @@ def epoch_steps(rec: RunRecord) -> int | None:
     return rec.max_steps
 
 
-_MEMO: WeakKeyDictionary[RunRecord, dict[str, Any]] = WeakKeyDictionary()
+@dataclass
+class _Measured:
+    """What this module measured of one record, each filled the first time it is asked for."""
+
+    intervals: list[Interval] | None = None
+    steady: list[Interval] | None = None
+    step_time: StepTime | None = None
 
 
-def _memo(rec: RunRecord) -> dict[str, Any]:
+_MEMO: WeakKeyDictionary[RunRecord, _Measured] = WeakKeyDictionary()
+
+
+def _memo(rec: RunRecord) -> _Measured:
     """What this module measured of REC, computed once per record (a record is frozen, so nothing its intervals are
     computed from changes; a long log makes each pass cost, and the step time is asked for several times per run)."""
     memo = _MEMO.get(rec)
     if memo is None:
-        memo = _MEMO[rec] = {}
+        memo = _MEMO[rec] = _Measured()
     return memo
 
 
 def intervals(rec: RunRecord) -> list[Interval]:
     """Every interval between successive training lines, with why it is kept out of the steady state."""
     memo = _memo(rec)
-    if "intervals" not in memo:
+    if memo.intervals is None:
         with gc_paused():
-            memo["intervals"] = _intervals(rec)
-    return list(memo["intervals"])
+            memo.intervals = _intervals(rec)
+    return list(memo.intervals)
 
 
 def _intervals(rec: RunRecord) -> list[Interval]:
@@ -134,9 +153,9 @@ def any_in(sorted_values: list[int], low: int, high: int) -> bool:
 
 def steady_intervals(rec: RunRecord) -> list[Interval]:
     memo = _memo(rec)
-    if "steady" not in memo:
-        memo["steady"] = [iv for iv in intervals(rec) if iv.excluded is None]
-    return list(memo["steady"])
+    if memo.steady is None:
+        memo.steady = [iv for iv in intervals(rec) if iv.excluded is None]
+    return list(memo.steady)
 
 
 def steady_steps(rec: RunRecord) -> list[int]:
@@ -180,9 +199,9 @@ def summarize(values: list[float]) -> StepTime:
 def step_time(rec: RunRecord) -> StepTime:
     """Seconds per optimizer step over the steady intervals (StepTime)."""
     memo = _memo(rec)
-    if "step_time" not in memo:
-        memo["step_time"] = summarize([iv.seconds / (iv.to_step - iv.from_step) for iv in steady_intervals(rec)])
-    return memo["step_time"]
+    if memo.step_time is None:
+        memo.step_time = summarize([iv.seconds / (iv.to_step - iv.from_step) for iv in steady_intervals(rec)])
+    return memo.step_time
 
 
 def micro_step_ms(rec: RunRecord) -> float | None:

@@ -13,10 +13,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from analysis.parse import sidefiles
 from analysis.parse.logfacts import Curve, log_facts
 from analysis.parse.logs import LOG_NAME, RunLog, gc_paused, read_log
+from analysis.parse.runfile_rows import (
+    EnvJson,
+    GpmRow,
+    LauncherOptions,
+    MemCap,
+    ProfileJson,
+    QuickStop,
+    RunJson,
+    RunKey,
+    ScheduleStep,
+)
 from experiments.base import runfiles
 
 
@@ -46,8 +58,8 @@ class RunRecord:
     status: str = "ok"                      # ok | failed | running | ...
     failure: str | None = None
     labels: list[str] = field(default_factory=list)
-    env: dict = field(default_factory=dict)          # env.json as written (GPU, host, packages)
-    run_status: dict = field(default_factory=dict)   # run.json as written (key, command, notes, times)
+    env: EnvJson = field(default_factory=EnvJson)        # env.json as written (GPU, host, packages)
+    run_status: RunJson = field(default_factory=RunJson)  # run.json as written (key, command, notes, times)
     args: dict | None = None                         # args.json
     # log facts (None where the log does not say; all None when there is no log)
     has_log: bool = False
@@ -90,26 +102,26 @@ class RunRecord:
     # launcher side files
     tokens_by_step: dict[int, int] | None = None   # tokens.jsonl: real (unpadded) tokens per optimizer step
     padded_by_step: dict[int, int] | None = None   # tokens.jsonl: tokens including padding, where recorded
-    profile: dict | None = None                     # profile.json (torch.profiler summary of a few steps)
-    schedule: list[dict] | None = None              # schedule.jsonl: every step's token counts, known before training
-    quick: dict | None = None                       # launch.json's quick stop (a quick run: where and why it stopped)
-    gpm_by_step: dict[int, dict] | None = None      # gpm.jsonl (experiments/record/gpm.py): each step's wall, GPM use
-    mem_cap: dict | None = None                     # launch.json's allocator cap: requested_gib, applied, cap_bytes
+    profile: ProfileJson | None = None              # profile.json (torch.profiler summary of a few steps)
+    schedule: list[ScheduleStep] | None = None      # schedule.jsonl: every step's token counts, known before training
+    quick: QuickStop | None = None                  # launch.json's quick stop (a quick run: where and why it stopped)
+    gpm_by_step: dict[int, GpmRow] | None = None    # gpm.jsonl (experiments/record/gpm.py): each step's wall, GPM use
+    mem_cap: MemCap | None = None                   # launch.json's allocator cap: requested_gib, applied, cap_bytes
 
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property
-    def key(self) -> dict:
+    def key(self) -> RunKey:
         return self.run_status.get("key") or {}
 
     @property
-    def overrides(self) -> dict:
-        """swift flags the run set on top of its recipe (claims experiments, --set)."""
+    def overrides(self) -> dict[str, Any]:
+        """swift flags the run set on top of its recipe (claims experiments, --set): flag -> value."""
         return dict(self.key.get("overrides") or {})
 
     @property
-    def launcher(self) -> dict:
+    def launcher(self) -> LauncherOptions:
         """experiments/launch/launcher.py options the run used ({} for a plain `swift sft`)."""
-        return dict(self.key.get("launcher") or {})
+        return (self.key.get("launcher") or LauncherOptions()).copy()
 
     @property
     def gpus(self) -> int:

@@ -13,10 +13,12 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from analysis.parse import shared, sidefiles
 from analysis.parse.logs import LOG_NAME, find_runs, gc_paused, read_log, resumes_of
 from analysis.parse.record import RunRecord, record_from_log
+from analysis.parse.runfile_rows import EnvJson, RunJson
 from experiments.base import hardware, runfiles, treewalk, userfiles
 from experiments.base.datafiles import read_json_object
 from experiments.base.errors import InputError
@@ -29,11 +31,11 @@ PARTIAL = runfiles.PARTIAL  # the suffix of a run folder `swiftbench import` is 
 SWIFT_RUN = re.compile(r"^v\d+-\d{8}-\d{6}$")  # the folder `swift sft` makes under output/<model>/
 
 
-def read_env(run_dir: str | Path) -> dict:
+def read_env(run_dir: str | Path) -> EnvJson:
     """env.json of a run folder checked against its schema ({} when absent), with `hw` filled from the path when
     env.json lacks it: the parser's reader (experiments.base.runfiles.read_env_raw is the unchecked look)."""
     run_dir = Path(run_dir)
-    env = shared.fields(runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {}))
+    env: EnvJson = shared.fields(runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {}))
     if "hw" not in env:
         ident = identity(run_dir)
         if ident.hw:
@@ -41,7 +43,7 @@ def read_env(run_dir: str | Path) -> dict:
     return env
 
 
-def read_status(run_dir: str | Path) -> dict:
+def read_status(run_dir: str | Path) -> RunJson:
     """run.json of a run folder ({} when absent); a field of the wrong type or out of range is bad input."""
     return shared.fields(runfiles.check(Path(run_dir) / STATUS_NAME,
                                         read_json_object(Path(run_dir) / STATUS_NAME) or {}))
@@ -120,7 +122,7 @@ def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
     return find_folders(results_dir).folders
 
 
-def check_hardware(run_dir: Path, env: dict, status: dict, folder_hw: str | None) -> None:
+def check_hardware(run_dir: Path, env: EnvJson, status: RunJson, folder_hw: str | None) -> None:
     """The folder's hardware class (results/<hw>/...) against what env.json and run.json say: env.json's `hw: a10`
     in a results/h200/ folder would make an A10 row (and the speed-up baseline) of an H200 run. A GPU whose NVML
     name is another class's is bad input too, unless the runner recorded the label as forced (--force-hw)."""
@@ -147,7 +149,7 @@ def read_run(run_dir: str | Path) -> RunRecord:
     status = read_status(run_dir)
     ident = identity(run_dir)
     check_hardware(run_dir, env, status, ident.hw)
-    info = {
+    info: dict[str, Any] = {  # RunRecord's identity and status fields
         "hw": ident.hw or env.get("hw"),
         "experiment": status.get("experiment") or ident.experiment,
         "run": ident.run,
@@ -403,7 +405,7 @@ def incomplete_label(rec: RunRecord) -> str:
             "run.json says ok)")
 
 
-def labels(env: dict, status: dict) -> list[str]:
+def labels(env: EnvJson, status: RunJson) -> list[str]:
     """How a number was obtained, in words that go on every table row and figure."""
     out = []
     if status.get("dummy_weights") or env.get("dummy_weights"):

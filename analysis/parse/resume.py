@@ -12,17 +12,18 @@ import warnings
 from pathlib import Path
 
 from analysis.parse.logs import to_float
+from analysis.parse.runfile_rows import ResumeCheck
 from experiments.base import runfiles, userfiles
 from experiments.base.errors import InputError
 
 FILE = runfiles.RESUME_CHECK
 
 
-def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[dict]:
+def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[ResumeCheck]:
     """Every resume check under RESULTS_DIR (of HW only, when given), oldest first: {path, hw, experiment, run,
     host_id, signal, killed_after_step, from_step, restart_to_first_step_s, trainer_to_first_step_s, left_behind,
     weights_in_results, finished, repeated: [(step, loss before the kill, loss after the resume)]}."""
-    out = []
+    out: list[ResumeCheck] = []
     for f in sorted(Path(results_dir).glob(f"{hw or '*'}/*/*/{FILE}"), key=lambda p: p.parent.name):
         folder = f.parent
         try:

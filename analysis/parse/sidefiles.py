@@ -13,13 +13,13 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from analysis.parse import shared
+from analysis.parse.runfile_rows import GpmRow, LauncherOptions, MemCap, ProfileJson, QuickStop, ScheduleStep
 from experiments.base import runfiles, runschema, userfiles
 from experiments.base.errors import InputError
 from experiments.base.runfiles import GPM as GPM_FILE
-from experiments.base.runfiles import GPM_METRICS
 from experiments.base.runfiles import LAUNCH_JSON as LAUNCH_FILE
 from experiments.base.runfiles import PROFILE_JSON as PROFILE_FILE
 from experiments.base.runfiles import SCHEDULE as SCHEDULE_FILE
@@ -117,7 +117,7 @@ def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: tuple[int, str] | 
     return (real or None), (padded or None)
 
 
-def read_profile(run_dir: str | Path) -> dict | None:
+def read_profile(run_dir: str | Path) -> ProfileJson | None:
     """profile.json (None when missing); a file cut short, not JSON, not a regular file or with a field of the wrong
     type or range is bad input."""
     path = Path(run_dir) / PROFILE_FILE
@@ -129,7 +129,7 @@ def read_profile(run_dir: str | Path) -> dict | None:
     return shared.fields(runfiles.check(path, data))
 
 
-def read_schedule(run_dir: str | Path) -> list[dict] | None:
+def read_schedule(run_dir: str | Path) -> list[ScheduleStep] | None:
     """schedule.jsonl's steps in order ({"step", "micro_batches", "tokens", "padded_tokens", ...}); None without it,
     or when a step is missing or repeated (a schedule with a hole predicts nothing). One that is no regular file or
     beyond its size cap is bad input."""
@@ -140,9 +140,9 @@ def read_schedule(run_dir: str | Path) -> list[dict] | None:
     return shared.by_content("schedule", blob, lambda: _schedule(blob))
 
 
-def _schedule(blob: bytes) -> list[dict] | None:
+def _schedule(blob: bytes) -> list[ScheduleStep] | None:
     """read_schedule of schedule.jsonl's bytes BLOB."""
-    steps = []
+    steps: list[ScheduleStep] = []
     try:
         for _, d in _values(_blob_lines(blob), errors="strict"):
             if d is INVALID:
@@ -156,7 +156,7 @@ def _schedule(blob: bytes) -> list[dict] | None:
     return steps
 
 
-def read_gpm(run_dir: str | Path, resumed: bool = False) -> dict[int, dict] | None:
+def read_gpm(run_dir: str | Path, resumed: bool = False) -> dict[int, GpmRow] | None:
     """{step: {"wall_s", "graphics_util", "sm_util", "tensor_util", "dram_bw_util"}} from gpm.jsonl (a secondary
     metric NVML did not give is None; a line without graphics_util, the one every figure uses, is skipped; a RESUMED
     run's repeated step: the later line wins, another run's is bad input, as in tokens.jsonl); None without the file,
@@ -164,17 +164,15 @@ def read_gpm(run_dir: str | Path, resumed: bool = False) -> dict[int, dict] | No
     path = Path(run_dir) / GPM_FILE
     if not userfiles.present(path):
         return None
-    out: dict[int, dict] = {}
+    out: dict[int, GpmRow] = {}
     for line_no, d in jsonl(path):
         try:
             wall = float(d["wall_s"])
             util = float(d["graphics_util"])
             if not (wall > 0 and 0 <= util <= 100.5):  # NaN, negative or impossible: a broken line, skipped
                 continue
-            row: dict[str, float | None] = {"wall_s": wall}
-            for name in GPM_METRICS:
-                v = d.get(name)
-                row[name] = float(v) if v is not None else None
+            row: GpmRow = {"wall_s": wall, "graphics_util": util, "sm_util": _metric(d, "sm_util"),
+                           "tensor_util": _metric(d, "tensor_util"), "dram_bw_util": _metric(d, "dram_bw_util")}
             step = int(d["step"])
         except (KeyError, TypeError, ValueError, OverflowError):  # INVALID or a line without its fields
             continue
@@ -185,7 +183,12 @@ def read_gpm(run_dir: str | Path, resumed: bool = False) -> dict[int, dict] | No
     return out or None
 
 
-def read_quick(run_dir: str | Path) -> dict | None:
+def _metric(line: dict, name: str) -> float | None:
+    v = line.get(name)
+    return float(v) if v is not None else None
+
+
+def read_quick(run_dir: str | Path) -> QuickStop | None:
     """launch.json's record of a quick run's stop (experiments/launch/quick_stop.py); None for other runs and without
     the file. One cut short, not JSON or not a regular file is bad input, as a broken profile.json is."""
     path = Path(run_dir) / LAUNCH_FILE
@@ -193,10 +196,10 @@ def read_quick(run_dir: str | Path) -> dict | None:
         return None
     data = userfiles.read_json(path, runfiles.max_bytes(path))
     quick = data.get("quick") if isinstance(data, dict) else None
-    return quick if isinstance(quick, dict) else None
+    return cast("QuickStop", quick) if isinstance(quick, dict) else None
 
 
-def read_launch_options(run_dir: str | Path) -> dict | None:
+def read_launch_options(run_dir: str | Path) -> LauncherOptions | None:
     """launch.json's `options` (the launcher's command line, parsed): for a run made by the launcher alone, without
     the runner's run.json key. None without the file."""
     path = Path(run_dir) / LAUNCH_FILE
@@ -204,10 +207,10 @@ def read_launch_options(run_dir: str | Path) -> dict | None:
         return None
     data = userfiles.read_json(path, runfiles.max_bytes(path))
     options = data.get("options") if isinstance(data, dict) else None
-    return options if isinstance(options, dict) else None
+    return cast("LauncherOptions", options) if isinstance(options, dict) else None
 
 
-def read_mem_cap(run_dir: str | Path) -> dict | None:
+def read_mem_cap(run_dir: str | Path) -> MemCap | None:
     """launch.json's record of the allocator cap (experiments/launch/launcher.py apply_memory_cap): `requested_gib`,
     `applied`, and where applied `cap_bytes`; None when the run had no cap or the record is not of that shape (a
     memory verdict must not rest on a cap it cannot read)."""
@@ -221,7 +224,7 @@ def read_mem_cap(run_dir: str | Path) -> dict | None:
     requested, applied, cap_bytes = cap.get("requested_gib"), cap.get("applied"), cap.get("cap_bytes")
     if not isinstance(requested, (int, float)) or not _positive(requested) or not isinstance(applied, bool):
         return None
-    out = {"requested_gib": float(requested), "applied": applied}
+    out: MemCap = {"requested_gib": float(requested), "applied": applied}
     if applied:
         if not _positive(cap_bytes) or not isinstance(cap_bytes, int):
             return None
@@ -239,11 +242,11 @@ class SideFiles:
 
     tokens_by_step: dict[int, int] | None
     padded_by_step: dict[int, int] | None
-    profile: dict | None
-    schedule: list[dict] | None
-    quick: dict | None
-    gpm_by_step: dict[int, dict] | None
-    mem_cap: dict | None
+    profile: ProfileJson | None
+    schedule: list[ScheduleStep] | None
+    quick: QuickStop | None
+    gpm_by_step: dict[int, GpmRow] | None
+    mem_cap: MemCap | None
 
 
 def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] | None = None,

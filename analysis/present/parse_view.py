@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from analysis.measure.summary import run_summary
+from analysis.measure.summary_row import RunSummary
 from analysis.parse import bench
 from analysis.parse.logs import LOG_NAME
 from analysis.parse.record import RunRecord
@@ -60,7 +61,7 @@ def _fmt_key(key: str, value) -> str:
     return _fmt(value)
 
 
-def summary(rec: RunRecord, with_intervals: bool) -> dict:
+def summary(rec: RunRecord, with_intervals: bool) -> RunSummary:
     """run_summary with the runner's verdict on top: a run marked failed is not complete, whatever its log holds."""
     out = run_summary(rec, with_intervals=with_intervals)
     out["log_complete"] = out["complete"]  # the log's own end-of-training line
@@ -69,7 +70,7 @@ def summary(rec: RunRecord, with_intervals: bool) -> dict:
     return out
 
 
-def _status(r: dict, width: int | None = None) -> str:
+def _status(r: RunSummary, width: int | None = None) -> str:
     """'failed (OOM: CUDA out of memory)'; cut to WIDTH characters of the reason in a table row."""
     why = str(r.get("failure") or "")
     if width and len(why) > width:

@@ -14,6 +14,7 @@ this one digest, so they agree on what a duplicate is.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ def read_env_raw(run_dir: str | Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def host_id(env: dict) -> str | None:
+def host_id(env: Mapping[str, Any]) -> str | None:
     """The stable host id in env.json's host fingerprint (experiments/record/host.py); None for runs made before it. The
     one reader of that field: the parser, the benchmark readers and the runner's "made on this host" test use it."""
     host = env.get("host") if isinstance(env, dict) else None

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from experiments.base.datafiles import read_yaml
 from experiments.base.errors import InputError
@@ -30,7 +32,7 @@ LAUNCHER_KEYS = {"mem_cap_gib", "profile_steps", "profile_skip", "profile_activi
                  "profile_host_stacks", "longest_first", "pad_to", "fast_exit", "stop_after"}
 
 
-def recipe_of_key(key: dict) -> tuple[dict, dict, dict]:
+def recipe_of_key(key: Mapping[str, Any]) -> tuple[dict, dict, dict]:
     """A run key's (overrides, launcher, env) in today's terms: launcher options that changed the training become
     the plugin flags and environment that do the same (sdpa_padding_free: --external_plugins swiftbench;
     sdp_backends flash,efficient,math: --callbacks sdpa_no_cudnn; liger_config: --callbacks liger_config with

@@ -58,7 +58,7 @@ def recipes_figure(ctx: Context, rec: pd.DataFrame) -> tuple[str, list[str]]:
     batches = sorted({r.samples_per_step for r in runs if r.samples_per_step})
     title = ("Throughput recipes" + (f" at global batch {batches[0]}" if len(batches) == 1 else "")
              + (f" ({', '.join(h.upper() for h in hws)})" if hws else ""))
-    stops = sorted({r.launcher["stop_after"] for r in runs if r.launcher.get("stop_after")})
+    stops = sorted({stop for r in runs if (stop := r.launcher.get("stop_after"))})
     full = sorted({r.max_steps for r in runs if r.launcher.get("stop_after") and r.max_steps})
     steps_text = (", ".join(map(str, stops[:-1])) + " or " + str(stops[-1])) if len(stops) > 1 else \
         "".join(map(str, stops))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.core.seed_rows import SeedFile
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import prices as price_tables
 from analysis.judge.classes import Answer, answer
@@ -46,7 +47,7 @@ class Context:
     speed: pd.DataFrame                 # analysis.present.tables.speedup_table of the picked runs
     conv: pd.DataFrame                  # analysis.present.tables.convergence_table of the picked runs
     pub: pd.DataFrame                   # the seeds' published figures
-    seeds: dict[str, dict]              # every seed file by name
+    seeds: dict[str, SeedFile]          # every seed file by name
     util: pd.DataFrame                  # analysis.measure.utilisation.summary of the matrix runs
     prices: Path | None = None          # the price table for costs (data/prices.yaml unless given)
     files: list[str] = field(default_factory=list)  # written into OUT, in order
