@@ -25,3 +25,15 @@ def results_tree(tmp_path) -> Path:
         (run / "run.json").write_text(json.dumps({"status": "ok", "experiment": exp, "dummy_weights": True,
                                                   "offline_data": True}))
     return root
+
+
+# The peak RSS of a child Python process, as it measures itself: VmHWM of /proc/self/status is its own address space's
+# high-water mark. getrusage's ru_maxrss (the child's RUSAGE_SELF, or wait4's) is not: Linux carries the high-water
+# mark of the address space exec replaced into it, so a child started from a large pytest process (subprocess
+# starts it with vfork) reports the parent's peak. Prepend to `python -c` code; OWN_PEAK_MIB() gives MiB.
+OWN_PEAK = ("def OWN_PEAK_MIB():\n"
+            "    for line in open('/proc/self/status'):\n"
+            "        if line.startswith('VmHWM:'):\n"
+            "            return int(line.split()[1]) / 1024\n"
+            "    import resource\n"
+            "    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n")

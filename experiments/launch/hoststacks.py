@@ -1,10 +1,10 @@
 """Where a host-bound step's host time goes: a sampler of every Python thread's stack during a profiled step.
 
 torch.profiler's `cuda` activity says how long the GPU was busy in a step, not what the host did in the rest of it.
-Issue 18's best recipe leaves the GPU idle 66-73 % of its step; whether that host time is eager operator dispatch,
-inductor's kernel launching, the optimizer, the data pipeline or a callback is a question about Python frames. This
-module samples `sys._current_frames()` from a daemon thread (about 1 kHz asked; a thread holding the GIL delays a
-sample, so `rounds` over the window's wall time is the rate obtained) and counts, per thread:
+The best recipe leaves the GPU idle 66-73 % of its step (results/findings); whether that host time is eager
+operator dispatch, inductor's kernel launching, the optimizer, the data pipeline or a callback is a question about
+Python frames. This module samples `sys._current_frames()` from a daemon thread (about 1 kHz asked; a thread holding
+the GIL delays a sample, so `rounds` over the window's wall time is the rate obtained) and counts, per thread:
 
 - `leaf`: the innermost Python frame (where the thread was: in C code called from that frame, or in Python itself);
 - `owner`: the innermost frame outside torch's own package (the library code that asked torch for the work: peft's
