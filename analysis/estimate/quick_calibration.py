@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.base import paths
@@ -22,11 +23,23 @@ KINDS = ("train_s", "tokens_per_s")
 MIN_PAIRS = 3
 
 
+@dataclass(frozen=True)
+class CommittedErrors:
+    """The committed pairs' log(measured / predicted) of quick_pairs.yaml, per kind (KINDS: the training time and the
+    steady tokens/s)."""
+
+    train_s: tuple[float, ...]
+    tokens_per_s: tuple[float, ...]
+
+
 @functools.lru_cache(maxsize=None)
-def pair_errors(path: str | Path = PAIRS_FILE) -> dict[str, tuple[float, ...]]:
-    """{kind: the pairs' log(measured / predicted)} of quick_pairs.yaml."""
+def committed_errors(path: str | Path = PAIRS_FILE) -> CommittedErrors:
     pairs = (read_yaml(path) or {}).get("pairs") or []
-    return {kind: tuple(float(p[kind]) for p in pairs if p.get(kind) is not None) for kind in KINDS}
+
+    def of(kind: str) -> tuple[float, ...]:
+        return tuple(float(p[kind]) for p in pairs if p.get(kind) is not None)
+
+    return CommittedErrors(of("train_s"), of("tokens_per_s"))
 
 
 def band(kind: str, path: str | Path | None = None) -> tuple[float, float] | None:
@@ -34,7 +47,7 @@ def band(kind: str, path: str | Path | None = None) -> tuple[float, float] | Non
     KIND (PATH: default PAIRS_FILE); None under MIN_PAIRS of them."""
     from scipy.stats import t
 
-    errors = pair_errors(path or PAIRS_FILE)[kind]
+    errors: tuple[float, ...] = getattr(committed_errors(path or PAIRS_FILE), kind)
     n = len(errors)
     if n < MIN_PAIRS:
         return None

@@ -7,6 +7,7 @@ them that a time limit cut short).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -26,8 +27,9 @@ FLAG = {"flag": True}  # a quote's field that says which others apply: not a num
 OMIT = {"omit": True}  # a quote's field a verdict does not quote
 
 
-def when(*flags: str) -> dict[str, tuple[str, ...]]:
-    """A quote's field quoted only where every one of FLAGS is set."""
+def when(*flags: str) -> Mapping[str, tuple[str, ...]]:
+    """A quote's field quoted only where every one of FLAGS is set (a field's metadata: a read-only Mapping to
+    dataclasses)."""
     return {"when": flags}
 
 
