@@ -75,31 +75,49 @@ def test_plan_from_the_fast_runs_args_predicts_its_peak_within_15_percent():
     assert plans["h200"]["time_kind"] == "measured" and plans["h100"]["time_kind"] == "profiled"
 
 
-# Every committed run with a logged peak is estimated at the micro-batch it met (capped at its allocator cap); these
-# are the runs the memory model misses by more than 20 %, and why.
-MISSES = {
-    ("best", "20261201-021301-2gpu-zero2-e56da9496ecf"): "ZeRO-2: DeepSpeed's own buffers (the per-GPU model is DDP's)",
-    ("best", "20261201-022954-2gpu-zero2-a2a43152259f"): "ZeRO-2: DeepSpeed's own buffers (the per-GPU model is DDP's)",
-    ("tp-gbl", "20261130-103532"): "group_by_length: batches of like lengths in a row leave the allocator little to "
-                                   "cache (not modelled)",
-    ("lcap24-len2048-bs1", "20261130-124011"): "a 2-step capacity probe: the allocator's cache had no batches of "
-                                               "other sizes to keep",
-    ("qlora-cap24-bs8-liger", "20261130-123729"): "a 3-step QLoRA capacity probe: likewise",
-    ("cap22-seed-bs1", "20261203-092240-b2a21682bc96"): "a 3-step capacity probe, bs 1, rows of 2048: likewise",
-}
+# Runs no micro-batch of which is larger than the first (rows padded to one length, the longest first, group_by_length)
+# and their logged peaks: the estimate without a cache of other sizes (memory.allocator_cache_factor_longest_first).
+LONGEST_FIRST = {("lcap24-len2048-bs1", "20261130-124011"): 16.69, ("qlora-cap24-bs8-liger", "20261130-123729"): 13.76,
+                 ("cap22-seed-bs1", "20261203-092240-b2a21682bc96"): 16.72, ("tp-gbl", "20261130-103532"): 37.27}
+ZERO2 = [("best", "20261201-021301-2gpu-zero2-e56da9496ecf"), ("best", "20261201-022954-2gpu-zero2-a2a43152259f")]
 
 
-def test_every_committed_runs_peak_within_20_percent_but_the_named_misses(validation):
+def test_every_committed_runs_peak_within_20_percent(validation):
+    """Every committed run with a logged peak, estimated at the micro-batch it met (capped at its allocator cap),
+    within 20 % of the peak it logged."""
     rows = [r for r in validation.to_dict("records") if isinstance(r.get("seen_ratio"), float)
             and not math.isnan(r["seen_ratio"])]
-    assert len(rows) >= 85
-    misses = {(r["experiment"], r["run"]): r["seen_ratio"] for r in rows if not r["within_20pct"]}
-    assert set(misses) == set(MISSES), misses
-    assert misses[("tp-gbl", "20261130-103532")] == pytest.approx(1.98, abs=0.02)
+    assert len(rows) >= 100
+    assert all(r["within_20pct"] for r in rows), [(r["experiment"], r["run"], r["seen_ratio"]) for r in rows
+                                                 if not r["within_20pct"]]
+    by = {(r["experiment"], r["run"]): r for r in rows}
+    # the four the other factors put 1.34-1.98 x above their logged peak (a cache of other sizes they never met)
+    for key, logged in LONGEST_FIRST.items():
+        assert by[key]["measured_peak_gib"] == logged and 0.85 < by[key]["seen_ratio"] < 1.2, by[key]
+    # ZeRO-2: the factor is fitted on these two runs (the only ones), so this is consistency, not validation
+    for key in ZERO2:
+        assert by[key]["seen_estimate_gib"] == pytest.approx(33.06, abs=0.1)
     # padding-free, Liger and checkpointing-off runs, capped ones included, are among those within 20 %
-    kinds = {(r["padding_free"], r["liger"], r["gradient_checkpointing"]) for r in rows if r["within_20pct"]}
+    kinds = {(r["padding_free"], r["liger"], r["gradient_checkpointing"]) for r in rows}
     assert {(True, True, False), (True, False, False), (False, True, True), (False, False, False),
             (True, False, True), (True, True, True)} <= kinds
+
+
+def test_a_longest_first_batch_caches_nothing_of_other_sizes_by_hand():
+    """The working set's factor where no micro-batch is larger than the first is 1 (the stored one unchanged): the
+    seed recipe's rows padded to 2,048 at batch 1 (checkpointing on, no Liger) by hand from memory()'s parts."""
+    shapes = hardware.lookup_model("Qwen2.5-7B-Instruct")
+    assert shapes is not None
+    c = planner.constants()
+    plain = planner.memory(shapes, "lora", 2048, 1, True, 8, c)
+    first = planner.memory(shapes, "lora", 2048, 1, True, 8, c, longest_first=True)
+    static = first.weights_gib + first.adapters_gib + first.gradients_gib + first.optimizer_gib
+    assert first.peak_mem_gib == pytest.approx(
+        static + c["memory.allocator_cache_factor_stored"] * first.stored_activations_gib
+        + 1.0 * first.working_activations_gib)
+    assert plain.peak_mem_gib - first.peak_mem_gib == pytest.approx(
+        (c["memory.allocator_cache_factor"] - 1.0) * plain.working_activations_gib)
+    assert first.needs_gib == plain.needs_gib  # what must fit is the live peak's, whatever the order
 
 
 def test_capacity_is_the_cards_gib():

@@ -53,7 +53,7 @@ def test_every_constant_says_its_kind_and_why():
     assert set(kinds.values()) <= {"physical", "calibrated", "measured", "assumption"}
     assert {k for k, v in kinds.items() if v == "calibrated"} == {
         "memory.allocator_cache_factor", "memory.allocator_cache_factor_stored", "memory.allocator_cache_factor_other",
-        "time.achievable_fraction", "time.host_overhead_s"}
+        "memory.data_parallel.zero_stored_cache_factor", "time.achievable_fraction", "time.host_overhead_s"}
     assert kinds["memory.activations.logits"] == "physical"
     assert kinds["memory.activations.checkpoint_per_layer"] == "physical"
 
@@ -64,6 +64,8 @@ def test_calibrated_constants_are_what_the_committed_runs_give():
     assert fit.allocator_cache_factor == pytest.approx(c["memory.allocator_cache_factor"], rel=0.01)
     assert fit.allocator_cache_factor_stored == pytest.approx(c["memory.allocator_cache_factor_stored"], rel=0.01)
     assert fit.allocator_cache_factor_other == pytest.approx(c["memory.allocator_cache_factor_other"], rel=0.01)
+    assert fit.zero_stored_cache_factor == pytest.approx(c["memory.data_parallel.zero_stored_cache_factor"],
+                                                         rel=0.01)
     assert fit.achievable_fraction == pytest.approx(c["time.achievable_fraction"], rel=0.01)
     assert fit.host_overhead_s == pytest.approx(c["time.host_overhead_s"], rel=0.01)
     # the seed run: ~388 ms per batch-1 micro-step (steady steps 10-40 of its 40: 6,207 ms / 16), of which the GPU

@@ -63,16 +63,18 @@ def _run_memory(r: RunRecord, args: dict, shapes: hardware.ModelShapes, method: 
     gc = r.gradient_checkpointing is not False
     flags = run_flags(args)
     pf, liger = flags.padding_free, flags.liger
+    # no micro-batch larger than the first: rows of one length, the longest first, or group_by_length's sampler
+    first = bool(launcher.get("pad_to") or launcher.get("longest_first") or args.get("group_by_length"))
     # the micro-batch the whole epoch holds (padding-free: its longest packed row) and the one this run met
     seen_tokens = longest_micro_batch(r)
     packed = (longest_micro_batch(r, whole_epoch=True) or seen_tokens) if pf else None
     mem = _per_gpu(r, memory(shapes, method, seq, r.per_device_batch, gc, rank, c, padding_free=pf,
-                             liger=liger, packed_tokens=packed, attn_impl=flags.attn_impl), c)
+                             liger=liger, packed_tokens=packed, attn_impl=flags.attn_impl, longest_first=first), c)
     if seen_tokens and not launcher.get("pad_to"):
         seen_seq = seq if pf else max(math.ceil(seen_tokens / r.per_device_batch), 1)
         seen_mem = _per_gpu(r, memory(shapes, method, seen_seq, r.per_device_batch, gc, rank, c, padding_free=pf,
                                       liger=liger, packed_tokens=seen_tokens if pf else None,
-                                      attn_impl=flags.attn_impl), c)
+                                      attn_impl=flags.attn_impl, longest_first=first), c)
         return _RunMemory(seq, gc, pf, liger, mem, seen_tokens, seen_mem)
     return _RunMemory(seq, gc, pf, liger, mem, int(mem.tokens_per_micro_batch), mem)
 
@@ -297,6 +299,7 @@ class Calibration:
     allocator_cache_factor: float
     allocator_cache_factor_stored: float
     allocator_cache_factor_other: float
+    zero_stored_cache_factor: float
     achievable_fraction: float
     host_overhead_s: float
     small: PairPoint
@@ -363,12 +366,39 @@ def calibrate(results_dir: str | Path = "results") -> Calibration:
     inv_f = (b["micro"] - s["micro"]) / (b["a"] - s["a"])
     f = 1 / inv_f
     o = s["micro"] - max(s["a"] / f, s["reads"])
-    k_stored, k_other = _cache_factors_beside(collect(results_dir), named, c)
-    return Calibration(k, k_stored, k_other, f, o,
+    records = collect(results_dir)
+    k_stored, k_other = _cache_factors_beside(records, named, c)
+    return Calibration(k, k_stored, k_other, _zero_stored_factor(records, named, c), f, o,
                        PairPoint(small, s["micro"], s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt),
                        PairPoint(large, b["micro"], b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt))
 
 
+
+
+def _zero_stored_factor(records: list[RunRecord], named: dict, c: Constants) -> float:
+    """data_parallel.zero_stored_cache_factor k_z: per GPU, peak = static (ZeRO's shards and buckets) + k_z x stored
+    + the working set at its factor; the mean over the runs named `zero`, each at the micro-batch it met."""
+    ks = []
+    for name in named.get("zero", ()):
+        r = next((r for r in records if f"{r.experiment}/{r.run}" == name), None)
+        if r is None or not r.peak_mem_gib or not r.per_device_batch:
+            raise InputError(name, f"calibration: run {name} (zero) is not in the results or has no peak")
+        args = r.args or {}
+        shapes = hardware.model_shapes(args, Path(r.path))
+        flags = run_flags(args)
+        tokens = longest_micro_batch(r)
+        if shapes is None or not tokens:
+            raise InputError(r.path, "calibration: the run's model shapes or micro-batch tokens are unknown")
+        seq = tokens if flags.padding_free else math.ceil(tokens / r.per_device_batch)
+        mem = memory(shapes, "lora", seq, r.per_device_batch, r.gradient_checkpointing is not False,
+                     int(args.get("lora_rank") or 8), c, padding_free=flags.padding_free, liger=flags.liger,
+                     packed_tokens=tokens if flags.padding_free else None)
+        shard = per_gpu_memory(mem, r.gpus, r.parallel, c)
+        rest = shard.peak_mem_gib - c["memory.data_parallel.zero_stored_cache_factor"] * mem.stored_activations_gib
+        ks.append((float(r.peak_mem_gib) - rest) / mem.stored_activations_gib)
+    if not ks:
+        raise InputError(None, "calibration: no ZeRO run named (planner.yaml calibration.runs zero)")
+    return statistics.mean(ks)
 
 
 def _cache_factors_beside(records: list[RunRecord], named: dict, c: Constants) -> tuple[float, float]:

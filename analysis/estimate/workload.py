@@ -137,13 +137,19 @@ def is_flash(attn_impl: str | None) -> bool:
     return str(attn_impl or "").lower() in FLASH_IMPLS
 
 
-def cache_factors(gradient_checkpointing: bool, liger: bool, c: Constants | None = None) -> tuple[float, float]:
+def cache_factors(gradient_checkpointing: bool, liger: bool, c: Constants | None = None,
+                  longest_first: bool = False) -> tuple[float, float]:
     """(stored, working) allocator factors: what ms-swift logs (max_memory_reserved) over the live bytes. The loss's
-    logits alone at the peak (checkpointing on, no Liger) leave the most cached blocks of earlier batches' sizes."""
+    logits alone at the peak (checkpointing on, no Liger) leave the most cached blocks of earlier batches' sizes;
+    LONGEST_FIRST (no micro-batch larger than the first) leaves none of other sizes."""
     c = c or constants()
     m = "memory."
-    working = c[m + "allocator_cache_factor"] if gradient_checkpointing and not liger \
-        else c[m + "allocator_cache_factor_other"]
+    if longest_first:
+        working = c[m + "allocator_cache_factor_longest_first"]
+    elif gradient_checkpointing and not liger:
+        working = c[m + "allocator_cache_factor"]
+    else:
+        working = c[m + "allocator_cache_factor_other"]
     return c[m + "allocator_cache_factor_stored"], working
 
 
@@ -195,10 +201,11 @@ class MemoryBreakdown:
 def memory(shapes: hardware.ModelShapes, method: str = "lora", seq_len: int = 2048, batch: int = 1,
            gradient_checkpointing: bool = True, lora_rank: int = 8, c: Constants | None = None,
            padding_free: bool = False, liger: bool = False, packed_tokens: int | None = None,
-           attn_impl: str | None = None) -> Memory:
+           attn_impl: str | None = None, longest_first: bool = False) -> Memory:
     """Memory estimate in GiB: the breakdown, the live peak, the peak ms-swift would log, what must fit. A padded
     micro-batch holds batch x seq_len tokens; a padding-free one PACKED_TOKENS (its longest packed row; without it,
-    batch x seq_len, every sample as long as the longest)."""
+    batch x seq_len, every sample as long as the longest). LONGEST_FIRST: no micro-batch is larger than the first
+    (cache_factors)."""
     c = c or constants()
     m = "memory."
     p = param_counts(shapes, method, lora_rank)
@@ -225,7 +232,7 @@ def memory(shapes: hardware.ModelShapes, method: str = "lora", seq_len: int = 20
     working = per_token.working_per_token * tokens
     act = stored + working
     static = weights + adapters + grads + optim
-    k_stored, k_working = cache_factors(gradient_checkpointing, liger, c)
+    k_stored, k_working = cache_factors(gradient_checkpointing, liger, c, longest_first)
     reserved = k_stored * stored + k_working * working
     context = c[m + "cuda_context_gib"] * GIB
     working_name = ("logits_loss" if not liger else "fused_cross_entropy_chunk") \
@@ -364,7 +371,8 @@ def per_gpu_memory(mem: Memory, gpus: int = 1, parallel: str = "ddp", c: Constan
     """MEM (memory(), one GPU's work at its per-device batch) spread over GPUS the way PARALLEL shares it, in GiB:
     DDP keeps everything on every GPU plus its gradient buckets; ZeRO-2 partitions gradients, optimizer states and an
     fp32 master copy of the trainables, plus its two buckets; ZeRO-3 also partitions the weights and adapters and
-    gathers one layer at a time. Activations are per GPU at the per-device batch in every layout."""
+    gathers one layer at a time. Activations are per GPU at the per-device batch in every layout; under ZeRO their
+    stored part is cached by zero_stored_cache_factor."""
     c = c or constants()
     if parallel not in PARALLEL_LAYOUTS:
         raise InputError(None, f"parallel layout {parallel!r}: use one of {', '.join(PARALLEL_LAYOUTS)}")
@@ -387,6 +395,9 @@ def per_gpu_memory(mem: Memory, gpus: int = 1, parallel: str = "ddp", c: Constan
     static = weights + adapters + grads + optim + extra
     act = mem.activations_gib
     reserved_act = mem.peak_mem_gib - sum((mem.weights_gib, mem.adapters_gib, mem.gradients_gib, mem.optimizer_gib))
+    if parallel != "ddp":  # ZeRO's buckets in the backward: the stored activations' blocks are reused less
+        reserved_act += (c[d + "zero_stored_cache_factor"] - c["memory.allocator_cache_factor_stored"]) \
+            * mem.stored_activations_gib
     return PerGpuMemory(gpus=n, parallel=parallel, weights_gib=weights, adapters_gib=adapters, gradients_gib=grads,
                         optimizer_gib=optim, sharding_extra_gib=extra, activations_gib=act,
                         peak_mem_gib=static + reserved_act,
