@@ -373,6 +373,23 @@ def calibrate(results_dir: str | Path = "results") -> Calibration:
                        PairPoint(large, b["micro"], b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt))
 
 
+def _named_run_memory(records: list[RunRecord], name: str, group: str,
+                      c: Constants) -> tuple[RunRecord, Memory, float]:
+    """A calibration run (experiment/run, named under GROUP in planner.yaml), the memory model at the micro-batch it
+    met, and the peak it logged."""
+    r = next((r for r in records if f"{r.experiment}/{r.run}" == name), None)
+    if r is None or not r.peak_mem_gib or not r.per_device_batch:
+        raise InputError(name, f"calibration: run {name} ({group}) is not in the results or has no peak")
+    args = r.args or {}
+    shapes = hardware.model_shapes(args, Path(r.path))
+    flags = run_flags(args)
+    tokens = longest_micro_batch(r)
+    if shapes is None or not tokens:
+        raise InputError(r.path, "calibration: the run's model shapes or micro-batch tokens are unknown")
+    seq = tokens if flags.padding_free else math.ceil(tokens / r.per_device_batch)
+    return r, memory(shapes, "lora", seq, r.per_device_batch, r.gradient_checkpointing is not False,
+                     int(args.get("lora_rank") or 8), c, padding_free=flags.padding_free, liger=flags.liger,
+                     packed_tokens=tokens if flags.padding_free else None), float(r.peak_mem_gib)
 
 
 def _zero_stored_factor(records: list[RunRecord], named: dict, c: Constants) -> float:
@@ -380,22 +397,10 @@ def _zero_stored_factor(records: list[RunRecord], named: dict, c: Constants) -> 
     + the working set at its factor; the mean over the runs named `zero`, each at the micro-batch it met."""
     ks = []
     for name in named.get("zero", ()):
-        r = next((r for r in records if f"{r.experiment}/{r.run}" == name), None)
-        if r is None or not r.peak_mem_gib or not r.per_device_batch:
-            raise InputError(name, f"calibration: run {name} (zero) is not in the results or has no peak")
-        args = r.args or {}
-        shapes = hardware.model_shapes(args, Path(r.path))
-        flags = run_flags(args)
-        tokens = longest_micro_batch(r)
-        if shapes is None or not tokens:
-            raise InputError(r.path, "calibration: the run's model shapes or micro-batch tokens are unknown")
-        seq = tokens if flags.padding_free else math.ceil(tokens / r.per_device_batch)
-        mem = memory(shapes, "lora", seq, r.per_device_batch, r.gradient_checkpointing is not False,
-                     int(args.get("lora_rank") or 8), c, padding_free=flags.padding_free, liger=flags.liger,
-                     packed_tokens=tokens if flags.padding_free else None)
+        r, mem, peak = _named_run_memory(records, name, "zero", c)
         shard = per_gpu_memory(mem, r.gpus, r.parallel, c)
         rest = shard.peak_mem_gib - c["memory.data_parallel.zero_stored_cache_factor"] * mem.stored_activations_gib
-        ks.append((float(r.peak_mem_gib) - rest) / mem.stored_activations_gib)
+        ks.append((peak - rest) / mem.stored_activations_gib)
     if not ks:
         raise InputError(None, "calibration: no ZeRO run named (planner.yaml calibration.runs zero)")
     return statistics.mean(ks)
@@ -408,23 +413,9 @@ def _cache_factors_beside(records: list[RunRecord], named: dict, c: Constants) -
     points: dict[str, list[tuple[float, float, float, float]]] = {"stored": [], "other": []}
     for group in points:
         for name in named.get(group, ()):
-            r = next((r for r in records if f"{r.experiment}/{r.run}" == name), None)
-            if r is None or not r.peak_mem_gib or not r.per_device_batch:
-                raise InputError(name, f"calibration: run {name} ({group}) is not in the results or has no peak")
-            args = r.args or {}
-            shapes = hardware.model_shapes(args, Path(r.path))
-            flags = run_flags(args)
-            tokens = longest_micro_batch(r)
-            if shapes is None or not tokens:
-                raise InputError(r.path, "calibration: the run's model shapes or micro-batch tokens are unknown")
-            gc = r.gradient_checkpointing is not False
-            seq = tokens if flags.padding_free else math.ceil(tokens / r.per_device_batch)
-            mem = memory(shapes, "lora", seq, r.per_device_batch, gc, int(args.get("lora_rank") or 8), c,
-                         padding_free=flags.padding_free, liger=flags.liger,
-                         packed_tokens=tokens if flags.padding_free else None)
+            _, mem, peak = _named_run_memory(records, name, group, c)
             static = mem.live_peak_gib - mem.activations_gib
-            points[group].append((static, mem.stored_activations_gib, mem.working_activations_gib,
-                                  float(r.peak_mem_gib)))
+            points[group].append((static, mem.stored_activations_gib, mem.working_activations_gib, peak))
     k_o = c["memory.allocator_cache_factor_other"]
     k_s = c["memory.allocator_cache_factor_stored"]
     for _ in range(20):  # each factor's fit reads the other's; a few rounds settle both

@@ -2,7 +2,7 @@
 (and any table that counts folders)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from analysis.parse.record import RunRecord
 from analysis.parse.results import latest_per_group
@@ -21,8 +21,7 @@ class RunUse:
 
     def not_used(self) -> list[tuple[str, list[RunRecord]]]:
         """(reason, runs) for each reason, in field order."""
-        return [("OOM", self.OOM), ("interrupted", self.interrupted), ("failed", self.failed),
-                ("superseded", self.superseded)]
+        return [(f.name, getattr(self, f.name)) for f in fields(self) if f.name != "used"]
 
 
 def run_use(records: list[RunRecord]) -> RunUse:

@@ -19,7 +19,7 @@ class StepTimeRow(TypedDict):
 
 
 class _Summary(TypedDict):
-    """The record's facts (summary.FACTS), then its measurements, then flops.Mfu's fields."""
+    """The record's facts (RunRecord's fields of these names), then its measurements, then flops.Mfu's fields."""
 
     path: str
     hw: str | None

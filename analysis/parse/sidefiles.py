@@ -188,37 +188,39 @@ def _metric(line: dict, name: str) -> float | None:
     return float(v) if v is not None else None
 
 
-def read_quick(run_dir: str | Path) -> QuickStop | None:
-    """launch.json's record of a quick run's stop (experiments/launch/quick_stop.py); None for other runs and without
-    the file. One cut short, not JSON or not a regular file is bad input, as a broken profile.json is."""
+def read_launch(run_dir: str | Path) -> dict | None:
+    """launch.json's object (the launcher's record of a run: options, quick stop, memory cap); None without the file
+    or where it is not an object. One cut short, not JSON or not a regular file is bad input, as a broken
+    profile.json is."""
     path = Path(run_dir) / LAUNCH_FILE
     if not userfiles.present(path):
         return None
     data = userfiles.read_json(path, runfiles.max_bytes(path))
-    quick = data.get("quick") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def read_quick(run_dir: str | Path, launch: dict | None = None) -> QuickStop | None:
+    """launch.json's record of a quick run's stop (experiments/launch/quick_stop.py); None for other runs and without
+    the file. LAUNCH: the file's object where the caller has read it."""
+    launch = read_launch(run_dir) if launch is None else launch
+    quick = launch.get("quick") if launch else None
     return cast("QuickStop", quick) if isinstance(quick, dict) else None
 
 
 def read_launch_options(run_dir: str | Path) -> LauncherOptions | None:
     """launch.json's `options` (the launcher's command line, parsed): for a run made by the launcher alone, without
     the runner's run.json key. None without the file."""
-    path = Path(run_dir) / LAUNCH_FILE
-    if not userfiles.present(path):
-        return None
-    data = userfiles.read_json(path, runfiles.max_bytes(path))
-    options = data.get("options") if isinstance(data, dict) else None
+    launch = read_launch(run_dir)
+    options = launch.get("options") if launch else None
     return cast("LauncherOptions", options) if isinstance(options, dict) else None
 
 
-def read_mem_cap(run_dir: str | Path) -> MemCap | None:
+def read_mem_cap(run_dir: str | Path, launch: dict | None = None) -> MemCap | None:
     """launch.json's record of the allocator cap (experiments/launch/launcher.py apply_memory_cap): `requested_gib`,
     `applied`, and where applied `cap_bytes`; None when the run had no cap or the record is not of that shape (a
-    memory verdict must not rest on a cap it cannot read)."""
-    path = Path(run_dir) / LAUNCH_FILE
-    if not userfiles.present(path):
-        return None
-    data = userfiles.read_json(path, runfiles.max_bytes(path))
-    cap = data.get("mem_cap") if isinstance(data, dict) else None
+    memory verdict must not rest on a cap it cannot read). LAUNCH: the file's object where the caller has read it."""
+    launch = read_launch(run_dir) if launch is None else launch
+    cap = launch.get("mem_cap") if launch else None
     if not isinstance(cap, dict):
         return None
     requested, applied, cap_bytes = cap.get("requested_gib"), cap.get("applied"), cap.get("cap_bytes")
@@ -253,6 +255,7 @@ def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] |
          max_step: int | None = None) -> SideFiles:
     """The side files of RUN_DIR (RESUMED, STEP_CAP, MAX_STEP: read_tokens')."""
     real, padded = read_tokens(run_dir, resumed, step_cap, max_step)
+    launch = read_launch(run_dir) or {}  # read once for both records it holds
     return SideFiles(tokens_by_step=real, padded_by_step=padded, profile=read_profile(run_dir),
-                     schedule=read_schedule(run_dir), quick=read_quick(run_dir),
-                     gpm_by_step=read_gpm(run_dir, resumed), mem_cap=read_mem_cap(run_dir))
+                     schedule=read_schedule(run_dir), quick=read_quick(run_dir, launch),
+                     gpm_by_step=read_gpm(run_dir, resumed), mem_cap=read_mem_cap(run_dir, launch))
