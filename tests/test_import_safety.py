@@ -51,6 +51,25 @@ def test_two_imports_at_once_make_one_run_folder_with_its_log(output, tmp_path):
         assert not [p for p in run.parent.iterdir() if p.name.startswith(".")]
 
 
+def test_an_import_finished_between_the_unlocked_checks_is_already_there(output, tmp_path, monkeypatch):
+    """CI, round 9 of the race above: the other import renamed its folder into place after this one's lexists() saw
+    nothing and before it looked the log's sha up, so the unlocked pre-check refused the run as "already imported"
+    under its own label (exit 2). The window, forced: the folder appears right after lexists() says no."""
+    from experiments.run import importer
+
+    results = tmp_path / "results"
+    rc, out, err = _import(output, results)
+    assert rc == 0 and out.startswith("imported: "), err
+    (run,) = _run_folders(results)
+    real = importer.os.path.lexists
+    monkeypatch.setattr(importer.os.path, "lexists", lambda p: False if Path(p) == run else real(p))
+    (src,) = importer.swift_runs(output)
+    assert importer.checked(src, "h200", "myrun", results)[2:] == (run, True)
+    monkeypatch.undo()
+    rc, out, err = _import(output, results)
+    assert (rc, err, out.split(":")[0]) == (0, "", "already there")
+
+
 def test_a_full_disk_leaves_no_partial_folder_and_is_one_line(output, tmp_path, monkeypatch):
     """ENOSPC during the copy left a `.partial` folder that `tables` then skipped (exit 3) for ever."""
     from experiments.run import importer

@@ -146,6 +146,8 @@ def checked(run: Path, hw: str, experiment: str, results: Path) -> tuple[str, di
             return sha, {}, dest, True
         raise InputError(dest, "exists and holds another run (nothing was overwritten)")
     other = already_imported(results, sha)
+    if other == dest:  # another import renamed it into place since lexists() above (these checks run unlocked first)
+        return sha, {}, dest, True
     if other is not None:
         raise InputError(log, f"already imported as {other.parent.parent.name}/{other.parent.name} "
                               f"({other}): one run counts once, under one label")
