@@ -70,6 +70,9 @@ def test_summary_is_the_measure_functions(fixtures):
     assert m["step_time_s"] == dataclasses.asdict(steps.step_time(rec))
     assert m["tokens_per_s"] == throughput.throughput(rec).tokens_per_s
     assert m["mfu"] == flops.mfu(rec).mfu and m["final_train_loss"] == loss.final_train_loss(rec)
+    # every Mfu field, each under its own name (the summary lists them by hand: a field added there must be added here)
+    mfu = dataclasses.asdict(flops.mfu(rec, throughput.throughput(rec).tokens_per_s))
+    assert {k: m.get(k, "missing") for k in mfu} == mfu
     assert [iv["from_step"] for iv in m["step_intervals"]] == [iv.from_step for iv in steps.intervals(rec)]
 
 
