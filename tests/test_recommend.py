@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis.measure import repeats
+
 from analysis.judge import recommend
 from analysis.measure import jobtime, steps
 from analysis.parse.results import collect
@@ -84,7 +86,7 @@ def test_same_host_pair_is_recommended_with_the_job_time_ratio(tree):
     assert d.epoch_x_seed == pytest.approx(596.269 / 46.8565)  # the two logs' train_runtime
     assert d.epoch_s == jobtime.job_time(recs["best"]).train_runtime_s and d.seed is not None and d.seed.full
     assert d.in_band is True
-    assert pick.orders == (recommend.Order("best", "seed", ("5f4daf78e2ab",), "full epochs"),)
+    assert pick.orders == (recommend.Order("best", "seed", ("5f4daf78e2ab",), "full epochs, one run per host"),)
     assert "swift sft" in pick.command and "--external_plugins \"$(swiftbench plugin)\"" in pick.command
     text = recommend_view.sentence(pick)
     assert "recipe best" in text and "12.7x sooner" in text and "same host" in text
@@ -108,7 +110,7 @@ def test_recipes_are_ordered_only_on_a_host_holding_both(tree):
     clone(BEST_OTHER, tree, host="hostb0000000", run="20261203-000200-hostb0000000")
     pick = _pick(tree)
     assert pick.experiment == "fast" and not pick.undetermined
-    assert recommend.Order("fast", "best", ("hostb0000000",), "full epochs") in pick.orders
+    assert recommend.Order("fast", "best", ("hostb0000000",), "full epochs, one run per host") in pick.orders
 
 
 def test_hosts_that_disagree_leave_the_order_undetermined(tree):
@@ -122,11 +124,15 @@ def test_hosts_that_disagree_leave_the_order_undetermined(tree):
 
 
 def test_the_first_full_epoch_on_a_host_decides_and_later_ones_are_its_warm_figure(tree):
-    """A recipe's second run on a host (its caches warm) is shown beside, never ranked in place of the first."""
+    """A recipe's second run on a host (its caches warm) is shown beside, never ranked in place of the first where
+    the runs are not paired in rounds; the host's figure is the median of its runs, with their count and range."""
     clone(BEST_FULL, tree, run="20261201-230000-5f4daf78e2ab", runtime_factor=0.5)
     pick = _pick(tree)
     (best,) = pick.chosen
-    assert best.run == BEST_FULL.name and best.epoch_s == pytest.approx(46.8565)
+    assert best.run == BEST_FULL.name and best.epochs == (pytest.approx(46.8565), pytest.approx(46.8565 * 0.5))
+    assert best.epoch_s == pytest.approx(46.8565 * 0.75)  # the median of two runs: their mean
+    assert best.epoch_spread == repeats.Spread(2, pytest.approx(46.8565 * 0.75), pytest.approx(46.8565 * 0.5),
+                                               pytest.approx(46.8565))
     assert best.warm_s == (pytest.approx(46.8565 * 0.5),) and best.warm_epoch_s == pytest.approx(46.8565 * 0.5)
 
 
@@ -147,7 +153,7 @@ def test_a_cut_seed_run_is_a_lower_bound_of_the_seed_epoch(tmp_path):
     assert fast.seed.seconds == pytest.approx(steps.step_time(seed_cut).median * 94)
     assert "cut run (20 steps)" in fast.seed.basis
     assert fast.epoch_x_seed == pytest.approx(fast.seed.seconds / fast.epoch_s)
-    assert recommend.Order("fast", "seed", ("b2a21682bc96",), "full epochs and a cut seed run's lower bound") \
+    assert recommend.Order("fast", "seed", ("b2a21682bc96",), "full epochs, one run per host and a cut seed run's lower bound") \
         in pick.orders
     assert "lower bound from a 20-step cut run" in recommend_view.sentence(pick)
 

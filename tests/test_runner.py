@@ -10,6 +10,7 @@ import sys
 import pytest
 import yaml
 
+from experiments.base.errors import InputError
 from experiments.launch import options as launch_options
 from experiments.recipes import catalog, recipes
 from experiments.run import cache as run_cache
@@ -114,13 +115,19 @@ def test_runspec_resolves_claims_experiments_and_keeps_matrix_keys():
     again = run_spec.RunSpec(hw="h200", experiment="rank4", max_steps=spec.max_steps, overrides=spec.overrides,
                            timeout_s=spec.timeout_s)
     assert again.key() == key
-    # Matrix experiments run through the launcher with recipes.yaml's measurement options (token counts, two steps
-    # profiled after the warm-up), which are part of their key: runs made before (plain swift sft) do not match.
+    # Matrix experiments run through the launcher with recipes.yaml's measurement options (no profiler since harness
+    # 2), which are part of their key: profiled runs (--profile) and plain ones (--plain: no launcher) are other keys.
     key = run_spec.RunSpec(hw="h200", experiment="seed").key()
     assert set(key) == {"experiment", "recipe", "model", "data", "max_steps", "overrides", "launcher"}
-    assert key["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "kernels",
-                               "profile_warmup": 1}
-    assert run_spec.RunSpec(hw="h200", experiment="seed", launcher={}).key()["launcher"] == {}
+    assert key["launcher"] == {}
+    profiled = run_spec.RunSpec(hw="h200", experiment="seed", profile=True).key()
+    assert profiled["launcher"] == {"profile_steps": 2, "profile_skip": 10, "profile_activities": "kernels",
+                                    "profile_warmup": 1}
+    assert run_spec.RunSpec(hw="h200", experiment="fast-gc").key()["launcher"] == {"mem_cap_gib": 22.35}
+    plain = run_spec.RunSpec(hw="h200", experiment="fast", plain=True)
+    assert plain.launcher is None and "launcher" not in plain.key()
+    with pytest.raises(InputError):
+        run_spec.RunSpec(hw="h200", experiment="fast-gc", plain=True, profile=True)
 
 
 def _tiny_inputs(tmp_path):

@@ -14,16 +14,23 @@ recipes. Tables, report and README format the Recommendation it returns; the rul
   answer says which orders are undetermined.
 - epoch_x_seed: the host's seed epoch (a full one's train_runtime, else a cut run's lower bound, said so) / the
   recipe's first full epoch there; over the hosts where it was measured, a range.
+- Timed runs only where there are any: once a class has full epochs made through the launcher of harness 2 (no
+  profiler, no per-step sync: analysis.measure.repeats), only those count for it, so that the answer describes the
+  command a user pastes, not the harness. Plain twins (the printed command alone) are the harness's check, never a
+  recipe's row.
+- Interleaved rounds (run-all --repeats) decide an order by their pairs (analysis.judge.pairs) wherever two recipes
+  share rounds; a recipe's figure on a host is then the median of its runs there, with their range and count.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from analysis.judge import config
+from analysis.judge import pairs as paired
 from analysis.judge.band import loss_against
 from analysis.judge.published import SEED_EXPERIMENT
 from analysis.judge.select import runs_by_experiment
-from analysis.measure import jobtime, steps, throughput
+from analysis.measure import jobtime, repeats, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import is_matrix
 from experiments.recipes import recipes
@@ -73,10 +80,25 @@ class HostEpochs:
     seed: SeedEpoch | None
     labels: str
     swift_version: str | None
+    epochs: tuple[float, ...] = ()        # every timed full epoch of it on this host, in run order (epoch_s: median)
+    steady: repeats.Spread | None = None  # its steady step (s) over those runs: median, range, count
+    harness: str = repeats.LAUNCHER_V1    # how its runs were measured (analysis.measure.repeats)
+    round_x_seed: tuple[float, ...] = ()  # the seed's epoch / its epoch, per round holding both (paired)
+
+    @property
+    def epoch_spread(self) -> repeats.Spread | None:
+        return repeats.spread(self.epochs or (self.epoch_s,))
+
+    @property
+    def x_seed_spread(self) -> repeats.Spread | None:
+        return repeats.spread(self.round_x_seed)
 
     @property
     def epoch_x_seed(self) -> float | None:
-        """The host's seed epoch / this recipe's first full epoch there."""
+        """The seed's epoch / this recipe's epoch on this host: the median of the paired rounds' ratios where there
+        are any, else the host's seed epoch / this recipe's (median) epoch."""
+        if self.round_x_seed:
+            return repeats.spread(self.round_x_seed).median  # type: ignore[union-attr]
         return jobtime.epoch_ratio(self.seed.seconds, self.epoch_s) if self.seed else None
 
     @property
@@ -150,15 +172,24 @@ def _single_gpu(rec: RunRecord) -> bool:
 
 
 def full_epoch_runs(records: list[RunRecord]) -> list[RunRecord]:
-    """The matrix runs on one GPU of a known host that trained their whole epoch and finished."""
-    return [r for r in records if _single_gpu(r) and jobtime.job_time(r).full_epoch]
+    """The matrix runs on one GPU of a known host that trained their whole epoch and finished (plain twins apart)."""
+    return [r for r in counted(records) if jobtime.job_time(r).full_epoch]
+
+
+def counted(records: list[RunRecord]) -> list[RunRecord]:
+    """The single-GPU matrix runs a recipe's figures rest on: per class, the timed launcher runs (harness 2) where
+    the class has any full epoch of them, else every run (made before the harness was fixed, said so); never a plain
+    twin or an imported log."""
+    runs = [r for r in records if _single_gpu(r) and repeats.harness(r) not in (repeats.PLAIN, repeats.IMPORTED)]
+    timed_hw = {r.hw for r in runs if repeats.harness(r) == repeats.LAUNCHER and jobtime.job_time(r).full_epoch}
+    return [r for r in runs if r.hw not in timed_hw or repeats.harness(r) == repeats.LAUNCHER]
 
 
 def seed_epochs(records: list[RunRecord]) -> dict[tuple[str, str], SeedEpoch]:
     """(hw, host) -> the seed recipe's epoch there: its newest full epoch, else its cut run with the most steady
     steps (at least MIN_SEED_STEADY) as a lower bound."""
     out: dict[tuple[str, str], SeedEpoch] = {}
-    seeds = [r for r in records if _single_gpu(r) and r.experiment == SEED_EXPERIMENT and r.ok]
+    seeds = [r for r in counted(records) if r.experiment == SEED_EXPERIMENT and r.ok]
     for rec in sorted(seeds, key=lambda r: r.run):
         key = (str(rec.hw), str(rec.host_id))
         jt = jobtime.job_time(rec)
@@ -201,16 +232,41 @@ def host_epochs(records: list[RunRecord]) -> list[HostEpochs]:
         same_host_ref = [r for r in full if r.hw == hw and r.host_id == host and r.experiment == SEED_EXPERIMENT]
         ref = max(same_host_ref, key=lambda r: r.run) if same_host_ref else refs.get(hw)
         lc = loss_against(first, ref, spread, band_runs[hw]) if ref is not None else None
+        epochs = tuple(jobtime.job_time(r).epoch_s for r in runs)
         rows.append(HostEpochs(
             experiment=exp, hw=hw, host=host, run=first.run, path=str(first.path), steps=int(jt.steps or 0),
-            epoch_s=jt.epoch_s, load_s=jt.load_s,
+            epoch_s=repeats.spread(epochs).median, load_s=jt.load_s,
             tokens_per_s=throughput.throughput(first).tokens_per_s, peak_gib=first.peak_mem_gib,
             cap_gib=_cap_gib(first), warm_s=tuple(jobtime.job_time(r).epoch_s for r in runs[1:]),
             eval_step=lc.eval_step if lc else None, eval_loss=lc.eval_loss if lc else None,
             seed_eval_loss=lc.ref_eval_loss if lc else None, seed_range=lc.seed_range if lc else None,
             in_band=lc.counts if lc else None, seed=seed,
-            labels="; ".join(first.labels), swift_version=first.swift_version))
+            labels="; ".join(first.labels), swift_version=first.swift_version, epochs=epochs,
+            steady=repeats.spread(steps.step_time(r).median for r in runs), harness=repeats.harness(first),
+            round_x_seed=tuple(p.ratio for p in round_pairs(records, exp, SEED_EXPERIMENT, hw) if p.host == host)))
     return sorted(rows, key=lambda r: (r.hw, r.host, r.epoch_s))
+
+
+def _round_epochs(records: list[RunRecord], exp: str, hw: str) -> dict[tuple[str, int, str], tuple[float, bool]]:
+    """(set, round, host) -> EXP's epoch in that round: a full epoch's train_runtime, or for the seed recipe a cut
+    run's lower bound (steady step x the epoch's steps; False: a bound)."""
+    out: dict[tuple[str, int, str], tuple[float, bool]] = {}
+    for r in counted(records):
+        pl = repeats.place(r)
+        if pl is None or r.hw != hw or r.experiment != exp or not r.ok:
+            continue
+        jt = jobtime.job_time(r)
+        if jt.full_epoch:
+            out[(pl.set, pl.round, str(r.host_id))] = (jt.epoch_s, True)
+        elif exp == SEED_EXPERIMENT and len(steps.steady_steps(r)) >= MIN_SEED_STEADY and steps.epoch_time(r).seconds:
+            out[(pl.set, pl.round, str(r.host_id))] = (float(steps.epoch_time(r).seconds or 0), False)
+    return out
+
+
+def round_pairs(records: list[RunRecord], a: str, b: str, hw: str) -> list[paired.Pair]:
+    """Every round of an interleaved set on HW holding a run of A and one of B, as analysis.judge.pairs' Pair."""
+    ea, eb = _round_epochs(records, a, hw), _round_epochs(records, b, hw)
+    return [paired.Pair(k[0], k[1], k[2], ea[k][0], eb[k][0], ea[k][1], eb[k][1]) for k in sorted(ea.keys() & eb.keys())]
 
 
 # ------------------------------------------------------------------------------------------------ the order
@@ -218,18 +274,25 @@ def host_epochs(records: list[RunRecord]) -> list[HostEpochs]:
 
 def _epoch_on(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], exp: str, hw: str,
               host: str) -> tuple[float, bool] | None:
-    """EXP's epoch on HOST: (seconds, a full epoch) from its first full epoch, else for the seed recipe its cut-run
+    """EXP's epoch on HOST: (seconds, a full epoch) from its first full epoch (unpaired runs: the first decides), else for the seed recipe its cut-run
     lower bound; None where the host has neither."""
     row = next((r for r in rows if r.experiment == exp and r.hw == hw and r.host == host), None)
     if row is not None:
-        return row.epoch_s, True
+        return (row.epochs[0] if row.epochs else row.epoch_s), True
     seed = seeds.get((hw, host)) if exp == SEED_EXPERIMENT else None
     return (seed.seconds, seed.full) if seed is not None else None
 
 
 def order(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], a: str, b: str,
-          hw: str) -> Order | Undetermined:
-    """Which of recipes A and B finishes the job sooner, from the hosts holding both (see the module's rule)."""
+          hw: str, rounds: list[paired.Pair] | None = None) -> Order | Undetermined:
+    """Which of recipes A and B finishes the job sooner: from their paired rounds where they share any
+    (analysis.judge.pairs), else from the hosts holding both (see the module's rule)."""
+    if rounds:
+        v = paired.decide(a, b, rounds)
+        if v.faster is None:
+            return Undetermined(a, b, v.basis, v.settle)
+        fast, slow = (a, b) if v.faster == "a" else (b, a)
+        return Order(fast, slow, v.hosts, v.basis)
     hosts = sorted({r.host for r in rows if r.hw == hw} | {h for (w, h) in seeds if w == hw})
     sooner: dict[str, list[str]] = {a: [], b: []}
     bound = False
@@ -250,7 +313,7 @@ def order(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], a: st
                             f"more full epochs of {a} and {b} on one host")
     for x, y in ((a, b), (b, a)):
         if sooner[x]:
-            basis = "full epochs" + (" and a cut seed run's lower bound" if bound else "")
+            basis = "full epochs, one run per host" + (" and a cut seed run's lower bound" if bound else "")
             return Order(x, y, tuple(sooner[x]), basis)
     return Undetermined(a, b, "no host holds full epochs of both",
                         f"full epochs of {a} and {b} on one host (run-all --experiments {a},{b})")
@@ -277,7 +340,7 @@ def recommend(records: list[RunRecord], hw: str | None = None) -> Recommendation
     open_pairs: list[Undetermined] = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            got = order(rows, seeds, a, b, hw or "")
+            got = order(rows, seeds, a, b, hw or "", round_pairs(records, a, b, hw or ""))
             if isinstance(got, Order):
                 orders.append(got)
             else:

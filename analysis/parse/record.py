@@ -107,6 +107,7 @@ class RunRecord:
     quick: QuickStop | None = None                  # launch.json's quick stop (a quick run: where and why it stopped)
     gpm_by_step: dict[int, GpmRow] | None = None    # gpm.jsonl (experiments/record/gpm.py): each step's wall, GPM use
     mem_cap: MemCap | None = None                   # launch.json's allocator cap: requested_gib, applied, cap_bytes
+    harness: int | None = None                      # launch.json's measuring-design version (runfiles.HARNESS_VERSION)
 
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property

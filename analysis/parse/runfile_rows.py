@@ -88,6 +88,17 @@ class ResumeEntry(TypedDict):
     from_step: int
 
 
+class RoundPlace(TypedDict, total=False):
+    """run.json `round`: the set (start time and host), round (1-based) of how many, slot in the round, and the item
+    (experiment, @steps of a cut run, "(plain)")."""
+
+    set: str
+    round: int
+    of: int
+    slot: int
+    item: str
+
+
 class RunJson(TypedDict, total=False):
     """run.json: the runner's status of a run (experiments/run/run_folders.py)."""
 
@@ -110,6 +121,9 @@ class RunJson(TypedDict, total=False):
     swift_version: str
     started: str
     finished: str
+    round: RoundPlace        # an interleaved set's run (experiments/run/rounds.py)
+    probe_after: dict[str, Any]  # the host probe right after the run (experiments/record/host.py's probe())
+    harness: str             # "plain": the printed command alone, no launcher
 
 
 class GpmRow(TypedDict):

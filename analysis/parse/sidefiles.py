@@ -249,6 +249,13 @@ class SideFiles:
     quick: QuickStop | None
     gpm_by_step: dict[int, GpmRow] | None
     mem_cap: MemCap | None
+    harness: int | None  # launch.json's `harness` (runfiles.HARNESS_VERSION); None: made before it was recorded
+
+
+def read_harness(launch: dict) -> int | None:
+    """launch.json's measuring-design version; None where absent or not a whole number >= 1."""
+    value = launch.get("harness")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] | None = None,
@@ -258,4 +265,5 @@ def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] |
     launch = read_launch(run_dir) or {}  # read once for both records it holds
     return SideFiles(tokens_by_step=real, padded_by_step=padded, profile=read_profile(run_dir),
                      schedule=read_schedule(run_dir), quick=read_quick(run_dir, launch),
-                     gpm_by_step=read_gpm(run_dir, resumed), mem_cap=read_mem_cap(run_dir, launch))
+                     gpm_by_step=read_gpm(run_dir, resumed), mem_cap=read_mem_cap(run_dir, launch),
+                     harness=read_harness(launch))

@@ -40,6 +40,11 @@ RUNALL_LOG = "runall.log"          # the console output of the run-all that made
 RESUME_CHECK = "resume_check.json"  # experiments/run/resume_check.py's record
 ALLREDUCE_JSON = "allreduce.json"  # an interconnect benchmark's record (results/<hw>/allreduce/<run>/)
 NCCL_LOG = "nccl.log"              # NCCL's log of that benchmark
+# launch.json `harness`: the launcher's measuring design. 2 (2026-12-04): no profiler unless a run asks for one, no
+# host-GPU sync and no file write per step (token counts and GPM lines batched); runs without it (1) were profiled at
+# steps 10-12 and waited for the GPU at every step, which made the fast recipe's epoch 34 % longer than the pasted
+# command's (results/findings/harness_h200_2026-12-04.md).
+HARNESS_VERSION = 2
 TRAINER_STATE = "trainer_state.json"  # inside a checkpoint: written last, so its presence means complete
 PARTIAL = ".partial"               # suffix of a run folder `swiftbench import` is filling (.<run id>.partial)
 

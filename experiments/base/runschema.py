@@ -169,6 +169,11 @@ RUN_JSON = Obj({
     "imported": Either((Bool(), Obj({"log_sha256": Str()}))),
     "resumes": Arr(Obj({"log_lines_before": Int(0, 10**12, required=True), "from_step": Int(0, STEPS, required=True)})),
     "wall_s": Num(0, SECONDS), "command": Arr(), "notes": Arr(), "swift_version": Str(),
+    # an interleaved set's run (experiments/run/rounds.py): its place, and the host probe right after it
+    "round": Obj({"set": Str(required=True), "round": Int(1, 10**6, required=True), "of": Int(1, 10**6),
+                  "slot": Int(1, 10**6), "item": Str()}),
+    "probe_after": Obj({"python_loop": _PROBE, "dispatch": _PROBE, "lora_step": _PROBE}),
+    "harness": Str(),
 })
 
 ENV_JSON = Obj({

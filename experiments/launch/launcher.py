@@ -22,6 +22,7 @@ GIB = 2**30
 LAUNCH_FILE = runfiles.LAUNCH_JSON
 PROFILE_FILE = runfiles.PROFILE_JSON
 TOKENS_FILE = runfiles.TOKENS
+HARNESS = runfiles.HARNESS_VERSION  # launch.json `harness`: which measuring design made the run (runfiles says)
 
 
 # ------------------------------------------------------------------------------------------- memory cap
@@ -104,51 +105,60 @@ def make_stop_callback(stop_after: int, record: dict):
 
 
 def _real_tokens(b, ids):
-    """The real tokens of one micro-batch, as a tensor on its device (no host sync): the attention mask's sum; a
-    packed row without a mask is real up to its last non-zero position id, since the plugin's pad_buckets pads it with
-    position id 0 (every sample's tokens after its first have positions above 0)."""
+    """The real tokens of one micro-batch, as a 0-d tensor on its device, made without a host-GPU sync: the attention
+    mask's sum; a packed row without a mask is real up to its last non-zero position id, since the plugin's
+    pad_buckets pads it with position id 0 (every sample's tokens after its first have positions above 0).
+    No tensor is built from a Python number on the GPU here: `torch.tensor(n, device="cuda")` copies from pageable
+    memory and waits for the GPU, and one such wait per step was part of what the launcher added to each step."""
     import torch
 
     mask = b.get("attention_mask")
     if mask is not None:
         return mask.sum()
     pos = b.get("position_ids")
-    if pos is not None and pos.dim() == 2 and pos.shape[0] == 1 and pos.shape[1] == ids.numel():
+    n = ids.numel()
+    if pos is not None and pos.dim() == 2 and pos.shape[0] == 1 and pos.shape[1] == n:
         nonzero = (pos[0] != 0).to(torch.int64)
         trailing = torch.flip(nonzero, (0,)).argmax()  # zeros after the last non-zero position
-        return torch.where(nonzero.any(), ids.numel() - trailing, torch.tensor(ids.numel(), device=ids.device))
-    return torch.tensor(ids.numel(), device=ids.device)
+        return torch.where(nonzero.any(), n - trailing, torch.full_like(trailing, n))
+    return torch.full((), n, dtype=torch.int64, device=ids.device)
 
 
 def step_token_totals(batches: list):
-    """[real, padded, label tokens, micro-batches] of one optimizer step as one int64 tensor on the batches' device,
-    summed over ranks under torchrun; None without input_ids. Reading it is the caller's choice of when to sync."""
+    """(GPU part, host part) of one optimizer step's counts: [real, label tokens] as one int64 tensor on the
+    batches' device (summed over ranks under torchrun), and (padded tokens, micro-batches) as Python ints, known on
+    the host without asking the GPU; None without input_ids. Reading the GPU part is the caller's choice of when to
+    sync."""
     import torch
 
-    real, padded, labels = [], [], []
+    real, labels = [], []
+    padded = n = 0
     for b in batches:
         ids = b.get("input_ids") if hasattr(b, "get") else None
         if ids is None:
             continue
-        padded.append(ids.numel())
-        real.append(_real_tokens(b, ids))
+        padded += ids.numel()
+        n += 1
+        real.append(_real_tokens(b, ids).to(torch.int64).reshape(()))
         lab = b.get("labels")
-        labels.append((lab != -100).sum() if lab is not None else torch.tensor(0, device=ids.device))
-    if not padded:
+        labels.append((lab != -100).sum().reshape(()) if lab is not None
+                      else torch.zeros((), dtype=torch.int64, device=ids.device))
+    if not n:
         return None
-    n = len(padded)
     device = real[0].device
-    stacked = torch.stack([torch.as_tensor(x).to(device) for x in real + labels])
-    totals = torch.stack([stacked[:n].sum(), torch.tensor(sum(padded), device=device), stacked[n:].sum(),
-                          torch.tensor(n, device=device)]).to(torch.int64)
+    gpu = torch.stack([torch.stack(real).sum(), torch.stack([x.to(device) for x in labels]).sum()]).to(torch.int64)
     if world_size() > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.all_reduce(totals)  # the whole job's step: every rank's micro-batches
-    return totals
+        both = torch.cat([gpu, torch.tensor([padded, n], dtype=torch.int64).to(device)])
+        torch.distributed.all_reduce(both)  # the whole job's step: every rank's micro-batches (a sync: several GPUs)
+        return both[:2], (int(both[2]), int(both[3]))
+    return gpu, (padded, n)
 
 
-def _counts(values) -> dict:
-    tokens, padded_total, label_tokens, micro = (int(v) for v in values)
-    return {"micro_batches": micro, "tokens": tokens, "padded_tokens": padded_total, "label_tokens": label_tokens}
+def _counts(gpu_values, host_values) -> dict:
+    tokens, label_tokens = (int(v) for v in gpu_values)
+    padded_total, micro = host_values
+    return {"micro_batches": int(micro), "tokens": tokens, "padded_tokens": int(padded_total),
+            "label_tokens": label_tokens}
 
 
 def batch_token_counts(batches: list) -> dict:
@@ -156,44 +166,73 @@ def batch_token_counts(batches: list) -> dict:
     totals = step_token_totals(batches)
     if totals is None:
         return {"micro_batches": 0, "tokens": 0, "padded_tokens": 0, "label_tokens": 0}
-    return _counts(totals.tolist())
+    return _counts(totals[0].tolist(), totals[1])
 
 
 class TokenLog:
-    """tokens.jsonl, written without making the host wait for the GPU: each step's totals are copied to pinned host
-    memory asynchronously and written once the copy has landed (checked at the next step, all at the end). A wait
-    here would stall a recipe whose host otherwise runs ahead of the GPU."""
+    """tokens.jsonl, written without making the host wait for the GPU: each step's GPU counts are copied into a slot
+    of one pinned host buffer (allocated once: a pinned allocation per step costs a driver call) asynchronously and
+    read once the copy has landed (checked at the next step); the lines are written to the file in batches
+    (FLUSH_EVERY lines, and all at the end), so the training process opens no file per step."""
+
+    SLOTS = 256      # steps whose copies may be in flight at once; a full ring waits for its oldest copy
+    FLUSH_EVERY = 50
 
     def __init__(self, out_file: Path):
         self.out_file = out_file
-        self.pending: list[tuple[dict, Any, Any]] = []  # (line, host tensor, event or None)
+        self.pending: list[tuple[dict, Any, Any, int, tuple[int, int]]] = []  # (line, host, event, slot, host counts)
+        self.ready: list[dict] = []
+        self._ring: Any = None
+        self._next = 0
+
+    def _slot(self, totals):
+        import torch
+
+        if self._ring is None:
+            self._ring = torch.zeros((self.SLOTS, 2), dtype=torch.int64, pin_memory=True)
+        i = self._next % self.SLOTS
+        self._next += 1
+        if len(self.pending) >= self.SLOTS:  # the oldest copy still uses slot i: read it first
+            self._drain(wait=True, limit=len(self.pending) - self.SLOTS + 1)
+        return i, self._ring[i]
 
     def add(self, line: dict, totals) -> None:
         import torch
 
-        if totals.device.type == "cuda":
-            host = torch.empty(totals.shape, dtype=totals.dtype, pin_memory=True)
-            host.copy_(totals, non_blocking=True)
+        gpu, host_counts = totals
+        if gpu.device.type == "cuda":
+            i, host = self._slot(gpu)
+            host.copy_(gpu, non_blocking=True)
             event = torch.cuda.Event()
             event.record()
-            self.pending.append((line, host, event))
+            self.pending.append((line, host, event, i, host_counts))
         else:
-            self.pending.append((line, totals, None))
-        self.flush(wait=False)
+            self.pending.append((line, gpu, None, -1, host_counts))
+        self._drain(wait=False)
+        if len(self.ready) >= self.FLUSH_EVERY:
+            self._write()
 
-    def flush(self, wait: bool = True) -> None:
-        ready = []
-        while self.pending:
-            line, host, event = self.pending[0]
+    def _drain(self, wait: bool, limit: int | None = None) -> None:
+        done = 0
+        while self.pending and (limit is None or done < limit):
+            line, host, event, _slot, host_counts = self.pending[0]
             if event is not None and not event.query():
                 if not wait:
                     break
                 event.synchronize()
-            ready.append({**line, **_counts(host.tolist())})
+            self.ready.append({**line, **_counts(host.tolist(), host_counts)})
             self.pending.pop(0)
-        if ready and rank() == 0:
+            done += 1
+
+    def _write(self) -> None:
+        if self.ready and rank() == 0:
             with self.out_file.open("a") as fh:
-                fh.writelines(json.dumps(x) + "\n" for x in ready)
+                fh.writelines(json.dumps(x) + "\n" for x in self.ready)
+        self.ready = []
+
+    def flush(self, wait: bool = True) -> None:
+        self._drain(wait=wait)
+        self._write()
 
 
 TOKEN_LOG: list[TokenLog] = []  # the run's TokenLog, flushed by main() after training
@@ -379,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     output_dir = swift_flag(swift_args, "output_dir")
     record: dict = {"argv": sys.argv[1:] if argv is None else argv, "swift_args": swift_args, "pid": os.getpid(),
-                    "started": time.time(), "options": vars(opts)}
+                    "started": time.time(), "options": vars(opts), "harness": HARNESS}
     t0 = time.monotonic()
     if opts.mem_cap_gib is not None:
         record["mem_cap"] = apply_memory_cap(opts.mem_cap_gib)

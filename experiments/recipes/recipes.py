@@ -57,6 +57,11 @@ def launcher(experiment: str, path: str | Path = RECIPES_FILE) -> dict:
     return dict(own if own is not None else data.get("launcher") or {})
 
 
+def profile_options(path: str | Path = RECIPES_FILE) -> dict:
+    """The launcher options of a profiled matrix run (recipes.yaml `profile`): a run that asks for a profile."""
+    return dict(load(path).get("profile") or {})
+
+
 def flags(experiment: str, path: str | Path = RECIPES_FILE) -> dict:
     """Base flags with the experiment's overrides applied (a None override removes the flag)."""
     data = load(path)

@@ -27,6 +27,7 @@ from pathlib import Path
 from experiments.base import runfiles
 
 GPM_FILE = runfiles.GPM
+FLUSH_EVERY = 50  # gpm.jsonl lines held before a write
 METRICS = dict(zip(runfiles.GPM_METRICS, (1, 2, 5, 10)))  # NVML_GPM_METRIC_* ids of gpm.jsonl's shares
 
 
@@ -106,6 +107,19 @@ def make_callback(out_file: Path, record: dict, lib=None):
     if gpm is None:
         return None
 
+    lines: list[str] = []  # written in batches (FLUSH_EVERY, at evaluations and at the end): no file opened per step
+
+    def write() -> None:
+        nonlocal lines
+        if not lines:
+            return
+        try:
+            with open(out_file, "a") as f:
+                f.writelines(lines)
+        except OSError as exc:  # a full disk ends the sampling, not the run
+            record["gpm"]["status"] = f"stopped: {type(exc).__name__}: {exc}"
+        lines = []
+
     class GpmSteps(TrainerCallback):
         def _stop(self, why: str | None = None):
             nonlocal gpm
@@ -114,6 +128,7 @@ def make_callback(out_file: Path, record: dict, lib=None):
             if gpm is not None:  # always: every caller checked
                 gpm.close()
             gpm = None
+            write()
 
         def _mark(self):
             if gpm is None:
@@ -130,14 +145,16 @@ def make_callback(out_file: Path, record: dict, lib=None):
         def on_step_end(self, args, state, control, **kwargs):
             m = self._mark()
             if m is not None:
-                try:
-                    with open(out_file, "a") as f:
-                        f.write(json.dumps({"step": state.global_step, **m}) + "\n")
-                except OSError as exc:  # a full disk ends the sampling, not the run
-                    self._stop(f"{type(exc).__name__}: {exc}")
+                lines.append(json.dumps({"step": state.global_step, **m}) + "\n")
+                if len(lines) >= FLUSH_EVERY:
+                    write()
+
+        def on_evaluate(self, args, state, control, **kwargs):
+            write()  # off the step: an evaluation has just held the host anyway
 
         def on_train_end(self, args, state, control, **kwargs):
             if gpm is not None:
                 self._stop()
+            write()
 
     return GpmSteps()

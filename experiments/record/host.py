@@ -435,14 +435,36 @@ def probe_in_child(device: str = "cuda", budget_s: float = 20.0) -> dict:
     return {"requested_device": device, "device": None, "reason": reason[:300], "truncated": True, "seconds": None}
 
 
+FRESH_PROBE_ENV = "SWIFTBENCH_FRESH_PROBE"  # a probe just taken (rounds: the run before's after-probe), as JSON
+FRESH_PROBE_MAX_AGE_S = 120.0
+
+
+def fresh_probe(device: str, env: dict | None = None) -> dict | None:
+    """The probe in FRESH_PROBE_ENV where it was taken on DEVICE less than FRESH_PROBE_MAX_AGE_S ago: in an
+    interleaved set the probe after one run is the probe before the next (experiments/run/rounds.py), measured once."""
+    raw = (os.environ if env is None else env).get(FRESH_PROBE_ENV)
+    try:
+        got = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    if not isinstance(got, dict) or not isinstance(got.get("taken"), (int, float)):
+        return None
+    if time.time() - got["taken"] > FRESH_PROBE_MAX_AGE_S or got.get("requested_device") != device:
+        return None
+    return {**got, "reused": "the probe after the run before (rounds)"}
+
+
 def record(hw: str, lib=None, device: str | None = None, run_probe: bool = True, budget_s: float = 20.0,
            root: Path | str = "/") -> dict:
     """env.json's `host`: {"fingerprint": fingerprint(), "probe": probe() or None when run_probe is false}.
     The probe runs on `device`, by default "cpu" for hw "cpu" and "cuda" otherwise."""
     device = device or ("cpu" if hw == "cpu" else "cuda")
     fp = fingerprint(lib, root)
+    fresh = fresh_probe(device)
     if not run_probe:
         result = None
+    elif fresh is not None:
+        result = fresh
     elif device.startswith("cuda") and _cuda_in_child():
         result = probe_in_child(device, budget_s)
     else:

@@ -79,6 +79,9 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     if ctx.get("launch_argv"):  # `python -m experiments.launch` must find this repository from any cwd
         argv = ctx["launch_argv"]
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    elif ctx.get("plain_sh"):  # the printed command through bash; its `swift` is this interpreter's (a venv's bin)
+        argv = ["bash", ctx["plain_sh"]]
+        env["PATH"] = os.pathsep.join(p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p)
     log = run_dir / runfiles.LOGGING
     t0 = time.monotonic()
     timed_out = False

@@ -201,5 +201,8 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
     except Exception as exc:
         write_status(run_dir, status="failed", reason=f"{type(exc).__name__}: {exc}")
         raise
+    if spec.plain:  # the printed command as a user pastes it: bash runs command.sh (its exports, then swift sft)
+        write_status(run_dir, harness="plain")
     return {"spec": spec, "run_dir": run_dir, "argv": cmd["argv"], "launch_argv": launch_argv, "env": env_vars,
+            "plain_sh": str(run_dir / runfiles.COMMAND_SH) if spec.plain else None,
             "labels": labels, "max_steps_expected": spec.max_steps, "resume": resume}

@@ -37,6 +37,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 
 from experiments.base import boundary, runfiles
@@ -44,7 +45,7 @@ from experiments.base.errors import InputError
 from experiments.launch import quick_stop
 from experiments.recipes import catalog, recipes
 from experiments.record import gpu
-from experiments.run import reaper
+from experiments.run import reaper, rounds
 from experiments.run.cache import find_resumable
 from experiments.run.execute import RUNNER_ENV, progress_from_log
 from experiments.run.folders import (
@@ -76,7 +77,7 @@ def run_notebook(spec: RunSpec, run_dir: Path, progress: bool = True) -> None:
               "overrides_json": json.dumps(spec.overrides),
               # a resolved combination's launcher differs from its definition's: the notebook must not re-derive it
               "launcher_json": json.dumps(spec.launcher) if spec.launcher is not None else "",
-              "gpus": spec.gpus, "parallel": spec.parallel}
+              "gpus": spec.gpus, "parallel": spec.parallel, "plain": spec.plain, "profile": spec.profile}
     # the kernel inherits it: run.json names this process as the run's owner (whatever an ancestor had set)
     os.environ[RUNNER_ENV] = f"{os.getpid()}:{reaper.start_time(os.getpid()) or ''}"
     # the console shows training progress (watch_progress), not notebook cells; the kernel's own warnings (e.g.
@@ -230,7 +231,11 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
         console.print(f"[bold]resume[/] {hw}/{name} from step {resume['step']} -> {run_dir}")
     else:
         run_dir = new_run_dir(spec)
-        console.print(f"[bold]run[/] {hw}/{name} -> {run_dir}")
+        if spec.round is not None:  # before the notebook starts: a run cut short still says where it stood
+            write_status(run_dir, round=spec.round)
+        console.print(f"[bold]run[/] {hw}/{name}" + (" (plain swift sft)" if spec.plain else "")
+                      + (f", round {spec.round['round']} of {spec.round['of']}" if spec.round else "")
+                      + f" -> {run_dir}")
     try:
         STOPPING["run_dir"] = run_dir
         run_notebook(spec, run_dir, progress)
@@ -346,18 +351,51 @@ def run_claims(hw: str, names: list[str], progress: bool = True, first_ok: bool 
 
 
 def run_all(hw: str, experiments: list[str] | None = None, progress: bool = True, gpus: list[int] | None = None,
-            parallels: list[str] | None = None, **kw) -> list[dict]:
-    """Every experiment of the matrix for HW; complete ones are skipped, failed ones are kept and re-tried."""
+            parallels: list[str] | None = None, repeats: int | None = None, plain: list[str] | None = None,
+            plain_rounds: int | None = None, **kw) -> list[dict]:
+    """Every experiment of the matrix for HW; complete ones are skipped, failed ones are kept and re-tried. An
+    experiment may be NAME@STEPS (a cut run). REPEATS: that many interleaved rounds of them on this host
+    (experiments/run/rounds.py), every run a new one, with the plain twins of PLAIN beside theirs."""
     from rich.console import Console
 
     console = Console(stderr=True)
-    names = experiments or recipes.experiments()
+    items = [rounds.parse_item(n) for n in (experiments or recipes.experiments())]
+    if repeats:
+        return _run_rounds(hw, items, repeats, set(plain or []), console, progress, plain_rounds, **kw)
+    if plain:
+        raise InputError(None, "--plain needs --repeats (a plain run is the harness's check, paired with its twin)")
     counts = list(gpus or [1])
     layouts = list(parallels or ["ddp"])
     # one experiment's GPU counts one right after the other: a scaling ratio wants runs made close together
-    specs = [RunSpec(hw=hw, experiment=name, gpus=n, parallel=par, **kw)
-             for name in names for n in counts for par in layouts]
+    specs = [RunSpec(hw=hw, experiment=name, gpus=n, parallel=par, **{**kw, "max_steps": steps or kw.get("max_steps")})
+             for name, steps in items for n in counts for par in layouts]
     return [_run_one(spec, console, progress) for spec in specs]
+
+
+def _run_rounds(hw: str, items: list[tuple[str, int | None]], repeats: int, plain: set[str], console,
+                progress: bool, plain_rounds: int | None = None, **kw) -> list[dict]:
+    """REPEATS interleaved rounds of ITEMS on this host; after each run its host probe goes into its run.json."""
+    from experiments.record import host
+
+    plan = rounds.rounds(items, repeats, plain, plain_rounds)
+    set_name = rounds.set_id(host.fingerprint()["host_id"])
+    device = "cpu" if hw == "cpu" else "cuda"
+    console.print(f"[bold]set[/] {set_name}: {repeats} rounds of "
+                  + ", ".join(it.label for it in plan[0]))
+    results = []
+    for r, runs in enumerate(plan):
+        for slot, item in enumerate(runs):
+            spec = RunSpec(hw=hw, experiment=item.experiment, plain=item.plain,
+                           **{**kw, "repeat": True, "max_steps": item.steps or kw.get("max_steps")},
+                           round=rounds.place(set_name, r, repeats, slot, item))
+            res = _run_one(spec, console, progress)
+            if res.get("run_dir"):  # this run's after-probe is the next one's before-probe (env.json): one measurement
+                after = {**host.probe_in_child(device, rounds.PROBE_BUDGET_S), "taken": time.time()}
+                write_status(Path(res["run_dir"]), probe_after=after)
+                os.environ[host.FRESH_PROBE_ENV] = json.dumps(after)
+            results.append(res)
+    os.environ.pop(host.FRESH_PROBE_ENV, None)
+    return results
 
 
 def register(sub) -> None:
@@ -400,6 +438,17 @@ def register(sub) -> None:
     r.add_argument("--repeat", action="store_true",
                    help="run each experiment again, in a new run folder, even where a complete run exists (a second "
                         "run on a host measures its warm caches: compiled code, page cache)")
+    r.add_argument("--repeats", type=int, default=None, metavar="N",
+                   help="N interleaved rounds of --experiments on this host (A B C, B C A, ...), every run new, each "
+                        "with a host probe before and after it (experiments/run/rounds.py); NAME@STEPS: a cut run")
+    r.add_argument("--plain", default=None, metavar="NAMES",
+                   help="with --repeats: these experiments also run as the printed command alone (bash command.sh, "
+                        "no launcher) beside their launcher run, ABBA: the harness's overhead")
+    r.add_argument("--plain-rounds", type=int, default=None, metavar="K",
+                   help="with --plain: the plain twins in the first K rounds only (K=2 is one ABBA)")
+    r.add_argument("--profile", action="store_true",
+                   help="profile two steps of every matrix run (recipes.yaml `profile`); such a run's epoch holds the "
+                        "profiler's cost and is not a timed run")
     r.add_argument("--no-progress", action="store_true",
                    help="no progress bar of optimizer steps per run (for logs and pipes); the run folders are the same")
     r.set_defaults(func=run_command)
@@ -422,7 +471,7 @@ def run_command(a) -> int:
     else:
         first_ok = False
         for n in names or []:
-            recipes.flags(n)
+            recipes.flags(rounds.parse_item(n)[0])
     if a.data and not Path(a.data).is_dir():
         raise InputError(a.data, "data folder does not exist")
     check_inputs(a)
@@ -430,6 +479,10 @@ def run_command(a) -> int:
     common = dict(progress=not a.no_progress, model=a.model, data=a.data, max_steps=a.max_steps,
                   results_dir=a.results, force_hw=a.force_hw, timeout_s=a.timeout, overrides=overrides,
                   budget_s=quick_stop.budget_of(a.quick, a.budget), repeat=a.repeat)
+    if getattr(a, "profile", False):
+        common["profile"] = True
+    if (a.repeats or a.plain) and a.claims:
+        raise InputError(None, "--repeats/--plain apply to the matrix, not to --claims")
     counts = _int_list(a.gpus, "--gpus")
     layouts = [p.strip() for p in a.parallel.split(",") if p.strip()]
     for p in layouts:
@@ -450,7 +503,10 @@ def run_command(a) -> int:
         if a.claims:
             results = run_claims(a.hw, names or [], first_ok=first_ok, **common)  # a list: plan.expand's
         else:
-            results = run_all(a.hw, names, gpus=counts, parallels=layouts, **common)
+            results = run_all(a.hw, names, gpus=counts, parallels=layouts, repeats=a.repeats,
+                              plain=[x.strip() for x in a.plain.split(",") if x.strip()] if a.plain else None,
+                              plain_rounds=a.plain_rounds,
+                              **common)
     except KeyboardInterrupt as exc:
         name = signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
         run_dir = getattr(exc, "run_dir", None)

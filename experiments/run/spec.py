@@ -51,6 +51,9 @@ class RunSpec:
     budget_s: float | None = None    # a quick run within this many seconds (experiments/launch/quick_stop.py)
     env: dict = field(default_factory=dict)  # the command's environment (a claims experiment's `env`)
     repeat: bool = False             # run again even where a complete run of the same key exists (not in the key)
+    plain: bool = False              # a matrix run as the printed command alone: `bash command.sh`, no launcher
+    profile: bool = False            # a matrix run that also profiles (recipes.yaml `profile`); its epoch holds it
+    round: dict | None = None        # its place in an interleaved set (runner --repeats): set, round, of, slot
 
     def _resolve(self):
         """A claims experiment (experiments/recipes/claims/) brings its recipe, overrides, launcher, steps and limit;
@@ -62,8 +65,12 @@ class RunSpec:
         if self.recipe is not None:
             return
         if self.experiment in recipes.load()["experiments"]:  # a matrix run: measured through the launcher
-            if self.launcher is None:
+            if self.plain and (self.profile or self.launcher):
+                raise InputError(None, f"{self.experiment}: a plain run has no launcher, so no profile or cap")
+            if self.launcher is None and not self.plain:
                 self.launcher = recipes.launcher(self.experiment)
+                if self.profile:
+                    self.launcher.update(recipes.profile_options())
             return
         definition = catalog.experiment(self.experiment)
         if definition is None:
