@@ -22,6 +22,10 @@ PARALLEL    ?=
 QUICK       ?=
 BUDGET      ?=
 REPEAT      ?=
+REPEATS     ?=
+PLAIN       ?=
+PLAIN_ROUNDS ?=
+PROFILE     ?=
 RESULTS     ?= results
 BASELINE    ?=
 WHEELHOUSE  ?= wheelhouse
@@ -51,7 +55,7 @@ help:
 	@echo "make parse [RESULTS=results]      one row per run folder: status, complete, steps, ms/step, tokens/s, peak, MFU"
 	@echo "make claims [RESULTS=results]     the claims audit's verdicts (analysis/judge/claims.yaml); PLAN=1: its GPU plan too"
 	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan (experiments/recipes/claims/plan.yaml), one lane per GPU"
-	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s] [GPUS=1,2] [PARALLEL=ddp,zero3] [QUICK=1|BUDGET=180s] [REPEAT=1]"
+	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s] [GPUS=1,2] [PARALLEL=ddp,zero3] [QUICK=1|BUDGET=180s] [REPEAT=1] [REPEATS=3 [PLAIN=fast]] [PROFILE=1]"
 	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"
 	@echo "make fleet HW=a10,rtx4090,a100,h100 BUCKET=s3://b [IMAGE=reg/img:tag] [DRYRUN=1]  SkyPilot managed jobs, one per class"
 	@echo "make fleet-collect BUCKET=s3://b  the bucket's runs into RESULTS (never overwriting; a run already there is skipped)"
@@ -137,7 +141,8 @@ run-all:
 	  $(if $(EXPERIMENTS),--experiments $(EXPERIMENTS)) $(if $(FORCE),--force-hw) \
 	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(GPUS),--gpus $(GPUS)) $(if $(PARALLEL),--parallel $(PARALLEL)) \
 	  $(if $(QUICK),--quick) $(if $(BUDGET),--budget $(BUDGET)) $(if $(KILL_ORPHANS),--kill-orphans) \
-	  $(if $(REPEAT),--repeat)
+	  $(if $(REPEAT),--repeat) $(if $(REPEATS),--repeats $(REPEATS)) $(if $(PLAIN),--plain $(PLAIN)) \
+	  $(if $(PLAIN_ROUNDS),--plain-rounds $(PLAIN_ROUNDS)) $(if $(PROFILE),--profile)
 	$(PYTHON) -m analysis.cli tables $(RESULTS) $(if $(BASELINE),--baseline $(BASELINE)) || [ $$? -eq 3 ]  # 3: a folder was left out (said on stderr)
 
 # --- other GPUs in the cloud (SkyPilot) ------------------------------------------------------------

@@ -8,6 +8,7 @@ so not the baseline), and the same-host pair behind the 12x verdict (pair-seed, 
 """
 import ast
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -142,11 +143,17 @@ def test_time_to_finish_the_job_has_one_producer():
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)["recipes"]
     assert rows
-    recs = {(r.experiment, r.run): r for r in collect(RESULTS)}
-    for row in rows:
-        jt = jobtime.job_time(recs[(row["experiment"], row["run"])])
-        assert row["epoch_s"] == jt.train_runtime_s and row["load_s"] == pytest.approx(jt.load_s)
-        if row["seed_epoch_s"] is not None:  # x seed (epoch) is jobtime.epoch_ratio's
+    records = collect(RESULTS)
+    from analysis.judge import recommend
+
+    counted = recommend.full_epoch_runs(records)
+    for row in rows:  # a row's figure: the median of the counted full epochs of its recipe on its host
+        runs = [r for r in counted if (r.experiment, r.host_id, r.hw) == (row["experiment"], row["host"], row["hw"])]
+        jts = [jobtime.job_time(r) for r in runs]
+        assert len(runs) == row["runs"] and min(r.run for r in runs) == row["run"]
+        assert row["epoch_s"] == pytest.approx(statistics.median(j.train_runtime_s for j in jts))
+        assert row["load_s"] == pytest.approx(statistics.median(j.load_s for j in jts))
+        if row["seed_epoch_s"] is not None and row["x_seed_rounds"] is None:  # jobtime.epoch_ratio's
             assert row["epoch_x_seed"] == pytest.approx(jobtime.epoch_ratio(row["seed_epoch_s"], row["epoch_s"]))
     readers = [str(f.relative_to(REPO)) for f in (REPO / "analysis").rglob("*.py")
                if f.parts[-2] not in ("parse", "measure") and f.name not in ("quick.py", "quick_check.py")

@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.measure import repeats
-
 from analysis.judge import recommend
-from analysis.measure import jobtime, steps
+from analysis.measure import jobtime, repeats, steps
 from analysis.parse.results import collect
 from analysis.present import recommend_view
 from analysis.present.tables import tables
@@ -262,3 +260,88 @@ def test_compare_classes_decides_soonest_cheapest_and_what_is_within_reach():
     assert c.soonest is h200 and c.within_reach == (h100,) and c.untimed == (a10,)
     assert c.cheapest is rtx and rtx.cost == pytest.approx(154.1 / 3600 * 0.60)
     assert compare_classes([a10]).soonest is None and compare_classes([]).cheapest is None
+
+
+# ------------------------------------------------------------------------------------ interleaved rounds (issue 47)
+
+FAST_NEW = RESULTS / "h200/fast/20261204-184624-9a37127fd7e0"   # harness 2, a full epoch, 35.38 s
+HOST = "9a37127fd7e0"
+
+
+def _in_round(dst: Path, set_name: str, rnd: int, slot: int) -> Path:
+    rj = json.loads((dst / "run.json").read_text())
+    rj["round"] = {"set": set_name, "round": rnd, "of": 3, "slot": slot, "item": dst.parts[-2]}
+    (dst / "run.json").write_text(json.dumps(rj))
+    return dst
+
+
+def _rounds_tree(tmp_path, factors: list[tuple[float, float]]) -> Path:
+    """Rounds of fast (A) and best (B, a copy of fast's run with its train_runtime scaled) on one host: FACTORS are
+    (A's, B's) scale of 35.38 s per round."""
+    root = tmp_path / "results"
+    for name in SPREAD:
+        shutil.copytree(RESULTS / "h200" / name, root / "h200" / name)
+    clone(SEED_FULL, root)
+    for i, (fa, fb) in enumerate(factors, start=1):
+        _in_round(clone(FAST_NEW, root, run=f"20261204-2{i}0000-{HOST}", runtime_factor=fa), "S", i, 1)
+        _in_round(clone(FAST_NEW, root, experiment="best", run=f"20261204-2{i}0100-{HOST}", runtime_factor=fb),
+                  "S", i, 2)
+    return root
+
+
+def test_three_rounds_won_every_time_rank_the_winner_first(tmp_path):
+    """A sooner in each of three paired rounds: A ranks before B, and the order says it rests on the rounds."""
+    root = _rounds_tree(tmp_path, [(1.0, 1.04), (1.1, 1.12), (0.95, 1.0)])
+    pick = _pick(root)
+    assert pick.experiment == "fast"
+    (o,) = [o for o in pick.orders if {o.faster, o.slower} == {"fast", "best"}]
+    assert (o.faster, o.slower) == ("fast", "best") and o.basis.startswith("sooner in every one of 3 paired rounds")
+    fast = next(r for r in pick.rows if r.experiment == "fast")
+    # the host's figure: the median of its three runs, with their range and count
+    assert fast.epochs == tuple(pytest.approx(35.3754 * f) for f in (1.0, 1.1, 0.95))
+    assert fast.epoch_s == pytest.approx(35.3754) and fast.epoch_spread.n == 3
+    assert fast.epoch_spread.low == pytest.approx(35.3754 * 0.95) and fast.epoch_spread.high == pytest.approx(
+        35.3754 * 1.1)
+    text = recommend_view.sentence(pick)
+    assert "33.6-38.9 s on the H200 (median 35.4 s, 3 runs, one host" in text
+
+
+def test_rounds_that_overlap_are_not_separable(tmp_path):
+    """A sooner in two rounds, B in the third: 'not separable on 3 rounds', with the runs that would settle it; the
+    first-run rule of unpaired runs does not step in where rounds exist."""
+    root = _rounds_tree(tmp_path, [(1.0, 1.04), (1.1, 1.05), (0.95, 1.0)])
+    pick = _pick(root)
+    (u,) = [u for u in pick.undetermined if {u.a, u.b} == {"fast", "best"}]
+    assert u.why == "not separable on 3 rounds (best sooner in 1, fast in 2)"
+    assert "--repeats" in u.settle and "best" in u.settle and "fast" in u.settle
+    assert not [o for o in pick.orders if {o.faster, o.slower} == {"fast", "best"}]
+
+
+def test_one_round_decides_only_beyond_what_a_host_drifts(tmp_path):
+    """One paired round settles nothing at 4 % (a host drifts by up to 1.46x), but does at 2x."""
+    near = _pick(_rounds_tree(tmp_path / "a", [(1.0, 1.04)]))
+    assert any({u.a, u.b} == {"fast", "best"} and "not separable on 1 round" in u.why for u in near.undetermined)
+    far = _pick(_rounds_tree(tmp_path / "b", [(1.0, 2.0)]))
+    (o,) = [o for o in far.orders if {o.faster, o.slower} == {"fast", "best"}]
+    assert o.faster == "fast" and "more than a host drifts" in o.basis
+
+
+def test_timed_runs_replace_the_harness_v1_runs_of_their_class(tree):
+    """Once a class has full epochs of harness 2, the answer counts only those; the older runs stay in the
+    tables of every run."""
+    clone(FAST_NEW, tree)
+    rows = recommend.host_epochs(collect(tree))
+    assert {(r.experiment, r.harness) for r in rows} == {("fast", repeats.LAUNCHER)}
+    old = recommend.host_epochs(collect(tree), timed_only=False)
+    assert {r.experiment for r in old} >= {"best", "seed", "fast"}
+
+
+def test_the_committed_harness_pairs_are_launcher_over_plain_by_hand():
+    """The committed ABBA rounds (results/findings/harness_h200_2026-12-04.md): three pairs on one host, the ratios
+    as the logs' train_runtime say, the first launcher run flagged as the host's first run of fast."""
+    pairs = repeats.harness_pairs(collect(RESULTS / "h200" / "fast"))
+    got = [(p.launcher_s, p.plain_s, p.cold) for p in pairs if p.host == HOST]
+    assert got == [(47.3899, 34.5658, "launcher"), (35.3754, 37.3281, None), (34.3914, 38.6081, None)]
+    o = repeats.overhead([p for p in pairs if p.host == HOST])
+    assert o.n == 3 and o.median == pytest.approx(35.3754 / 37.3281 - 1)
+    assert o.low == pytest.approx(34.3914 / 38.6081 - 1) and o.high == pytest.approx(47.3899 / 34.5658 - 1)

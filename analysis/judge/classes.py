@@ -19,6 +19,7 @@ from pathlib import Path
 from analysis.estimate import planner, transfer
 from analysis.estimate.prices import DEFAULT_PRICES, cost, price_currency, read_prices
 from analysis.judge.recommend import HostEpochs, Recommendation, recommend
+from analysis.measure import jobtime
 from analysis.parse.record import RunRecord
 from experiments.base import hardware
 from experiments.base.errors import InputError
@@ -86,13 +87,23 @@ def _fit(rows: list[HostEpochs], capacity: float) -> tuple[bool, float | None, s
 
 def _transfer_run(rows: list[HostEpochs], records: dict[str, RunRecord], deciding_host: str | None) -> RunRecord | None:
     """The full epoch of a recipe whose profile is carried to other classes: its first on the deciding host, else
-    its newest with a kernel-level profile."""
+    its newest with a kernel-level profile; where none of its timed runs was profiled (harness 2 profiles only runs
+    that ask), the newest profiled full epoch of the recipe on the same class."""
     ordered = sorted(rows, key=lambda r: (r.host != deciding_host, r.run), reverse=False)
     for r in ordered:
         rec = records.get(r.path)
         if rec is not None and transfer.transferable(rec):
             return rec
-    return None
+    if not rows:
+        return None
+    same = [r for r in records.values() if r.experiment == rows[0].experiment and r.hw == rows[0].hw
+            and jobtime.job_time(r).full_epoch and transfer.transferable(r)]
+    return max(same, key=lambda r: r.run, default=None)
+
+
+def _runs_text(row: HostEpochs) -> str:
+    n = len(row.epochs) or 1
+    return "one full epoch" if n == 1 else f"median of {n} full epochs"
 
 
 def _option(exp: str, rows: list[HostEpochs], hw: str, capacity: float, rec: Recommendation,
@@ -104,7 +115,7 @@ def _option(exp: str, rows: list[HostEpochs], hw: str, capacity: float, rec: Rec
     if hw == rec.hw:
         row = deciding or min(rows, key=lambda r: r.epoch_s)
         return Option(exp, True, peak, fit_basis, row.epoch_s, row.epoch_s, row.epoch_s, True,
-                      f"measured: first full epoch on host {row.host[:8]}", row.run)
+                      f"measured: {_runs_text(row)} on host {row.host[:8]}", row.run)
     run = _transfer_run(rows, records, rec.deciding.host if rec.deciding else None)
     if run is None:
         return Option(exp, True, peak, fit_basis, None, None, None, False, "no kernel-level profile to carry over",

@@ -5,7 +5,8 @@ host (experiments/run/rounds.py). The rule is in docs/recommend.md:
   for its epoch with a lower bound (steady step x the epoch's steps): A is sooner in that round where A's epoch is
   below the bound; where it is not, the round says nothing.
 - A is sooner than B where it is sooner in every paired round and there are at least MIN_ROUNDS of them (by chance
-  alone, 1 in 2**MIN_ROUNDS); or, with at least MIN_BOOTSTRAP rounds and no bound among them, where the bootstrap
+  alone, 1 in 2**MIN_ROUNDS), or fewer but each by more than MAX_DRIFT (more than one host was seen to drift
+  between two runs of one recipe: 55.1 against 37.8 s, 1.46x, within 30 minutes); or, with at least MIN_BOOTSTRAP rounds and no bound among them, where the bootstrap
   95 % interval of the mean log ratio excludes 0.
 - Otherwise the two are "not separable on N rounds", with the runs that would settle it.
 """
@@ -16,6 +17,7 @@ import random
 from dataclasses import dataclass
 
 MIN_ROUNDS = 3
+MAX_DRIFT = 1.5  # the most one host moved one recipe's epoch between two runs, rounded up (issue 47: 55.1 / 37.8 s)
 MIN_BOOTSTRAP = 5
 BOOTSTRAP_RESAMPLES = 4000
 BOOTSTRAP_SEED = 0  # a fixed seed: the same runs give the same verdict
@@ -71,9 +73,8 @@ class PairVerdict:
 
     @property
     def settle(self) -> str:
-        more = max(MIN_ROUNDS, MIN_BOOTSTRAP) - self.n if self.n < MIN_BOOTSTRAP else 2
-        return (f"{max(more, 1)} more interleaved round(s) of both on one host "
-                f"(run-all --experiments {self.a},{self.b} --repeats N)")
+        return (f"more interleaved rounds of both on one host (run-all --experiments {self.a},{self.b} --repeats "
+                f"{max(MIN_ROUNDS, MIN_BOOTSTRAP - self.n)})")
 
 
 def bootstrap_interval(ratios: list[float], resamples: int = BOOTSTRAP_RESAMPLES,
@@ -98,6 +99,12 @@ def decide(a: str, b: str, pairs: list[Pair]) -> PairVerdict:
         return PairVerdict(a, b, tuple(pairs), "a", f"sooner in every one of {where}")
     if n >= MIN_ROUNDS and wins_b == n:
         return PairVerdict(a, b, tuple(pairs), "b", f"sooner in every one of {where}")
+    if n and wins_a == n and min(p.ratio for p in pairs) > MAX_DRIFT:
+        return PairVerdict(a, b, tuple(pairs), "a", f"sooner by more than a host drifts ({MAX_DRIFT:g}x) in every "
+                                                    f"one of {where}")
+    if n and wins_b == n and max(p.ratio for p in pairs) < 1 / MAX_DRIFT:
+        return PairVerdict(a, b, tuple(pairs), "b", f"sooner by more than a host drifts ({MAX_DRIFT:g}x) in every "
+                                                    f"one of {where}")
     interval = None
     if n >= MIN_BOOTSTRAP and all(p.a_full and p.b_full for p in pairs):
         interval = bootstrap_interval([p.ratio for p in pairs])

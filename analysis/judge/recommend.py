@@ -138,6 +138,13 @@ class Recommendation:
     runner_up: str | None
     note: str | None = None
     swift_version: str | None = None  # the ms-swift the deciding run used: the command's flags are spelled for it
+    seed_elsewhere: SeedEpoch | None = None  # the class's seed epoch on another host, where the deciding host has none
+
+    @property
+    def x_seed_across_hosts(self) -> float | None:
+        """The seed epoch of another host / the deciding row's epoch: a ratio across hosts (a host drifts)."""
+        d = self.deciding
+        return jobtime.epoch_ratio(self.seed_elsewhere.seconds, d.epoch_s) if self.seed_elsewhere and d else None
 
     def of(self, experiment: str | None) -> list[HostEpochs]:
         return [r for r in self.rows if r.experiment == experiment]
@@ -171,25 +178,27 @@ def _single_gpu(rec: RunRecord) -> bool:
     return (rec.world_size or 1) == 1 and is_matrix(rec) and rec.hw is not None and bool(rec.host_id)
 
 
-def full_epoch_runs(records: list[RunRecord]) -> list[RunRecord]:
+def full_epoch_runs(records: list[RunRecord], timed_only: bool = True) -> list[RunRecord]:
     """The matrix runs on one GPU of a known host that trained their whole epoch and finished (plain twins apart)."""
-    return [r for r in counted(records) if jobtime.job_time(r).full_epoch]
+    return [r for r in counted(records, timed_only) if jobtime.job_time(r).full_epoch]
 
 
-def counted(records: list[RunRecord]) -> list[RunRecord]:
+def counted(records: list[RunRecord], timed_only: bool = True) -> list[RunRecord]:
     """The single-GPU matrix runs a recipe's figures rest on: per class, the timed launcher runs (harness 2) where
     the class has any full epoch of them, else every run (made before the harness was fixed, said so); never a plain
     twin or an imported log."""
     runs = [r for r in records if _single_gpu(r) and repeats.harness(r) not in (repeats.PLAIN, repeats.IMPORTED)]
+    if not timed_only:
+        return runs
     timed_hw = {r.hw for r in runs if repeats.harness(r) == repeats.LAUNCHER and jobtime.job_time(r).full_epoch}
     return [r for r in runs if r.hw not in timed_hw or repeats.harness(r) == repeats.LAUNCHER]
 
 
-def seed_epochs(records: list[RunRecord]) -> dict[tuple[str, str], SeedEpoch]:
+def seed_epochs(records: list[RunRecord], timed_only: bool = True) -> dict[tuple[str, str], SeedEpoch]:
     """(hw, host) -> the seed recipe's epoch there: its newest full epoch, else its cut run with the most steady
     steps (at least MIN_SEED_STEADY) as a lower bound."""
     out: dict[tuple[str, str], SeedEpoch] = {}
-    seeds = [r for r in counted(records) if r.experiment == SEED_EXPERIMENT and r.ok]
+    seeds = [r for r in counted(records, timed_only) if r.experiment == SEED_EXPERIMENT and r.ok]
     for rec in sorted(seeds, key=lambda r: r.run):
         key = (str(rec.hw), str(rec.host_id))
         jt = jobtime.job_time(rec)
@@ -212,14 +221,18 @@ def _cap_gib(rec: RunRecord) -> float | None:
     return None
 
 
-def host_epochs(records: list[RunRecord]) -> list[HostEpochs]:
-    """One row per (hw, matrix recipe, host) with full epochs, the first one deciding, fastest first per host."""
-    full = full_epoch_runs(records)
-    seeds = seed_epochs(records)
+def host_epochs(records: list[RunRecord], timed_only: bool = True) -> list[HostEpochs]:
+    """One row per (hw, matrix recipe, host) with full epochs, the first one deciding, fastest first per host.
+    TIMED_ONLY: the runs counted() keeps (else every run, made before the harness fix or not)."""
+    full = full_epoch_runs(records, timed_only)
+    seeds = seed_epochs(records, timed_only)
     groups: dict[tuple[str, str, str], list[RunRecord]] = {}
     for r in full:
         groups.setdefault((str(r.hw), str(r.experiment), str(r.host_id)), []).append(r)
-    refs = {hw: max((r for r in full if r.hw == hw and r.experiment == SEED_EXPERIMENT), key=lambda r: r.run,
+    # the eval-loss reference: any full seed epoch (a loss does not depend on how the run was timed)
+    loss_refs = [r for r in records if _single_gpu(r) and r.experiment == SEED_EXPERIMENT
+                 and jobtime.job_time(r).full_epoch]
+    refs = {hw: max((r for r in loss_refs if r.hw == hw), key=lambda r: r.run,
                     default=None) for hw in {k[0] for k in groups}}
     spread = config.recipes_figure().spread
     band_runs = {hw: runs_by_experiment(None, hw, records) for hw in refs}
@@ -229,13 +242,14 @@ def host_epochs(records: list[RunRecord]) -> list[HostEpochs]:
         first = runs[0]
         jt = jobtime.job_time(first)
         seed = seeds.get((hw, host))
-        same_host_ref = [r for r in full if r.hw == hw and r.host_id == host and r.experiment == SEED_EXPERIMENT]
+        same_host_ref = [r for r in loss_refs if r.hw == hw and r.host_id == host]
         ref = max(same_host_ref, key=lambda r: r.run) if same_host_ref else refs.get(hw)
         lc = loss_against(first, ref, spread, band_runs[hw]) if ref is not None else None
         epochs = tuple(jobtime.job_time(r).epoch_s for r in runs)
         rows.append(HostEpochs(
             experiment=exp, hw=hw, host=host, run=first.run, path=str(first.path), steps=int(jt.steps or 0),
-            epoch_s=repeats.spread(epochs).median, load_s=jt.load_s,
+            epoch_s=repeats.spread(epochs).median,  # type: ignore[union-attr]  # epochs is never empty
+            load_s=(lambda sp: sp.median if sp else None)(repeats.spread(jobtime.job_time(r).load_s for r in runs)),
             tokens_per_s=throughput.throughput(first).tokens_per_s, peak_gib=first.peak_mem_gib,
             cap_gib=_cap_gib(first), warm_s=tuple(jobtime.job_time(r).epoch_s for r in runs[1:]),
             eval_step=lc.eval_step if lc else None, eval_loss=lc.eval_loss if lc else None,
@@ -338,9 +352,19 @@ def recommend(records: list[RunRecord], hw: str | None = None) -> Recommendation
     names = counting + ([SEED_EXPERIMENT] if SEED_EXPERIMENT not in counting else [])
     orders: list[Order] = []
     open_pairs: list[Undetermined] = []
+    rows_v1 = [r for r in host_epochs(records, timed_only=False) if r.hw == hw]
+    seeds_v1 = {k: v for k, v in seed_epochs(records, timed_only=False).items() if k[0] == hw}
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            got = order(rows, seeds, a, b, hw or "", round_pairs(records, a, b, hw or ""))
+            pairs = round_pairs(records, a, b, hw or "")
+            got = order(rows, seeds, a, b, hw or "", pairs)
+            if isinstance(got, Undetermined) and not pairs and rows_v1 != rows:
+                # no timed host holds both: runs of the harness before its fix may (it added to every fast step,
+                # so an order they show for a fast recipe over a slower one holds without it, said so)
+                old = order(rows_v1, seeds_v1, a, b, hw or "")
+                if isinstance(old, Order):
+                    got = Order(old.faster, old.slower, old.hosts, old.basis + " (runs of the harness before its "
+                                                                              "fix, no timed host holds both)")
             if isinstance(got, Order):
                 orders.append(got)
             else:
@@ -359,5 +383,9 @@ def recommend(records: list[RunRecord], hw: str | None = None) -> Recommendation
             + ", ".join(others)
     rec = Recommendation(hw, best, None, tuple(rows), tuple(orders), tuple(open_pairs), runner, note=note)
     version = (rec.deciding.swift_version if rec.deciding else None) or recipes.MEASURED_SWIFT
+    elsewhere = None
+    if rec.deciding is not None and rec.deciding.seed is None:  # a ratio across hosts, labelled so
+        pool = [v for v in seeds.values()] or [v for v in seeds_v1.values()]
+        elsewhere = max(pool, key=lambda v: (v.full, v.run), default=None)
     return Recommendation(hw, best, recipes.copyable(best, version), tuple(rows), tuple(orders), tuple(open_pairs),
-                          runner, note=note, swift_version=version)
+                          runner, note=note, swift_version=version, seed_elsewhere=elsewhere)

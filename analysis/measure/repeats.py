@@ -97,3 +97,93 @@ def probes(rec: RunRecord) -> ProbePair:
     after = rec.run_status.get("probe_after")
     return ProbePair(_value(before, "python_loop"), _value(after, "python_loop"), _value(before, "dispatch"),
                      _value(after, "dispatch"))
+
+
+@dataclass(frozen=True)
+class HarnessPair:
+    """One round's launcher run and plain twin of one recipe on one host (experiments/run/rounds.py): their
+    epochs (train_runtime) and the launcher's / the plain one's."""
+
+    experiment: str
+    hw: str
+    host: str
+    set: str
+    round: int
+    launcher_run: str
+    plain_run: str
+    launcher_s: float
+    plain_s: float
+    cold: str | None = None  # "launcher" / "plain": that arm was the host's first run of the recipe (cold caches)
+
+    @property
+    def ratio(self) -> float:
+        return self.launcher_s / self.plain_s
+
+
+def harness_pairs(records: list[RunRecord]) -> list[HarnessPair]:
+    """Every (set, round, recipe, host) holding a full epoch through the launcher (harness 2) and one of the plain
+    twin: what the harness adds to the epoch the pasted command takes."""
+    from analysis.measure import jobtime
+
+    slots: dict[tuple, dict[str, RunRecord]] = {}
+    for r in records:
+        pl = place(r)
+        kind = harness(r)
+        if pl is None or kind not in (PLAIN, LAUNCHER) or not jobtime.job_time(r).full_epoch:
+            continue
+        slots.setdefault((r.experiment, r.hw, r.host_id, pl.set, pl.round), {})[kind] = r
+    first: dict[tuple, str] = {}  # (recipe, host) -> its first run there, any harness: the one that met cold caches
+    for r in records:
+        k = (r.experiment, r.host_id)
+        if r.host_id and (k not in first or r.run < first[k]):
+            first[k] = r.run
+    out = []
+    for (exp, hw, host, set_name, rnd), got in sorted(slots.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        if PLAIN in got and LAUNCHER in got:
+            a, b = got[LAUNCHER], got[PLAIN]
+            cold = next((kind for kind, r in ((LAUNCHER, a), (PLAIN, b)) if first.get((exp, host)) == r.run), None)
+            out.append(HarnessPair(str(exp), str(hw), str(host), set_name, rnd, a.run, b.run,
+                                   jobtime.job_time(a).epoch_s, jobtime.job_time(b).epoch_s, cold))
+    return out
+
+
+def overhead(pairs: list[HarnessPair]) -> Spread | None:
+    """The launcher's epoch / the plain command's, minus one, over PAIRS (0.05: the harness adds 5 %)."""
+    return spread(p.ratio - 1 for p in pairs)
+
+
+@dataclass(frozen=True)
+class RecipeRuns:
+    """One recipe's runs on one host by one harness: how many, their epochs (full ones), steady steps (s), start-ups
+    (s: the run's wall time outside train_runtime), the run names, and the host probe's spread over them."""
+
+    hw: str
+    experiment: str
+    host: str
+    harness: str
+    runs: tuple[str, ...]
+    epoch: Spread | None
+    steady: Spread | None
+    load: Spread | None
+    probe_loop: Spread | None
+
+
+def recipe_runs(records: list[RunRecord]) -> list[RecipeRuns]:
+    """The single-GPU matrix runs grouped by (hw, recipe, host, harness), each group's spreads."""
+    from analysis.measure import jobtime, steps
+
+    groups: dict[tuple[str, str, str, str], list[RunRecord]] = {}
+    for r in records:
+        if not r.ok or (r.world_size or 1) != 1 or not r.host_id or r.hw is None or r.experiment is None:
+            continue
+        groups.setdefault((r.hw, r.experiment, r.host_id, harness(r)), []).append(r)
+    out = []
+    for (hw, exp, host, kind), runs in sorted(groups.items()):
+        runs = sorted(runs, key=lambda r: r.run)
+        jts = [jobtime.job_time(r) for r in runs]
+        probe_vals = [v for r in runs for v in (probes(r).loop_before, probes(r).loop_after) if v is not None]
+        out.append(RecipeRuns(hw, exp, host, kind, tuple(r.run for r in runs),
+                              spread(j.epoch_s for j in jts if j.full_epoch),
+                              spread(steps.step_time(r).median for r in runs),
+                              spread(j.load_s for j in jts if j.full_epoch), spread(probe_vals)))
+    return out

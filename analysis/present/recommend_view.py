@@ -11,6 +11,7 @@ import pandas as pd
 from analysis.judge.classes import ClassAnswer, compare_classes
 from analysis.judge.published import SEED_EXPERIMENT, short
 from analysis.judge.recommend import HostEpochs, Recommendation
+from analysis.measure import repeats
 
 
 def seconds_text(s: float | None) -> str:
@@ -38,20 +39,84 @@ def span(low: float | None, high: float | None, fmt: str = "{:.1f}") -> str:
 
 # ------------------------------------------------------------------------------------------------ frames
 
-ROW_COLUMNS = [f.name for f in dataclasses.fields(HostEpochs) if f.name not in ("seed", "warm_s")] + [
-    "warm_epoch_s", "seed_epoch_s", "seed_basis", "seed_run", "epoch_x_seed", "recommended"]
+_NESTED = ("seed", "warm_s", "epochs", "steady", "round_x_seed")
+ROW_COLUMNS = [f.name for f in dataclasses.fields(HostEpochs) if f.name not in _NESTED] + [
+    "warm_epoch_s", "runs", "epoch_low_s", "epoch_high_s", "steady_ms", "steady_low_ms", "steady_high_ms",
+    "seed_epoch_s", "seed_basis", "seed_run", "epoch_x_seed", "x_seed_rounds", "x_seed_low", "x_seed_high",
+    "recommended"]
+REPEAT_COLUMNS = ["hw", "experiment", "host", "harness", "runs", "epoch_s", "epoch_low_s", "epoch_high_s",
+                  "steady_ms", "steady_low_ms", "steady_high_ms", "load_s", "load_low_s", "load_high_s",
+                  "probe_loop_ns_low", "probe_loop_ns_high", "run_names"]
+HARNESS_COLUMNS = ["experiment", "hw", "host", "set", "round", "launcher_run", "plain_run", "launcher_s", "plain_s",
+                   "launcher_x_plain"]
 CLASS_COLUMNS = ["hw", "name", "capacity_gib", "recipe", "fits", "fit_basis", "epoch_s", "low_s", "high_s",
                  "measured", "basis", "run", "gpu_hours", "price_per_gpu_hour", "currency", "cost", "close"]
 ORDER_COLUMNS = ["faster", "slower", "hosts", "basis", "undetermined", "settle"]
 
 
+def _ms(x: float | None) -> float | None:
+    return None if x is None else x * 1000
+
+
 def rows_frame(rec: Recommendation) -> pd.DataFrame:
-    """Each HostEpochs as one row: its fields, its properties and the seed epoch it is held against."""
-    rows = [{**{f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name not in ("seed", "warm_s")},
-             "warm_epoch_s": r.warm_epoch_s, "seed_epoch_s": r.seed.seconds if r.seed else None,
-             "seed_basis": r.seed.basis if r.seed else None, "seed_run": r.seed.run if r.seed else None,
-             "epoch_x_seed": r.epoch_x_seed, "recommended": r.experiment == rec.experiment} for r in rec.rows]
+    """Each HostEpochs as one row: its fields, its properties, its runs' spread and the seed epoch it is held
+    against."""
+    rows = []
+    for r in rec.rows:
+        es, st, xs = r.epoch_spread, r.steady, r.x_seed_spread
+        rows.append({**{f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name not in _NESTED},
+                     "warm_epoch_s": r.warm_epoch_s, "runs": es.n if es else None,
+                     "epoch_low_s": es.low if es else None, "epoch_high_s": es.high if es else None,
+                     "steady_ms": _ms(st.median) if st else None, "steady_low_ms": _ms(st.low) if st else None,
+                     "steady_high_ms": _ms(st.high) if st else None,
+                     "seed_epoch_s": r.seed.seconds if r.seed else None,
+                     "seed_basis": r.seed.basis if r.seed else None, "seed_run": r.seed.run if r.seed else None,
+                     "epoch_x_seed": r.epoch_x_seed, "x_seed_rounds": xs.n if xs else None,
+                     "x_seed_low": xs.low if xs else None, "x_seed_high": xs.high if xs else None,
+                     "recommended": r.experiment == rec.experiment})
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
+
+
+def repeats_frame(groups: list[repeats.RecipeRuns]) -> pd.DataFrame:
+    """Each recipe's runs per host and harness: count, median and range of epoch, steady step, start-up and the
+    host probe (analysis.measure.repeats.recipe_runs)."""
+    rows = []
+    for g in groups:
+        e, st, ld, pr = g.epoch, g.steady, g.load, g.probe_loop
+        rows.append({"hw": g.hw, "experiment": g.experiment, "host": g.host, "harness": g.harness,
+                     "runs": len(g.runs), "epoch_s": e.median if e else None, "epoch_low_s": e.low if e else None,
+                     "epoch_high_s": e.high if e else None, "steady_ms": _ms(st.median) if st else None,
+                     "steady_low_ms": _ms(st.low) if st else None, "steady_high_ms": _ms(st.high) if st else None,
+                     "load_s": ld.median if ld else None, "load_low_s": ld.low if ld else None,
+                     "load_high_s": ld.high if ld else None, "probe_loop_ns_low": pr.low if pr else None,
+                     "probe_loop_ns_high": pr.high if pr else None, "run_names": ", ".join(g.runs)})
+    return pd.DataFrame(rows, columns=REPEAT_COLUMNS)
+
+
+def harness_frame(pairs: list[repeats.HarnessPair]) -> pd.DataFrame:
+    """Each paired round of a recipe through the launcher and as the plain command."""
+    rows = [{"experiment": p.experiment, "hw": p.hw, "host": p.host, "set": p.set, "round": p.round,
+             "launcher_run": p.launcher_run, "plain_run": p.plain_run, "launcher_s": p.launcher_s,
+             "plain_s": p.plain_s, "launcher_x_plain": p.ratio} for p in pairs]
+    return pd.DataFrame(rows, columns=HARNESS_COLUMNS)
+
+
+def harness_line(pairs: list[repeats.HarnessPair]) -> str | None:
+    """The harness's overhead in one line: what the launcher adds to the epoch of the command a user pastes."""
+    o = repeats.overhead(pairs)
+    if o is None:
+        return None
+    recipes = ", ".join(sorted({p.experiment for p in pairs}))
+    hosts = len({p.host for p in pairs})
+    cold = [p for p in pairs if p.cold]
+    warm = repeats.overhead([p for p in pairs if not p.cold])
+    cold_text = "".join(f"; the {p.ratio - 1:+.1%} round's {p.cold} run was the host's first run of {p.experiment} "
+                        f"(cold caches)" for p in cold)
+    warm_text = (f"; without it, median {warm.median:+.1%} over {warm.n}" if cold and warm is not None else "")
+    return (f"The harness: {recipes} through the launcher against the printed command alone (plain `swift sft`), "
+            f"{o.n} paired round{'s' if o.n != 1 else ''} (ABBA) on {hosts} host{'s' if hosts != 1 else ''}: the "
+            f"launcher's epoch minus the plain one's, median {o.median:+.1%} ({o.low:+.1%} to {o.high:+.1%}"
+            f"{cold_text}{warm_text}).")
 
 
 def classes_frame(classes: list[ClassAnswer]) -> pd.DataFrame:
@@ -102,8 +167,18 @@ def recommended_frame(rec: Recommendation, classes: list[ClassAnswer]) -> pd.Dat
 def _x_seed(rec: Recommendation, d: HostEpochs) -> str:
     xs = rec.x_seed_range()
     seed = d.seed
+    if (seed is None or d.epoch_x_seed is None) and rec.seed_elsewhere is not None and rec.x_seed_across_hosts:
+        other = rec.seed_elsewhere
+        what = "" if other.full else f", a lower bound from a {other.steps_run}-step cut run"
+        return (f" against {seconds_text(other.seconds)} for the published seed recipe on another host{what} "
+                f"({rec.x_seed_across_hosts:.1f}x sooner, a ratio across hosts)")
     if seed is None or d.epoch_x_seed is None:
         return ""
+    per_round = d.x_seed_spread
+    if per_round is not None and per_round.n > 1:
+        return (f" against {seconds_text(seed.seconds)} for the published seed recipe on the same host "
+                f"({per_round.median:.1f}x sooner, median of {per_round.n} paired rounds, "
+                f"{span(per_round.low, per_round.high)}x)")
     where = ("the same host" if seed.full else
              f"the same host, whose seed epoch is a lower bound from a {seed.steps_run}-step cut run")
     over = (f"; {span(*xs)}x over the {sum(1 for r in rec.chosen if r.epoch_x_seed)} hosts with a seed epoch"
@@ -145,22 +220,28 @@ def sentence(rec: Recommendation, classes: list[ClassAnswer] | None = None) -> s
         return f"No recommended recipe yet: {rec.note}."
     gpu = short(rec.hw) if rec.hw else "this GPU"
     es = rec.epoch_range()
-    over = f" ({span(*es)} s over {len(rec.chosen)} hosts)" if es and es[0] != es[1] else ""
+    runs = d.epoch_spread
+    if runs is not None and runs.n > 1:  # the spread the figure rests on: its runs on the deciding host
+        when = (f"{span(runs.low, runs.high)} s on the {gpu} (median {seconds_text(runs.median)}, {runs.n} runs, "
+                f"one host")
+    else:
+        when = f"{seconds_text(d.epoch_s)} on the {gpu} (one run"
+    others = len(rec.chosen) - 1
+    over = (f"; {span(*es)} s over {len(rec.chosen)} hosts" if others and es and es[0] != es[1] else "") + ")"
     if rec.experiment == SEED_EXPERIMENT:
         head = f"For this job, the published recipe ({rec.experiment}) is the fastest measured"
     else:
         head = (f"For this job ({d.steps} optimizer steps), change the settings before the GPU: recipe "
-                f"{rec.experiment} finishes the epoch in {seconds_text(d.epoch_s)} on the {gpu}{over}"
-                + _x_seed(rec, d))
+                f"{rec.experiment} finishes the epoch in {when}{over}" + _x_seed(rec, d))
     loss = ""
     if d.eval_loss is not None and d.seed_eval_loss is not None and d.seed_range is not None:
         loss = (f", at equal eval loss ({d.eval_loss:.4f} vs {d.seed_eval_loss:.4f} at step {d.eval_step}, "
                 f"within the seeds' range {d.seed_range:.4f})")
     order = ""
-    others = sorted({r.experiment for r in rec.rows if r.experiment != rec.experiment})
+    others_names = sorted({r.experiment for r in rec.rows if r.experiment != rec.experiment})
     beaten = sorted({o.slower for o in rec.orders if o.faster == rec.experiment})
-    if others:
-        order = (f"; it finished sooner than {', '.join(beaten)} on a host holding both" if beaten else "")
+    if others_names:
+        order = (f"; it ranks before {', '.join(beaten)} (the orders table says on which runs)" if beaten else "")
         if rec.note:
             order += f" ({rec.note})"
     return head + loss + order + gpu_clause(classes or []) + "."

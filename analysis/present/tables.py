@@ -26,7 +26,9 @@ from analysis.judge.baseline import Candidate, pick_baseline
 from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
+from analysis.measure import repeats
 from analysis.present import recommend_view
+from analysis.present.recommend_view import span
 from analysis.present.table_rows import ConvergenceRow, ScalingRow, SpeedRow, columns
 from experiments.base import hardware
 from experiments.base.errors import SKIPPED_EXIT
@@ -304,9 +306,12 @@ class Tables:
     orders: pd.DataFrame
     classes: pd.DataFrame
     your_runs: pd.DataFrame
+    repeats: pd.DataFrame   # each recipe's runs per host and harness: n, median and range (epoch, steady, start-up)
+    harness: pd.DataFrame   # paired rounds through the launcher and as the plain command
+    harness_line: str | None = None
 
     def named(self) -> list[tuple[str, pd.DataFrame]]:
-        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+        return [(f.name, getattr(self, f.name)) for f in fields(self) if f.name != "harness_line"]
 
 
 def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
@@ -326,13 +331,17 @@ def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASE
                   recipes=recommend_view.rows_frame(ans.recommendation),
                   orders=recommend_view.orders_frame(ans.recommendation),
                   classes=recommend_view.classes_frame(list(ans.classes)),
-                  your_runs=your_runs_table(everything))
+                  your_runs=your_runs_table(everything),
+                  repeats=recommend_view.repeats_frame(repeats.recipe_runs(everything)),
+                  harness=recommend_view.harness_frame(repeats.harness_pairs(everything)),
+                  harness_line=recommend_view.harness_line(repeats.harness_pairs(everything)))
 
 
-ANSWER_RECIPES = {"experiment": "recipe", "pair": "host", "steps": "steps", "epoch_s": "epoch s",
-                  "warm_epoch_s": "again s", "load_s": "start-up s", "tokens_per_s": "steady tokens/s",
-                  "peak_gib": "peak GiB", "epoch_x_seed": "x seed (epoch)", "seed": "seed epoch s",
-                  "eval_loss": "eval loss", "in_band": "in band"}
+ANSWER_RECIPES = {"experiment": "recipe", "pair": "host", "harness": "harness", "runs": "runs",
+                  "epoch_s": "epoch s (median)", "range": "epoch range s", "load_s": "start-up s",
+                  "tokens_per_s": "steady tokens/s", "peak_gib": "peak GiB", "epoch_x_seed": "x seed (epoch)",
+                  "x_rounds": "x seed per round (n)", "seed": "seed epoch s", "eval_loss": "eval loss",
+                  "in_band": "in band"}
 ANSWER_CLASSES = {"hw": "GPU class", "capacity_gib": "GiB", "recipe": "recipe", "fit_basis": "fits",
                   "epoch": "epoch s", "gpu_hours": "GPU-h", "price_per_gpu_hour": "price/h", "cost": "cost",
                   "how": "time"}
@@ -363,7 +372,13 @@ def answer_md(t: Tables) -> str:
         rec["seed"] = [_seed_cell(e, b) for e, b in zip(rec["seed_epoch_s"], rec["seed_basis"])]
         rec["experiment"] = [f"**{x}**" if r else x for x, r in zip(rec["experiment"], rec["recommended"])]
         rec = rec.sort_values(["pair", "epoch_s"])
+        rec["range"] = [None if pd.isna(lo) or n == 1 else f"{lo:.1f}-{hi:.1f}"
+                        for lo, hi, n in zip(rec["epoch_low_s"], rec["epoch_high_s"], rec["runs"])]
+        rec["x_rounds"] = [None if pd.isna(n) else f"{span(lo, hi)} ({int(n)})"
+                           for lo, hi, n in zip(rec["x_seed_low"], rec["x_seed_high"], rec["x_seed_rounds"])]
         parts += ["", render(rec[list(ANSWER_RECIPES)].rename(columns=ANSWER_RECIPES), "md")]
+    if t.harness_line:
+        parts += ["", t.harness_line]
     orders = t.orders
     open_rows = orders[orders["undetermined"].astype(bool)] if not orders.empty else orders
     if not open_rows.empty:
@@ -400,8 +415,13 @@ def run(args) -> int:
         return done
     if args.format == "md":
         print(answer_md(t) + "\n")
-        print("## Recipes' full epochs per host (first run on the host; later ones: `warm_epoch_s`)\n")
+        print("## Recipes' full epochs per host (the runs the answer counts: median, range and count)\n")
         print(render(t.recipes.drop(columns=["labels", "path"]), "md"))
+        print("\n## Every recipe's runs per host and harness (n, median and range; the host probe's loop in ns/iter)\n")
+        print(render(t.repeats, "md"))
+        if not t.harness.empty:
+            print("\n## The harness against the printed command (paired rounds, ABBA)\n")
+            print(render(t.harness, "md"))
         print("\n## Which recipe finishes sooner (same host only)\n")
         print(render(t.orders, "md"))
         print("\n## Each GPU class's recipe\n")
