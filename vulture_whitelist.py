@@ -20,6 +20,7 @@ time_us_without, time_us_with, busbw_without, busbw_with, algbw_gbs, topology
 __getattr__  # module-level lazy attributes (analysis/present/report, experiments/offline/dummy)
 _.exclude_input, _.exclude_input_prompt, _.exclude_output_prompt  # nbconvert's exporter options
 _.should_log  # transformers' TrainerControl
+_.on_evaluate  # transformers' TrainerCallback hook (experiments/record/gpm.py writes its lines there)
 _._prepare_model_tokenizer, _._save_val_dataset, val_dataset  # ms-swift's SwiftSft, overridden
 _.load_tiktoken_bpe, _.ignore_merges, _.normalizer, _.pre_tokenizer, _.post_processor  # tokenizers' objects
 _.dataloader_num_workers, _.dataloader_persistent_workers, _.dataloader_prefetch_factor  # transformers' args

@@ -151,8 +151,8 @@ def test_a_cut_seed_run_is_a_lower_bound_of_the_seed_epoch(tmp_path):
     assert fast.seed.seconds == pytest.approx(steps.step_time(seed_cut).median * 94)
     assert "cut run (20 steps)" in fast.seed.basis
     assert fast.epoch_x_seed == pytest.approx(fast.seed.seconds / fast.epoch_s)
-    assert recommend.Order("fast", "seed", ("b2a21682bc96",), "full epochs, one run per host and a cut seed run's lower bound") \
-        in pick.orders
+    basis = "full epochs, one run per host and a cut seed run's lower bound"
+    assert recommend.Order("fast", "seed", ("b2a21682bc96",), basis) in pick.orders
     assert "lower bound from a 20-step cut run" in recommend_view.sentence(pick)
 
 

@@ -6,7 +6,8 @@ host (experiments/run/rounds.py). The rule is in docs/recommend.md:
   below the bound; where it is not, the round says nothing.
 - A is sooner than B where it is sooner in every paired round and there are at least MIN_ROUNDS of them (by chance
   alone, 1 in 2**MIN_ROUNDS), or fewer but each by more than MAX_DRIFT (more than one host was seen to drift
-  between two runs of one recipe: 55.1 against 37.8 s, 1.46x, within 30 minutes); or, with at least MIN_BOOTSTRAP rounds and no bound among them, where the bootstrap
+  between two runs of one recipe: 55.1 against 37.8 s, 1.46x, within 30 minutes); or, with at least MIN_BOOTSTRAP
+  rounds and no bound among them, where the bootstrap
   95 % interval of the mean log ratio excludes 0.
 - Otherwise the two are "not separable on N rounds", with the runs that would settle it.
 """
@@ -94,7 +95,8 @@ def decide(a: str, b: str, pairs: list[Pair]) -> PairVerdict:
     n = len(pairs)
     says = [_sooner(p) for p in pairs]
     wins_a, wins_b = says.count("a"), says.count("b")
-    where = f"{n} paired round{'s' if n != 1 else ''} on host {', '.join(h[:8] for h in sorted({p.host for p in pairs}))}"
+    hosts = ", ".join(h[:8] for h in sorted({p.host for p in pairs}))
+    where = f"{n} paired round{'s' if n != 1 else ''} on host {hosts}"
     if n >= MIN_ROUNDS and wins_a == n:
         return PairVerdict(a, b, tuple(pairs), "a", f"sooner in every one of {where}")
     if n >= MIN_ROUNDS and wins_b == n:

@@ -280,7 +280,8 @@ def _round_epochs(records: list[RunRecord], exp: str, hw: str) -> dict[tuple[str
 def round_pairs(records: list[RunRecord], a: str, b: str, hw: str) -> list[paired.Pair]:
     """Every round of an interleaved set on HW holding a run of A and one of B, as analysis.judge.pairs' Pair."""
     ea, eb = _round_epochs(records, a, hw), _round_epochs(records, b, hw)
-    return [paired.Pair(k[0], k[1], k[2], ea[k][0], eb[k][0], ea[k][1], eb[k][1]) for k in sorted(ea.keys() & eb.keys())]
+    return [paired.Pair(k[0], k[1], k[2], ea[k][0], eb[k][0], ea[k][1], eb[k][1])
+            for k in sorted(ea.keys() & eb.keys())]
 
 
 # ------------------------------------------------------------------------------------------------ the order
@@ -288,8 +289,8 @@ def round_pairs(records: list[RunRecord], a: str, b: str, hw: str) -> list[paire
 
 def _epoch_on(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], exp: str, hw: str,
               host: str) -> tuple[float, bool] | None:
-    """EXP's epoch on HOST: (seconds, a full epoch) from its first full epoch (unpaired runs: the first decides), else for the seed recipe its cut-run
-    lower bound; None where the host has neither."""
+    """EXP's epoch on HOST: (seconds, a full epoch) from its first full epoch (unpaired runs: the first decides),
+    else for the seed recipe its cut-run lower bound; None where the host has neither."""
     row = next((r for r in rows if r.experiment == exp and r.hw == hw and r.host == host), None)
     if row is not None:
         return (row.epochs[0] if row.epochs else row.epoch_s), True

@@ -61,11 +61,6 @@ class Spread:
     low: float
     high: float
 
-    @property
-    def rel_range(self) -> float:
-        """(high - low) / median: the spread as a share of the middle value."""
-        return (self.high - self.low) / self.median if self.median else 0.0
-
 
 def spread(values) -> Spread | None:
     vals = [float(v) for v in values if v is not None]
@@ -76,13 +71,11 @@ def spread(values) -> Spread | None:
 
 @dataclass(frozen=True)
 class ProbePair:
-    """The host probe before a run (env.json) and right after it (run.json `probe_after`): a pure-Python loop in
-    ns/iter and eager dispatch in us/op (higher: a slower host)."""
+    """The host probe's pure-Python loop (ns/iter; higher: a slower host) before a run (env.json) and right after it
+    (run.json `probe_after`)."""
 
     loop_before: float | None
     loop_after: float | None
-    dispatch_before: float | None
-    dispatch_after: float | None
 
 
 def _value(probe: object, part: str) -> float | None:
@@ -95,8 +88,7 @@ def _value(probe: object, part: str) -> float | None:
 def probes(rec: RunRecord) -> ProbePair:
     before = (rec.env.get("host") or {}).get("probe")
     after = rec.run_status.get("probe_after")
-    return ProbePair(_value(before, "python_loop"), _value(after, "python_loop"), _value(before, "dispatch"),
-                     _value(after, "dispatch"))
+    return ProbePair(_value(before, "python_loop"), _value(after, "python_loop"))
 
 
 @dataclass(frozen=True)

@@ -212,6 +212,38 @@ def step_time_spread(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     return _finish(fig, title, labels)
 
 
+def repeats_strip(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
+    """Each run's epoch as a point per recipe and harness (left), coloured by host, marked by its round; the host
+    probe before and after each run beside it (right): a slow run can be told from a slow recipe.
+
+    df columns: recipe (experiment and harness), host, round, epoch_s, probe_before, probe_after.
+    """
+    full = df.dropna(subset=["epoch_s"])
+    if full.empty:
+        return _empty(title, labels, "no full-epoch runs")
+    order = sorted(full["recipe"].unique())
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, max(2.6, 0.45 * len(order) + 1.6)), layout="constrained",
+                                 gridspec_kw={"width_ratios": [3, 2]})
+    sns.stripplot(data=full, x="epoch_s", y="recipe", order=order, hue="host", ax=ax, size=6,
+                  jitter=0.12)
+    for _, r in full.iterrows():  # the round beside each point
+        if pd.notna(r["round"]):
+            ax.annotate(str(r["round"]), (r["epoch_s"], order.index(r["recipe"])), fontsize=7,
+                        xytext=(3, 3), textcoords="offset points")
+    ax.set(xlabel="epoch s (train_runtime; the number: its round)", ylabel="")
+    ax.legend(title="host", fontsize=8, title_fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4)
+    probes = full.melt(id_vars=["recipe", "host"], value_vars=["probe_before", "probe_after"], var_name="when",
+                       value_name="ns").dropna(subset=["ns"])
+    if not probes.empty:
+        sns.stripplot(data=probes, x="ns", y="recipe", order=order, hue="when", ax=bx, size=5, jitter=0.12,
+                      palette={"probe_before": "#1f77b4", "probe_after": "#ff7f0e"})
+        bx.legend(title="host probe", fontsize=8, title_fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+                  ncol=2)
+    bx.set(xlabel="host probe, Python loop ns/iter (higher: slower)", ylabel="")
+    bx.set_yticklabels([])
+    return _finish(fig, title, labels)
+
+
 def published_vs_measured(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     """Published step times beside ours per micro-step and per optimizer step (log scale).
 

@@ -23,10 +23,9 @@ from analysis.estimate import quick as quick_estimate
 from analysis.judge import classes, your_runs
 from analysis.judge import published as P
 from analysis.judge.baseline import Candidate, pick_baseline
-from analysis.measure import compare, flops, loss, profile, steps, throughput
+from analysis.measure import compare, flops, loss, profile, repeats, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
-from analysis.measure import repeats
 from analysis.present import recommend_view
 from analysis.present.recommend_view import span
 from analysis.present.table_rows import ConvergenceRow, ScalingRow, SpeedRow, columns

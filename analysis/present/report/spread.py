@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.measure import compare, steps, throughput
+from analysis.measure import compare, jobtime, repeats, steps, throughput
 from analysis.parse.record import RunRecord
-from analysis.present import plots
+from analysis.present import plots, recommend_view
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 
@@ -71,12 +71,60 @@ def intervals_frame(records: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
 
 
+def repeats_points(records: list[RunRecord]) -> pd.DataFrame:
+    """One row per full-epoch single-GPU run of harness 2 or plain: its recipe and harness, host, round, epoch and
+    host probe (the strip plot's points)."""
+    rows = []
+    for r in records:
+        kind = repeats.harness(r)
+        jt = jobtime.job_time(r)
+        if kind not in (repeats.LAUNCHER, repeats.PLAIN) or not jt.full_epoch or not r.host_id:
+            continue
+        pl, pr = repeats.place(r), repeats.probes(r)
+        rows.append({"recipe": f"{r.experiment} ({kind})", "host": r.host_id[:8], "run": r.run,
+                     "round": pl.round if pl else None, "epoch_s": jt.epoch_s, "probe_before": pr.loop_before,
+                     "probe_after": pr.loop_after})
+    return pd.DataFrame(rows, columns=["recipe", "host", "run", "round", "epoch_s", "probe_before", "probe_after"])
+
+
+def repeats_section(ctx: Context) -> str:
+    """Repeated runs per recipe, host and harness (n, median, range), the strip plot of their epochs with the host
+    probe beside, and the harness against the printed command."""
+    groups = repeats.recipe_runs(ctx.records)
+    frame = recommend_view.repeats_frame(groups)
+    pairs = repeats.harness_pairs(ctx.records)
+    points = repeats_points(ctx.records)
+    labels = ctx.labels_of(ctx.ok_records())
+    line = recommend_view.harness_line(pairs)
+    fig = plots.repeats_strip(points, "Repeated runs: each run's epoch per recipe and host, the host probe beside",
+                              labels)
+    return H.join([
+        H.p("<b>Repeated runs</b> per recipe, host and harness (<i>launcher</i>: harness 2, no profiler and no "
+            "per-step sync; <i>plain</i>: the printed command alone; <i>launcher v1</i> and <i>profiled</i>: runs "
+            "whose epoch holds the harness's cost): how many, and the median and range of the epoch, the steady "
+            "step and the start-up."),
+        H.html_table(frame.drop(columns=["run_names"]), {"epoch_s": "{:.1f}", "epoch_low_s": "{:.1f}",
+                                                         "epoch_high_s": "{:.1f}", "steady_ms": "{:.0f}",
+                                                         "steady_low_ms": "{:.0f}", "steady_high_ms": "{:.0f}",
+                                                         "load_s": "{:.1f}", "load_low_s": "{:.1f}",
+                                                         "load_high_s": "{:.1f}", "probe_loop_ns_low": "{:.0f}",
+                                                         "probe_loop_ns_high": "{:.0f}"}),
+        H.csv(ctx, frame, "repeats.csv"),
+        H.figure(ctx, fig, "repeats_strip.png", "Each timed run's epoch (points: runs, colour: host, number: round) "
+                 "and the host probe before and after it. " + labels) if not points.empty else "",
+        (H.p(line) + H.html_table(recommend_view.harness_frame(pairs), {"launcher_s": "{:.2f}", "plain_s": "{:.2f}",
+                                                                        "launcher_x_plain": "{:.3f}"}))
+        if line else H.note("No paired rounds of a recipe through the launcher and as the plain command yet."),
+    ])
+
+
 def spread_section(ctx: Context) -> str:
     records = sorted(ctx.matrix, key=lambda r: (ctx.hw_rank(r.hw), r.experiment, r.run))
     runs_df, spread_df, iv_df = runs_frame(ctx, records), spread_frame(records), intervals_frame(ctx.matrix)
     labels = ctx.labels_of(ctx.ok_records())
     fig = plots.step_time_spread(iv_df, "Run-to-run spread: ms per optimizer step of every interval", labels)
     return H.join([
+        repeats_section(ctx),
         (H.p("<b>Run-to-run spread</b> (median ms per optimizer step of each run of one hardware and experiment; "
              "<i>spread_pct</i>: how much faster the fastest run is than the slowest by these medians; runs cut at "
              "different steps are not strictly comparable):")
