@@ -307,7 +307,7 @@ def test_cpu_smoke_run_all_twice(tmp_path):
     # profiled steps 11-12 leave the intervals 12-13, 13-14, 14-15 steady
     cmd = [sys.executable, "-m", "experiments.run.runner", "run-all", "--hw", "cpu", "--model", "dummy:tiny",
            "--data", str(data), "--max-steps", "15", "--results", str(results), "--experiments", "seed",
-           "--set", "logging_steps=1", "--set", "gradient_accumulation_steps=2", "--no-progress"]
+           "--set", "logging_steps=1", "--set", "gradient_accumulation_steps=2", "--no-progress", "--profile"]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -361,6 +361,38 @@ def test_cpu_smoke_run_all_twice(tmp_path):
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert second.returncode == 0 and "skip" in second.stderr
     assert len(list((results / "cpu" / "seed").iterdir())) == 1
+
+
+@pytest.mark.slow
+def test_cpu_rounds_run_the_plain_command_through_bash_beside_the_launcher(tmp_path):
+    """run-all --repeats 1 --plain: the launcher run, then the printed command alone (bash command.sh), each with its
+    place in the set and the host probe after it; the plain run has no launcher files."""
+    from experiments.offline.localdata import make_tiny_local_data
+
+    data = tmp_path / "data"
+    make_tiny_local_data(data, n=12)
+    results = tmp_path / "results"
+    cmd = [sys.executable, "-m", "experiments.run.runner", "run-all", "--hw", "cpu", "--model", "dummy:tiny",
+           "--data", str(data), "--results", str(results), "--experiments", "seed@2", "--repeats", "1",
+           "--plain", "seed", "--set", "logging_steps=1", "--no-progress"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = sorted((results / "cpu" / "seed").iterdir())
+    status = [json.loads((r / "run.json").read_text()) for r in runs]
+    assert [s["status"] for s in status] == ["ok", "ok"]
+    assert [(s["round"]["round"], s["round"]["slot"], s["round"]["item"]) for s in status] == [
+        (1, 1, "seed@2"), (1, 2, "seed@2 (plain)")]
+    assert status[0]["round"]["set"] == status[1]["round"]["set"] and status[1]["harness"] == "plain"
+    assert all(s["probe_after"]["python_loop"]["value"] > 0 for s in status)
+    # the plain run's before-probe is the launcher run's after-probe, measured once
+    env_plain = json.loads((runs[1] / "env.json").read_text())
+    assert env_plain["host"]["probe"]["python_loop"] == status[0]["probe_after"]["python_loop"]
+    assert (runs[0] / "launch.json").is_file() and (runs[0] / "tokens.jsonl").is_file()
+    assert not (runs[1] / "launch.json").exists() and not (runs[1] / "tokens.jsonl").exists()
+    assert "experiments.launch" not in (runs[1] / "command.sh").read_text()
+    assert json.loads((runs[0] / "launch.json").read_text())["harness"] == 2
+    assert not (runs[0] / "profile.json").exists()  # harness 2: no profiler unless asked
 
 
 def test_a_second_runner_does_not_train_an_experiment_another_runner_holds(tmp_path, monkeypatch):

@@ -33,6 +33,8 @@ overrides_json = "{}"
 launcher_json = ""   # experiments/launch/launcher.py options as JSON (empty: the claims definition's own)
 gpus = 1             # data-parallel GPUs (global batch kept: grad-accum divided by this)
 parallel = "ddp"     # ddp | zero2 | zero3
+plain = False        # the printed command alone (bash command.sh), no launcher
+profile = False      # profile two steps (recipes.yaml `profile`)
 """, ["parameters"]),
     ("code", """import json
 from pathlib import Path
@@ -46,7 +48,8 @@ spec = run_spec.RunSpec(hw=hw, experiment=experiment, model=model, data=data or 
                       max_steps=int(max_steps) or None, results_dir=results_dir, force_hw=bool(force_hw),
                       timeout_s=float(timeout_s) or None, overrides=json.loads(overrides_json),
                       launcher=json.loads(launcher_json) if launcher_json else None,
-                      gpus=int(gpus), parallel=parallel)
+                      gpus=int(gpus), parallel=parallel, plain=bool(plain),
+                      profile=bool(profile))
 run_path = Path(run_dir) if run_dir else folders.new_run_dir(spec)
 ctx = prepare.prepare(spec, run_path)
 labels = [k for k, v in [("dummy weights", ctx["labels"]["dummy_weights"]),
