@@ -151,6 +151,10 @@ def _validation_row(r: RunRecord, longest: dict[tuple, float], c: Constants) -> 
     measured = r.peak_mem_gib
     cap = r.launcher.get("mem_cap_gib")
     check = _check_of(r, args, cap)
+    if pf and longest_micro_batch(r) is None and not check.startswith("not modelled"):
+        # a padding-free run without the launcher's token counts (a plain twin: no tokens.jsonl, no schedule.jsonl):
+        # its packed micro-batch is unknown here, and max_length x batch is not what it held
+        check = "not modelled: padding-free rows without counted tokens (a plain run)"
     ratio = mem.peak_mem_gib / measured if measured else None
     # A full run's peak is the estimate's target (within 10 %). A cut run (a prefix of the schedule) met only part
     # of the batches, and the reserved peak grows in steps as larger ones arrive, so its peak is a lower bound of
@@ -165,7 +169,8 @@ def _validation_row(r: RunRecord, longest: dict[tuple, float], c: Constants) -> 
     # every run with a logged peak: the estimate at the micro-batch it met, as ms-swift would log it (under an
     # allocator cap the allocator frees its cache before it exceeds the cap)
     seen_est = min(seen_mem.peak_mem_gib, cap) if cap is not None else seen_mem.peak_mem_gib
-    seen_ratio = seen_est / measured if measured else None
+    seen_ratio = seen_est / measured if measured and not check.startswith("not modelled: padding-free rows without") \
+        else None
     return {
         **base, "padding_free": pf, "liger": liger, "gradient_checkpointing": gc,
         "tokens_per_micro_batch": mem.tokens_per_micro_batch, "seen_tokens": m.seen_tokens,

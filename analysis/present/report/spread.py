@@ -98,23 +98,19 @@ def repeats_section(ctx: Context) -> str:
     line = recommend_view.harness_line(pairs)
     fig = plots.repeats_strip(points, "Repeated runs: each run's epoch per recipe and host, the host probe beside",
                               labels)
+    table = H.html_table(frame.drop(columns=["run_names"]), {
+        "epoch_s": "{:.1f}", "epoch_low_s": "{:.1f}", "epoch_high_s": "{:.1f}", "steady_ms": "{:.0f}",
+        "steady_low_ms": "{:.0f}", "steady_high_ms": "{:.0f}", "load_s": "{:.1f}", "load_low_s": "{:.1f}",
+        "load_high_s": "{:.1f}", "probe_loop_ns_low": "{:.0f}", "probe_loop_ns_high": "{:.0f}"})
+    strip = H.figure(ctx, fig, "repeats_strip.png", "Each timed run's epoch (points: runs, colour: host, number: "
+                     "round) and the host probe before and after it. " + labels) if not points.empty else ""
+    pairs_table = H.html_table(recommend_view.harness_frame(pairs), {
+        "launcher_s": "{:.2f}", "plain_s": "{:.2f}", "launcher_x_plain": "{:.3f}"}) if pairs else ""
+    # one fold: the page's height is bounded (tests/test_report.py), the figure keeps its size when opened
     return H.join([
-        H.p("<b>Repeated runs</b> per recipe, host and harness (<i>launcher</i>: harness 2, no profiler and no "
-            "per-step sync; <i>plain</i>: the printed command alone; <i>launcher v1</i> and <i>profiled</i>: runs "
-            "whose epoch holds the harness's cost): how many, and the median and range of the epoch, the steady "
-            "step and the start-up."),
-        H.html_table(frame.drop(columns=["run_names"]), {"epoch_s": "{:.1f}", "epoch_low_s": "{:.1f}",
-                                                         "epoch_high_s": "{:.1f}", "steady_ms": "{:.0f}",
-                                                         "steady_low_ms": "{:.0f}", "steady_high_ms": "{:.0f}",
-                                                         "load_s": "{:.1f}", "load_low_s": "{:.1f}",
-                                                         "load_high_s": "{:.1f}", "probe_loop_ns_low": "{:.0f}",
-                                                         "probe_loop_ns_high": "{:.0f}"}),
+        H.fold(f"<b>Repeated runs</b> per recipe, host and harness ({len(frame)} rows), each run's epoch and host "
+               "probe, the harness's paired rounds", table + strip + (H.p(line) if line else "") + pairs_table),
         H.csv(ctx, frame, "repeats.csv"),
-        H.figure(ctx, fig, "repeats_strip.png", "Each timed run's epoch (points: runs, colour: host, number: round) "
-                 "and the host probe before and after it. " + labels) if not points.empty else "",
-        (H.p(line) + H.html_table(recommend_view.harness_frame(pairs), {"launcher_s": "{:.2f}", "plain_s": "{:.2f}",
-                                                                        "launcher_x_plain": "{:.3f}"}))
-        if line else H.note("No paired rounds of a recipe through the launcher and as the plain command yet."),
     ])
 
 
