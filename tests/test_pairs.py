@@ -3,7 +3,7 @@ on synthetic values: hand-computed ratios, no runs."""
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.judge import pairs
@@ -47,6 +47,7 @@ def test_bootstrap_decides_with_enough_rounds_and_mixed_signs():
     assert lo <= math.exp(sum(math.log(r) for r in ratios) / 5) <= hi <= 1.1 + 1e-12
 
 
+@settings(deadline=None)  # the bootstrap's 4,000 resamples
 @given(st.lists(st.floats(0.5, 2.0), min_size=1, max_size=8))
 def test_swapping_a_and_b_swaps_the_verdict(ratios):
     ps = [_p(i, 10.0, 10.0 * r) for i, r in enumerate(ratios, 1)]

@@ -85,7 +85,8 @@ def bootstrap_interval(ratios: list[float], resamples: int = BOOTSTRAP_RESAMPLES
     rng = random.Random(seed)
     n = len(logs)
     means = sorted(sum(rng.choice(logs) for _ in range(n)) / n for _ in range(resamples))
-    lo, hi = means[int(0.025 * resamples)], means[min(resamples - 1, int(0.975 * resamples))]
+    k = int(0.025 * resamples)  # the same rank from either end: swapping A and B mirrors the interval exactly
+    lo, hi = means[k], means[resamples - 1 - k]
     return math.exp(lo), math.exp(hi)
 
 
@@ -104,7 +105,7 @@ def decide(a: str, b: str, pairs: list[Pair]) -> PairVerdict:
     if n and wins_a == n and min(p.ratio for p in pairs) > MAX_DRIFT:
         return PairVerdict(a, b, tuple(pairs), "a", f"sooner by more than a host drifts ({MAX_DRIFT:g}x) in every "
                                                     f"one of {where}")
-    if n and wins_b == n and max(p.ratio for p in pairs) < 1 / MAX_DRIFT:
+    if n and wins_b == n and min(p.a_s / p.b_s for p in pairs) > MAX_DRIFT:
         return PairVerdict(a, b, tuple(pairs), "b", f"sooner by more than a host drifts ({MAX_DRIFT:g}x) in every "
                                                     f"one of {where}")
     interval = None
