@@ -323,6 +323,7 @@ def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASE
     scale = scaling_table(records)
     everything = results_dir.records if isinstance(results_dir, Scan) else collect(results_dir)
     ans = classes.answer(everything, prices)
+    pairs = repeats.harness_pairs(everything)
     if compact:
         speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
     return Tables(speedup=speed, convergence=conv, scaling=scale,
@@ -332,8 +333,7 @@ def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASE
                   classes=recommend_view.classes_frame(list(ans.classes)),
                   your_runs=your_runs_table(everything),
                   repeats=recommend_view.repeats_frame(repeats.recipe_runs(everything)),
-                  harness=recommend_view.harness_frame(repeats.harness_pairs(everything)),
-                  harness_line=recommend_view.harness_line(repeats.harness_pairs(everything)))
+                  harness=recommend_view.harness_frame(pairs), harness_line=recommend_view.harness_line(pairs))
 
 
 ANSWER_RECIPES = {"experiment": "recipe", "pair": "host", "harness": "harness", "runs": "runs",
