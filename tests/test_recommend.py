@@ -5,6 +5,7 @@ import json
 import math
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -196,6 +197,12 @@ def test_break_even_steps():
     assert be.break_even_steps > 94  # for this 94-step epoch, eager finishes first
 
 
+def _train_runtime(rec) -> float:
+    """The epoch as ms-swift logged it: logging.jsonl's train_runtime line."""
+    lines = (json.loads(line) for line in (Path(rec.path) / "logging.jsonl").read_text().splitlines())
+    return next(float(d["train_runtime"]) for d in lines if "train_runtime" in d)
+
+
 def test_tables_cli_names_one_recommended_recipe_from_same_host_full_epochs():
     """The committed tree: one recommended recipe, sooner than every other recipe on a host holding both, its x seed
     jobtime.epoch_ratio's against the host's seed epoch, and each class's row the per-class answer's."""
@@ -207,7 +214,19 @@ def test_tables_cli_names_one_recommended_recipe_from_same_host_full_epochs():
     recs = {(r.experiment, r.run): r for r in collect(RESULTS)}
     rec = recs[(pick["experiment"], pick["run"])]
     assert rec.host_id == pick["host"] and jobtime.job_time(rec).full_epoch
-    assert pick["epoch_x_seed"] == pytest.approx(jobtime.epoch_ratio(pick["seed_epoch_s"], pick["epoch_s"]))
+    # x seed: the median over the host's rounds holding both (each: the seed's epoch / the pick's, in that round),
+    # else the host's seed epoch / the pick's epoch
+    by_round: dict[tuple, dict] = {}
+    for r in recs.values():
+        pl = repeats.place(r)
+        if pl and r.ok and r.host_id == pick["host"] and r.experiment in (pick["experiment"], "seed"):
+            by_round.setdefault((pl.set, pl.round), {})[r.experiment] = r
+    ratios = [steps.epoch_time(both["seed"]).seconds / _train_runtime(both[pick["experiment"]])
+              for both in by_round.values() if len(both) == 2]
+    row = next(r for r in out["recipes"] if r["run"] == pick["run"] and r["host"] == pick["host"])
+    assert (row["x_seed_rounds"] or None) == (len(ratios) or None)
+    assert pick["epoch_x_seed"] == pytest.approx(statistics.median(ratios) if ratios else
+                                                 jobtime.epoch_ratio(pick["seed_epoch_s"], pick["epoch_s"]))
     assert pick["command"].startswith("swift sft") and "experiments.launch" not in pick["command"]
     assert {r["experiment"] for r in out["recipes"] if r["recommended"]} == {pick["experiment"]}
     # every other counted recipe is slower on a host holding both, or named undetermined

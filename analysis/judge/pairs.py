@@ -13,6 +13,7 @@ host (experiments/run/rounds.py). The rule is in docs/recommend.md:
 """
 from __future__ import annotations
 
+from collections import Counter
 import math
 import random
 from dataclasses import dataclass
@@ -96,8 +97,12 @@ def decide(a: str, b: str, pairs: list[Pair]) -> PairVerdict:
     n = len(pairs)
     says = [_sooner(p) for p in pairs]
     wins_a, wins_b = says.count("a"), says.count("b")
-    hosts = ", ".join(h[:8] for h in sorted({p.host for p in pairs}))
-    where = f"{n} paired round{'s' if n != 1 else ''} on host {hosts}"
+    per_host = Counter(p.host[:8] for p in pairs)
+    rounds = f"{n} paired round{'s' if n != 1 else ''}"
+    if len(per_host) == 1:
+        where = f"{rounds} on host {next(iter(per_host))}"
+    else:
+        where = f"{rounds} ({', '.join(f'{k} on host {h}' for h, k in sorted(per_host.items()))})"
     if n >= MIN_ROUNDS and wins_a == n:
         return PairVerdict(a, b, tuple(pairs), "a", f"sooner in every one of {where}")
     if n >= MIN_ROUNDS and wins_b == n:

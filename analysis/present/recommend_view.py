@@ -202,7 +202,8 @@ def gpu_clause(classes: list[ClassAnswer]) -> str:
     text += f"; the {short(v.soonest.hw)} finishes soonest ({seconds_text(soon.epoch_s)}, {how}, {soon.experiment})"
     if v.within_reach:
         text += " with the " + ", ".join(
-            f"{short(c.hw)}'s modelled {span(c.choice.low_s, c.choice.high_s)} s within reach"
+            f"{short(c.hw)}'s {'measured' if c.choice.measured else 'modelled'} "
+            f"{span(c.choice.low_s, c.choice.high_s)} s within reach"
             for c in v.within_reach if c.choice is not None)
     cheap = v.cheapest
     if cheap is not None:
