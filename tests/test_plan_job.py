@@ -215,9 +215,11 @@ def test_candidate_flags_are_what_they_add_to_the_seed_recipe():
     from analysis.estimate.scaled import Recipe
 
     assert optimize.flags(Recipe(1, 16)) == "(the seed recipe as it is)"
-    assert optimize.flags(Recipe(4, 4, True, True, False)) == ("--per_device_train_batch_size 4 "
-                                                               "--gradient_accumulation_steps 4 --padding_free true "
-                                                               "--use_liger_kernel true --gradient_checkpointing false")
+    # padding-free rows with SDPA: ms-swift 4.x refuses them without the plugin's attention (issue 43)
+    assert optimize.flags(Recipe(4, 4, True, True, False)) == (
+        "--per_device_train_batch_size 4 --gradient_accumulation_steps 4 --padding_free true --attn_impl sdpa "
+        '--external_plugins "$(swiftbench plugin)" --callbacks sdpa_no_cudnn --use_liger_kernel true '
+        "--gradient_checkpointing false")
     assert len(optimize.candidates()) == 40
 
 

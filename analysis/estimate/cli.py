@@ -178,17 +178,17 @@ def _print_optimize(plan) -> None:
                     f"class by {plan.objective}")
     currency = next((ch.currency for ch in plan.choices if ch.currency), "USD")
     for col in ("GPU", "GiB", "recipe (swift sft flags added to the seed recipe)", "needs GiB", "epoch (band)",
-                "GPU-hours", f"cost ({currency})", "time from", "fit"):
+                "start-up", "job GPU-hours", f"job cost ({currency})", "time from", "fit"):
         t.add_column(col, justify="left" if col in ("GPU", "time from", "fit") or col.startswith("recipe")
                      else "right")
     for ch in plan.choices:
         b = ch.best
         if b is None:
-            t.add_row(ch.hw, f"{ch.capacity_gib:.1f}", "nothing tried fits", "-", "-", "-", "-", "-",
+            t.add_row(ch.hw, f"{ch.capacity_gib:.1f}", "nothing tried fits", "-", "-", "-", "-", "-", "-",
                       f"0 of {ch.tried}")
             continue
         t.add_row(ch.hw, f"{ch.capacity_gib:.1f}", b.flags, f"{b.needs_gib:.1f}",
-                  _banded(b.epoch_s, b.low_s, b.high_s), f"{b.gpu_hours:.3g}",
+                  _banded(b.epoch_s, b.low_s, b.high_s), _hours(b.startup_s), f"{b.gpu_hours:.3g}",
                   "-" if b.cost is None else f"{b.cost:.2f}", b.time_kind or "-", f"{ch.fitting} of {ch.tried}")
     console.print(t)
     say = []
@@ -201,8 +201,9 @@ def _print_optimize(plan) -> None:
     console.print("; ".join(say) or "no class fits", highlight=False, markup=False)
     console.print(f"data: {plan.data}; prices: {plan.prices}; time from: measured (a committed run), profiled (a "
                   "committed H200 profile carried over), scaled (built from the reference profiles): "
-                  "docs/time-model.md; padding-free with plain swift sft needs --attn_impl flash_attn (the measured "
-                  "runs used SDPA through the launcher's --sdpa-padding-free)", highlight=False, markup=False)
+                  "docs/time-model.md; GPU-hours and cost: the job (start-up + epoch); padding-free rows with SDPA "
+                  "need the plugin the flags name (`swiftbench plugin`; ms-swift refuses them otherwise) or "
+                  "--attn_impl flash_attn", highlight=False, markup=False)
 
 
 def _unit(seconds: float) -> tuple[float, str, str]:
@@ -255,23 +256,23 @@ def _print(plans: list[PlanRow], prices: str | None = None) -> None:
     currency = price_currency(prices) if prices else None
     cost_col = f"cost ({currency})" if currency else "cost"
     t = Table(title=title)
-    for col in ("GPU", "memory GiB", "needs GiB", "fits", "largest batch", "logged peak GiB", "step s", "total",
-                "GPU-hours", cost_col, "time source"):
+    for col in ("GPU", "memory GiB", "needs GiB", "fits", "largest batch", "logged peak GiB", "step s", "epoch",
+                "start-up", "job GPU-hours", f"job {cost_col}", "time source"):
         t.add_column(col, justify="left" if col in ("GPU", "fits", "time source") else "right")
     for p in plans:
         fits = p.fit != "no"  # a job that does not fit gets no time and no cost
         t.add_row(p.hw, f"{p.capacity_gib:.1f}", f"{p.needs_gib:.1f}",
                   {"yes": "yes", "tight": "tight", "no": "NO"}[p.fit], str(p.max_batch), _logged(p),
                   f"{p.step_time_s:.3g}" if fits else "-", _total(p) if fits else "-",
-                  f"{p.total_hours * p.gpus:.3g}" if fits and p.total_hours is not None else "-",
+                  _hours(p.startup_s) if fits else "-", f"{p.total_hours * p.gpus:.3g}" if fits and p.total_hours is not None else "-",
                   "-" if p.cost is None else f"{p.cost:.2f}", p.time_source)
     console.print(t)
     if not prices:
-        console.print(f"cost: GPU-hours x the built-in price table ({DEFAULT_PRICES.name}: "
+        console.print(f"job cost: the job's GPU-hours (start-up + epoch) x the built-in price table ({DEFAULT_PRICES.name}: "
                       f"{price_source(DEFAULT_PRICES) or 'list prices'}), in USD; --prices FILE for yours",
                       highlight=False, markup=False)
     else:
-        console.print(f"cost: GPU-hours x the price per GPU-hour of {prices}, in "
+        console.print(f"job cost: the job's GPU-hours (start-up + epoch) x the price per GPU-hour of {prices}, in "
                       + (currency if currency else "its currency (it names none: add 'currency: EUR')"),
                       highlight=False, markup=False)
     console.print(f"largest batch: the largest per-device batch whose needs fit the GPU with every sample "
@@ -302,6 +303,9 @@ def _print(plans: list[PlanRow], prices: str | None = None) -> None:
     for p in plans:
         if p.time_note:
             console.print(f"{p.hw}: {p.time_note}", highlight=False, markup=False)
+        if p.fit_basis.startswith("measured"):  # the memory model's verdict overruled by a committed full epoch
+            console.print(f"{p.hw}: fits, {p.fit_basis} (the memory model says {p.needs_gib:.1f} GiB)",
+                          highlight=False, markup=False)
     console.print("assumptions (the same for every GPU class):", highlight=False)
     for line in first.assumptions:
         console.print(f"  assumption: {line}", highlight=False, markup=False)

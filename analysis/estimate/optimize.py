@@ -5,8 +5,10 @@ The recipes searched are those that change neither the result's schedule nor its
 16 (per-device batch x grad-accum in 16x1, 8x2, 4x4, 2x8, 1x16), with padding-free rows, Liger's kernels and
 gradient checkpointing each on or off: 40 candidates, each written as the `swift sft` flags it adds to the seed
 recipe (batch 1 x 16, padded rows, no Liger, checkpointing on). A candidate fits a class when the planner's memory
-model says `yes` (needs within the card's GiB); its time is measured, a committed profile carried over, or scaled
-from the reference profiles (planner._class_time). Within a class the fastest is also the cheapest (cost = hours x
+model says `yes` (needs within the card's GiB) or a committed full epoch of it trained within them; its time is the
+one estimator's (analysis.estimate.epoch: the answer's and plan's) where the recipe has committed full epochs, else
+a committed profile carried over or scaled from the reference profiles (planner._class_time) x steps x what a full
+epoch adds. GPU-hours and cost are the job's: start-up + epoch. Within a class the fastest is also the cheapest (cost = hours x
 one price); `cost` orders the classes by cost instead of time.
 """
 from __future__ import annotations
@@ -15,11 +17,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.estimate import jobinputs, planner, scaled, transfer
+from analysis.estimate import epoch, jobinputs, planner, scaled, transfer
 from analysis.estimate.lengths import Lengths, batch_stats, job_lengths
 from analysis.estimate.prices import DEFAULT_PRICES, price_table
 from analysis.estimate.workload import capacity_gib, constants, fit_verdict, memory
 from experiments.base import hardware
+from experiments.recipes import recipes
 from experiments.base.errors import InputError
 
 GLOBAL_BATCH = 16
@@ -38,6 +41,8 @@ class Candidate:
     epoch_s: float | None
     low_s: float | None
     high_s: float | None
+    startup_s: float | None  # before the epoch (analysis.estimate.epoch); None where no committed run says
+    job_s: float | None      # start-up + epoch: GPU-hours and cost are the job's
     gpu_hours: float | None
     cost: float | None
     time_kind: str | None
@@ -80,8 +85,9 @@ def flags(recipe: scaled.Recipe) -> str:
     out = []
     if (recipe.batch, recipe.grad_accum) != (1, 16):
         out.append(f"--per_device_train_batch_size {recipe.batch} --gradient_accumulation_steps {recipe.grad_accum}")
-    if recipe.padding_free:
-        out.append("--padding_free true")
+    if recipe.padding_free:  # with SDPA, ms-swift 4.x refuses padding-free rows unless the plugin's attention runs
+        out.append(f"--padding_free true --attn_impl sdpa --external_plugins {recipes.PLUGIN_SHELL} "
+                   "--callbacks sdpa_no_cudnn")
     if recipe.liger:
         out.append("--use_liger_kernel true")
     if not recipe.gradient_checkpointing:
@@ -130,19 +136,35 @@ def optimize(model: str, samples: int = 1500, epochs: int = 1, max_length: int =
         synth = scaled.scaled_step(shapes, recipe, stats, refs, label=shapes["name"]) \
             if profiled is None and refs is not None else None
         steps = math.ceil(samples / GLOBAL_BATCH) * epochs
+        factor, _ = planner._epoch_factor(runs, steps, transfer.profiled_class())
         for key in keys:
-            fit = fit_verdict(mem.needs_gib, mem.activations_gib, capacity_gib(hardware.require(key)), c=c)
+            cap = capacity_gib(hardware.require(key))
+            fit = fit_verdict(mem.needs_gib, mem.activations_gib, cap, c=c)
+            if epoch.measured_fit(runs, cap).fits:  # a committed full epoch trained within it: as plan and the answer
+                fit = "yes"
+            # the one estimator first (the recipe's committed full epochs: plan's and the answer's figure), else the
+            # step model x steps x what a full epoch adds on the profiled class
+            est, _why = epoch.try_epoch_on(epoch.same_job(runs, steps), key) if fit == "yes" else (None, None)
             t = planner._class_time(key, next((r for r in runs if r.hw == key), None), profiled, synth, math.nan) \
-                if fit == "yes" and (profiled is not None or synth is not None
-                                     or any(r.hw == key for r in runs)) else None
-            epoch = t.step_s * steps if t else None
-            hours = epoch / 3600 if epoch is not None else None
+                if est is None and fit == "yes" and (profiled is not None or synth is not None
+                                                     or any(r.hw == key for r in runs)) else None
+            if est is not None:
+                span_s = (est.epoch_s, est.low_s, est.high_s)
+                start, kind, source = est.startup_s, est.kind, est.basis
+            elif t is not None:
+                span_s = (t.step_s * steps * factor, t.low_s * steps * factor, t.high_s * steps * factor)
+                start, kind, source = None, t.kind, t.source
+            else:
+                span_s, start, kind, source = None, None, None, None
+            job_s = span_s[0] + (start or 0.0) if span_s else None
+            hours = job_s / 3600 if job_s is not None else None
             price = table.get(key)
             per_class[key].append(Candidate(
-                recipe=recipe, flags=flags(recipe), needs_gib=mem.needs_gib, fit=fit, epoch_s=epoch,
-                low_s=t.low_s * steps if t else None, high_s=t.high_s * steps if t else None, gpu_hours=hours,
+                recipe=recipe, flags=flags(recipe), needs_gib=mem.needs_gib, fit=fit,
+                epoch_s=span_s[0] if span_s else None, low_s=span_s[1] if span_s else None,
+                high_s=span_s[2] if span_s else None, startup_s=start, job_s=job_s, gpu_hours=hours,
                 cost=hours * price if hours is not None and price is not None else None,
-                time_kind=t.kind if t else None, time_source=t.source if t else None))
+                time_kind=kind, time_source=source))
     choices = []
     for key in keys:
         timed = [x for x in per_class[key] if x.epoch_s is not None]

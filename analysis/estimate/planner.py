@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analysis.estimate import prices as price_tables
-from analysis.estimate import scaled, transfer
+from analysis.estimate import epoch, scaled, transfer
 from analysis.estimate.constants import Constants
 from analysis.estimate.jobinputs import METHODS as METHODS
 from analysis.estimate.jobinputs import args_from_run as args_from_run
@@ -271,7 +271,11 @@ class PlanRow:
     total_low_s: float | None
     total_high_s: float | None
     epoch_basis: str
-    total_hours: float | None
+    startup_s: float | None   # model load and data preparation before the epoch (analysis.estimate.epoch)
+    job_s: float | None       # start-up + epoch: what a user waits for and pays
+    startup_basis: str
+    fit_basis: str
+    total_hours: float | None  # the job's GPU-hours (start-up + epoch), per GPU
     ms_per_sample: float | None
     tokens_per_s: float | None
     time_source: str
@@ -449,11 +453,30 @@ def _class_row(job: _Job, key: str) -> PlanRow:
         time_note = (f"measured run {_run_label(other)} trained other data (mean {other.train_tokens_mean or 0:.0f}"
                      f" tokens/sample, not {job.data.mean:.0f}): modelled instead")
     fit = fit_verdict(mem.needs_gib, mem.activations_gib, cap, c=c)
+    fit_basis = f"memory model: needs {mem.needs_gib:.1f} GiB of {cap:.2f}"
+    single = job.gpus == 1 and job.parallel == "ddp"
+    shown = epoch.measured_fit(job.same_data, cap) if single else None
+    if shown is not None and shown.fits:  # a committed full epoch trained within this capacity: measured, not modelled
+        fit, fit_basis = "yes", f"measured: {shown.basis}"
     fits = fit != "no"
     step_s: float | None = t.step_s if fits else None
     if not fits:  # no time and no cost for a job that cannot run (the roofline below keeps its figures)
         time_note = None
     total_s = step_s * job.steps * job.factor if step_s is not None else None
+    low_s = t.low_s * job.steps * job.factor if step_s is not None else None
+    high_s = t.high_s * job.steps * job.factor if step_s is not None else None
+    source, kind = t.source, t.kind
+    # the recipe's committed full epochs (same data, one GPU): the one estimator's epoch, as the answer's
+    est, _why = epoch.try_epoch_on(epoch.same_job(job.same_data, job.steps), key) if single and fits \
+        else (None, None)
+    startup_s = est.startup_s if est is not None else None
+    if est is not None:
+        total_s, low_s, high_s, kind, time_note = est.epoch_s, est.low_s, est.high_s, est.kind, est.basis
+        based = next((r for r in job.same_data if r.run == est.run), None)
+        label = _run_label(based) if based is not None else str(est.run)
+        source = (f"measured: {est.runs} run{'s' if est.runs != 1 else ''} on {est.hosts} host"
+                  f"{'s' if est.hosts != 1 else ''}" if est.measured else f"profile of {transfer.without_host(label)}")
+    job_s = total_s + (startup_s or 0.0) if total_s is not None else None
     price = job.price_table.get(key)
     rates = _rates(step_s, n, job.mean, job.steps) if step_s is not None else None
     roof_rates = _rates(roof_step, n, job.mean, job.steps)
@@ -470,19 +493,19 @@ def _class_row(job: _Job, key: str) -> PlanRow:
         data=job.data.source, steps=job.steps, samples=job.samples, epochs=job.epochs,
         max_batch=largest_batch(job.shapes, job.method, job.seq, job.gradient_checkpointing, job.lora_rank, cap, c,
                                 padding_free=job.padding_free, liger=job.liger, packed_tokens_of=job.packed_of),
-        step_time_s=step_s, total_time_s=total_s,
-        total_low_s=t.low_s * job.steps * job.factor if step_s is not None else None,
-        total_high_s=t.high_s * job.steps * job.factor if step_s is not None else None, epoch_basis=job.epoch_basis,
-        total_hours=total_s / 3600 if total_s is not None else None,
+        step_time_s=step_s, total_time_s=total_s, total_low_s=low_s, total_high_s=high_s,
+        epoch_basis=est.basis if est is not None else job.epoch_basis, startup_s=startup_s, job_s=job_s,
+        startup_basis=est.startup_basis if est is not None else "no committed run of the recipe says",
+        fit_basis=fit_basis, total_hours=job_s / 3600 if job_s is not None else None,
         ms_per_sample=rates.ms_per_sample if rates else None, tokens_per_s=rates.tokens_per_s if rates else None,
-        time_source=t.source if fits else "does not fit", time_kind=t.kind if fits else None, time_note=time_note,
+        time_source=source if fits else "does not fit", time_kind=kind if fits else None, time_note=time_note,
         time_parts=t.parts if t.parts is not None and fits else None,
         roofline=Roofline(roof_step, roof.micro_step_s, roof.compute_s, roof.weight_reads_s, roof.host_overhead_s,
                           opt_s, roof.bound, roof.flops_per_token, gpu_s / roof_step, roof_rates.ms_per_sample,
                           roof_rates.tokens_per_s, roof_rates.total_time_s),
         gpus=job.gpus, parallel=job.parallel, per_gpu=job.sharded, price_per_gpu_hour=price,
         currency=(job.currency or "USD" if not job.priced else job.currency) if price is not None else None,
-        cost=None if price is None or total_s is None else total_s / 3600 * price * job.gpus,
+        cost=None if price is None or job_s is None else job_s / 3600 * price * job.gpus,
         suggestions=[] if fit == "yes" else suggestions(job.shapes, job.method, job.seq, job.batch, job.grad_accum,
                                                         job.gradient_checkpointing, job.lora_rank, job.padding_free,
                                                         job.liger, job.data, cap, c),

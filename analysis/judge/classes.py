@@ -1,28 +1,28 @@
 """Which recipe on each GPU class the user named (hardware.yaml's `shown`), how long its epoch takes there, what it
-costs: the one owner of that choice. The times are analysis.estimate.transfer's, the order of recipes on the measured
+costs: the one owner of that choice. The times are analysis.estimate.epoch's, the order of recipes on the measured
 class analysis.judge.recommend's; this module decides and present/ only formats.
 
 - Fit is measured: a recipe fits a class when one of its full epochs trained with a logged peak (ms-swift's
   max_memory_reserved) within the class's capacity in GiB (22.35 for a 24 GB card), uncapped or under an allocator cap
   at or below that capacity. A peak above it says nothing about a smaller card, so that recipe is "not shown to fit".
-- Time: on the class the runs were made on, the recommended order and its measured first full epoch; on another
-  class, each fitting recipe's full epoch carried there by the time model (transfer.runtime_on: the steady steps by
-  the profile's kernels, the rest as measured on the H200's host), with its band. The recipe with the shortest
-  modelled epoch is the class's; where another's band overlaps it, the answer names that too (not settled).
-- Cost: GPU-hours x the price table's rate (data/prices.yaml unless the user gives one).
+- Time: analysis.estimate.epoch's (the one estimator `plan` asks too): measured on a class holding full epochs of
+  the recipe (the median over every host, the band their range), else its profiled full epoch carried there by the
+  time model, with the model's band. On the class the runs were made on, the recommended recipe is the class's; on
+  another, the recipe with the shortest modelled epoch, and where another's band overlaps it the answer names that
+  too (not settled).
+- Cost: the job's GPU-hours (start-up + epoch) x the price table's rate (data/prices.yaml unless the user gives one).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.estimate import planner, transfer
+from analysis.estimate import epoch, planner
 from analysis.estimate.prices import DEFAULT_PRICES, cost, price_currency, read_prices
-from analysis.judge.recommend import HostEpochs, Recommendation, recommend
-from analysis.measure import jobtime
+from analysis.judge.recommend import Recommendation, recommend
 from analysis.parse.record import RunRecord
+from analysis.parse.results import is_matrix
 from experiments.base import hardware
-from experiments.base.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,15 @@ class Option:
     measured: bool
     basis: str
     run: str | None
+    estimate: epoch.EpochEstimate | None = None  # the estimator's figure (start-up and job time with it)
+
+    @property
+    def startup_s(self) -> float | None:
+        return self.estimate.startup_s if self.estimate else None
+
+    @property
+    def job_s(self) -> float | None:
+        return self.estimate.job_s if self.estimate else self.epoch_s
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,8 @@ class ClassAnswer:
 
     @property
     def gpu_hours(self) -> float | None:
-        return self.choice.epoch_s / 3600 if self.choice and self.choice.epoch_s is not None else None
+        """The job's GPU-hours (start-up + epoch: what a user pays for)."""
+        return self.choice.job_s / 3600 if self.choice and self.choice.job_s is not None else None
 
     @property
     def cost(self) -> float | None:
@@ -67,70 +77,28 @@ class ClassAnswer:
         c = self.choice
         if not c or c.low_s is None or c.high_s is None or self.price_per_gpu_hour is None:
             return None
-        return c.low_s / 3600 * self.price_per_gpu_hour, c.high_s / 3600 * self.price_per_gpu_hour
+        start = c.startup_s or 0.0
+        return (c.low_s + start) / 3600 * self.price_per_gpu_hour, (c.high_s + start) / 3600 * self.price_per_gpu_hour
 
 
-def _fit(rows: list[HostEpochs], capacity: float) -> tuple[bool, float | None, str]:
-    """Is a recipe shown to fit CAPACITY GiB by one of its full epochs (ROWS)? (fits, the peak, how it was shown)."""
-    capped = [r for r in rows if r.cap_gib is not None and r.cap_gib <= capacity + 1e-9 and r.peak_gib is not None]
-    if capped:
-        r = min(capped, key=lambda r: r.peak_gib or 0)
-        return True, r.peak_gib, f"trained under a {r.cap_gib:g} GiB allocator cap (peak {r.peak_gib:.2f} GiB)"
-    peaks = [r.peak_gib for r in rows if r.peak_gib is not None]
-    if not peaks:
-        return False, None, "no logged peak"
-    peak = min(peaks)
-    if peak <= capacity:
-        return True, peak, f"peak {peak:.2f} GiB of {capacity:.2f}"
-    return False, peak, f"not shown to fit: peak {peak:.2f} GiB > {capacity:.2f}"
-
-
-def _transfer_run(rows: list[HostEpochs], records: dict[str, RunRecord], deciding_host: str | None) -> RunRecord | None:
-    """The full epoch of a recipe whose profile is carried to other classes: its first on the deciding host, else
-    its newest with a kernel-level profile; where none of its timed runs was profiled (harness 2 profiles only runs
-    that ask), the newest profiled full epoch of the recipe on the same class."""
-    ordered = sorted(rows, key=lambda r: (r.host != deciding_host, r.run), reverse=False)
-    for r in ordered:
-        rec = records.get(r.path)
-        if rec is not None and transfer.transferable(rec):
-            return rec
-    if not rows:
-        return None
-    same = [r for r in records.values() if r.experiment == rows[0].experiment and r.hw == rows[0].hw
-            and jobtime.job_time(r).full_epoch and transfer.transferable(r)]
-    return max(same, key=lambda r: r.run, default=None)
-
-
-def _runs_text(row: HostEpochs) -> str:
-    n = len(row.epochs) or 1
-    return "one full epoch" if n == 1 else f"median of {n} full epochs"
-
-
-def _option(exp: str, rows: list[HostEpochs], hw: str, capacity: float, rec: Recommendation,
-            records: dict[str, RunRecord]) -> Option:
-    fits, peak, fit_basis = _fit(rows, capacity)
+def _option(exp: str, hw: str, capacity: float, runs: list[RunRecord]) -> Option:
+    """EXP on class HW: fit and time from analysis.estimate.epoch over RUNS (its runs), the one estimator `plan`
+    asks too."""
+    f = epoch.measured_fit(runs, capacity)
+    fits, peak, fit_basis = bool(f.fits), f.peak_gib, f.basis
     if not fits:
         return Option(exp, False, peak, fit_basis, None, None, None, False, fit_basis, None)
-    deciding = next((r for r in rows if rec.deciding is not None and r.host == rec.deciding.host), None)
-    if hw == rec.hw:
-        row = deciding or min(rows, key=lambda r: r.epoch_s)
-        return Option(exp, True, peak, fit_basis, row.epoch_s, row.epoch_s, row.epoch_s, True,
-                      f"measured: {_runs_text(row)} on host {row.host[:8]}", row.run)
-    run = _transfer_run(rows, records, rec.deciding.host if rec.deciding else None)
-    if run is None:
-        return Option(exp, True, peak, fit_basis, None, None, None, False, "no kernel-level profile to carry over",
-                      None)
-    try:
-        p = transfer.runtime_on(run, hw)
-    except InputError as exc:
-        return Option(exp, True, peak, fit_basis, None, None, None, False, f"not modelled: {exc}", run.run)
-    return Option(exp, True, peak, fit_basis, p.runtime_s, p.low_s, p.high_s, p.measured, p.basis, run.run)
+    est, why = epoch.try_epoch_on(runs, hw)
+    if est is None:
+        return Option(exp, True, peak, fit_basis, None, None, None, False, why or "not modelled", None)
+    return Option(exp, True, peak, fit_basis, est.epoch_s, est.low_s, est.high_s, est.measured, est.basis, est.run,
+                  est)
 
 
 def class_answers(rec: Recommendation, records: list[RunRecord], classes: list[str] | None = None,
                   prices: str | Path | None = DEFAULT_PRICES) -> list[ClassAnswer]:
     """One ClassAnswer per class of CLASSES (default hardware.shown()) for the candidates REC rests on."""
-    by_path = {str(r.path): r for r in records}
+    matrix = [r for r in records if is_matrix(r)]
     names = sorted({r.experiment for r in rec.rows if r.in_band or r.experiment == rec.experiment})
     table = read_prices(prices) if prices else {}
     currency = price_currency(prices) if prices else None
@@ -138,7 +106,7 @@ def class_answers(rec: Recommendation, records: list[RunRecord], classes: list[s
     for hw in classes or hardware.shown():
         spec = hardware.require(hw)
         capacity = planner.capacity_gib(spec)
-        options = [_option(n, rec.of(n), hw, capacity, rec, by_path) for n in names]
+        options = [_option(n, hw, capacity, [r for r in matrix if r.experiment == n]) for n in names]
         timed = [o for o in options if o.fits and o.epoch_s is not None]
         if hw == rec.hw and rec.experiment:
             choice = next((o for o in timed if o.experiment == rec.experiment), None)

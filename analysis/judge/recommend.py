@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.estimate import epoch
 from analysis.judge import config
 from analysis.judge import pairs as paired
 from analysis.judge.band import loss_against
@@ -214,13 +215,6 @@ def seed_epochs(records: list[RunRecord], timed_only: bool = True) -> dict[tuple
     return out
 
 
-def _cap_gib(rec: RunRecord) -> float | None:
-    cap = rec.mem_cap
-    if isinstance(cap, dict) and cap.get("applied") and isinstance(cap.get("requested_gib"), (int, float)):
-        return float(cap["requested_gib"])
-    return None
-
-
 def host_epochs(records: list[RunRecord], timed_only: bool = True) -> list[HostEpochs]:
     """One row per (hw, matrix recipe, host) with full epochs, the first one deciding, fastest first per host.
     TIMED_ONLY: the runs counted() keeps (else every run, made before the harness fix or not)."""
@@ -251,7 +245,7 @@ def host_epochs(records: list[RunRecord], timed_only: bool = True) -> list[HostE
             epoch_s=repeats.spread(epochs).median,  # type: ignore[union-attr]  # epochs is never empty
             load_s=(lambda sp: sp.median if sp else None)(repeats.spread(jobtime.job_time(r).load_s for r in runs)),
             tokens_per_s=throughput.throughput(first).tokens_per_s, peak_gib=first.peak_mem_gib,
-            cap_gib=_cap_gib(first), warm_s=tuple(jobtime.job_time(r).epoch_s for r in runs[1:]),
+            cap_gib=epoch.cap_gib(first), warm_s=tuple(jobtime.job_time(r).epoch_s for r in runs[1:]),
             eval_step=lc.eval_step if lc else None, eval_loss=lc.eval_loss if lc else None,
             seed_eval_loss=lc.ref_eval_loss if lc else None, seed_range=lc.seed_range if lc else None,
             in_band=lc.counts if lc else None, seed=seed,

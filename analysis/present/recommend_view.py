@@ -50,7 +50,7 @@ REPEAT_COLUMNS = ["hw", "experiment", "host", "harness", "runs", "epoch_s", "epo
 HARNESS_COLUMNS = ["experiment", "hw", "host", "set", "round", "launcher_run", "plain_run", "launcher_s", "plain_s",
                    "launcher_x_plain"]
 CLASS_COLUMNS = ["hw", "name", "capacity_gib", "recipe", "fits", "fit_basis", "epoch_s", "low_s", "high_s",
-                 "measured", "basis", "run", "gpu_hours", "price_per_gpu_hour", "currency", "cost", "close"]
+                 "measured", "basis", "run", "startup_s", "job_s", "gpu_hours", "price_per_gpu_hour", "currency", "cost", "close"]
 ORDER_COLUMNS = ["faster", "slower", "hosts", "basis", "undetermined", "settle"]
 
 
@@ -129,7 +129,9 @@ def classes_frame(classes: list[ClassAnswer]) -> pd.DataFrame:
                      "fit_basis": ch.fit_basis if ch else "no matrix recipe is shown to fit",
                      "epoch_s": ch.epoch_s if ch else None, "low_s": ch.low_s if ch else None,
                      "high_s": ch.high_s if ch else None, "measured": ch.measured if ch else None,
-                     "basis": ch.basis if ch else None, "run": ch.run if ch else None, "gpu_hours": c.gpu_hours,
+                     "basis": ch.basis if ch else None, "run": ch.run if ch else None,
+                     "startup_s": ch.startup_s if ch else None, "job_s": ch.job_s if ch else None,
+                     "gpu_hours": c.gpu_hours,
                      "price_per_gpu_hour": c.price_per_gpu_hour, "currency": c.currency, "cost": c.cost,
                      "close": ", ".join(c.close) or None})
     return pd.DataFrame(rows, columns=CLASS_COLUMNS)
@@ -176,8 +178,8 @@ def _x_seed(rec: Recommendation, d: HostEpochs) -> str:
         return ""
     per_round = d.x_seed_spread
     if per_round is not None and per_round.n > 1:
-        return (f" against {seconds_text(seed.seconds)} for the published seed recipe on the same host "
-                f"({per_round.median:.1f}x sooner, median of {per_round.n} paired rounds, "
+        return (f" against {seconds_text(seed.seconds)} for the published seed recipe on host {d.host[:8]} "
+                f"({per_round.median:.1f}x sooner, median of {per_round.n} paired rounds there, "
                 f"{span(per_round.low, per_round.high)}x)")
     where = ("the same host" if seed.full else
              f"the same host, whose seed epoch is a lower bound from a {seed.steps_run}-step cut run")
@@ -220,15 +222,19 @@ def sentence(rec: Recommendation, classes: list[ClassAnswer] | None = None) -> s
     if rec.experiment is None or d is None:
         return f"No recommended recipe yet: {rec.note}."
     gpu = short(rec.hw) if rec.hw else "this GPU"
-    es = rec.epoch_range()
-    runs = d.epoch_spread
-    if runs is not None and runs.n > 1:  # the spread the figure rests on: its runs on the deciding host
-        when = (f"{span(runs.low, runs.high)} s on the {gpu} (median {seconds_text(runs.median)}, {runs.n} runs, "
-                f"one host")
+    est = next((c.choice.estimate for c in classes or [] if c.hw == rec.hw and c.choice is not None
+                and c.choice.experiment == rec.experiment and c.choice.estimate is not None), None)
+    if est is not None:  # the estimator's figure, the class table's: every host's full epochs
+        hosts = f"{est.hosts} host{'s' if est.hosts != 1 else ''}"
+        when = (f"{span(est.low_s, est.high_s)} s on the {gpu} (median {seconds_text(est.epoch_s)}, {est.runs} runs "
+                f"on {hosts}" if est.runs > 1 else f"{seconds_text(est.epoch_s)} on the {gpu} (one run")
+        if est.startup_s is not None:
+            when += f"; start-up {seconds_text(est.startup_s)} before it"
     else:
-        when = f"{seconds_text(d.epoch_s)} on the {gpu} (one run"
-    others = len(rec.chosen) - 1
-    over = (f"; {span(*es)} s over {len(rec.chosen)} hosts" if others and es and es[0] != es[1] else "") + ")"
+        runs = d.epoch_spread
+        when = (f"{span(runs.low, runs.high)} s on the {gpu} (median {seconds_text(runs.median)}, {runs.n} runs, "
+                "one host" if runs is not None and runs.n > 1 else f"{seconds_text(d.epoch_s)} on the {gpu} (one run")
+    over = ")"
     if rec.experiment == SEED_EXPERIMENT:
         head = f"For this job, the published recipe ({rec.experiment}) is the fastest measured"
     else:

@@ -342,8 +342,8 @@ ANSWER_RECIPES = {"experiment": "recipe", "pair": "host", "harness": "harness", 
                   "x_rounds": "x seed per round (n)", "seed": "seed epoch s", "eval_loss": "eval loss",
                   "in_band": "in band"}
 ANSWER_CLASSES = {"hw": "GPU class", "capacity_gib": "GiB", "recipe": "recipe", "fit_basis": "fits",
-                  "epoch": "epoch s", "gpu_hours": "GPU-h", "price_per_gpu_hour": "price/h", "cost": "cost",
-                  "how": "time"}
+                  "epoch": "epoch s", "startup": "start-up s", "gpu_hours": "job GPU-h",
+                  "price_per_gpu_hour": "price/h", "cost": "job cost", "how": "time"}
 
 
 def _seed_cell(epoch: float | None, basis: str | None) -> str | None:
@@ -387,10 +387,11 @@ def answer_md(t: Tables) -> str:
                                          open_rows["settle"])) + "."]
     cls = t.classes.copy()
     if not cls.empty:
-        cls["epoch"] = [None if pd.isna(e) else (f"{e:.1f}" if m else f"{e:.1f} ({lo:.1f}-{hi:.1f})")
-                        for e, lo, hi, m in zip(cls["epoch_s"], cls["low_s"], cls["high_s"], cls["measured"])]
-        cls["how"] = ["measured" if m is True else ("modelled from the H200 run's profile" if isinstance(b, str)
-                                                     and b.startswith("modelled") else b)
+        cls["epoch"] = [None if pd.isna(e) else (f"{e:.1f}" if lo == hi else f"{e:.1f} ({lo:.1f}-{hi:.1f})")
+                        for e, lo, hi in zip(cls["epoch_s"], cls["low_s"], cls["high_s"])]
+        cls["startup"] = [None if pd.isna(x) else f"{x:.1f}" for x in cls["startup_s"]]
+        cls["how"] = [(b.split(" (")[0] if m is True else "modelled from the H200 run's profile")
+                      if isinstance(b, str) and (m is True or b.startswith("modelled")) else b
                       for m, b in zip(cls["measured"], cls["basis"])]
         parts += ["", render(cls[list(ANSWER_CLASSES)].rename(columns=ANSWER_CLASSES), "md")]
     return "\n".join(parts)
