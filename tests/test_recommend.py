@@ -226,7 +226,7 @@ def test_tables_cli_names_one_recommended_recipe_from_same_host_full_epochs():
     row = next(r for r in out["recipes"] if r["run"] == pick["run"] and r["host"] == pick["host"])
     assert (row["x_seed_rounds"] or None) == (len(ratios) or None)
     assert pick["epoch_x_seed"] == pytest.approx(statistics.median(ratios) if ratios else
-                                                 jobtime.epoch_ratio(pick["seed_epoch_s"], pick["epoch_s"]))
+                                                 jobtime.epoch_ratio(pick["seed_epoch_s"], pick["host_epoch_s"]))
     assert pick["command"].startswith("swift sft") and "experiments.launch" not in pick["command"]
     assert {r["experiment"] for r in out["recipes"] if r["recommended"]} == {pick["experiment"]}
     # every other counted recipe is slower on a host holding both, or named undetermined

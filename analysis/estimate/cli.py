@@ -264,11 +264,13 @@ def _print(plans: list[PlanRow], prices: str | None = None) -> None:
         t.add_row(p.hw, f"{p.capacity_gib:.1f}", f"{p.needs_gib:.1f}",
                   {"yes": "yes", "tight": "tight", "no": "NO"}[p.fit], str(p.max_batch), _logged(p),
                   f"{p.step_time_s:.3g}" if fits else "-", _total(p) if fits else "-",
-                  _hours(p.startup_s) if fits else "-", f"{p.total_hours * p.gpus:.3g}" if fits and p.total_hours is not None else "-",
+                  _hours(p.startup_s) if fits else "-",
+                  f"{p.total_hours * p.gpus:.3g}" if fits and p.total_hours is not None else "-",
                   "-" if p.cost is None else f"{p.cost:.2f}", p.time_source)
     console.print(t)
     if not prices:
-        console.print(f"job cost: the job's GPU-hours (start-up + epoch) x the built-in price table ({DEFAULT_PRICES.name}: "
+        console.print(f"job cost: the job's GPU-hours (start-up + epoch) x the built-in price table "
+                      f"({DEFAULT_PRICES.name}: "
                       f"{price_source(DEFAULT_PRICES) or 'list prices'}), in USD; --prices FILE for yours",
                       highlight=False, markup=False)
     else:

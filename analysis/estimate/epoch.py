@@ -25,7 +25,7 @@ from analysis.measure import jobtime, repeats
 from analysis.parse.record import RunRecord
 from experiments.base.errors import InputError
 
-MEASURED, PROFILED, SCALED, ROOFLINE = "measured", "profiled", "scaled", "roofline"
+MEASURED, PROFILED = "measured", "profiled"  # as planner.ClassTime.kind names them
 
 
 @dataclass(frozen=True)
@@ -55,13 +55,6 @@ class EpochEstimate:
         """What a user waits for and pays: start-up + epoch."""
         return self.epoch_s + (self.startup_s or 0.0)
 
-    @property
-    def job_low_s(self) -> float:
-        return self.low_s + (self.startup_s or 0.0)
-
-    @property
-    def job_high_s(self) -> float:
-        return self.high_s + (self.startup_s or 0.0)
 
 
 def countable(records: list[RunRecord], timed_only: bool = True) -> list[RunRecord]:
@@ -127,7 +120,7 @@ def modelled_on(runs: list[RunRecord], hw: str, profiled: RunRecord | None = Non
     startup = _startup(src)
     # the model's ratio (this class / the profiled run's own epoch) applied to the profiled class's measured figure:
     # so that two classes compare as the model says, not as the profiled run's host happened to run that day
-    home = measured_on(runs, prof.hw)
+    home = measured_on(runs, str(prof.hw))
     own = jobtime.job_time(prof).epoch_s
     k = home.epoch_s / own if home is not None and own else 1.0
     basis = p.basis if k == 1.0 else (f"{p.basis}; x {k:.3f}: the {prof.hw}'s measured median "

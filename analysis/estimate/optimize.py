@@ -8,8 +8,8 @@ recipe (batch 1 x 16, padded rows, no Liger, checkpointing on). A candidate fits
 model says `yes` (needs within the card's GiB) or a committed full epoch of it trained within them; its time is the
 one estimator's (analysis.estimate.epoch: the answer's and plan's) where the recipe has committed full epochs, else
 a committed profile carried over or scaled from the reference profiles (planner._class_time) x steps x what a full
-epoch adds. GPU-hours and cost are the job's: start-up + epoch. Within a class the fastest is also the cheapest (cost = hours x
-one price); `cost` orders the classes by cost instead of time.
+epoch adds. GPU-hours and cost are the job's: start-up + epoch. Within a class the fastest is also the cheapest
+(cost = hours x one price); `cost` orders the classes by cost instead of time.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from analysis.estimate.lengths import Lengths, batch_stats, job_lengths
 from analysis.estimate.prices import DEFAULT_PRICES, price_table
 from analysis.estimate.workload import capacity_gib, constants, fit_verdict, memory
 from experiments.base import hardware
-from experiments.recipes import recipes
 from experiments.base.errors import InputError
+from experiments.recipes import recipes
 
 GLOBAL_BATCH = 16
 SPLITS = ((16, 1), (8, 2), (4, 4), (2, 8), (1, 16))

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analysis.estimate import prices as price_tables
 from analysis.estimate import epoch, scaled, transfer
+from analysis.estimate import prices as price_tables
 from analysis.estimate.constants import Constants
 from analysis.estimate.jobinputs import METHODS as METHODS
 from analysis.estimate.jobinputs import args_from_run as args_from_run

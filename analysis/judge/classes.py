@@ -23,6 +23,7 @@ from analysis.judge.recommend import Recommendation, recommend
 from analysis.parse.record import RunRecord
 from analysis.parse.results import is_matrix
 from experiments.base import hardware
+from experiments.recipes import recipes
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class ClassAnswer:
     close: tuple[str, ...]
     price_per_gpu_hour: float | None
     currency: str | None
+    command: str | None = None  # the class's recipe as a command to paste (recipes.copyable), ms-swift's spelling
 
     @property
     def gpu_hours(self) -> float | None:
@@ -114,9 +116,11 @@ def class_answers(rec: Recommendation, records: list[RunRecord], classes: list[s
             choice = min(timed, key=lambda o: o.epoch_s or 0.0, default=None)
         close = tuple(o.experiment for o in timed if choice and o is not choice and o.low_s is not None
                       and choice.high_s is not None and hw != rec.hw and o.low_s <= choice.high_s)
+        command = recipes.copyable(choice.experiment, rec.swift_version) \
+            if choice is not None and rec.swift_version else None
         out.append(ClassAnswer(hw=hw, name=spec["name"], capacity_gib=capacity, choice=choice,
                                options=tuple(options), close=close, price_per_gpu_hour=table.get(hw),
-                               currency=currency))
+                               currency=currency, command=command))
     return out
 
 

@@ -13,9 +13,9 @@ host (experiments/run/rounds.py). The rule is in docs/recommend.md:
 """
 from __future__ import annotations
 
-from collections import Counter
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass
 
 MIN_ROUNDS = 3

@@ -50,7 +50,8 @@ REPEAT_COLUMNS = ["hw", "experiment", "host", "harness", "runs", "epoch_s", "epo
 HARNESS_COLUMNS = ["experiment", "hw", "host", "set", "round", "launcher_run", "plain_run", "launcher_s", "plain_s",
                    "launcher_x_plain"]
 CLASS_COLUMNS = ["hw", "name", "capacity_gib", "recipe", "fits", "fit_basis", "epoch_s", "low_s", "high_s",
-                 "measured", "basis", "run", "startup_s", "job_s", "gpu_hours", "price_per_gpu_hour", "currency", "cost", "close"]
+                 "measured", "basis", "run", "startup_s", "job_s", "gpu_hours", "price_per_gpu_hour", "currency",
+                 "cost", "close", "command"]
 ORDER_COLUMNS = ["faster", "slower", "hosts", "basis", "undetermined", "settle"]
 
 
@@ -133,7 +134,7 @@ def classes_frame(classes: list[ClassAnswer]) -> pd.DataFrame:
                      "startup_s": ch.startup_s if ch else None, "job_s": ch.job_s if ch else None,
                      "gpu_hours": c.gpu_hours,
                      "price_per_gpu_hour": c.price_per_gpu_hour, "currency": c.currency, "cost": c.cost,
-                     "close": ", ".join(c.close) or None})
+                     "close": ", ".join(c.close) or None, "command": c.command})
     return pd.DataFrame(rows, columns=CLASS_COLUMNS)
 
 
@@ -146,13 +147,19 @@ def orders_frame(rec: Recommendation) -> pd.DataFrame:
 
 
 def recommended_frame(rec: Recommendation, classes: list[ClassAnswer]) -> pd.DataFrame:
-    """The recommendation as one row: the deciding run's epoch and x seed, their ranges over hosts, the command and
+    """The recommendation as one row: its epoch on its class as the one estimator gives it (every host's full epochs;
+    the class table's and plan's figure), the deciding host's own epoch (host_epoch_s) and x seed, the command and
     the sentence."""
     d = rec.deciding
     xs, es = rec.x_seed_range(), rec.epoch_range()
+    est = next((c.choice.estimate for c in classes if c.hw == rec.hw and c.choice is not None
+                and c.choice.experiment == rec.experiment and c.choice.estimate is not None), None)
+    if est is not None:  # the one estimator's figure: the class table's and plan's
+        es = (est.low_s, est.high_s)
     row = {"experiment": rec.experiment, "hw": rec.hw, "host": d.host if d else None, "run": d.run if d else None,
-           "epoch_s": d.epoch_s if d else None, "epoch_low_s": es[0] if es else None,
-           "epoch_high_s": es[1] if es else None, "hosts": len(rec.chosen),
+           "epoch_s": est.epoch_s if est else (d.epoch_s if d else None), "epoch_low_s": es[0] if es else None,
+           "epoch_high_s": es[1] if es else None, "host_epoch_s": d.epoch_s if d else None,
+           "startup_s": est.startup_s if est else None, "hosts": len(rec.chosen),
            "warm_epoch_s": d.warm_epoch_s if d else None, "epoch_x_seed": d.epoch_x_seed if d else None,
            "x_seed_low": xs[0] if xs else None, "x_seed_high": xs[1] if xs else None,
            "seed_epoch_s": d.seed.seconds if d and d.seed else None,

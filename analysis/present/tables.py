@@ -394,7 +394,24 @@ def answer_md(t: Tables) -> str:
                       if isinstance(b, str) and (m is True or b.startswith("modelled")) else b
                       for m, b in zip(cls["measured"], cls["basis"])]
         parts += ["", render(cls[list(ANSWER_CLASSES)].rename(columns=ANSWER_CLASSES), "md")]
+        parts += class_commands_md(t.classes, str(top.get("experiment")))
     return "\n".join(parts)
+
+
+def class_commands_md(classes: pd.DataFrame, recommended: str) -> list[str]:
+    """Each class's command where its recipe is not the recommended one (printed above): one line to paste, with
+    how its fit was shown and how its time was obtained."""
+    out: list[str] = []
+    other = classes[classes["command"].notna() & (classes["recipe"] != recommended)]
+    same = [P.short(h) for h in classes[classes["recipe"] == recommended]["hw"]]
+    for recipe, group in other.groupby("recipe", sort=False):
+        names = " and ".join(P.short(h) for h in group["hw"])
+        how = "measured" if group["measured"].all() else "modelled"
+        out += ["", f"For the {names}: recipe {recipe} ({group['fit_basis'].iloc[0]} on the H200; its time on "
+                    f"{'it' if len(group) == 1 else 'them'} {how}), one line to paste"
+                    + (f" (the {', '.join(same)} take the command above)" if same else "") + ":", "", "```bash",
+                " ".join(str(group["command"].iloc[0]).split(" \\\n  ")), "```"]
+    return out
 
 
 def run(args) -> int:

@@ -61,6 +61,7 @@ class SeedRecipe:
     samples: int
     epochs: int
     lora_rank: int
+    mean_len: int | None = None  # the runs' mean sample length (as --from-args reads it), so that plan's data matches
 
 
 def seed_recipe(ctx: Context) -> SeedRecipe:
@@ -70,17 +71,19 @@ def seed_recipe(ctx: Context) -> SeedRecipe:
     runs = P.seed_runs(ctx.picked)
     max_length = int(rec.get("max_length") or 2048)
     longest = max((r.train_tokens_max for r in runs if r.train_tokens_max), default=None)
+    means = [r.train_tokens_mean for r in runs if r.train_tokens_mean]
     samples = max((r.train_samples for r in runs if r.train_samples), default=None) \
         or int(P.epoch(ctx.pub).samples or 1500)
     return SeedRecipe(model=str(rec.get("model")), method=rec.get("train_type") or rec.get("tuner_type") or "lora",
                       max_length=max_length, seq_len=min(int(longest), max_length) if longest else None,
                       batch=int(rec.get("per_device_train_batch_size") or 1),
                       grad_accum=int(rec.get("gradient_accumulation_steps") or 1), samples=int(samples),
-                      epochs=int(rec.get("num_train_epochs") or 1), lora_rank=int(rec.get("lora_rank") or 8))
+                      epochs=int(rec.get("num_train_epochs") or 1), lora_rank=int(rec.get("lora_rank") or 8),
+                      mean_len=round(sum(means) / len(means)) if means and longest else None)
 
 
 def predictions(ctx: Context) -> dict[str, planner.PlanRow]:
-    """hw -> the planner's estimate of the seed recipe on that class (its roofline figures are the predicted row)."""
+    """hw -> the planner's estimate of the seed recipe on that class (the predicted row: its time, as `plan`'s)."""
     plans = planner.estimate(hw=classes(ctx), results=ctx.results_dir, **asdict(seed_recipe(ctx)))
     return {p.hw: p for p in plans}
 
@@ -155,15 +158,21 @@ def measured_row(rec: RunRecord, capacity: float, best: ClassCell) -> AnswerRow:
 
 
 def predicted_row(p: planner.PlanRow, best: ClassCell) -> AnswerRow:
+    """The planner's row: its time where it has one (the one estimator's, as `plan` prints it), else the roofline's;
+    the GPU's busy share is the roofline's."""
     roof = p.roofline
+    timed = p.total_time_s is not None and p.step_time_s is not None
+    how = f"{p.time_kind} time ({p.time_source})" if timed else "roofline time"
     return AnswerRow(hw=p.hw, gpu=_gpu(p.hw), source="predicted", run=None, host=None, gpus=1,
-                     labels="planner (analysis/estimate/planner.py): roofline time, memory model",
+                     labels=f"planner (analysis/estimate/planner.py): {how}, memory model",
                      detail="planner" + ("" if p.fits else "; does NOT fit"),
-                     ms_per_sample=roof.ms_per_sample, ms_per_step=roof.step_time_s * 1000,
-                     tokens_per_s=roof.tokens_per_s, peak_gib=p.logged_peak_gib, capacity_gib=p.capacity_gib,
-                     fits=p.fits, gpu_busy_frac=roof.gpu_busy_frac, epoch_steps=p.steps,
-                     epoch_s=roof.total_time_s, gpu_hours=roof.total_time_s / 3600, largest_batch=p.max_batch,
-                     best=best)
+                     ms_per_sample=p.ms_per_sample if timed else roof.ms_per_sample,
+                     ms_per_step=(p.step_time_s if timed and p.step_time_s else roof.step_time_s) * 1000,
+                     tokens_per_s=p.tokens_per_s if timed else roof.tokens_per_s, peak_gib=p.logged_peak_gib,
+                     capacity_gib=p.capacity_gib, fits=p.fits, gpu_busy_frac=roof.gpu_busy_frac, epoch_steps=p.steps,
+                     epoch_s=p.total_time_s if timed else roof.total_time_s,
+                     gpu_hours=(p.total_time_s if timed and p.total_time_s else roof.total_time_s) / 3600,
+                     largest_batch=p.max_batch, best=best)
 
 
 def published_row(ctx: Context, hw: str, capacity: float) -> AnswerRow | None:
@@ -410,7 +419,7 @@ def answer_section(ctx: Context) -> str:
     labels = short_labels(measured)
     epoch_steps = next((r.epoch_steps for r in rows if r.epoch_steps), None)
     fig = plots.answer_figure(df, "The seed recipe per GPU class: ms per sample", labels + " Predicted: the "
-                              "planner's roofline. Published: the article (its 'step' is one sample).")
+                              "planner's time (as `plan`). Published: the article (its 'step' is one sample).")
     figure = H.figure(ctx, fig, "answer.png", "ms per sample per GPU class: measured here, predicted by the planner, "
                       "published by the article. " + labels)
     recipe = (f"the seed recipe: {H.e(kw.model.split('/')[-1])} LoRA r{kw.lora_rank}, batch {kw.batch} x "
@@ -418,8 +427,9 @@ def answer_section(ctx: Context) -> str:
               + (f" = {epoch_steps} optimizer steps" if epoch_steps else ""))
     note = (f"<b>Planner error on the runs we made</b> (estimate / measured - 1): {H.e(error_text(err))}; see "
             "Estimates vs measurements. <b>measured</b>: here, one row per host "
-            f"({H.e(labels.removeprefix('Labels: '))}); <b>predicted</b>: the planner for the same recipe (roofline "
-            "time, memory model; analysis/estimate/planner.py; most of each predicted step is its host overhead, "
+            f"({H.e(labels.removeprefix('Labels: '))}); <b>predicted</b>: the planner for the same recipe (its time "
+            "as `swiftbench plan` prints it, the one estimator's: measured, or the H200 profile carried over; the "
+            "memory model; analysis/estimate/planner.py; most of each predicted step is its host overhead, "
             "measured on the H200's hosts: no prediction for another GPU has been checked on that GPU); "
             "<b>published</b>: the ms-swift hardware article, ms per sample only (its tokens/s assume "
             "2,048 tokens a sample; its memory column is illegible). <i>epoch</i>: the epoch at the steady median "
