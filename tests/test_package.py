@@ -175,7 +175,7 @@ def test_installed_plugin_is_the_one_the_answer_names(installed):
     assert path.read_bytes() == (REPO / "experiments" / "recipes" / "swift_plugin.py").read_bytes()
     answer = _run([installed["python"], "-m", "analysis.cli", "tables", RESULTS, "--answer"],
                   cwd=installed["work"], env=installed["env"]).stdout
-    assert '--external_plugins "$(swiftbench plugin)"' in answer and "experiments.launch" not in answer
+    assert f"--external_plugins {recipes.PLUGIN_SHELL}" in answer and "experiments.launch" not in answer
 
 
 def test_installed_tables_on_the_committed_results(installed):
