@@ -98,7 +98,7 @@ chromium:
 
 # ruff and mypy, their settings in pyproject.toml; `make test` runs it first (so CI does: .ci/run calls `make test`).
 lint: $(STAMP)
-	$(VPY) -m ruff check experiments analysis tests notebooks seeds
+	$(VPY) -m ruff check experiments analysis tests notebooks seeds swiftbench
 	$(VPY) -m mypy
 	$(VPY) -m vulture
 
