@@ -45,7 +45,7 @@ BUCKET      ?=
 IMAGE       ?=
 DRYRUN      ?=
 
-.PHONY: chromium help venv lint test test-fast tables claims parse run-all claims-gpu report wheelhouse wheelhouse-lite install-offline fixtures clean fleet fleet-collect
+.PHONY: chromium help venv lint test test-fast tables claims parse estimator-data run-all claims-gpu report wheelhouse wheelhouse-lite install-offline fixtures clean fleet fleet-collect
 
 help:
 	@echo "make test                         set up .venv (CPU torch, ms-swift), lint, and run every test"
@@ -53,6 +53,7 @@ help:
 	@echo "make report                       executed report notebook -> report/index.html"
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
 	@echo "make parse [RESULTS=results]      one row per run folder: status, complete, steps, ms/step, tokens/s, peak, MFU"
+	@echo "make estimator-data               data/committed-runs: the committed runs' files the planner reads, for the wheel"
 	@echo "make claims [RESULTS=results]     the claims audit's verdicts (analysis/judge/claims.yaml); PLAN=1: its GPU plan too"
 	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan (experiments/recipes/claims/plan.yaml), one lane per GPU"
 	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s] [GPUS=1,2] [PARALLEL=ddp,zero3] [QUICK=1|BUDGET=180s] [REPEAT=1] [REPEATS=3 [PLAIN=fast]] [PROFILE=1]"
@@ -97,7 +98,7 @@ chromium:
 
 # ruff and mypy, their settings in pyproject.toml; `make test` runs it first (so CI does: .ci/run calls `make test`).
 lint: $(STAMP)
-	$(VPY) -m ruff check experiments analysis tests notebooks seeds
+	$(VPY) -m ruff check experiments analysis tests notebooks seeds swiftbench
 	$(VPY) -m mypy
 	$(VPY) -m vulture
 
@@ -126,6 +127,11 @@ parse: $(ASTAMP)
 
 claims: $(ASTAMP)
 	$(AVENV)/bin/swiftbench claims $(RESULTS) $(if $(PLAN),--plan)
+
+# The committed runs' files the time estimator reads (data/committed-runs/, package data of the wheel: `swiftbench
+# plan` outside a checkout answers as in it). Run after committing new runs; tests/test_packaged_runs.py fails until then.
+estimator-data: $(ASTAMP)
+	$(AVENV)/bin/python -m analysis.parse.packaged results
 
 fixtures: $(STAMP)
 	$(VPY) tests/fixtures/generate.py

@@ -291,3 +291,36 @@ def test_make_tables_parse_claims_and_report_do_not_need_the_training_venv():
         assert p.returncode == 0, p.stderr
         assert "torch" not in p.stdout and "requirements-swift" not in p.stdout and "[run" not in p.stdout, p.stdout
         assert ".venv-light/bin/swiftbench " + target in p.stdout and "pip install -q -e '.[report]'\n" in p.stdout
+
+
+def test_plugin_copy_makes_the_folder(tmp_path):
+    """`swiftbench plugin --copy DIR` makes DIR (and its parents) when missing; a DIR it cannot make is one line,
+    exit 2."""
+    dest = tmp_path / "a" / "b"
+    p = _run("plugin", "--copy", dest)
+    assert p.returncode == 0, p.stderr
+    copy = Path(p.stdout.strip())
+    assert copy == (dest / "swift_plugin.py").resolve() and copy.read_bytes() == \
+        (Path(__file__).resolve().parents[1] / "experiments" / "recipes" / "swift_plugin.py").read_bytes()
+    (tmp_path / "file").write_text("")
+    p = _run("plugin", "--copy", tmp_path / "file" / "sub")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "cannot make the folder" in p.stderr, p.stderr
+
+
+def test_the_printed_plugin_argument_fails_loudly_without_swiftbench(tmp_path):
+    """The copyable command's plugin argument: bash -n accepts it; with `swiftbench` on PATH it is the plugin's path,
+    without it bash says so and ms-swift gets a name it refuses (not an empty argument)."""
+    from experiments.recipes import recipes
+
+    line = f"printf '%s\\n' --external_plugins {recipes.PLUGIN_SHELL}"
+    assert subprocess.run(["bash", "-n", "-c", line]).returncode == 0
+    bare = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    p = subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=bare, cwd=tmp_path)
+    assert p.stdout.splitlines()[1] == "swiftbench-not-installed" and "swiftbench" in p.stderr, (p.stdout, p.stderr)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "swiftbench").write_text("#!/bin/sh\necho /x/swift_plugin.py\n")
+    (fake / "swiftbench").chmod(0o755)
+    p = subprocess.run(["bash", "-c", line], capture_output=True, text=True, cwd=tmp_path,
+                       env={**bare, "PATH": f"{fake}:/usr/bin:/bin"})
+    assert p.stdout.splitlines() == ["--external_plugins", "/x/swift_plugin.py"] and not p.stderr

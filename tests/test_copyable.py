@@ -14,6 +14,7 @@ import pytest
 from analysis.judge import recommend
 from analysis.parse.results import collect
 from experiments.offline.localdata import make_tiny_local_data
+from experiments.recipes import recipes
 from experiments.run import prepare as run_prepare
 from experiments.run import spec as run_spec
 
@@ -54,7 +55,7 @@ def test_the_printed_recommended_command_trains_with_padding_free_rows(tmp_path)
     model, _, _ = run_prepare.resolve_model(run_spec.DUMMY_TINY, "cpu")
     out = tmp_path / "out"
     command = cpu_command(rec.command, str(model), data, out)
-    assert '--external_plugins "$(swiftbench plugin)"' in command  # the plugin line as printed
+    assert f"--external_plugins {recipes.PLUGIN_SHELL}" in command  # the plugin line as printed
     bindir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '')}", "TOKENIZERS_PARALLELISM": "false",
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "MODELSCOPE_OFFLINE": "1"}

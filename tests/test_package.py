@@ -1,6 +1,7 @@
 """The built wheel works outside the checkout: it carries what the commands need (report notebook, seeds' figures,
-hardware tables, recipes and claims data, the report's CSS), and `swiftbench --version`, `swiftbench tables` and
-`swiftbench report`, run from an installed wheel in a fresh virtual environment, read the committed results/.
+hardware tables, recipes and claims data, the report's CSS, the committed runs the planner reads) under one top-level
+package, swiftbench/, and `swiftbench --version`, `plan`, `plan --optimize`, `plugin`, `tables` and `report`, run from
+an installed wheel in a fresh virtual environment in an empty folder, answer as the checkout does.
 
 The fresh venv gets no dependency installed from an index (that would take minutes): it sees this interpreter's
 site-packages through a plain path line in a .pth file, which adds the folder to sys.path without processing the
@@ -21,10 +22,14 @@ from pathlib import Path
 
 import pytest
 
+from experiments.recipes import recipes
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
 
-# Files the wheel must carry, relative to the installed packages' parent folder (experiments/base/paths.py's ROOT).
+# Files the wheel must carry, relative to the installed packages' parent folder (experiments/base/paths.py's ROOT),
+# which is swiftbench/ in the wheel (TOP): one top-level package in site-packages.
+TOP = "swiftbench"
 NAMED_FILES = [
     "seeds/ms_swift_hw_test.yaml",
     "notebooks/report.ipynb",
@@ -47,6 +52,7 @@ PACKAGE_DATA_GLOBS = [
     "experiments/*/*.txt",
     "experiments/*/*.sh",
     "experiments/recipes/claims/*.yaml",
+    "data/committed-runs/*/*/*/*",
 ]
 PACKAGES = ["analysis", "experiments", "data", "seeds", "notebooks"]
 PROBES = "experiments/probes/"  # one-off probes: in the checkout, never in the wheel
@@ -126,7 +132,8 @@ def installed(tmp_path_factory):
 
 
 def test_wheel_carries_what_the_commands_need(installed):
-    names = set(zipfile.ZipFile(installed["wheel"]).namelist())
+    listed = set(zipfile.ZipFile(installed["wheel"]).namelist())
+    names = {n.removeprefix(TOP + "/") for n in listed}
     missing = [n for n in NAMED_FILES if n not in names]
     for pattern in PACKAGE_DATA_GLOBS:
         missing += [str(p.relative_to(REPO)) for p in sorted(REPO.glob(pattern))
@@ -139,47 +146,124 @@ def test_wheel_carries_what_the_commands_need(installed):
     assert [n for n in names if n.startswith("experiments/recipes/claims/") and n.endswith(".yaml")]
     leaked = sorted(n for n in names if "results/" in n or "tests/" in n or n.startswith(PROBES))
     assert not leaked, f"the wheel carries what it should not: {leaked[:20]}"
-    tops = {n.split("/")[0] for n in names} - set(PACKAGES)
+    tops = {n.split("/")[0] for n in listed} - {TOP}
     assert all(t.endswith(".dist-info") for t in tops), f"unexpected top-level entries in the wheel: {tops}"
+    assert {f"{TOP}/__init__.py", f"{TOP}/__main__.py"} <= listed
     entry_points = zipfile.ZipFile(installed["wheel"]).read(
         next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
-    assert "swiftbench = analysis.cli:main" in entry_points
+    assert "swiftbench = swiftbench:main" in entry_points
+
+
+def test_site_packages_holds_one_top_level_package(installed):
+    """Nothing of the wheel lands in site-packages beside swiftbench/ (and its .dist-info): no `analysis`, `data`,
+    ... to shadow a user's own; without `import swiftbench` the names are not importable from the venv."""
+    site, dist = installed["site"], installed["site"] / "swiftbench-0.1.0.dist-info"
+    ours = {p.name for p in site.iterdir()} - {"_swiftbench_test_deps.pth", "_swiftbench_test_probe.pth"}
+    assert ours == {TOP, dist.name} or ours == {TOP, dist.name, "__pycache__"}, ours
+    record = [line.split(",")[0] for line in (next(site.glob("swiftbench-*.dist-info")) / "RECORD").read_text()
+              .splitlines()]
+    stray = [r for r in record if r.split("/")[0] not in (TOP, next(site.glob("swiftbench-*.dist-info")).name)
+             and not r.endswith("bin/swiftbench")]
+    assert not stray, stray
+    for name in PACKAGES:
+        assert not (site / name).exists(), name
+    p = subprocess.run([installed["python"], "-c", "import analysis"], cwd=installed["work"], env=installed["env"],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "No module named 'analysis'" in p.stderr, p.stderr
 
 
 def test_installed_package_imports_from_the_venv(installed):
     python, work, env, venv = installed["python"], installed["work"], installed["env"], installed["venv"]
-    out = _run([python, "-c", "import json, analysis, experiments.base.paths as p, seeds, notebooks; print(json.dumps("
+    out = _run([python, "-c", "import json, swiftbench, analysis, experiments.base.paths as p, seeds, notebooks; "
+                "print(json.dumps("
                 "[analysis.__file__, str(p.ROOT), str(p.SEEDS_DIR), str(p.NOTEBOOKS), str(p.DATA)]))"],
                cwd=work, env=env).stdout
     analysis_file, root, seeds_dir, notebooks_dir, data_dir = json.loads(out)
     assert _inside(analysis_file, venv) and not _inside(analysis_file, REPO), analysis_file
-    assert Path(root).resolve() == installed["site"].resolve()
+    assert Path(root).resolve() == (installed["site"] / TOP).resolve()
     for path in (Path(seeds_dir) / "ms_swift_hw_test.yaml", Path(notebooks_dir) / "report.ipynb",
                  Path(data_dir) / "hardware.yaml"):
         assert path.is_file(), f"not installed: {path}"
 
-    version = _run([python, "-m", "analysis.cli", "--version"], cwd=work, env=env).stdout.split()
+    version = _run([python, "-m", "swiftbench", "--version"], cwd=work, env=env).stdout.split()
     assert version[0] == "swiftbench" and version[1][0].isdigit(), version
     assert _run([venv / "bin" / "swiftbench", "--version"], cwd=work, env=env).stdout.split() == version
 
 
 def test_installed_plugin_is_the_one_the_answer_names(installed):
-    """The answer's command names the plugin as `"$(swiftbench plugin)"`: the installed command prints the path of a
-    file of the installed package, the same bytes as the checkout's (issue 36's bar: the plugin is in the wheel)."""
+    """The answer's command names the plugin as recipes.PLUGIN_SHELL (`"$(swiftbench plugin || ...)"`): the installed
+    command prints the path of a file of the installed package, the same bytes as the checkout's (issue 36's bar: the
+    plugin is in the wheel)."""
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
-    assert "experiments/recipes/swift_plugin.py" in names
+    assert f"{TOP}/experiments/recipes/swift_plugin.py" in names
     out = _run([installed["venv"] / "bin" / "swiftbench", "plugin"], cwd=installed["work"],
                env=installed["env"]).stdout.strip()
     path = Path(out)
     assert path.is_file() and _inside(str(path), installed["venv"]) and path.name == "swift_plugin.py"
     assert path.read_bytes() == (REPO / "experiments" / "recipes" / "swift_plugin.py").read_bytes()
-    answer = _run([installed["python"], "-m", "analysis.cli", "tables", RESULTS, "--answer"],
+    answer = _run([installed["venv"] / "bin" / "swiftbench", "tables", RESULTS, "--answer"],
                   cwd=installed["work"], env=installed["env"]).stdout
-    assert '--external_plugins "$(swiftbench plugin)"' in answer and "experiments.launch" not in answer
+    assert f"--external_plugins {recipes.PLUGIN_SHELL}" in answer and "experiments.launch" not in answer
+
+
+# The planner's questions of issue 43: the installed wheel, from an empty folder, reads the committed runs it carries
+# (data/committed-runs) and answers as the checkout does from its results/.
+PLAN_QUESTIONS = [["--hw", "h100"], ["--optimize", "time"], ["--optimize", "time", "--model", "Qwen2.5-7B"]]
+_SOURCE_LINE = "measured times and profiles come from"
+
+
+def _plan_figures(text: str, roots: list[Path]) -> object:
+    """`plan --json` output with the install's own paths named alike and the line naming the runs' folder left out
+    (it names results/ in the checkout, the packaged copy in the wheel: test_packaged_runs.py checks that line)."""
+    for root in roots:
+        text = text.replace(str(root), "<ROOT>")
+
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [strip(v) for v in x if not (isinstance(v, str) and _SOURCE_LINE in v)]
+        return x
+
+    return strip(json.loads(text))
+
+
+def _table_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "\u2502" in line or "\u2503" in line]
+
+
+def _checkout_plan(monkeypatch, capsys, *args: str) -> str:
+    """`python -m analysis.cli plan ARGS` in the checkout (in this process: the results/ scan is read once)."""
+    from analysis.cli import main
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("COLUMNS", "250")
+    capsys.readouterr()
+    assert main(["plan", *args]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("question", PLAN_QUESTIONS, ids=" ".join)
+def test_installed_plan_from_an_empty_folder_is_the_checkouts(installed, question, tmp_path, monkeypatch, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = dict(installed["env"], COLUMNS="250")
+    script = installed["venv"] / "bin" / "swiftbench"
+    roots = [installed["site"] / TOP, REPO]
+    there = _run([script, "plan", *question, "--json"], cwd=empty, env=env).stdout
+    here = _checkout_plan(monkeypatch, capsys, *question, "--json")
+    assert _plan_figures(there, roots) == _plan_figures(here, roots)
+    if question == PLAN_QUESTIONS[2]:
+        return  # the figures suffice for the third question
+    table = _run([script, "plan", *question], cwd=empty, env=env).stdout
+    assert _table_rows(table) and _table_rows(table) == _table_rows(_checkout_plan(monkeypatch, capsys, *question))
+    if question[0] == "--hw":  # the footer says where the runs came from
+        assert "the committed runs packaged with swiftbench" in table and "no ./results here" in table
+    assert list(empty.iterdir()) == []  # nothing written into the folder
 
 
 def test_installed_tables_on_the_committed_results(installed):
-    out = _run([installed["python"], "-m", "analysis.cli", "tables", RESULTS, "--format", "json"],
+    out = _run([installed["python"], "-m", "swiftbench", "tables", RESULTS, "--format", "json"],
                cwd=installed["work"], env=installed["env"]).stdout
     tables = json.loads(out)
     rows = [r for r in tables["speedup"]
@@ -195,7 +279,7 @@ def test_installed_report_on_the_committed_results(installed, tmp_path):
     probe, out = tmp_path / "probe", tmp_path / "report"
     probe.mkdir()
     env = dict(installed["env"], SWIFTBENCH_PROBE=str(probe))
-    _run([installed["python"], "-m", "analysis.cli", "report", "--results", RESULTS, "--out", out],
+    _run([installed["python"], "-m", "swiftbench", "report", "--results", RESULTS, "--out", out],
          cwd=installed["work"], env=env, timeout=400)
     assert (out / "index.html").stat().st_size > 10_000
     assert (out / "speedup.csv").read_text().count("\n") > 1

@@ -65,10 +65,10 @@ def test_recipe_hash_changes_with_flags():
 
 
 def _argv_of(command: str, plugin: str) -> list[str]:
-    """A printed command as the argv bash gives swift: its lines joined, `"$(swiftbench plugin)"` as PLUGIN."""
+    """A printed command as the argv bash gives swift: its lines joined, recipes.PLUGIN_SHELL as PLUGIN."""
     import shlex
 
-    return shlex.split(command.replace("\\\n", " ").replace('"$(swiftbench plugin)"', shlex.quote(plugin)))
+    return shlex.split(command.replace("\\\n", " ").replace(recipes.PLUGIN_SHELL, shlex.quote(plugin)))
 
 
 def _flags(argv: list[str]) -> dict[str, list[str]]:

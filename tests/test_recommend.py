@@ -17,6 +17,7 @@ from analysis.measure import jobtime, repeats, steps
 from analysis.parse.results import collect
 from analysis.present import recommend_view
 from analysis.present.tables import tables
+from experiments.recipes import recipes
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
@@ -86,7 +87,7 @@ def test_same_host_pair_is_recommended_with_the_job_time_ratio(tree):
     assert d.epoch_s == jobtime.job_time(recs["best"]).train_runtime_s and d.seed is not None and d.seed.full
     assert d.in_band is True
     assert pick.orders == (recommend.Order("best", "seed", ("5f4daf78e2ab",), "full epochs, one run per host"),)
-    assert "swift sft" in pick.command and "--external_plugins \"$(swiftbench plugin)\"" in pick.command
+    assert "swift sft" in pick.command and f"--external_plugins {recipes.PLUGIN_SHELL}" in pick.command
     text = recommend_view.sentence(pick)
     assert "recipe best" in text and "12.7x sooner" in text and "same host" in text
 

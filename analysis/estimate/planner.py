@@ -58,7 +58,7 @@ from analysis.estimate.workload import run_method as run_method
 from analysis.measure.steps import step_time
 from analysis.parse.record import RunRecord
 from analysis.parse.results import collect
-from experiments.base import hardware
+from experiments.base import hardware, paths
 from experiments.base.errors import InputError
 
 VALIDATED_METHODS = ("lora",)  # methods with committed measurements to check the memory model against
@@ -155,10 +155,10 @@ def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, me
 
 def _collect(results: str | Path | None) -> tuple[list[RunRecord], str | None]:
     if results is None:
-        results = Path("results")
+        results = paths.default_results()  # ./results, else the committed runs packaged with swiftbench
         if not results.is_dir():
             return [], None
-    return collect(results), str(results)
+    return collect(results), paths.results_label(results)
 
 
 # ------------------------------------------------------------------------------------------------ plan

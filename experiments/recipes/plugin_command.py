@@ -1,7 +1,8 @@
 """`swiftbench plugin`: where the ms-swift plugin of the recipes is, so that a copied command can name it.
 
-    swift sft ... --external_plugins "$(swiftbench plugin)" --callbacks ...
-    swiftbench plugin --copy DIR     # a copy of the file in DIR (a machine without swiftbench needs only that file)
+    swift sft ... --external_plugins "$(swiftbench plugin || echo swiftbench-not-installed)" --callbacks ...
+    swiftbench plugin --copy DIR     # a copy of the file in DIR, made when missing (a machine without swiftbench
+                                     # needs only that file)
 """
 from __future__ import annotations
 
@@ -24,9 +25,11 @@ def run(args) -> int:
     path = plugin_path()
     if args.copy is not None:
         dest = Path(args.copy)
-        if not dest.is_dir():
-            raise InputError(dest, "no such folder")
         target = dest / path.name
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file of that name, no permission, a full disk: one line, exit 2
+            raise InputError(dest, f"cannot make the folder: {exc.strerror or exc}") from None
         try:
             shutil.copyfile(path, target)
         except OSError as exc:

@@ -22,10 +22,13 @@ RECIPES_FILE = Path(__file__).resolve().parent / "recipes.yaml"
 # Flags the runner owns for every run: where outputs go and what is being trained on.
 RUN_FLAGS = ("output_dir", "model", "dataset", "max_steps", "add_version")
 # `external_plugins: swiftbench` in a recipe names the package's plugin file (swift_plugin.py beside this module): a
-# run gets its path, a printed command `"$(swiftbench plugin)"`, which prints that path where swiftbench is installed.
+# run gets its path, a printed command `"$(swiftbench plugin || ...)"`, which prints that path where swiftbench is
+# installed. Where it is not, bash says "swiftbench: command not found" and ms-swift refuses the plugin it is given
+# instead ("Cannot import external file: .../swiftbench-not-installed"), before it loads anything: an empty argument
+# would pass unnoticed on the command line. `bash -n` accepts it; one line.
 PLUGIN = "swiftbench"
 MEASURED_SWIFT = "4.6.0"  # the ms-swift every committed GPU run used: a command is spelled for it when none is known
-PLUGIN_SHELL = '"$(swiftbench plugin)"'
+PLUGIN_SHELL = '"$(swiftbench plugin || echo swiftbench-not-installed)"'
 
 
 def plugin_path() -> Path:
@@ -123,7 +126,7 @@ def command_flags(experiment: str, swift_version: str, overrides: dict | None = 
 
 def copyable(experiment: str, swift_version: str, path: str | Path = RECIPES_FILE) -> str:
     """The recipe as a command a user pastes into bash: the article's hub model and datasets, its output folder, the
-    installed ms-swift's spelling of every flag, and the plugin as `"$(swiftbench plugin)"`. A run of the recipe
+    installed ms-swift's spelling of every flag, and the plugin as PLUGIN_SHELL. A run of the recipe
     gives `swift sft` these same arguments, apart from what the runner owns (RUN_FLAGS) and the machine's own
     (tests/test_recipes.py compares them)."""
     f, _ = command_flags(experiment, swift_version, path=path)

@@ -1,6 +1,6 @@
 """swiftbench's plugin for ms-swift: what the recommended recipes need that `swift sft` flags cannot say.
 
-    swift sft ... --external_plugins "$(swiftbench plugin)" [--callbacks NAME [NAME ...]]
+    swift sft ... --external_plugins "$(swiftbench plugin || echo swiftbench-not-installed)" [--callbacks NAME ...]
 
 ms-swift imports this file (`--external_plugins`, BaseArguments.__post_init__) while it reads the arguments, before it
 checks them. Importing it does one thing; each name given to `--callbacks` (ms-swift's callbacks registry) switches on
