@@ -95,3 +95,27 @@ def test_seed_on_the_a10_one_figure_on_every_path(results, tmp_path):
     ctx = Context.load(results, out_dir=tmp_path)
     row = next(r for r in report_answer.answer_rows(ctx) if r.hw == "a10" and r.source == "predicted")
     assert row.epoch_s == pytest.approx(plan["total_time_s"], rel=0.01)
+
+
+def test_an_imported_log_never_becomes_a_classs_figure(results, tmp_path):
+    """An H200 log imported as `--hw a100` is the user's word about its GPU: plan's A100 figure stays what it was,
+    and the report's header keeps the A100 out of "Measured on" (it names the import apart)."""
+    src = tmp_path / "my-swift-output"
+    src.mkdir()
+    for name in ("logging.jsonl", "args.json"):
+        shutil.copy(results / SEED_RUN / name, src / name)
+    tree = tmp_path / "results"
+    shutil.copytree(results, tree)
+    [before] = _cli("plan", "--hw", "a100", "--results", str(tree), "--json")
+    p = subprocess.run([sys.executable, "-m", "analysis.cli", "import", str(src), "--hw", "a100", "--experiment",
+                        "seed", "--results", str(tree)], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert list((tree / "a100").rglob("logging.jsonl"))  # it is there, under the class the user named
+    [after] = _cli("plan", "--hw", "a100", "--results", str(tree), "--json")
+    for key in ("total_time_s", "total_low_s", "total_high_s", "time_kind", "time_source", "fit", "startup_s"):
+        assert after[key] == before[key], key
+    from analysis.present.report.context import Context
+    from analysis.present.report.header import header
+
+    text = header(Context.load(tree, out_dir=tmp_path / "report"))
+    assert "Measured on h200 (imported logs, their GPU as their owner says: a100)" in text

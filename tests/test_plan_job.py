@@ -16,6 +16,7 @@ from analysis.estimate import optimize, planner, validate
 from analysis.estimate.time_checks import run_checks
 from experiments.base import hardware
 from experiments.base.errors import InputError
+from experiments.recipes import recipes
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -218,7 +219,7 @@ def test_candidate_flags_are_what_they_add_to_the_seed_recipe():
     # padding-free rows with SDPA: ms-swift 4.x refuses them without the plugin's attention (issue 43)
     assert optimize.flags(Recipe(4, 4, True, True, False)) == (
         "--per_device_train_batch_size 4 --gradient_accumulation_steps 4 --padding_free true --attn_impl sdpa "
-        '--external_plugins "$(swiftbench plugin)" --callbacks sdpa_no_cudnn --use_liger_kernel true '
+        f"--external_plugins {recipes.PLUGIN_SHELL} --callbacks sdpa_no_cudnn --use_liger_kernel true "
         "--gradient_checkpointing false")
     assert len(optimize.candidates()) == 40
 

@@ -130,10 +130,13 @@ def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, me
                    grad_accum: int, max_length: int, gradient_checkpointing: bool, lora_rank: int,
                    padding_free: bool = False, liger: bool = False, attn_impl: str | None = None) -> list[RunRecord]:
     """Committed runs of this recipe (model, method, rank, batch, grad-accum, max-length, checkpointing,
-    padding-free, Liger; one GPU, eager SDPA attention, no length grouping) with a steady median step."""
+    padding-free, Liger; one GPU, eager SDPA attention, no length grouping) with a steady median step; never an
+    imported log (`swiftbench import`: its GPU is the user's word, shown under "Your runs")."""
     out = []
     for r in records:
         if not r.ok or (hw is not None and r.hw != hw) or step_time(r).median is None:
+            continue
+        if r.run_status.get("imported"):  # an imported log's GPU is its owner's word: "Your runs", not a class's time
             continue
         if (r.per_device_batch, r.grad_accum, r.max_length, r.gradient_checkpointing) \
                 != (batch, grad_accum, max_length, gradient_checkpointing):

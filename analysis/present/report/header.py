@@ -76,7 +76,9 @@ def header(ctx: Context) -> str:
     versions = sorted({v for r in ctx.records
                        if (v := (r.env.get("packages") or {}).get("ms-swift") or r.swift_version) is not None})
     started = sorted(s for r in ctx.records if (s := r.run_status.get("started")))
-    measured_hw = sorted({r.hw for r in ctx.records if r.hw}, key=ctx.hw_rank)
+    # a class is measured by this project's runs; an imported log's GPU is its owner's word ("Your runs")
+    measured_hw = sorted({r.hw for r in ctx.records if r.hw and not r.run_status.get("imported")}, key=ctx.hw_rank)
+    yours = sorted({r.hw for r in ctx.records if r.hw and r.run_status.get("imported")}, key=ctx.hw_rank)
     commit = git_commit()
     article_hw = in_words([P.short(h) for h in P.hardware_with(ctx.pub, "ms_per_step")])
     return join([
@@ -84,6 +86,7 @@ def header(ctx: Context) -> str:
         '<ul class="sb-head">'
         f"<li>{runs_line(ctx)}</li>"
         f"<li>Measured on {e(', '.join(measured_hw) or 'no hardware')}"
+        + (f" (imported logs, their GPU as their owner says: {e(', '.join(yours))})" if yours else "")
         + (f" from {e(started[0][:10])} to {e(started[-1][:10])}" if started else "")
         + f"; ms-swift version(s) measured: {e(', '.join(versions) or 'unknown')} (the article's is illegible); "
         f"beside the figures the ms-swift hardware article publishes for {e(article_hw)}. Generated "
