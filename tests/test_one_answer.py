@@ -119,3 +119,24 @@ def test_an_imported_log_never_becomes_a_classs_figure(results, tmp_path):
 
     text = header(Context.load(tree, out_dir=tmp_path / "report"))
     assert "Measured on h200 (imported logs, their GPU as their owner says: a100)" in text
+
+
+def test_every_class_has_a_command_that_bash_parses(results, tmp_path):
+    """Issue 43: a command per class (the recommended one where the recipe is the same), the 24 GB classes' recipe
+    shown to fit by a committed run under their 22.35 GiB cap; every command parses with `bash -n`, and the answer
+    prints each class's."""
+    tables = _cli("tables", str(results), "--format", "json")
+    for c in tables["classes"]:
+        assert c["command"] and c["command"].startswith("swift sft"), c["hw"]
+        script = tmp_path / f"{c['hw']}.sh"
+        script.write_text(c["command"] + "\n")
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0, c["hw"]
+        if c["capacity_gib"] < 23:
+            assert "--gradient_checkpointing false" not in c["command"]  # ms-swift's default: on
+            assert c["fit_basis"].startswith("trained under a 22.35 GiB allocator cap")
+    p = subprocess.run([sys.executable, "-m", "analysis.cli", "tables", str(results), "--answer"], capture_output=True,
+                       text=True, cwd=REPO, timeout=600)
+    assert p.returncode == 0, p.stderr
+    blocks = p.stdout.split("```bash\n")[1:]
+    commands = {b.split("\n```")[0].replace(" \\\n  ", " ") for b in blocks}
+    assert {" ".join(c["command"].split(" \\\n  ")) for c in tables["classes"]} == commands
