@@ -375,6 +375,15 @@ def recommendation_html(ctx: Context) -> str:
     command = (f"<pre class=\"sb-command\"><code>{H.e(rec.command)}</code></pre>" if rec.command else "")
     left = (f"<h3>The recommended recipe ({H.e(rec.experiment)}), ms-swift {H.e(rec.swift_version or '')}: paste it "
             "(<code>pip install .</code> here gives <code>swiftbench plugin</code>)</h3>" + command) if command else ""
+    others: dict[str, list] = {}
+    for c in classes:  # a class whose recipe is not the recommended one: its own command, one click away
+        if c.choice is not None and c.command and c.choice.experiment != rec.experiment:
+            others.setdefault(c.choice.experiment, []).append(c)
+    for recipe, group in others.items():
+        names = " and ".join(P.short(c.hw) for c in group)
+        left += H.fold(f"The command for the {H.e(names)} (recipe {H.e(recipe)}; "
+                       f"{H.e(group[0].choice.fit_basis if group[0].choice else '')} on the H200)",
+                       f"<pre class=\"sb-command\"><code>{H.e(group[0].command)}</code></pre>")
     right = ("<h3>Each GPU class's recipe (hover a row: how it was obtained)</h3>" + classes_table_html(classes)
              if classes else "")
     return H.join([
