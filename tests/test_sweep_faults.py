@@ -1,0 +1,68 @@
+"""The third fault sweep (issue 48): silent wrong or dropped results and contract breaks. One test per finding:
+repeats of a step that no recorded resume explains, run.json's fields against its folder, a run folder without
+env.json, mixture-of-experts configs in the planner, a side file's bad line, and the commands' contract breaks."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from faultkit import cli, one_line, tree
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def _write_lines(path: Path, lines: list[dict]) -> None:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def _train_at(lines: list[dict], step: int) -> int:
+    return next(i for i, x in enumerate(lines) if x.get("global_step/max_steps") == f"{step}/30" and "loss" in x)
+
+
+# ------------------------------------------------------------------------------------- silent wrong or dropped
+
+def test_a_resume_without_run_json_record_is_bad_input(tmp_path):
+    """Killed after step 20, resumed from checkpoint 10 with nothing in run.json: steps 15 and 20 logged again with
+    the resumed process's times were dropped as node copies, and the run read as one (tokens/s low)."""
+    root, bad, _ = tree(tmp_path)
+    log = bad / "logging.jsonl"
+    lines = _lines(log)
+    i15, i20 = _train_at(lines, 15), _train_at(lines, 20)
+    again = [dict(lines[i], **{"train_speed(s/it)": lines[i]["train_speed(s/it)"] * 3}) for i in (i15, i20)]
+    _write_lines(log, lines[:i20 + 1] + again + lines[i20 + 1:])
+    rc, out, err = cli("parse", bad, "--json")
+    line = one_line(rc, err, "logging.jsonl:")
+    assert "run.json records no resume" in line and out == "", line
+
+
+def test_a_training_line_repeated_with_another_speed_in_a_one_node_run_is_bad_input(tmp_path):
+    """One node (args.json: global_world_size = local_world_size) writes each line once: a copy with another
+    train_speed is no node master's copy."""
+    root, bad, _ = tree(tmp_path)
+    log = bad / "logging.jsonl"
+    lines = _lines(log)
+    i = _train_at(lines, 20)
+    lines.insert(i + 1, dict(lines[i], **{"train_speed(s/it)": lines[i]["train_speed(s/it)"] * 1.5}))
+    _write_lines(log, lines)
+    rc, out, err = cli("parse", bad, "--json")
+    one_line(rc, err, f"logging.jsonl:{i + 2}: step 20 logged twice with different values")
+
+
+def test_node_copies_with_their_own_speeds_are_dropped_and_said(tmp_path):
+    """Two nodes (args.json says so) write each line twice with their own speeds: one line kept, the drop said."""
+    root, bad, _ = tree(tmp_path)
+    args = json.loads((bad / "args.json").read_text())
+    args.update(global_world_size=16, local_world_size=8)
+    (bad / "args.json").write_text(json.dumps(args))
+    log = bad / "logging.jsonl"
+    lines = _lines(log)
+    i = _train_at(lines, 20)
+    lines.insert(i + 1, dict(lines[i], **{"train_speed(s/it)": lines[i]["train_speed(s/it)"] * 1.5}))
+    _write_lines(log, lines)
+    rc, out, err = cli("parse", bad, "--json")
+    (m,) = json.loads(out)
+    assert rc == 0 and m["duplicate_lines_dropped"] == 1
+    assert any("line" in w and "node" in w for w in m["warnings"]), m["warnings"]
