@@ -66,3 +66,26 @@ def test_node_copies_with_their_own_speeds_are_dropped_and_said(tmp_path):
     (m,) = json.loads(out)
     assert rc == 0 and m["duplicate_lines_dropped"] == 1
     assert any("line" in w and "node" in w for w in m["warnings"]), m["warnings"]
+
+
+def _skipped(root: Path, bad: Path, needle: str) -> dict:
+    """tables of ROOT: exit 3, one line naming BAD and NEEDLE, and no row of BAD; the JSON tables."""
+    rc, out, err = cli("tables", root, "--format", "json")
+    line = one_line(rc, err, needle, code=3)
+    assert line.startswith(f"swiftbench: skipped {bad}: "), line
+    tables = json.loads(out)
+    assert bad.name not in {r.get("run") for r in tables["convergence"]}
+    return tables
+
+
+@pytest.mark.parametrize("where", [("experiment",), ("key", "experiment"), ("spec", "experiment")])
+def test_run_json_naming_another_experiment_than_its_folder_is_no_row(tmp_path, where):
+    """A copy of a seed run whose run.json says bs16 made a bs16 recipe row in `tables --answer`."""
+    root, bad, _ = tree(tmp_path)
+    status = json.loads((bad / "run.json").read_text())
+    node = status
+    for k in where[:-1]:
+        node = node[k]
+    node[where[-1]] = "bs16"
+    (bad / "run.json").write_text(json.dumps(status))
+    _skipped(root, bad, "run.json: experiment 'bs16' but the folder is under seed/")
