@@ -89,3 +89,33 @@ def test_run_json_naming_another_experiment_than_its_folder_is_no_row(tmp_path, 
     node[where[-1]] = "bs16"
     (bad / "run.json").write_text(json.dumps(status))
     _skipped(root, bad, "run.json: experiment 'bs16' but the folder is under seed/")
+
+
+def test_a_runner_folder_without_env_json_is_skipped_and_said(tmp_path):
+    """env.json deleted from a run folder: its recipe row vanished from tables (no host), exit 0, nothing said."""
+    root, bad, _ = tree(tmp_path)
+    (bad / "env.json").unlink()
+    _skipped(root, bad, "env.json: missing")
+
+
+MIXTRAL = {"architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+           "num_local_experts": 8, "num_experts_per_tok": 2, "model_type": "mixtral"}
+QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "intermediate_size": 6144,
+             "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32,
+             "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936, "num_experts": 128,
+             "num_experts_per_tok": 8, "model_type": "qwen3_moe"}
+
+
+@pytest.mark.parametrize("config, needle", [
+    (MIXTRAL, "a mixture-of-experts model (8 experts, 2 per token)"),
+    (QWEN3_MOE, "a mixture-of-experts model (128 experts, 8 per token)"),
+])
+def test_plan_refuses_a_mixture_of_experts_config_in_one_line(tmp_path, config, needle):
+    """Mixtral-8x7B (46.7 B parameters) was planned as a dense 7 B model: it "fitted" an A10 with 13.5 GiB of
+    weights."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    rc, out, err = cli("plan", "--model", path, "--hw", "a10", "--json")
+    line = one_line(rc, err, needle)
+    assert str(path) in line and out == ""

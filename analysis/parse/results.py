@@ -156,6 +156,11 @@ def read_run(run_dir: str | Path) -> RunRecord:
     env = read_env(run_dir)
     status = read_status(run_dir)
     ident = identity(run_dir)
+    if status.get("command") and not userfiles.present(run_dir / ENV_NAME):
+        # the runner writes env.json before run.json names the command: without it the run's host
+        # and GPU are unknown, and a row without its host would leave the recipe tables without a word
+        raise InputError(run_dir / ENV_NAME, "missing, though run.json records the run's command (the runner "
+                                             "writes env.json first): which host and GPU made this run is unknown")
     check_hardware(run_dir, env, status, ident.hw, ident.experiment)
     info: dict[str, Any] = {  # RunRecord's identity and status fields
         "hw": ident.hw or env.get("hw"),
