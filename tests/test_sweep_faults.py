@@ -119,3 +119,24 @@ def test_plan_refuses_a_mixture_of_experts_config_in_one_line(tmp_path, config, 
     rc, out, err = cli("plan", "--model", path, "--hw", "a10", "--json")
     line = one_line(rc, err, needle)
     assert str(path) in line and out == ""
+
+
+def test_a_tokens_line_in_the_middle_that_is_no_json_is_bad_input(tmp_path):
+    """One tokens.jsonl line in the middle not JSON was skipped without a word, and tokens/s changed; only a killed
+    run's torn last line may be no JSON."""
+    root, bad, _ = tree(tmp_path)
+    path = bad / "tokens.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[9] = '{"step": 10, "micro_batches": 16, "tok\n'
+    path.write_text("".join(lines))
+    _skipped(root, bad, "tokens.jsonl:10: not valid JSON")
+
+
+def test_a_torn_last_tokens_line_is_still_read(tmp_path):
+    from analysis.parse import sidefiles
+
+    root, bad, _ = tree(tmp_path)
+    path = bad / "tokens.jsonl"
+    whole = sidefiles.read_tokens(bad)[0]
+    path.write_text(path.read_text() + '{"step": 31, "micro')
+    assert sidefiles.read_tokens(bad)[0] == whole

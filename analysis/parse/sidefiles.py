@@ -79,7 +79,8 @@ def read_tokens(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int,
     Bad input (InputError, the folder is skipped): a line of no plausible count (runschema.TOKENS_LINE), padding below
     the real tokens, more tokens in a step than it can hold (STEP_CAP: the most and why, record.step_token_cap), a
     step past the run's last (MAX_STEP), a step recorded again with other counts unless the run was RESUMED (then the
-    resumed training's count, the later line, wins). A torn line of a killed run is skipped."""
+    resumed training's count, the later line, wins), a line that is no JSON before the last. A torn last line of a
+    killed run is skipped."""
     path = Path(run_dir) / TOKENS_FILE
     if not userfiles.present(path):
         return None, None
@@ -93,8 +94,12 @@ def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: tuple[int, str] | 
     """read_tokens of tokens.jsonl's bytes BLOB."""
     real: dict[int, int] = {}
     padded: dict[int, int] = {}
+    torn: int | None = None  # a line that is no JSON: a killed run's torn last line, bad input anywhere else
     for line_no, d in _values(_blob_lines(blob)):
-        if d is INVALID:  # a torn line of a killed run: skipped
+        if torn is not None:
+            raise InputError(path, "not valid JSON (only a killed run's last line may be cut short)", torn)
+        if d is INVALID:
+            torn = line_no
             continue
         if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count: the schema says
             runfiles.check(path, d, line=line_no)
