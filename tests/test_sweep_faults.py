@@ -140,3 +140,87 @@ def test_a_torn_last_tokens_line_is_still_read(tmp_path):
     whole = sidefiles.read_tokens(bad)[0]
     path.write_text(path.read_text() + '{"step": 31, "micro')
     assert sidefiles.read_tokens(bad)[0] == whole
+
+
+# ------------------------------------------------------------------------------------- hardware names: one rule
+
+@pytest.mark.parametrize("argv", [("claims", "--hw", "zz9"), ("claims", "resolve", "tp-combo", "--hw", "zz9")])
+def test_claims_refuses_unknown_hardware(tmp_path, argv):
+    root, _, _ = tree(tmp_path)
+    rc, out, err = cli(*argv, root)
+    one_line(rc, err, "unknown hardware 'zz9'")
+
+
+def test_a_hardware_name_in_upper_case_is_the_class_in_every_command(tmp_path):
+    """plan took H200, tables, import, run-all and report refused it: one rule (hardware.user_key, plan's)."""
+    from experiments.base import hardware
+
+    assert hardware.user_key("H200") == "h200" and hardware.user_key("h200") == "h200"
+    root, _, _ = tree(tmp_path)
+    rc_lower, out_lower, _ = cli("tables", root, "--baseline", "h200", "--format", "json")
+    rc, out, err = cli("tables", root, "--baseline", "H200", "--format", "json")
+    assert (rc, out) == (rc_lower, out_lower), err
+    src = tmp_path / "out" / "v0-20261201-000000"
+    src.mkdir(parents=True)
+    (src / "logging.jsonl").write_bytes((root / "h200" / "seed").glob("*/logging.jsonl").__next__().read_bytes())
+    rc, out, err = cli("import", tmp_path / "out", "--hw", "H200", "--experiment", "mine", "--results", root)
+    assert rc == 0 and list((root / "h200" / "mine").iterdir()) and not (root / "H200").exists(), err
+
+
+def test_a_right_to_left_override_in_a_folder_name_prints_escaped(tmp_path):
+    """U+202E in a folder name was printed raw: the line then reads backwards from there on a terminal."""
+    root, bad, _ = tree(tmp_path)
+    odd = bad.with_name("run\u202etxt.exe\u2066x\u200f")
+    bad.rename(odd)
+    (odd / "run.json").write_text("{broken")
+    rc, out, err = cli("tables", root, "--format", "json")
+    line = one_line(rc, err, "run\\u202etxt.exe\\u2066x\\u200f", code=3)
+    assert not any(c in err for c in "\u202e\u2066\u200f"), line
+    rc, out, err = cli("parse", odd)
+    assert "\u202e" not in err and err.count("\n") == 1 and rc == 2
+
+
+# ------------------------------------------------------------------------------------- run-all's own checks
+
+def _run_all(tmp_path, monkeypatch, *extra):
+    from experiments.run import runner
+
+    monkeypatch.setattr(runner, "_run_one", lambda *a, **k: pytest.fail("a run was started"))
+    return cli("run-all", "--hw", "cpu", "--model", "dummy", "--experiments", "seed", "--results",
+               tmp_path / "results", "--no-progress", *extra)
+
+
+@pytest.mark.parametrize("item", ["=5", " =5", "a b=1", "9lives=1", "=x=y"])
+def test_run_all_refuses_a_set_item_without_a_flag_name(tmp_path, monkeypatch, item):
+    """`--set '=5'` handed `swift sft` a bare `-- 5`."""
+    rc, out, err = _run_all(tmp_path, monkeypatch, "--set", item)
+    one_line(rc, err, "--set wants FLAG=VALUE")
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("item, owned", [("output_di=/tmp/x", "output_dir"), ("max_step=5", "max_steps"),
+                                         ("output-d=/tmp/x", "output_dir"), ("resume_from=/x", "resume_from_checkpoint"),
+                                         ("deeps=zero2", "deepspeed")])
+def test_run_all_refuses_an_abbreviation_of_a_flag_the_runner_owns(tmp_path, monkeypatch, item, owned):
+    """ms-swift's parser (argparse, allow_abbrev) reads --output_di as --output_dir: the owned-flag check follows it."""
+    rc, out, err = _run_all(tmp_path, monkeypatch, "--set", item)
+    one_line(rc, err, f"the runner sets --{owned} for every run")
+
+
+def test_run_all_refuses_max_steps_no_run_folder_can_hold(tmp_path, monkeypatch):
+    """10^30 steps started training, and tables then refused its folder (run.json max_steps at most 10^9)."""
+    rc, out, err = _run_all(tmp_path, monkeypatch, "--max-steps", "1" + "0" * 30)
+    one_line(rc, err, "--max-steps wants a whole number from 1 to 1,000,000,000")
+
+
+@pytest.mark.parametrize("item, needle", [
+    ("logging_steps=0", "--set logging_steps=0: ms-swift wants a number > 0"),
+    ("eval_steps=-5", "--set eval_steps=-5: ms-swift wants a number > 0"),
+    ("save_steps=2.5", "--set save_steps=2.5: ms-swift wants a whole number above 1"),
+    ("gradient_accumulation_steps=0", "--set gradient_accumulation_steps=0: ms-swift wants a whole number >= 1"),
+    ("per_device_train_batch_size=x", "--set per_device_train_batch_size=x: ms-swift wants a whole number >= 1"),
+])
+def test_run_all_refuses_a_value_ms_swift_refuses_before_anything_starts(tmp_path, monkeypatch, item, needle):
+    """--set logging_steps=0 started a run that then crashed (exit 1)."""
+    rc, out, err = _run_all(tmp_path, monkeypatch, "--set", item)
+    one_line(rc, err, needle)

@@ -89,6 +89,16 @@ def require(key: str) -> dict:
     return spec
 
 
+def user_key(name: str) -> str:
+    """The class key of a hardware name given on a command line (`H200`, `h200`, `RTX 4090`): one rule for every
+    command (resolve's: any case, a name or an alias); bad input naming the known keys when no class has it."""
+    key = resolve(str(name))
+    if key is None:
+        raise InputError(HARDWARE_FILE, f"unknown hardware {name!r} (known: {', '.join(table())}; or a name or alias "
+                                        "of one)")
+    return key
+
+
 def match_nvml(gpu_name: str) -> str | None:
     """The hardware key whose nvml_names pattern matches an NVML device name ("NVIDIA A10G", "NVIDIA H100 PCIe"),
     else None. The patterns are exclusive, so the first match is the only one."""

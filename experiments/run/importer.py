@@ -249,7 +249,7 @@ def import_output(src: str | Path, hw: str, experiment: str,
     """Every swift run folder under SRC into RESULTS: [(source, run folder, newly copied)]. Safe beside another import
     into the same tree (tree_lock)."""
     src, results = Path(src), Path(results)
-    hardware.require(hw)
+    hw = hardware.user_key(hw)
     if os.path.lexists(results) and not results.is_dir():
         raise InputError(results, "--results names something that is not a folder")
     if not src.is_dir():
