@@ -224,3 +224,35 @@ def test_run_all_refuses_a_value_ms_swift_refuses_before_anything_starts(tmp_pat
     """--set logging_steps=0 started a run that then crashed (exit 1)."""
     rc, out, err = _run_all(tmp_path, monkeypatch, "--set", item)
     one_line(rc, err, needle)
+
+
+# ------------------------------------------------------------------------------------- import
+
+def _swift_output(tmp_path: Path, *names: str) -> Path:
+    """A swift sft output folder with the seed run's log (and args.json) in each vN folder of NAMES."""
+    from faultkit import SEED_RUN
+
+    out = tmp_path / "output"
+    for name in names:
+        (out / name).mkdir(parents=True)
+        (out / name / "logging.jsonl").write_bytes((SEED_RUN / "logging.jsonl").read_bytes())
+    return out
+
+
+def test_import_of_one_log_in_two_run_folders_writes_nothing(tmp_path):
+    """The same log in v0 and v1: exit 2 "already imported", yet v0's run folder was written."""
+    src = _swift_output(tmp_path, "v0-20261201-000000", "v1-20261201-000500")
+    results = tmp_path / "results"
+    rc, out, err = cli("import", src, "--hw", "h200", "--experiment", "mine", "--results", results)
+    line = one_line(rc, err, "the same log as")
+    assert "v0-20261201-000000" in line and "v1-20261201-000500" in line
+    assert not results.exists() or not any(results.rglob("logging.jsonl"))
+
+
+def test_import_with_results_inside_its_source_twice_is_already_there(tmp_path):
+    src = _swift_output(tmp_path, "v0-20261201-000000")
+    results = src / "results"
+    rc, out, err = cli("import", src, "--hw", "h200", "--experiment", "mine", "--results", results)
+    assert rc == 0 and out.startswith("imported: "), err
+    rc, out, err = cli("import", src, "--hw", "h200", "--experiment", "mine", "--results", results)
+    assert rc == 0 and out.startswith("already there: ") and out.count("\n") == 1 and err == "", (rc, out, err)
