@@ -256,3 +256,38 @@ def test_import_with_results_inside_its_source_twice_is_already_there(tmp_path):
     assert rc == 0 and out.startswith("imported: "), err
     rc, out, err = cli("import", src, "--hw", "h200", "--experiment", "mine", "--results", results)
     assert rc == 0 and out.startswith("already there: ") and out.count("\n") == 1 and err == "", (rc, out, err)
+
+
+# ------------------------------------------------------------------------------------- plugin
+
+def test_plugin_copy_onto_a_symlink_replaces_the_link_not_its_target(tmp_path):
+    from experiments.recipes.recipes import plugin_path
+
+    outside = tmp_path / "private.py"
+    outside.write_text("mine\n")
+    dest = tmp_path / "dir"
+    dest.mkdir()
+    (dest / "swift_plugin.py").symlink_to(outside)
+    rc, out, err = cli("plugin", "--copy", dest)
+    assert rc == 0 and err == "" and outside.read_text() == "mine\n", (rc, err)
+    target = dest / "swift_plugin.py"
+    assert not target.is_symlink() and target.read_bytes() == plugin_path().read_bytes()
+    assert out.strip() == str(target.resolve())
+
+
+def test_plugin_copy_into_its_own_folder_is_the_file_itself():
+    from experiments.recipes.recipes import plugin_path
+
+    before = plugin_path().read_bytes()
+    rc, out, err = cli("plugin", "--copy", plugin_path().parent)
+    assert rc == 0 and err == "" and out.strip() == str(plugin_path().resolve()), (rc, err)
+    assert plugin_path().read_bytes() == before
+
+
+def test_plugin_copy_onto_a_fifo_says_what_is_there(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "swift_plugin.py")
+    rc, out, err = cli("plugin", "--copy", tmp_path)
+    line = one_line(rc, err, "FIFO")
+    assert "None" not in line and str(tmp_path / "swift_plugin.py") in line

@@ -5,9 +5,11 @@
 """
 from __future__ import annotations
 
-import shutil
+import os
+import stat
 from pathlib import Path
 
+from experiments.base import userfiles
 from experiments.base.errors import InputError
 from experiments.recipes.recipes import plugin_path
 
@@ -27,10 +29,26 @@ def run(args) -> int:
         if not dest.is_dir():
             raise InputError(dest, "no such folder")
         target = dest / path.name
+        if dest.resolve() == path.resolve().parent:  # the plugin's own folder: the file is already there
+            print(path.resolve())
+            return 0
         try:
-            shutil.copyfile(path, target)
+            mode = os.lstat(target).st_mode
+        except FileNotFoundError:
+            mode = None
         except OSError as exc:
-            raise InputError(target, f"cannot write: {exc.strerror}") from None
+            raise InputError(target, f"cannot be read ({userfiles.reason(exc)})") from None
+        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):  # a FIFO, a folder, a device
+            raise InputError(target, f"is {userfiles.kind_of(mode)}: nothing was written")
+        # a new file renamed into place: a symlink there is replaced, the file it points to left as it is, and a
+        # failure (a full disk) leaves what was there whole
+        userfiles.write_atomic(target, path.read_bytes(), mode=0o666 & ~_umask())
         path = target.resolve()
     print(path)
     return 0
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
