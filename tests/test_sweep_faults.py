@@ -291,3 +291,29 @@ def test_plugin_copy_onto_a_fifo_says_what_is_there(tmp_path):
     rc, out, err = cli("plugin", "--copy", tmp_path)
     line = one_line(rc, err, "FIFO")
     assert "None" not in line and str(tmp_path / "swift_plugin.py") in line
+
+
+def test_the_plugin_under_an_ms_swift_without_swift_arguments_is_one_line(monkeypatch, capsys):
+    """swift.callbacks there, swift.arguments not (an older or partial ms-swift): importing the plugin was a
+    traceback; it is one line naming the ms-swift it needs, and the run stops."""
+    import importlib.util
+    import sys
+    import types
+
+    from experiments.recipes.recipes import plugin_path
+
+    swift = types.ModuleType("swift")
+    swift.__path__ = []  # a package
+    swift.__version__ = "3.2.1"
+    callbacks = types.ModuleType("swift.callbacks")
+    callbacks.callbacks_map = {}
+    monkeypatch.setitem(sys.modules, "swift", swift)
+    monkeypatch.setitem(sys.modules, "swift.callbacks", callbacks)
+    monkeypatch.setitem(sys.modules, "swift.arguments", None)
+    spec = importlib.util.spec_from_file_location("old_swift_plugin", plugin_path())
+    module = importlib.util.module_from_spec(spec)
+    with pytest.raises(SystemExit) as exc:
+        spec.loader.exec_module(module)
+    text = str(exc.value.code)
+    assert "\n" not in text and "ms-swift 4" in text and "3.2.1" in text and "swift.arguments" in text, text
+    assert callbacks.callbacks_map == {}
