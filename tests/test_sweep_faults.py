@@ -317,3 +317,47 @@ def test_the_plugin_under_an_ms_swift_without_swift_arguments_is_one_line(monkey
     text = str(exc.value.code)
     assert "\n" not in text and "ms-swift 4" in text and "3.2.1" in text and "swift.arguments" in text, text
     assert callbacks.callbacks_map == {}
+
+
+# ------------------------------------------------------------------------------------- a full disk during a run
+
+def test_a_full_disk_during_a_run_leaves_no_cut_notebook_and_no_running_run_json(tmp_path, monkeypatch):
+    """The results tree on a nearly full disk: one line, exit 2, but sft.ipynb was left cut short (no JSON) and
+    run.json still said running. Nothing half-written: no notebook but a whole one, the run marked failed."""
+    import errno
+    import os
+    import socket
+
+    import papermill
+
+    from experiments.run import folders
+
+    state = {"full": False, "run_dir": None}
+    real_fsync = os.fsync
+
+    def fsync(fd):  # the disk is full while the cut notebook's bytes take its last blocks
+        if state["full"] and any("ipynb" in p.name for p in state["run_dir"].iterdir()):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    def execute_notebook(src, out, **kw):  # the kernel marks the run running; papermill's write then hits the end
+        run_dir = Path(out).parent
+        state["run_dir"] = run_dir
+        folders.write_status(run_dir, status="running", pid=os.getpid(), host=socket.gethostname())
+        Path(out).write_text('{"cells": [{"cell_type": "co')
+        state["full"] = True
+        raise OSError(errno.ENOSPC, "No space left on device", out)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(papermill, "execute_notebook", execute_notebook)
+    results = tmp_path / "results"
+    rc, out, err = cli("run-all", "--hw", "cpu", "--model", "dummy", "--experiments", "seed", "--results", results,
+                       "--no-progress", "--max-steps", "2")
+    run_dir = state["run_dir"]
+    assert run_dir is not None, (rc, err)
+    for p in run_dir.iterdir():
+        assert "ipynb" not in p.name or json.loads(p.read_text()), p
+    status = json.loads((run_dir / "run.json").read_text())
+    assert status["status"] == "failed" and "No space left on device" in status["reason"], status
+    errors = [x for x in err.splitlines() if x.startswith("swiftbench: ")]  # the console said which run it started
+    assert rc == 2 and len(errors) == 1 and "No space left on device" in errors[0], (rc, err)

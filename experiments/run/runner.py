@@ -42,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 
-from experiments.base import boundary, runfiles, runschema
+from experiments.base import boundary, runfiles, runschema, userfiles
 from experiments.base.errors import InputError
 from experiments.launch import quick_stop
 from experiments.recipes import catalog, recipes
@@ -84,10 +84,28 @@ def run_notebook(spec: RunSpec, run_dir: Path, progress: bool = True) -> None:
     os.environ[RUNNER_ENV] = f"{os.getpid()}:{reaper.start_time(os.getpid()) or ''}"
     # the console shows training progress (watch_progress), not notebook cells; the kernel's own warnings (e.g.
     # ipykernel's "running over TCP without encryption") stay off it
-    with watch_progress(run_dir, spec, enabled=progress):
-        pm.execute_notebook(str(NOTEBOOK), str(run_dir / runfiles.NOTEBOOK), parameters=params, cwd=str(ROOT),
-                            progress_bar=False, log_output=False, kernel_name="python3",
-                            extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
+    # papermill writes its copy again after every cell: under a temporary name, renamed into place only whole (a
+    # full disk would leave sft.ipynb cut short, no JSON)
+    tmp = run_dir / f".{runfiles.NOTEBOOK}.{os.getpid()}.tmp"
+    try:
+        with watch_progress(run_dir, spec, enabled=progress):
+            pm.execute_notebook(str(NOTEBOOK), str(tmp), parameters=params, cwd=str(ROOT),
+                                progress_bar=False, log_output=False, kernel_name="python3",
+                                extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
+    finally:
+        keep_whole_notebook(tmp, run_dir / runfiles.NOTEBOOK)
+
+
+def keep_whole_notebook(tmp: Path, final: Path) -> None:
+    """The executed notebook TMP renamed to FINAL when it is whole JSON (a failed cell's too), else removed."""
+    try:
+        json.loads(tmp.read_bytes())
+        os.replace(tmp, final)
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 @contextlib.contextmanager
@@ -256,8 +274,14 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
         raise
     except Exception as exc:  # noqa: BLE001 - the notebook records the reason in run.json; keep going
         status = read_status(run_dir)
+        own_write = isinstance(exc, OSError)  # the runner's own write (papermill's copy): a full disk, a read-only one
+        why = f"cannot write the run folder ({userfiles.reason(exc)})" if isinstance(exc, OSError) else \
+            f"notebook: {type(exc).__name__}: {str(exc)[:300]}"
         if status.get("status") in (None, "running"):
-            write_status(run_dir, status="failed", reason=f"notebook: {type(exc).__name__}: {str(exc)[:300]}")
+            write_status(run_dir, status="failed", reason=why)  # the cut notebook is gone: its blocks are free
+        if own_write:  # bad input of the command (docs/cli.md: a full disk is one line, exit 2), the run marked failed
+            STOPPING["run_dir"] = None
+            raise InputError(run_dir, f"{why}: the run is marked failed") from None
     STOPPING["run_dir"] = None
     status = read_status(run_dir)
     colour = "green" if status.get("status") == "ok" else "yellow" if claims_mode and is_oom_status(status) else "red"
