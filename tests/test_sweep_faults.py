@@ -361,3 +361,27 @@ def test_a_full_disk_during_a_run_leaves_no_cut_notebook_and_no_running_run_json
     assert status["status"] == "failed" and "No space left on device" in status["reason"], status
     errors = [x for x in err.splitlines() if x.startswith("swiftbench: ")]  # the console said which run it started
     assert rc == 2 and len(errors) == 1 and "No space left on device" in errors[0], (rc, err)
+
+
+def test_run_all_takes_an_upper_case_hardware_name_as_its_class(tmp_path, monkeypatch):
+    """run-all --hw H200 was 'unknown hardware'; now it is the h200 class (here on a machine without one: the GPU
+    check refuses it, naming h200)."""
+    from experiments.record import gpu
+
+    seen = []
+    monkeypatch.setattr(gpu, "check_hardware", lambda hw, *a, **k: seen.append(hw) or {"forced": False})
+    from experiments.run import runner
+
+    monkeypatch.setattr(runner, "_run_one_locked", lambda spec, *a, **k: seen.append(spec.hw) or {
+        "experiment": spec.experiment, "run_dir": None, "status": "ok", "outcome": "ok"})
+    rc, out, err = cli("run-all", "--hw", "H200", "--model", "dummy", "--experiments", "seed", "--results",
+                       tmp_path / "results", "--no-progress")
+    assert rc == 0 and seen == ["h200"], (rc, err, seen)
+
+
+def test_report_takes_an_upper_case_baseline_as_its_class(tmp_path):
+    """report --baseline H200 was 'unknown hardware'; now the next check speaks (here: no results folder)."""
+    rc, out, err = cli("report", "--results", tmp_path / "none", "--baseline", "H200", "--hardware", "A10,H200",
+                       "--out", tmp_path / "report")
+    line = one_line(rc, err, "none")
+    assert "unknown hardware" not in line
