@@ -156,9 +156,10 @@ def read_run(run_dir: str | Path) -> RunRecord:
     env = read_env(run_dir)
     status = read_status(run_dir)
     ident = identity(run_dir)
-    if status.get("command") and not userfiles.present(run_dir / ENV_NAME):
-        # the runner writes env.json before run.json names the command: without it the run's host
-        # and GPU are unknown, and a row without its host would leave the recipe tables without a word
+    if ident.hw is not None and status.get("command") and not userfiles.present(run_dir / ENV_NAME):
+        # the runner writes env.json before run.json names the command: without it the run's host and GPU are
+        # unknown, and a row without its host would leave the recipe tables without a word (a folder outside the
+        # results layout, given to parse, has no row to lose)
         raise InputError(run_dir / ENV_NAME, "missing, though run.json records the run's command (the runner "
                                              "writes env.json first): which host and GPU made this run is unknown")
     check_hardware(run_dir, env, status, ident.hw, ident.experiment)
