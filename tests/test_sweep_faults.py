@@ -198,9 +198,9 @@ def test_run_all_refuses_a_set_item_without_a_flag_name(tmp_path, monkeypatch, i
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.parametrize("item, owned", [("output_di=/tmp/x", "output_dir"), ("max_step=5", "max_steps"),
-                                         ("output-d=/tmp/x", "output_dir"), ("resume_from=/x", "resume_from_checkpoint"),
-                                         ("deeps=zero2", "deepspeed")])
+@pytest.mark.parametrize("item, owned", [
+    ("output_di=/tmp/x", "output_dir"), ("max_step=5", "max_steps"), ("output-d=/tmp/x", "output_dir"),
+    ("resume_from=/x", "resume_from_checkpoint"), ("deeps=zero2", "deepspeed")])
 def test_run_all_refuses_an_abbreviation_of_a_flag_the_runner_owns(tmp_path, monkeypatch, item, owned):
     """ms-swift's parser (argparse, allow_abbrev) reads --output_di as --output_dir: the owned-flag check follows it."""
     rc, out, err = _run_all(tmp_path, monkeypatch, "--set", item)
@@ -296,14 +296,14 @@ def test_plugin_copy_onto_a_fifo_says_what_is_there(tmp_path):
 def test_the_plugin_under_an_ms_swift_without_swift_arguments_is_one_line(monkeypatch, capsys):
     """swift.callbacks there, swift.arguments not (an older or partial ms-swift): importing the plugin was a
     traceback; it is one line naming the ms-swift it needs, and the run stops."""
+    import importlib.machinery
     import importlib.util
     import sys
     import types
 
     from experiments.recipes.recipes import plugin_path
 
-    swift = types.ModuleType("swift")
-    swift.__path__ = []  # a package
+    swift = importlib.util.module_from_spec(importlib.machinery.ModuleSpec("swift", None, is_package=True))
     swift.__version__ = "3.2.1"
     callbacks = types.ModuleType("swift.callbacks")
     callbacks.callbacks_map = {}

@@ -135,9 +135,9 @@ def check_hardware(run_dir: Path, env: EnvJson, status: RunJson, folder_hw: str 
         if hw is not None and hw != folder_hw:
             raise InputError(path, f"hw {hw!r} but the folder is under {folder_hw}/: which GPU made this run is "
                                    "unclear")
-    nested = [status.get(k) for k in ("key", "spec")]
-    for data in [status] + [d for d in nested if isinstance(d, dict)]:
-        experiment = data.get("experiment")
+    nested: list[dict] = [d for d in (status.get("key"), status.get("spec")) if isinstance(d, dict)]
+    for named in [dict(status), *nested]:
+        experiment = named.get("experiment")
         if folder_experiment is not None and experiment is not None and experiment != folder_experiment:
             raise InputError(run_dir / STATUS_NAME, f"experiment {experiment!r} but the folder is under "
                                                     f"{folder_experiment}/: which recipe made this run is unclear")
