@@ -54,6 +54,19 @@ def _blob_lines(blob: bytes) -> Iterator[tuple[int, bytes]]:
 INVALID = object()  # jsonl()'s value for a line that is no JSON
 
 
+def only_last_torn(path: Path, pairs: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """PAIRS (jsonl()'s) without a line that is no JSON where it is the last (a killed writer's torn line); one
+    before another line is bad input naming its line, never skipped unsaid (tokens.jsonl's counts make tokens/s)."""
+    torn: int | None = None
+    for line_no, d in pairs:
+        if torn is not None:
+            raise InputError(path, "not valid JSON (only a killed run's last line may be cut short)", torn)
+        if d is INVALID:
+            torn = line_no
+            continue
+        yield line_no, d
+
+
 _COUNT_MAX = {"tokens": runschema.STEP_TOKENS, "padded_tokens": runschema.STEP_TOKENS,
               "label_tokens": runschema.STEP_TOKENS, "micro_batches": 10**8}
 
@@ -94,13 +107,7 @@ def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: tuple[int, str] | 
     """read_tokens of tokens.jsonl's bytes BLOB."""
     real: dict[int, int] = {}
     padded: dict[int, int] = {}
-    torn: int | None = None  # a line that is no JSON: a killed run's torn last line, bad input anywhere else
-    for line_no, d in _values(_blob_lines(blob)):
-        if torn is not None:
-            raise InputError(path, "not valid JSON (only a killed run's last line may be cut short)", torn)
-        if d is INVALID:
-            torn = line_no
-            continue
+    for line_no, d in only_last_torn(path, _values(_blob_lines(blob))):
         if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count: the schema says
             runfiles.check(path, d, line=line_no)
         step, tokens = int(d["step"]), int(d["tokens"])
