@@ -85,6 +85,8 @@ def test_an_eval_logged_twice_with_another_loss_is_refused(tmp_path):
 def test_an_eval_logged_twice_by_two_node_masters_is_one_eval(tmp_path):
     """Multi-node runs log each eval once per node master, with its own eval_runtime: one eval, not an error."""
     root, bad, _ = tree(tmp_path)
+    args = json.loads((bad / "args.json").read_text())  # two nodes of 8 GPUs: each node master logs its own copy
+    (bad / "args.json").write_text(json.dumps(dict(args, global_world_size=16, local_world_size=8)))
     rc, before, err = cli("parse", bad, "--json")
 
     def twice(lines):

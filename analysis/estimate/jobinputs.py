@@ -178,10 +178,7 @@ def hw_list(hw: str | list[str] | None) -> list[str]:
         raise InputError(None, "--hw names no GPU class")
     names, keys = keys, []
     for name in names:  # "4090", "RTX 4090", "H100 SXM", A10: keys, names and aliases of hardware.yaml
-        key = hardware.resolve(name)
-        if key is None:
-            raise InputError(hardware.HARDWARE_FILE, f"unknown hardware {name!r} (known: {', '.join(hardware.table())}"
-                                                     "; or a name or alias of one)")
+        key = hardware.user_key(name)
         keys.append(key)
         spec = hardware.require(key)
         if not spec.get("memory_gb") or not spec.get("bf16_dense_tflops") or not spec.get("bandwidth_gbs"):

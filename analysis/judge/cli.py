@@ -15,6 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
+from experiments.base import hardware
 from experiments.base.argparsing import OneLineParser
 from experiments.base.errors import InputError
 
@@ -79,7 +80,7 @@ def _table(results: str, hw: str | None, as_json: bool, plan: bool = False) -> i
 
     if not Path(results).is_dir():
         raise InputError(results, "no such results folder")
-    df = claims_table(results, hw=hw)
+    df = claims_table(results, hw=hardware.user_key(hw) if hw else None)
     if as_json:
         rows = df.astype(object).to_dict(orient="records")
         out: object = {"claims": rows, "plan": _plan_lines()} if plan else rows
@@ -152,6 +153,7 @@ def _resolve(r: OneLineParser, a) -> int:
 
     if not a.hw:
         r.error("--hw HW is required")
+    a.hw = hardware.user_key(a.hw)
     names = combine_experiments()
     words = list(a.words)
     if a.all:

@@ -338,6 +338,19 @@ def _same_values(a: Mapping, b: Mapping) -> bool:
     return key(a) == key(b)
 
 
+def _volatile_differs(a: Mapping, b: Mapping) -> bool:
+    """Two lines _same_values differ in a speed or a time (the clock strings a training row does not keep aside)."""
+    return any(a.get(k) != b.get(k) for k in VOLATILE_KEYS - TRAIN_CLOCK_KEYS)
+
+
+def _one_node(args: dict | None) -> bool:
+    """args.json says the run had one node (its world size is its node's): each line is written once."""
+    if not isinstance(args, dict):
+        return False
+    world, local = _int(args.get("global_world_size")), _int(args.get("local_world_size"))
+    return bool(world and local and world > 0 and world == local)
+
+
 def describe_path(path: Path) -> str | None:
     """None for a regular file or a folder; else what PATH is, in words (a symlink loop, a FIFO, a device, ...)."""
     try:
@@ -460,8 +473,11 @@ class _Reader:
     Kept lines of a kind are in step order, so a duplicate of an earlier line is found by binary search among the
     lines of its step (the reader stays linear in the log and holds no per-line keys)."""
 
-    def __init__(self, path: Path, run: RunLog, resumes: list[tuple[int, int]], args_max: int | None):
+    def __init__(self, path: Path, run: RunLog, resumes: list[tuple[int, int]], args_max: int | None,
+                 one_node: bool = False):
         self.path, self.run, self.resumes, self.args_max = path, run, list(resumes), args_max
+        self.one_node = one_node  # args.json says one node: no node master's copies
+        self.node_copies: list[int] = []  # lines dropped as another node master's copy (their own speeds or times)
         self.start = 0 if resumes else None  # the step the current attempt began at (recorded resumes only)
         self.by_kind: dict[str, tuple[list[int], list[Line]]] = {"train": ([], []), "eval": ([], [])}
         self.stepless: set[str] = set()
@@ -532,17 +548,29 @@ class _Reader:
                     return
                 steps, kept_lines = self.by_kind[kind]
                 if steps and step <= steps[-1]:
+                    # One rule for a repeated step of either kind: node masters' copies follow the line they copy
+                    # (the latest step), so a step logged again after a later one is a resume, read only where
+                    # run.json records it (resume() then dropped what it repeats); a copy with its own speed or
+                    # times is a node master's only where args.json does not say the run had one node.
+                    what = "step" if kind == "train" else "the eval of step"
                     i = bisect.bisect_left(steps, step)
+                    if step < steps[-1]:
+                        if i < len(steps) and steps[i] == step:
+                            raise InputError(self.path, f"{what} {step} logged again after step {steps[-1]}, and "
+                                                        f"run.json records no resume that explains it", line_no)
+                        raise InputError(self.path, f"step counter goes backwards ({steps[-1]} -> {step})", line_no)
                     while i < len(steps) and steps[i] == step:
                         if _same_values(kept_lines[i].data, obj):
+                            own = _volatile_differs(kept_lines[i].data, obj)
+                            if own and self.one_node:
+                                break
                             self.run.duplicates_dropped += 1
+                            if own:
+                                self.node_copies.append(line_no)
                             return
                         i += 1
-                    if step < steps[-1]:
-                        raise InputError(self.path, f"step counter goes backwards ({steps[-1]} -> {step})", line_no)
                     # identical repeats were dropped above: these values differ (an eval's too: the later copy
                     # would be read as the run's final eval loss)
-                    what = "step" if kind == "train" else "the eval of step"
                     raise InputError(self.path, f"{what} {step} logged twice with different values", line_no)
                 steps.append(step)
                 kept_lines.append(line)
@@ -561,6 +589,10 @@ class _Reader:
         self.run.lines.append(line)
 
     def finish(self) -> None:
+        if self.node_copies:
+            self.run.warnings.append(
+                f"{len(self.node_copies)} line(s) repeating the step before them with other speeds or times dropped "
+                f"as another node master's copies, the first line's values kept (first: line {self.node_copies[0]})")
         if self.beyond:
             line_no, step, limit = self.beyond[0]
             self.run.warnings.append(
@@ -579,7 +611,8 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
     run.args = args if args is not None else read_args(log_path.parent)
     run.resumes = resume_points(log_path.parent) if resumes is None else sorted(resumes)
     args_max = _int((run.args or {}).get("max_steps"))
-    reader = _Reader(log_path, run, run.resumes, args_max if args_max and args_max > 0 else None)
+    reader = _Reader(log_path, run, run.resumes, args_max if args_max and args_max > 0 else None,
+                     _one_node(run.args))
     any_text = False
     f = userfiles.open_regular(log_path, runfiles.max_bytes(log_path))
     with f, gc_paused():

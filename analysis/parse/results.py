@@ -122,10 +122,12 @@ def run_folders(results_dir: str | Path | Sequence[str | Path]) -> list[Path]:
     return find_folders(results_dir).folders
 
 
-def check_hardware(run_dir: Path, env: EnvJson, status: RunJson, folder_hw: str | None) -> None:
-    """The folder's hardware class (results/<hw>/...) against what env.json and run.json say: env.json's `hw: a10`
-    in a results/h200/ folder would make an A10 row (and the speed-up baseline) of an H200 run. A GPU whose NVML
-    name is another class's is bad input too, unless the runner recorded the label as forced (--force-hw)."""
+def check_hardware(run_dir: Path, env: EnvJson, status: RunJson, folder_hw: str | None,
+                   folder_experiment: str | None = None) -> None:
+    """The folder's hardware class and experiment (results/<hw>/<experiment>/...) against what env.json and run.json
+    say: env.json's `hw: a10` in a results/h200/ folder would make an A10 row (and the speed-up baseline) of an H200
+    run, run.json's `experiment: bs16` in a seed/ folder a bs16 recipe row of a seed run. A GPU whose NVML name is
+    another class's is bad input too, unless the runner recorded the label as forced (--force-hw)."""
     if folder_hw is None:
         return
     for path, data in ((run_dir / ENV_NAME, env), (run_dir / STATUS_NAME, status)):
@@ -133,6 +135,12 @@ def check_hardware(run_dir: Path, env: EnvJson, status: RunJson, folder_hw: str 
         if hw is not None and hw != folder_hw:
             raise InputError(path, f"hw {hw!r} but the folder is under {folder_hw}/: which GPU made this run is "
                                    "unclear")
+    nested: list[dict] = [d for d in (status.get("key"), status.get("spec")) if isinstance(d, dict)]
+    for named in [dict(status), *nested]:
+        experiment = named.get("experiment")
+        if folder_experiment is not None and experiment is not None and experiment != folder_experiment:
+            raise InputError(run_dir / STATUS_NAME, f"experiment {experiment!r} but the folder is under "
+                                                    f"{folder_experiment}/: which recipe made this run is unclear")
     forced = status.get("forced_hw") or (env.get("gpu_check") or {}).get("forced")
     name = env.get("gpu_name")
     matched = hardware.match_nvml(name) if name and not forced else None
@@ -148,7 +156,13 @@ def read_run(run_dir: str | Path) -> RunRecord:
     env = read_env(run_dir)
     status = read_status(run_dir)
     ident = identity(run_dir)
-    check_hardware(run_dir, env, status, ident.hw)
+    if ident.hw is not None and status.get("command") and not userfiles.present(run_dir / ENV_NAME):
+        # the runner writes env.json before run.json names the command: without it the run's host and GPU are
+        # unknown, and a row without its host would leave the recipe tables without a word (a folder outside the
+        # results layout, given to parse, has no row to lose)
+        raise InputError(run_dir / ENV_NAME, "missing, though run.json records the run's command (the runner "
+                                             "writes env.json first): which host and GPU made this run is unknown")
+    check_hardware(run_dir, env, status, ident.hw, ident.experiment)
     info: dict[str, Any] = {  # RunRecord's identity and status fields
         "hw": ident.hw or env.get("hw"),
         "experiment": status.get("experiment") or ident.experiment,

@@ -54,6 +54,19 @@ def _blob_lines(blob: bytes) -> Iterator[tuple[int, bytes]]:
 INVALID = object()  # jsonl()'s value for a line that is no JSON
 
 
+def only_last_torn(path: Path, pairs: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """PAIRS (jsonl()'s) without a line that is no JSON where it is the last (a killed writer's torn line); one
+    before another line is bad input naming its line, never skipped unsaid (tokens.jsonl's counts make tokens/s)."""
+    torn: int | None = None
+    for line_no, d in pairs:
+        if torn is not None:
+            raise InputError(path, "not valid JSON (only a killed run's last line may be cut short)", torn)
+        if d is INVALID:
+            torn = line_no
+            continue
+        yield line_no, d
+
+
 _COUNT_MAX = {"tokens": runschema.STEP_TOKENS, "padded_tokens": runschema.STEP_TOKENS,
               "label_tokens": runschema.STEP_TOKENS, "micro_batches": 10**8}
 
@@ -79,7 +92,8 @@ def read_tokens(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int,
     Bad input (InputError, the folder is skipped): a line of no plausible count (runschema.TOKENS_LINE), padding below
     the real tokens, more tokens in a step than it can hold (STEP_CAP: the most and why, record.step_token_cap), a
     step past the run's last (MAX_STEP), a step recorded again with other counts unless the run was RESUMED (then the
-    resumed training's count, the later line, wins). A torn line of a killed run is skipped."""
+    resumed training's count, the later line, wins), a line that is no JSON before the last. A torn last line of a
+    killed run is skipped."""
     path = Path(run_dir) / TOKENS_FILE
     if not userfiles.present(path):
         return None, None
@@ -93,9 +107,7 @@ def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: tuple[int, str] | 
     """read_tokens of tokens.jsonl's bytes BLOB."""
     real: dict[int, int] = {}
     padded: dict[int, int] = {}
-    for line_no, d in _values(_blob_lines(blob)):
-        if d is INVALID:  # a torn line of a killed run: skipped
-            continue
+    for line_no, d in only_last_torn(path, _values(_blob_lines(blob))):
         if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count: the schema says
             runfiles.check(path, d, line=line_no)
         step, tokens = int(d["step"]), int(d["tokens"])

@@ -415,7 +415,8 @@ def class_commands_md(classes: pd.DataFrame, recommended: str) -> list[str]:
 
 
 def run(args) -> int:
-    hardware.require(args.baseline)  # an unknown baseline is bad input (exit 2, the known names), as in report
+    # an unknown baseline is bad input (exit 2, the known names), as in report; H200 is h200 (one rule)
+    args.baseline = hardware.user_key(args.baseline)
     price_tables.check_prices(args.prices)  # so is a price table that cannot be read, even where none is needed
     found = scan(args.results_dir)
     for line in found.lines():  # folders left out and copies counted once, one line each; exit 3 if any was left out

@@ -89,6 +89,16 @@ def require(key: str) -> dict:
     return spec
 
 
+def user_key(name: str) -> str:
+    """The class key of a hardware name given on a command line (`H200`, `h200`, `RTX 4090`): one rule for every
+    command (resolve's: any case, a name or an alias); bad input naming the known keys when no class has it."""
+    key = resolve(str(name))
+    if key is None:
+        raise InputError(HARDWARE_FILE, f"unknown hardware {name!r} (known: {', '.join(table())}; or a name or alias "
+                                        "of one)")
+    return key
+
+
 def match_nvml(gpu_name: str) -> str | None:
     """The hardware key whose nvml_names pattern matches an NVML device name ("NVIDIA A10G", "NVIDIA H100 PCIe"),
     else None. The patterns are exclusive, so the first match is the only one."""
@@ -124,11 +134,31 @@ def config_problem(config: dict) -> str | None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
             return f"{key} is {runschema.describe_value(value)}: a model's {key} is a whole number from 1 to {most:,}"
+    moe = moe_problem(cfg)
+    if moe:
+        return moe
     heads, hidden, kv = cfg.get("num_attention_heads"), cfg.get("hidden_size"), cfg.get("num_key_value_heads")
     if heads and hidden and cfg.get("head_dim") is None and hidden % heads:
         return f"num_attention_heads {heads} does not divide hidden_size {hidden} (and no head_dim is given)"
     if heads and kv and heads % kv:
         return f"num_key_value_heads {kv} does not divide num_attention_heads {heads}"
+    return None
+
+
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")  # Mixtral; Qwen MoE; DeepSeek
+
+
+def moe_problem(cfg: dict) -> str | None:
+    """A mixture-of-experts config (more than one expert per layer), in words: the shapes below are a dense
+    model's (one MLP of intermediate_size per layer), so such a model would be planned with a fraction of its
+    weights (Mixtral-8x7B's 46.7 B parameters as 7 B). None for a dense config."""
+    for key in EXPERT_KEYS:
+        n = cfg.get(key)
+        if isinstance(n, int) and not isinstance(n, bool) and n > 1:
+            per = cfg.get("num_experts_per_tok")
+            active = f", {per} per token" if isinstance(per, int) and not isinstance(per, bool) else ""
+            return (f"a mixture-of-experts model ({n} experts{active}): the planner models dense models "
+                    "only, and would count one expert's weights and FLOPs")
     return None
 
 

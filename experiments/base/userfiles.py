@@ -24,7 +24,9 @@ from experiments.base.errors import InputError
 MIB = 2 ** 20
 DATA_FILE_BYTES = 16 * MIB     # a YAML or JSON data file (recipes, seeds, prices, a model's config.json)
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# control characters, the line and paragraph separators, surrogates (bytes that are no UTF-8), and the invisible
+# format characters that reorder or hide text on a terminal (bidirectional overrides and isolates, zero-width marks)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]")
 
 
 def shown(text: object) -> str:

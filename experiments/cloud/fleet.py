@@ -49,7 +49,7 @@ _Dumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:
 
 def classes(hw: str | list[str]) -> list[str]:
     """'a10,h100' -> ['a10', 'h100'], each a class with a SkyPilot accelerator name (bad input otherwise)."""
-    keys = [k.strip().lower() for k in (hw.split(",") if isinstance(hw, str) else hw) if k and k.strip()]
+    keys = [hardware.user_key(k.strip()) for k in (hw.split(",") if isinstance(hw, str) else hw) if k and k.strip()]
     if not keys:
         raise InputError(None, "--hw names no hardware class (a10,rtx4090,a100,h100, ...)")
     for key in keys:

@@ -6,9 +6,11 @@
 """
 from __future__ import annotations
 
-import shutil
+import os
+import stat
 from pathlib import Path
 
+from experiments.base import userfiles
 from experiments.base.errors import InputError
 from experiments.recipes.recipes import plugin_path
 
@@ -26,14 +28,30 @@ def run(args) -> int:
     if args.copy is not None:
         dest = Path(args.copy)
         target = dest / path.name
+        if dest.resolve() == path.resolve().parent:  # the plugin's own folder: the file is already there
+            print(path.resolve())
+            return 0
         try:
             dest.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a file of that name, no permission, a full disk: one line, exit 2
             raise InputError(dest, f"cannot make the folder: {exc.strerror or exc}") from None
         try:
-            shutil.copyfile(path, target)
+            mode = os.lstat(target).st_mode
+        except FileNotFoundError:
+            mode = None
         except OSError as exc:
-            raise InputError(target, f"cannot write: {exc.strerror}") from None
+            raise InputError(target, f"cannot be read ({userfiles.reason(exc)})") from None
+        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):  # a FIFO, a folder, a device
+            raise InputError(target, f"is {userfiles.kind_of(mode)}: nothing was written")
+        # a new file renamed into place: a symlink there is replaced, the file it points to left as it is, and a
+        # failure (a full disk) leaves what was there whole
+        userfiles.write_atomic(target, path.read_bytes(), mode=0o666 & ~_umask())
         path = target.resolve()
     print(path)
     return 0
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

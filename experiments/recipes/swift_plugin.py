@@ -281,9 +281,22 @@ def make_callbacks() -> dict:
 CALLBACKS = ("sdpa_no_cudnn", "pad_buckets", "compile_layers", "liger_loss_only", "liger_config", "no_host_sync")
 
 
+NEEDS = "ms-swift 4.x (swift.arguments and swift.callbacks; measured with 4.6.0)"
+
+
 def register() -> None:
-    """Relax the padding-free check and add the callbacks to ms-swift's registry (--callbacks NAME)."""
-    from swift.callbacks import callbacks_map
+    """Relax the padding-free check and add the callbacks to ms-swift's registry (--callbacks NAME). An older or
+    partial ms-swift (swift.callbacks without swift.arguments, or no callbacks_map) stops the run with one line
+    naming the ms-swift this file needs, not a traceback from inside ms-swift's argument parsing."""
+    try:
+        from swift.arguments import SftArguments  # noqa: F401
+        from swift.callbacks import callbacks_map
+    except ImportError as exc:
+        import swift
+
+        have = getattr(swift, "__version__", None) or "of unknown version"
+        missing = getattr(exc, "name", None) or "swift.arguments"
+        raise SystemExit(f"swiftbench plugin: needs {NEEDS}; this ms-swift {have} has no {missing}") from None
 
     allow_sdpa_padding_free()
     for name, cls in make_callbacks().items():

@@ -47,16 +47,20 @@ UNKNOWN = ["gpu", "host", "environment (driver, CUDA, packages)", "tokens per st
 BLOCK = 1 << 20
 
 
-def swift_runs(src: Path) -> list[Path]:
+def swift_runs(src: Path, results: Path | None = None) -> list[Path]:
     """The run folders under SRC (one holding logging.jsonl; a checkpoint's never), sorted, read through symlinks; a
-    folder below SRC that cannot be listed is bad input (its runs would be left out unsaid)."""
+    folder below SRC that cannot be listed is bad input (its runs would be left out unsaid). A RESULTS tree inside
+    SRC is not searched: its run folders are this import's copies, not swift's runs."""
     if userfiles.present(src / LOG_NAME):
         return [src]
     found = treewalk.folders_with(src, (LOG_NAME,))
     if found.skipped:
         folder, why = found.skipped[0]
         raise InputError(folder, why)
-    return found.folders
+    if results is None:
+        return found.folders
+    tree = results.resolve()
+    return [f for f in found.folders if not f.resolve().is_relative_to(tree)]
 
 
 OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -249,7 +253,7 @@ def import_output(src: str | Path, hw: str, experiment: str,
     """Every swift run folder under SRC into RESULTS: [(source, run folder, newly copied)]. Safe beside another import
     into the same tree (tree_lock)."""
     src, results = Path(src), Path(results)
-    hardware.require(hw)
+    hw = hardware.user_key(hw)
     if os.path.lexists(results) and not results.is_dir():
         raise InputError(results, "--results names something that is not a folder")
     if not src.is_dir():
@@ -257,12 +261,17 @@ def import_output(src: str | Path, hw: str, experiment: str,
     if userfiles.present(src / runfiles.RUN_JSON):
         raise InputError(src, "already a swiftbench run folder (it has run.json): copy it into a results tree, or "
                               "give its tree to `swiftbench tables`")
-    runs = swift_runs(src)
+    runs = swift_runs(src, results)
     if not runs:
         raise InputError(src, f"no {LOG_NAME} in this folder or below it (swift sft writes "
                               "output/<model>/vN-<timestamp>/logging.jsonl)")
+    first_of: dict[str, Path] = {}
     for run in runs:  # every run checked before any is copied: a refusal leaves the results tree as it was
-        checked(run, hw, experiment, results)
+        sha = checked(run, hw, experiment, results)[0]
+        if sha in first_of:  # the second would be refused as already imported after the first was copied
+            raise InputError(run / LOG_NAME, f"the same log as {first_of[sha] / LOG_NAME}: one run counts once; "
+                                             "import one of the two folders")
+        first_of[sha] = run
     with tree_lock(results):
         return [(run, *import_run(run, hw, experiment, results)) for run in runs]
 

@@ -33,14 +33,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
+import re
 import signal
 import socket
 import sys
 import time
 from pathlib import Path
 
-from experiments.base import boundary, runfiles
+from experiments.base import boundary, runfiles, runschema, userfiles
 from experiments.base.errors import InputError
 from experiments.launch import quick_stop
 from experiments.recipes import catalog, recipes
@@ -82,10 +84,28 @@ def run_notebook(spec: RunSpec, run_dir: Path, progress: bool = True) -> None:
     os.environ[RUNNER_ENV] = f"{os.getpid()}:{reaper.start_time(os.getpid()) or ''}"
     # the console shows training progress (watch_progress), not notebook cells; the kernel's own warnings (e.g.
     # ipykernel's "running over TCP without encryption") stay off it
-    with watch_progress(run_dir, spec, enabled=progress):
-        pm.execute_notebook(str(NOTEBOOK), str(run_dir / runfiles.NOTEBOOK), parameters=params, cwd=str(ROOT),
-                            progress_bar=False, log_output=False, kernel_name="python3",
-                            extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
+    # papermill writes its copy again after every cell: under a temporary name, renamed into place only whole (a
+    # full disk would leave sft.ipynb cut short, no JSON)
+    tmp = run_dir / f".{runfiles.NOTEBOOK}.{os.getpid()}.tmp"
+    try:
+        with watch_progress(run_dir, spec, enabled=progress):
+            pm.execute_notebook(str(NOTEBOOK), str(tmp), parameters=params, cwd=str(ROOT),
+                                progress_bar=False, log_output=False, kernel_name="python3",
+                                extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
+    finally:
+        keep_whole_notebook(tmp, run_dir / runfiles.NOTEBOOK)
+
+
+def keep_whole_notebook(tmp: Path, final: Path) -> None:
+    """The executed notebook TMP renamed to FINAL when it is whole JSON (a failed cell's too), else removed."""
+    try:
+        json.loads(tmp.read_bytes())
+        os.replace(tmp, final)
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 @contextlib.contextmanager
@@ -254,8 +274,14 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
         raise
     except Exception as exc:  # noqa: BLE001 - the notebook records the reason in run.json; keep going
         status = read_status(run_dir)
+        own_write = isinstance(exc, OSError)  # the runner's own write (papermill's copy): a full disk, a read-only one
+        why = f"cannot write the run folder ({userfiles.reason(exc)})" if isinstance(exc, OSError) else \
+            f"notebook: {type(exc).__name__}: {str(exc)[:300]}"
         if status.get("status") in (None, "running"):
-            write_status(run_dir, status="failed", reason=f"notebook: {type(exc).__name__}: {str(exc)[:300]}")
+            write_status(run_dir, status="failed", reason=why)  # the cut notebook is gone: its blocks are free
+        if own_write:  # bad input of the command (docs/cli.md: a full disk is one line, exit 2), the run marked failed
+            STOPPING["run_dir"] = None
+            raise InputError(run_dir, f"{why}: the run is marked failed") from None
     STOPPING["run_dir"] = None
     status = read_status(run_dir)
     colour = "green" if status.get("status") == "ok" else "yellow" if claims_mode and is_oom_status(status) else "red"
@@ -461,7 +487,7 @@ def run_command(a) -> int:
 
     if a.hw == "auto":  # the class of the GPU NVML shows (a fleet job need not know which card it got)
         a.hw = gpu.detect_hw()
-    hardware.require(a.hw)
+    a.hw = hardware.user_key(a.hw)
     names = a.experiments.split(",") if a.experiments else None
     if a.claims:
         from experiments.recipes import plan
@@ -527,18 +553,57 @@ RUNNER_FLAGS = {**{flag: None for flag in recipes.RUN_FLAGS}, "model": "--model"
                 "deepspeed": "--parallel"}
 
 
+_FLAG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# values ms-swift (transformers' TrainingArguments) refuses only after the run has started: refused here first.
+# The step intervals take a ratio of the run below 1 and a whole number above it; the sizes a whole number >= 1.
+_STEP_INTERVALS = ("logging_steps", "eval_steps", "save_steps")
+_WHOLE_SIZES = ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps")
+
+
+def owned_flag(flag: str) -> str | None:
+    """The runner's flag that ms-swift reads FLAG as, else None: its parser (argparse, allow_abbrev) takes a prefix
+    of one flag for that flag (--output_di is --output_dir), and no ms-swift flag is a prefix of an owned one (4.6.0),
+    so a prefix of an owned flag is that flag or an error of ms-swift's."""
+    if flag in RUNNER_FLAGS:
+        return flag
+    return next((own for own in RUNNER_FLAGS if own.startswith(flag)), None)
+
+
+def _value_problem(flag: str, value: str) -> str | None:
+    """Why ms-swift would refuse VALUE for FLAG once the run has started, else None."""
+    if flag not in _STEP_INTERVALS and flag not in _WHOLE_SIZES:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if flag in _WHOLE_SIZES:
+        return None if math.isfinite(number) and number >= 1 and number == int(number) else "a whole number >= 1"
+    if not (math.isfinite(number) and number > 0):
+        return "a number > 0 (a ratio of the run below 1)"
+    if number > 1 and number != int(number):
+        return "a whole number above 1 (a ratio of the run below it)"
+    return None
+
+
 def set_overrides(items: list[str]) -> dict[str, str]:
-    """--set FLAG=VALUE items as {flag: value}; bad input for an item without '=' or a flag the runner owns."""
+    """--set FLAG=VALUE items as {flag: value}; bad input for an item without '=' or a flag name, a flag the runner
+    owns (or a prefix ms-swift would read as one), or a value ms-swift would refuse once the run had started."""
     overrides = {}
     for item in items:
         k, sep, v = item.partition("=")
-        if not sep:
-            raise InputError(None, f"--set wants FLAG=VALUE, got {item!r}")
         flag = k.strip().lstrip("-").replace("-", "_")
-        if flag in RUNNER_FLAGS:
-            instead = f"; use {RUNNER_FLAGS[flag]}" if RUNNER_FLAGS[flag] else ""
-            raise InputError(None, f"--set {flag}: the runner sets --{flag} for every run "
+        if not sep or not _FLAG_NAME.fullmatch(flag):
+            raise InputError(None, f"--set wants FLAG=VALUE, got {item!r}")
+        own = owned_flag(flag)
+        if own is not None:
+            instead = f"; use {RUNNER_FLAGS[own]}" if RUNNER_FLAGS[own] else ""
+            read = "" if own == flag else f" (ms-swift reads --{flag} as --{own})"
+            raise InputError(None, f"--set {flag}: the runner sets --{own} for every run{read} "
                                    f"({', '.join(sorted(RUNNER_FLAGS))} are its own){instead}")
+        why = _value_problem(flag, v.strip())
+        if why:
+            raise InputError(None, f"--set {flag}={v.strip()}: ms-swift wants {why}")
         overrides[k.lstrip("-")] = v
     return overrides
 
@@ -547,8 +612,6 @@ def check_inputs(a) -> None:
     """What run-all can check before anything starts, so that bad input is one line (exit 2), not a failed run
     folder: --timeout and --max-steps are positive, the model is dummy / a model folder / a hub id, the data folder
     holds every local stand-in."""
-    import math
-
     from experiments.offline import localdata
     from experiments.run.prepare import check_model
 
@@ -556,6 +619,9 @@ def check_inputs(a) -> None:
         raise InputError(None, f"--timeout wants seconds > 0, got {a.timeout:g}")
     if a.max_steps is not None and a.max_steps < 1:
         raise InputError(None, f"--max-steps wants a whole number >= 1, got {a.max_steps}")
+    if a.max_steps is not None and a.max_steps > runschema.STEPS:  # run.json's bound: tables would refuse the folder
+        shown = f"{a.max_steps:,}" if a.max_steps < 10**30 else f"a {len(str(a.max_steps))}-digit number"
+        raise InputError(None, f"--max-steps wants a whole number from 1 to {runschema.STEPS:,}, got {shown}")
     check_model(a.model)
     if a.data:
         localdata.check_data_dir(a.data)

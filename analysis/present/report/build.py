@@ -107,7 +107,8 @@ def build(results: str | Path | Sequence[str | Path] = "results", out: str | Pat
     results = roots[0] if len(roots) == 1 else roots
     out, notebook = Path(out).resolve(), Path(notebook).resolve()
     seeds = Path(seeds).resolve() if seeds else DEFAULT_SEEDS_DIR
-    hw = hardware_list(hardware_wanted)
+    hw = [hardware.user_key(h) for h in hardware_list(hardware_wanted)]
+    baseline = hardware.user_key(baseline)
     found = check_inputs(results, baseline, hw, seeds, out, notebook)
     if prices:
         prices = Path(prices).resolve()

@@ -58,8 +58,8 @@ class Context:
              hardware_wanted: str | list[str] = "",
              seeds_dir: str | Path | None = None, out_dir: str | Path = "report",
              prices: str | Path | None = None) -> Context:
-        hardware.require(baseline)
-        wanted = hardware_list(hardware_wanted) or hardware.shown()
+        baseline = hardware.user_key(baseline)
+        wanted = [hardware.user_key(h) for h in hardware_list(hardware_wanted)] or hardware.shown()
         for h in wanted:
             hardware.require(h)
         results_dir = Path(results_dir) if isinstance(results_dir, (str, Path)) else Roots(map(Path, results_dir))
