@@ -505,6 +505,34 @@ class _Reader:
         self.stepless.clear()
         self.start = step
 
+    def _drop_repeat(self, kind: str, step: int, obj: dict, line_no: int) -> None:
+        """Counts a line repeating a logged step as a dropped copy, or refuses it as bad input."""
+        steps, kept_lines = self.by_kind[kind]
+        # One rule for a repeated step of either kind: node masters' copies follow the line they copy
+        # (the latest step), so a step logged again after a later one is a resume, read only where
+        # run.json records it (resume() then dropped what it repeats); a copy with its own speed or
+        # times is a node master's only where args.json does not say the run had one node.
+        what = "step" if kind == "train" else "the eval of step"
+        i = bisect.bisect_left(steps, step)
+        if step < steps[-1]:
+            if i < len(steps) and steps[i] == step:
+                raise InputError(self.path, f"{what} {step} logged again after step {steps[-1]}, and "
+                                            f"run.json records no resume that explains it", line_no)
+            raise InputError(self.path, f"step counter goes backwards ({steps[-1]} -> {step})", line_no)
+        while i < len(steps) and steps[i] == step:
+            if _same_values(kept_lines[i].data, obj):
+                own = _volatile_differs(kept_lines[i].data, obj)
+                if own and self.one_node:
+                    break
+                self.run.duplicates_dropped += 1
+                if own:
+                    self.node_copies.append(line_no)
+                return
+            i += 1
+        # identical repeats were dropped above: these values differ (an eval's too: the later copy
+        # would be read as the run's final eval loss)
+        raise InputError(self.path, f"{what} {step} logged twice with different values", line_no)
+
     def add(self, obj: Any, line_no: int) -> None:
         if obj.__class__ is not dict:
             what = "null" if obj is None else type(obj).__name__
@@ -548,30 +576,8 @@ class _Reader:
                     return
                 steps, kept_lines = self.by_kind[kind]
                 if steps and step <= steps[-1]:
-                    # One rule for a repeated step of either kind: node masters' copies follow the line they copy
-                    # (the latest step), so a step logged again after a later one is a resume, read only where
-                    # run.json records it (resume() then dropped what it repeats); a copy with its own speed or
-                    # times is a node master's only where args.json does not say the run had one node.
-                    what = "step" if kind == "train" else "the eval of step"
-                    i = bisect.bisect_left(steps, step)
-                    if step < steps[-1]:
-                        if i < len(steps) and steps[i] == step:
-                            raise InputError(self.path, f"{what} {step} logged again after step {steps[-1]}, and "
-                                                        f"run.json records no resume that explains it", line_no)
-                        raise InputError(self.path, f"step counter goes backwards ({steps[-1]} -> {step})", line_no)
-                    while i < len(steps) and steps[i] == step:
-                        if _same_values(kept_lines[i].data, obj):
-                            own = _volatile_differs(kept_lines[i].data, obj)
-                            if own and self.one_node:
-                                break
-                            self.run.duplicates_dropped += 1
-                            if own:
-                                self.node_copies.append(line_no)
-                            return
-                        i += 1
-                    # identical repeats were dropped above: these values differ (an eval's too: the later copy
-                    # would be read as the run's final eval loss)
-                    raise InputError(self.path, f"{what} {step} logged twice with different values", line_no)
+                    self._drop_repeat(kind, step, obj, line_no)  # raises unless the line is a copy to drop
+                    return
                 steps.append(step)
                 kept_lines.append(line)
             if kind == "train":

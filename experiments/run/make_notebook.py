@@ -11,7 +11,8 @@ from pathlib import Path
 
 import nbformat as nbf
 
-from experiments.base import runfiles
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # a checkout's script: its own packages first
+from experiments.base import runfiles  # noqa: E402
 
 CELLS = [
     ("markdown", """# swift sft experiment run
