@@ -8,6 +8,7 @@ import re
 
 import pytest
 import yaml
+from committed import committed_results
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, load_seed
 from analysis.judge import (
@@ -28,7 +29,6 @@ from analysis.measure.memory import common_peaks, peak_at
 from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
 from experiments.base.errors import InputError
-from experiments.base.paths import ROOT
 from experiments.launch import launcher as launch
 from experiments.recipes import catalog, recipes
 from experiments.run import spec as run_spec
@@ -698,7 +698,7 @@ def test_workers_verdict_from_the_committed_h200_pairs():
     """The committed seed-w4/seed-w8 runs (16 steps, one after the other) and the simultaneous -sim pair (20 steps).
     Hand computation from their logging.jsonl: elapsed at step s = train_speed(s/it) x s; the steady steps of the
     94-step schedule start after step 9.4, so the paired time is elapsed(last) - elapsed(10) for both runs."""
-    root = ROOT / "results"
+    root = committed_results()
     if not (root / "h200" / "seed-w4-sim").is_dir():
         pytest.skip("committed H200 results not present")
 
@@ -718,7 +718,8 @@ def test_workers_verdict_from_the_committed_h200_pairs():
     # the first pair's range reaches 15 %, the simultaneous pair's stays below it: the rule wants both to agree
     assert res.verdict == "inconclusive"
     assert res.numbers["speedup_pct_high_seed-w8-sim"] < 15 < res.numbers["speedup_pct_high"]
-    assert all(not r.startswith("/") for r in res.runs)  # run folders relative to the checkout
+    # run folders named as read: here the committed copy (a folder inside a checkout is named relative to it)
+    assert res.runs and all(r.startswith(str(root / "h200" / "seed-w")) for r in res.runs), res.runs
 
 
 def test_qlora_verdict_names_the_liger_fit_and_the_largest_batch(tmp_path):
@@ -748,7 +749,7 @@ def test_seed_baseline_prefers_the_candidates_host():
     a candidate from a host without a seed run gets the newest."""
     from analysis.parse.results import records_under
 
-    recs = [r for r in records_under(ROOT / "results" / "h200") if r.experiment in ("fast-seed", "fast-best",
+    recs = [r for r in records_under(committed_results() / "h200") if r.experiment in ("fast-seed", "fast-best",
                                                                                      "fast-compile-nocudnn")]
     runs = select.runs_by_experiment(None, "h200", recs)
     assert {r.host_id for r in runs.get("fast-seed")} >= {"dc93a79a73d2", "df773cc3ad55"}

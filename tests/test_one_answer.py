@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 REPO = Path(__file__).resolve().parents[1]
 FAST_FLAGS = ["--batch", "16", "--grad-accum", "1", "--padding-free", "true", "--liger", "true",
@@ -23,7 +24,7 @@ SEED_RUN = "h200/seed/20261202-145024-363c2fc28e7a"  # a full epoch of the seed 
 def results(tmp_path_factory) -> Path:
     """A copy of the committed H200 runs (the estimator reads nothing else)."""
     out = tmp_path_factory.mktemp("one-answer") / "results"
-    shutil.copytree(REPO / "results" / "h200", out / "h200",
+    shutil.copytree(committed_results() / "h200", out / "h200",
                     ignore=shutil.ignore_patterns("gpm.jsonl", "events.out.*", "images", "nvml.csv", "sft.ipynb"))
     return out
 

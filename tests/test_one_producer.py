@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from committed import committed_results
 
 from analysis.judge.verdicts import claims_table
 from analysis.measure import compare, flops, throughput
@@ -25,7 +26,7 @@ from analysis.present.report import speed as report_speed
 from analysis.present.report.context import Context
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "results"
+RESULTS = committed_results()
 RUNS = {"seed": "h200/seed/20261201-002632", "bs16": "h200/bs16/20261201-003102",
         "seed_b": "h200/seed/20261201-003422", "seed_short": "h200/seed/20261202-000920-176aa18e9a00",
         "pair_seed": "h200/pair-seed/20261201-001958",

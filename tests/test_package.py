@@ -21,11 +21,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from experiments.recipes import recipes
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "results"
+RESULTS = committed_results()
 
 # Files the wheel must carry, relative to the installed packages' parent folder (experiments/base/paths.py's ROOT),
 # which is swiftbench/ in the wheel (TOP): one top-level package in site-packages.

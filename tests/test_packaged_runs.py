@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from committed import committed_results
+
 from analysis.cli import main
 from analysis.parse import packaged
 from experiments.base import paths
@@ -14,17 +16,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_packaged_runs_are_the_committed_ones():
-    diff = packaged.differences(REPO / "results", paths.PACKAGED_RUNS)
+    diff = packaged.differences(committed_results(), paths.PACKAGED_RUNS)
     assert not diff, f"data/committed-runs differs from results/ ({len(diff)}): {diff[:10]}; run `make estimator-data`"
-    assert packaged.wanted(REPO / "results"), "no committed run found"
+    assert packaged.wanted(committed_results()), "no committed run found"
 
 
 def test_writing_the_copy_gives_the_same_tree(tmp_path):
-    packaged.write(REPO / "results", tmp_path / "runs")
-    assert packaged.differences(REPO / "results", tmp_path / "runs") == []
+    packaged.write(committed_results(), tmp_path / "runs")
+    assert packaged.differences(committed_results(), tmp_path / "runs") == []
     (tmp_path / "runs" / "h200" / "extra").mkdir()
     (tmp_path / "runs" / "h200" / "extra" / "x.json").write_text("{}")
-    assert packaged.differences(REPO / "results", tmp_path / "runs") == ["not in " + str(REPO / "results")
+    assert packaged.differences(committed_results(), tmp_path / "runs") == ["not in " + str(committed_results())
                                                                         + ": h200/extra/x.json"]
 
 

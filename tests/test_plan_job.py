@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from analysis.estimate import lengths as L
 from analysis.estimate import optimize, planner, validate
@@ -19,7 +20,7 @@ from experiments.base.errors import InputError
 from experiments.recipes import recipes
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "results"
+RESULTS = committed_results()
 MODEL = "Qwen2.5-7B-Instruct"
 GIB = 2 ** 30
 H, INTER, KV, V, LAYERS = 3584, 18944, 512, 152064, 28
@@ -27,7 +28,9 @@ FAST = RESULTS / "h200" / "fast" / "20261202-150346-363c2fc28e7a"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analysis.cli", "plan", *args], cwd=ROOT, capture_output=True,
+    """`plan ARGS` on the committed results' copy (committed.py), never the live tree."""
+    return subprocess.run([sys.executable, "-m", "analysis.cli", "plan", *args, "--results", str(RESULTS)], cwd=ROOT,
+                          capture_output=True,
                           text=True, timeout=300)
 
 

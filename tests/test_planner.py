@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from analysis.estimate import planner, transfer, validate
 from analysis.estimate import prices as price_tables
@@ -19,7 +20,7 @@ from experiments.base import hardware
 from experiments.base.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "results"
+RESULTS = committed_results()
 MODEL = "Qwen2.5-7B-Instruct"
 GIB = 2 ** 30
 H, INTER, KV, V, LAYERS = 3584, 18944, 512, 152064, 28
@@ -39,6 +40,9 @@ def validation():
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`plan ARGS`; in the checkout on the committed results' copy (committed.py), never the live tree."""
+    if cwd == ROOT and "--results" not in args:
+        args = (*args, "--results", str(RESULTS))
     return subprocess.run([sys.executable, "-m", "analysis.cli", "plan", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=120)
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -22,7 +23,7 @@ def _cli(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def compact() -> str:
-    return _cli("tables", str(ROOT / "results"), "--compact")
+    return _cli("tables", str(committed_results()), "--compact")
 
 
 def _readme() -> str:
@@ -42,7 +43,7 @@ def _outside_answer(text: str) -> str:
 def test_readme_answer_block_is_the_tools_answer():
     """The block holds exactly what `swiftbench tables results --answer` prints: the recommendation sentence, the
     same-host recipe rows and the recommended recipe per GPU class, nothing typed by hand."""
-    printed = _cli("tables", str(ROOT / "results"), "--answer").strip("\n").splitlines()
+    printed = _cli("tables", str(committed_results()), "--answer").strip("\n").splitlines()
     assert printed and _answer_block(_readme()) == printed, \
         "README.md's answer block is stale: paste `python -m analysis.cli tables results --answer`"
     assert printed[0].startswith("For this job") and "x sooner" in printed[0]
@@ -113,7 +114,7 @@ def test_every_device_call_folder_has_its_provenance():
 def test_issue_18_table_is_what_the_claims_audit_says():
     """The same-host 20x rows (issue 18) in their findings file are the audit's own figures on the committed runs: a
     change to an experiment's definition that drops its run from the claims (a launcher option changed) fails here."""
-    by_id = {r["id"]: r for r in json.loads(_cli("claims", str(ROOT / "results"), "--json"))}
+    by_id = {r["id"]: r for r in json.loads(_cli("claims", str(committed_results()), "--json"))}
     text = (FINDINGS / "claims-20x_h200_2026-12-01.md").read_text(encoding="utf-8")
     expected = {"fast-best-20x": "does not hold", "fast-compile-noliger-20x": "does not hold",
                 "fast-nocudnn-20x": "inconclusive", "fast-flex-20x": "inconclusive",
@@ -129,7 +130,7 @@ def test_issue_18_table_is_what_the_claims_audit_says():
 def test_findings_quote_the_audits_headline_ratio():
     """The 26x line of the 20x finding is the audit's same-host figure for the compiled recipe, not a number typed
     by hand."""
-    n = {r["id"]: r for r in json.loads(_cli("claims", str(ROOT / "results"), "--json"))}[
+    n = {r["id"]: r for r in json.loads(_cli("claims", str(committed_results()), "--json"))}[
         "fast-compile-nocudnn-20x"]["numbers"]
     text = (FINDINGS / "claims-20x_h200_2026-12-01.md").read_text(encoding="utf-8")
     assert f"**{n['ratio']:.2f}x** ({n['ratio_low']:.2f}-{n['ratio_high']:.2f})" in text

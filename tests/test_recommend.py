@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from analysis.judge import recommend
 from analysis.measure import jobtime, repeats, steps
@@ -20,7 +21,7 @@ from analysis.present.tables import tables
 from experiments.recipes import recipes
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "results"
+RESULTS = committed_results()
 SEED_FULL = RESULTS / "h200/seed/20261201-105624-5f4daf78e2ab"   # full epoch, host 5f4daf78e2ab
 BEST_FULL = RESULTS / "h200/best/20261201-105104-5f4daf78e2ab"   # full epoch, same host
 BEST_OTHER = RESULTS / "h200/best/20261202-043018-e4e316c83b7a"  # full epoch, host e4e316c83b7a (no full seed run)

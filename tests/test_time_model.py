@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from analysis.estimate import anchors, transfer
 from analysis.estimate.time_checks import run_checks
@@ -17,7 +18,7 @@ from analysis.parse.results import collect
 from experiments.base.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "results"
+RESULTS = committed_results()
 FAST = "20261202-150346-363c2fc28e7a"       # the fast recipe's full epoch: padding-free, Liger, checkpointing off
 BS16 = "20261202-042627-e4e316c83b7a"       # the anchors' reference: padded bs16, checkpointing on
 FLOOR_S = 1.5e-6
@@ -181,7 +182,8 @@ def test_anchor_rows_are_read_and_a_missing_row_is_bad_input(tmp_path):
 
 
 def test_plan_checks_prints_both_checks():
-    proc = subprocess.run([sys.executable, "-m", "analysis.cli", "plan", "--checks"], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "analysis.cli", "plan", "--checks", "--results", str(RESULTS)],
+                          cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "(1) each committed H200 run's steady step" in proc.stdout
@@ -192,7 +194,8 @@ def test_plan_json_for_the_bs16_recipe_h200_over_h100_within_10_percent_of_milab
     """The bar: `plan --json` for the bs16 recipe (padded rows, checkpointing on): its H100 time over its (measured)
     H200 time within 10 % of milabench's 1.088 (batch 8) .. 1.123 (best batches)."""
     proc = subprocess.run([sys.executable, "-m", "analysis.cli", "plan", "--batch", "16", "--grad-accum", "1",
-                           "--hw", "h100,h200", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           "--hw", "h100,h200", "--json", "--results", str(RESULTS)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     plans = {p["hw"]: p for p in json.loads(proc.stdout)}
     assert plans["h200"]["time_kind"] == "measured" and plans["h100"]["time_kind"] == "profiled"
