@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from analysis.judge import recommend
 from analysis.parse.results import collect
@@ -48,7 +49,7 @@ def cpu_command(printed: str, model: str, data: Path, out: Path) -> str:
 
 @pytest.mark.slow
 def test_the_printed_recommended_command_trains_with_padding_free_rows(tmp_path):
-    rec = recommend.recommend(collect(REPO / "results"))
+    rec = recommend.recommend(collect(committed_results()))
     assert rec.command and rec.command.startswith("swift sft") and "experiments.launch" not in rec.command
     data = tmp_path / "data"
     make_tiny_local_data(data, n=24)

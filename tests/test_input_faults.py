@@ -12,7 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from faultkit import REPO, SEED_RUN, cli, one_line, permissions_in_force, tree
+from committed import committed_results
+from faultkit import SEED_RUN, cli, one_line, permissions_in_force, tree
 
 
 def _edit_lines(path: Path, fn) -> None:
@@ -381,7 +382,7 @@ def test_any_other_error_of_a_command_is_one_line_naming_its_inputs(tmp_path, mo
 
 def test_the_committed_tree_reads_as_before():
     """No committed run folder is refused by the new checks (tables exit 0, nothing on stderr)."""
-    rc, out, err = cli("tables", REPO / "results", "--format", "json", limit_s=120)
+    rc, out, err = cli("tables", committed_results(), "--format", "json", limit_s=120)
     assert rc == 0 and err == "", err
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from analysis.parse.results import UNLABELLED, scan
 from experiments.base.errors import SKIPPED_EXIT
@@ -145,5 +146,5 @@ def test_folders_outside_the_layout_are_named_not_dropped(results_tree):
 
 
 def test_the_committed_results_skip_nothing():
-    sc = scan(REPO / "results")
+    sc = scan(committed_results())
     assert sc.records and not sc.skipped and not sc.notes, sc.lines()

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 
 from analysis.measure import compare, interconnect, throughput
 from analysis.parse import bench
@@ -20,7 +21,7 @@ from experiments.run.spec import RunSpec
 from tests.fake_nvml import FakeNVML
 
 REPO = Path(__file__).resolve().parents[1]
-H200 = REPO / "results" / "h200"
+H200 = committed_results() / "h200"
 HOST = "a2a43152259f"  # the nvidia-h200-x2 host of calls 12-14 (results/calls/2026-12-01-call12/README.md)
 SEED1, SEED2 = H200 / "seed" / f"20261201-022030-{HOST}", H200 / "seed" / f"20261201-022616-2gpu-{HOST}"
 BEST2_Z2 = H200 / "best" / f"20261201-022954-2gpu-zero2-{HOST}"
@@ -99,7 +100,7 @@ def test_scaling_efficiency_by_hand():
 def test_one_and_two_gpu_runs_are_two_rows_and_a_scaling_row():
     from analysis.present.tables import tables
 
-    t = tables(REPO / "results")
+    t = tables(committed_results())
     seed = t.speedup[(t.speedup.experiment == "seed") & (t.speedup.host == HOST)]
     assert sorted(seed.gpus) == [1, 2]
     sc = t.scaling
@@ -132,7 +133,7 @@ def test_busbw_formula_and_nccl_log():
 
 
 def test_committed_sweeps_and_the_nccl_verdict_numbers():
-    sweeps = bench.allreduce_runs(REPO / "results", "h200")
+    sweeps = bench.allreduce_runs(committed_results(), "h200")
     ((plain, env),) = interconnect.pairs(sweeps)
     raw = json.loads((plain.path / "allreduce.json").read_text())
     big = raw["sizes"][-1]
@@ -150,7 +151,7 @@ def test_committed_sweeps_and_the_nccl_verdict_numbers():
 def test_claims_verdicts_for_seed_000():
     from analysis.judge.verdicts import claims_table
 
-    t = claims_table(REPO / "results").set_index("id")
+    t = claims_table(committed_results()).set_index("id")
     assert t.loc["nccl-env", "verdict"] == "does not hold"
     assert t.loc["scaling-95", "verdict"] == "cannot be tested here"
     assert "seed at 2 GPUs" in t.loc["scaling-95", "detail"]
@@ -237,7 +238,7 @@ def test_planner_memory_per_gpu_by_hand():
 def test_planner_per_gpu_peak_against_the_2_gpu_seed_run():
     from analysis.estimate.validate import estimates_vs_measurements
 
-    df = estimates_vs_measurements(REPO / "results")
+    df = estimates_vs_measurements(committed_results())
     row = df[df.run == SEED2.name].iloc[0]
     assert row.gpus == 2 and row.check == "reserved peak" and bool(row.within_10pct)
     assert row.measured_peak_gib == read_run(SEED2).peak_mem_gib == 16.61
@@ -286,7 +287,7 @@ def test_the_committed_h200_resume_check():
     from analysis.judge.verdicts import claims_table
     from analysis.parse import resume
 
-    (check,) = resume.resume_checks(REPO / "results", "h200")
+    (check,) = resume.resume_checks(committed_results(), "h200")
     raw = json.loads((check["path"] / "resume_check.json").read_text())
     status = json.loads((check["path"] / "run.json").read_text())
     assert check["restart_to_first_step_s"] == raw["resume"]["first_step_s"] == status["resumes"][-1]["first_step_s"]
@@ -297,6 +298,6 @@ def test_the_committed_h200_resume_check():
                  if "train_speed(s/it)" in d and "loss" in d)
     step = int(first["global_step/max_steps"].split("/")[0])
     assert check["trainer_to_first_step_s"] == round(first["train_speed(s/it)"] * (step - check["from_step"]), 2)
-    t = claims_table(REPO / "results").set_index("id")
+    t = claims_table(committed_results()).set_index("id")
     assert t.loc["resume-10s", "verdict"] == ("holds" if check["restart_to_first_step_s"] <= 10 else "does not hold")
     assert f"{check['restart_to_first_step_s']:.1f} s from the restart" in t.loc["resume-10s", "detail"]

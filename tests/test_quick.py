@@ -20,6 +20,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from committed import committed_results
 
 from analysis.estimate import quick as Q
 from analysis.estimate import quick_check as QC
@@ -497,7 +498,7 @@ def _raw_elapsed(run: str) -> dict[int, float]:
     4.x writes the mean seconds per step since the start; not for a run resumed from a checkpoint, whose clock
     restarts)."""
     out = {}
-    for line in (REPO / "results" / run / "logging.jsonl").read_text().splitlines():
+    for line in (committed_results() / run / "logging.jsonl").read_text().splitlines():
         row = json.loads(line)
         if "loss" in row and "eval_loss" not in row and "train_speed(s/it)" in row:
             out[int(row["global_step/max_steps"].split("/")[0])] = row["train_speed(s/it)"] * int(
@@ -515,7 +516,7 @@ def test_a_second_run_of_the_same_steps_by_hand():
     repeat, the host seconds do not."""
     from analysis.parse.results import read_run
 
-    quick_run, full_run = (read_run(REPO / "results" / r) for r in BEST_PAIR)
+    quick_run, full_run = (read_run(committed_results() / r) for r in BEST_PAIR)
     same = QC.same_steps(quick_run, full_run)
     a, b = _raw_elapsed(BEST_PAIR[0]), _raw_elapsed(BEST_PAIR[1])
     steps = range(13, 40)
@@ -524,7 +525,7 @@ def test_a_second_run_of_the_same_steps_by_hand():
     assert same.ratio == pytest.approx(by_hand, rel=1e-9) and 0.72 < by_hand < 0.74
 
     def gpm(run):
-        rows = {r["step"]: r for r in map(json.loads, (REPO / "results" / run / "gpm.jsonl").read_text().splitlines())}
+        rows = {r["step"]: r for r in map(json.loads, (committed_results() / run / "gpm.jsonl").read_text().splitlines())}
         busy = sum(rows[s]["wall_s"] * rows[s]["graphics_util"] / 100 for s in steps)
         return busy, sum(rows[s]["wall_s"] for s in steps) - busy
 
@@ -543,7 +544,7 @@ def test_a_quick_runs_slow_single_steps_were_not_slow_in_the_full_run_after_it_b
     over steps 14-40, by the raw log) took under 1.2x the full run's median step in the full run made after it on the
     same host."""
     checked = []
-    for row in QC.comparison_table(REPO / "results"):
+    for row in QC.comparison_table(committed_results()):
         steps = row.parts.get("one_time_steps")
         if not steps or not isinstance(row, QC.Paired) or row.full_first:
             continue
@@ -563,7 +564,7 @@ def test_the_best_recipe_repeats_itself_once_the_machine_has_run_it_by_hand():
     one's time over the same 27 steps, 1.07x without step 27 (its one slow single step)."""
     from analysis.parse.results import read_run
 
-    runs = {k: read_run(REPO / "results" / v) for k, v in E4_BEST.items()}
+    runs = {k: read_run(committed_results() / v) for k, v in E4_BEST.items()}
     t1, t2 = _raw_elapsed(E4_BEST["full1"]), _raw_elapsed(E4_BEST["full2"])
     full = QC.same_steps(runs["full1"], runs["full2"])
     assert full.steps == 81 and abs(full.ratio - 1) < 0.002
@@ -595,7 +596,7 @@ def test_the_error_parts_add_up_to_the_error_on_every_committed_pair():
     """to anchor + steps + events = predicted - measured training time, on each committed quick/full pair; and the
     to-anchor part of call 34's best pair by hand: the quick run's time to its step 39 less its warm-up excess,
     against the full run's time to step 39 (the log's own clock)."""
-    rows = [r for r in QC.comparison_table(REPO / "results") if isinstance(r, QC.Paired) and r.error_parts]
+    rows = [r for r in QC.comparison_table(committed_results()) if isinstance(r, QC.Paired) and r.error_parts]
     assert len(rows) >= 7
     for r in rows:
         e = r.error_parts
@@ -632,7 +633,7 @@ def test_the_report_shows_each_quick_run_against_its_full_run(tmp_path, monkeypa
     drawn = []
     real = plots.quick_pair_steps
     monkeypatch.setattr(plots, "quick_pair_steps", lambda df, *a: drawn.append(df) or real(df, *a))
-    ctx = Context.load(REPO / "results", "a10", "", None, tmp_path)
+    ctx = Context.load(committed_results(), "a10", "", None, tmp_path)
     html = "".join(estimates.quick_section(ctx))
     df = pd.read_csv(tmp_path / "quick_runs.csv")
     assert (tmp_path / "quick_pairs.png").stat().st_size > 10_000 and "quick_pairs.png" in html
@@ -687,7 +688,7 @@ def test_every_committed_pair_lies_inside_its_estimates_range():
     bootstrap range alone held 5 of the 10 (bs16 +5.8 %, best -13.2 % and +13.4 % among those outside)."""
     from analysis.estimate import quick_calibration as C
 
-    rows = QC.comparison_table(REPO / "results")
+    rows = QC.comparison_table(committed_results())
     pairs = QC.pair_errors(rows)
     listed = C.read_yaml(C.PAIRS_FILE)["pairs"]
     assert len(pairs) == len(listed) >= 10

@@ -18,6 +18,7 @@ import nbformat
 import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
+from committed import committed_results
 
 from analysis.judge.seed_checks import safe_eval
 from analysis.measure import flops, steps
@@ -133,7 +134,7 @@ def test_run_use_names_why_a_folder_is_not_used():
     superseded)."""
     from analysis.judge.run_use import run_use
 
-    records = collect(REPO / "results")
+    records = collect(committed_results())
     if not any(r.is_oom for r in records):
         pytest.skip("no committed OOM run")
     use = run_use(records)
@@ -369,7 +370,7 @@ def test_a_wrong_typed_field_names_the_run_not_a_notebook_cell(results_tree, tmp
 
 
 def test_utilisation_of_the_committed_h200_runs():
-    rows = [r for r in collect(REPO / "results") if r.hw == "h200" and r.experiment in ("seed", "bs16")
+    rows = [r for r in collect(committed_results()) if r.hw == "h200" and r.experiment in ("seed", "bs16")
             and r.ok and (Path(r.path) / "nvml.csv").is_file()]
     if not {r.experiment for r in rows} >= {"seed", "bs16"}:
         pytest.skip("no committed H200 seed and bs16 runs with NVML samples")
@@ -561,11 +562,11 @@ _COMMITTED: dict = {}
 @pytest.fixture
 def committed_report(tmp_path_factory) -> Path:
     """The report of the committed results/ (built once): what a practitioner opens."""
-    if not (REPO / "results" / "h200" / "seed").is_dir():
+    if not (committed_results() / "h200" / "seed").is_dir():
         pytest.skip("no committed H200 seed runs")
     if not _COMMITTED:
         out = tmp_path_factory.mktemp("committed-report")
-        _COMMITTED.update(out=out, proc=_report(REPO / "results", out))
+        _COMMITTED.update(out=out, proc=_report(committed_results(), out))
     assert _COMMITTED["proc"].returncode == 0, _COMMITTED["proc"].stderr[-3000:]
     return _COMMITTED["out"] / "index.html"
 
@@ -681,7 +682,7 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     from analysis.present.report import Report
     from experiments.base.paths import relative
 
-    results = REPO / "results"
+    results = committed_results()
     if not (results / "h200" / "tp-combo").is_dir():
         pytest.skip("committed H200 claims runs not present")
     rep = Report(results, out_dir=tmp_path)
@@ -857,5 +858,5 @@ def test_a_report_without_the_notebook_stack_is_one_line(tmp_path, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "papermill" else real(name, *a))
     with pytest.raises(InputError, match=r"the report needs papermill: pip install 'swiftbench\[report\]'"):
-        build.build(results=REPO / "results", out=tmp_path / "rep")
+        build.build(results=committed_results(), out=tmp_path / "rep")
     assert not (tmp_path / "rep").exists()  # nothing half-written

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from committed import committed_results
 from conftest import OWN_PEAK
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,10 +21,10 @@ SKIP = {"runs", "images", "sft.ipynb", "stdout.log"}
 
 
 def build(dst: Path, n: int) -> None:
-    runs = sorted(p.parent for p in (REPO / "results").glob("*/*/*/run.json") if (p.parent / "logging.jsonl").is_file())
+    runs = sorted(p.parent for p in (committed_results()).glob("*/*/*/run.json") if (p.parent / "logging.jsonl").is_file())
     for i in range(n):
         run = runs[i % len(runs)]
-        copy = dst / run.relative_to(REPO / "results").parent / f"{run.name}-c{i}"
+        copy = dst / run.relative_to(committed_results()).parent / f"{run.name}-c{i}"
         copy.mkdir(parents=True)
         for f in run.iterdir():
             if f.name in SKIP or f.name.startswith("nvml") or not f.is_file():

@@ -23,6 +23,27 @@ def seconds_text(s: float | None) -> str:
     return f"{s / 60:.1f} min" if s < 5400 else f"{s / 3600:.1f} h"
 
 
+def _unit(s: float) -> tuple[str, float]:
+    return ("s", 1.0) if s < 120 else ("min", 60.0) if s < 5400 else ("h", 3600.0)
+
+
+def band_text(s: float | None, low: float | None, high: float | None) -> str:
+    """A duration's band in the duration's own unit ('3.4-4.1 min' beside '3.7 min'): one cell, one unit."""
+    if s is None or low is None or high is None:
+        return "–"
+    unit, div = _unit(s)
+    return f"{span(low / div, high / div)} {unit}"
+
+
+def seconds_band(s: float | None, low: float | None, high: float | None) -> str:
+    """'3.7 min (3.4-4.1 min)': the duration as seconds_text gives it, its band (if any) in the same unit."""
+    if s is None:
+        return "–"
+    if low is None or high is None or low == high:
+        return seconds_text(s)
+    return f"{seconds_text(s)} ({band_text(s, low, high)})"
+
+
 def money(value: float | None, currency: str | None) -> str:
     if value is None:
         return "–"
@@ -212,7 +233,7 @@ def gpu_clause(classes: list[ClassAnswer]) -> str:
     if v.within_reach:
         text += " with the " + ", ".join(
             f"{short(c.hw)}'s {'measured' if c.choice.measured else 'modelled'} "
-            f"{span(c.choice.low_s, c.choice.high_s)} s within reach"
+            f"{band_text(c.choice.epoch_s, c.choice.low_s, c.choice.high_s)} within reach"
             for c in v.within_reach if c.choice is not None)
     cheap = v.cheapest
     if cheap is not None:

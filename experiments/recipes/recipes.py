@@ -130,8 +130,14 @@ def copyable(experiment: str, swift_version: str, path: str | Path = RECIPES_FIL
     gives `swift sft` these same arguments, apart from what the runner owns (RUN_FLAGS) and the machine's own
     (tests/test_recipes.py compares them)."""
     f, _ = command_flags(experiment, swift_version, path=path)
+    own = [k for k, v in (load(path)["experiments"][experiment].get("overrides") or {}).items()
+           if v is not None and k in f]
+    # the model, then what this recipe changes from the article's (the flags that matter, on the first lines a
+    # reader sees), then the article's own flags in its order
+    order = [k for k in f if k == "model"] + [k for k in own if k != "model"]
+    order += [k for k in f if k not in order]
     lines = ["swift sft"]
-    for k, v in f.items():
+    for k, v in ((k, f[k]) for k in order):
         if k == "external_plugins":
             values = [PLUGIN_SHELL if x == PLUGIN else shlex.quote(str(x)) for x in _plugin_value(v, PLUGIN)]
             lines.append(" ".join([f"--{k}", *values]))

@@ -24,7 +24,7 @@ from analysis.measure import profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.present import plots, recommend_view
 from analysis.present import tables as T
-from analysis.present.recommend_view import money, seconds_text, span
+from analysis.present.recommend_view import band_text, money, seconds_band, seconds_text
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base import hardware
@@ -229,7 +229,7 @@ def class_cell(c: ClassAnswer | None) -> ClassCell:
     ch = c.choice if c else None
     if ch is None:
         return ClassCell("no matrix recipe shown to fit")
-    how = "measured" if ch.measured else f"modelled, {span(ch.low_s, ch.high_s)} s"
+    how = "measured" if ch.measured else f"modelled, {band_text(ch.epoch_s, ch.low_s, ch.high_s)}"
     return ClassCell(f"{ch.experiment} · {seconds_text(ch.epoch_s)} ({how})", ch.experiment, ch.epoch_s, how)
 
 
@@ -317,7 +317,7 @@ def classes_table_html(classes: list[ClassAnswer]) -> str:
             cells = [_gpu(c.hw), "–", "no matrix recipe shown to fit", "–", "–", "–", "–"]
             title = ""
         else:
-            epoch = seconds_text(ch.epoch_s) + ("" if ch.measured else f" ({span(ch.low_s, ch.high_s)} s)")
+            epoch = seconds_text(ch.epoch_s) if ch.measured else seconds_band(ch.epoch_s, ch.low_s, ch.high_s)
             peak = f"{ch.peak_gib:.1f} of {c.capacity_gib:.2f}" if ch.peak_gib is not None else ch.fit_basis
             cells = [_gpu(c.hw), ch.experiment, peak, epoch, H.fmt(c.gpu_hours, "{:.3f}"),
                      money(c.cost, c.currency), "measured" if ch.measured else "modelled"]

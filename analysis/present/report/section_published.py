@@ -20,10 +20,21 @@ def comparison(ctx: Context) -> pd.DataFrame:
     return comp
 
 
+def _printed(text: str | None) -> str:
+    """What the article printed, in words: a figure the extraction split over lines is named piece by piece."""
+    if H.missing(text):
+        return "nothing legible printed"
+    parts = [t.strip() for t in str(text).split("\n") if t.strip()]
+    if len(parts) < 2:
+        return f"printed '{H.e(str(text).strip())}'"
+    return ("printed " + " and ".join(f"'{H.e(t)}'" for t in parts)
+            + " on separate lines of the extracted text, characters between them possibly lost")
+
+
 def _tokens_per_step(facts: P.SpeedFacts) -> str:
     max_len = facts.max_length
-    pieces = [f"{P.short(x.hw)} {max_len:,} x 1,000 / {x.ms:,.0f} = {x.tokens_per_s:,.0f} (printed "
-              f"'{H.e(H.breaks(x.printed))}')" for x in facts.published]
+    pieces = [f"{P.short(x.hw)} {max_len:,} x 1,000 / {x.ms:,.0f} = {x.tokens_per_s:,.0f} ({_printed(x.printed)})"
+              for x in facts.published]
     return (f"<li><b>Tokens per step.</b> The published tokens/s are {max_len:,} / step time: " + "; ".join(pieces)
             + f". Each matches the legible characters of the article's column, so the article assumes every step "
             f"holds {max_len:,} tokens, i.e. max_length.</li>")
