@@ -525,7 +525,8 @@ def test_a_second_run_of_the_same_steps_by_hand():
     assert same.ratio == pytest.approx(by_hand, rel=1e-9) and 0.72 < by_hand < 0.74
 
     def gpm(run):
-        rows = {r["step"]: r for r in map(json.loads, (committed_results() / run / "gpm.jsonl").read_text().splitlines())}
+        rows = {r["step"]: r
+                for r in map(json.loads, (committed_results() / run / "gpm.jsonl").read_text().splitlines())}
         busy = sum(rows[s]["wall_s"] * rows[s]["graphics_util"] / 100 for s in steps)
         return busy, sum(rows[s]["wall_s"] for s in steps) - busy
 

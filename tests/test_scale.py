@@ -21,7 +21,8 @@ SKIP = {"runs", "images", "sft.ipynb", "stdout.log"}
 
 
 def build(dst: Path, n: int) -> None:
-    runs = sorted(p.parent for p in (committed_results()).glob("*/*/*/run.json") if (p.parent / "logging.jsonl").is_file())
+    runs = sorted(p.parent for p in committed_results().glob("*/*/*/run.json")
+                  if (p.parent / "logging.jsonl").is_file())
     for i in range(n):
         run = runs[i % len(runs)]
         copy = dst / run.relative_to(committed_results()).parent / f"{run.name}-c{i}"
