@@ -203,7 +203,7 @@ def test_levels():
     assert level("experiments.launch.launcher") == 3 and level("experiments.run.runner") == 4
     assert level("experiments.probes.sdpa_shapes") == 6
     assert level("analysis") == 10 and level("analysis.parse.logs") == 11 and level("analysis.measure") == 12
-    assert level("analysis.estimate.cli") == 13 and level("analysis.judge.rules") == 14
+    assert level("analysis.estimate.cli") == 13 and level("analysis.judge.audit.rules") == 14
     assert level("analysis.present.report.build") == 15 and level("analysis.cli") == 16
     assert level("analysis.claims") is None and level("analysis.data") is None
     assert level("analysis.presentation") is None  # a prefix of the name, not of the package
@@ -220,12 +220,13 @@ def test_the_checker_finds_upward_imports_cycles_and_strays(tmp_path):
         "analysis/measure/steps.py": "def f():\n    from . import speed\n",  # inside a function, relative
         "analysis/measure/speed.py": "import analysis.measure.steps\n",
         "analysis/judge/__init__.py": "",
-        "analysis/judge/rules.py": "from analysis.present import tables\n",  # upward
+        "analysis/judge/audit/rules.py": "from analysis.present import tables\n",  # upward
         "analysis/present/__init__.py": "",
-        "analysis/present/tables.py": "from analysis.judge.rules import verdict\nfrom analysis.parse import logs\n",
+        "analysis/present/tables.py": "from analysis.judge.audit.rules import verdict\n"
+                                      "from analysis.parse import logs\n",
         "analysis/cli.py": "import importlib\n",
         "analysis/claims.py": "from analysis.core import errors\n",  # outside a stage
-        "experiments/run/runner.py": "from analysis.judge import rules\nfrom experiments import gpu\n",
+        "experiments/run/runner.py": "from analysis.judge.audit import rules\nfrom experiments import gpu\n",
         "experiments/record/gpu.py": "from analysis.core import errors\n",
         "analysis/measure/load.py": "from experiments.run import runner\n",  # analysis reads files only
         "experiments/probes/p.py": "",
@@ -236,16 +237,16 @@ def test_the_checker_finds_upward_imports_cycles_and_strays(tmp_path):
     assert edges["analysis.measure.steps"] == [("analysis.measure.speed", 2)]
     found = problems(root)
     assert "module outside a stage package: analysis.claims (analysis/claims.py)" in found
-    assert ("upward import: analysis/judge/rules.py:1 analysis.judge.rules (level 14) -> analysis.present.tables "
-            "(level 15)") in found
-    assert ("upward import: experiments/run/runner.py:1 experiments.run.runner (level 4) -> analysis.judge.rules "
+    assert ("upward import: analysis/judge/audit/rules.py:1 analysis.judge.audit.rules (level 14) -> "
+            "analysis.present.tables (level 15)") in found
+    assert ("upward import: experiments/run/runner.py:1 experiments.run.runner (level 4) -> analysis.judge.audit.rules "
             "(level 14)") in found
     assert ("analysis reads files, not the runner: analysis/measure/load.py:1 analysis.measure.load -> "
             "experiments.run.runner") in found
     assert "a probe is imported: experiments/cloud/fleet.py:1 experiments.cloud.fleet -> experiments.probes.p" in found
     cycles = [f for f in found if f.startswith("import cycle")]
     assert len(cycles) == 2
-    assert any("analysis.judge.rules, analysis.present.tables" in c for c in cycles)
+    assert any("analysis.judge.audit.rules, analysis.present.tables" in c for c in cycles)
     assert any("analysis.measure.speed, analysis.measure.steps" in c and "steps.py:2" in c for c in cycles)
     assert len(found) == 9, found
 
