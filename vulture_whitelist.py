@@ -43,7 +43,7 @@ pytestmark  # pytest reads it
 head_dim
 
 # fields of typed quotes read by analysis.judge.audit.result.quoted (by name: a flag, or a number a verdict quotes)
-banded, seed_mean, seeds_at_step, ranged, seed_tokens_source  # judge.band.LossCheck, judge.quote
+banded, seed_mean, seeds_at_step, ranged, seed_tokens_source  # judge.band.LossCheck, judge.audit.quote
 
 # rule functions, called through the registry their @rulespec.kind decorator fills (analysis.judge.audit.rules.RULES)
 rule_memory_loss_pair, rule_capacity_explains_batch, rule_min_memory, rule_fits  # judge.audit.rules_memory
