@@ -54,7 +54,7 @@ help:
 	@echo "make tables [RESULTS=results]     speedup and convergence tables of a results tree"
 	@echo "make parse [RESULTS=results]      one row per run folder: status, complete, steps, ms/step, tokens/s, peak, MFU"
 	@echo "make estimator-data               data/committed-runs: the committed runs' files the planner reads, for the wheel"
-	@echo "make claims [RESULTS=results]     the claims audit's verdicts (analysis/judge/claims.yaml); PLAN=1: its GPU plan too"
+	@echo "make claims [RESULTS=results]     the claims audit's verdicts (analysis/judge/audit/claims.yaml); PLAN=1: its GPU plan too"
 	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan (experiments/recipes/claims/plan.yaml), one lane per GPU"
 	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s] [GPUS=1,2] [PARALLEL=ddp,zero3] [QUICK=1|BUDGET=180s] [REPEAT=1] [REPEATS=3 [PLAIN=fast]] [PROFILE=1]"
 	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"

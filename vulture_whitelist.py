@@ -42,5 +42,12 @@ pytestmark  # pytest reads it
 # TypedDict keys read as strings (s["head_dim"]): experiments.base.hardware.ModelShapes
 head_dim
 
-# fields of typed quotes read by analysis.judge.result.quoted (by name: a flag, or a number a verdict quotes)
-banded, seed_mean, seeds_at_step, ranged, seed_tokens_source  # judge.band.LossCheck, judge.quote
+# fields of typed quotes read by analysis.judge.audit.result.quoted (by name: a flag, or a number a verdict quotes)
+banded, seed_mean, seeds_at_step, ranged, seed_tokens_source  # judge.band.LossCheck, judge.audit.quote
+
+# rule functions, called through the registry their @rulespec.kind decorator fills (analysis.judge.audit.rules.RULES)
+rule_memory_loss_pair, rule_capacity_explains_batch, rule_min_memory, rule_fits  # judge.audit.rules_memory
+rule_speedup, rule_tradeoff, rule_recipe, rule_target_speedup, rule_class_best  # judge.audit.rules_speed
+rule_capped_fit, rule_flags, rule_supported, rule_bound, rule_seed_spread  # judge.audit.rules_card, rules_tooling
+rule_scaling, rule_nccl_env, rule_resume_time  # judge.audit.rules_cluster
+RULE_MODULES  # judge.audit.rules: imported so that each registers its kinds

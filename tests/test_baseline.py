@@ -1,5 +1,5 @@
-"""The speed-up baseline is the judge's decision (analysis.judge.baseline), on typed candidates."""
-from analysis.judge.baseline import MIN_BASELINE_STEADY_STEPS, Candidate, pick_baseline
+"""The speed-up baseline is the judge's decision (analysis.judge.answer.baseline), on typed candidates."""
+from analysis.judge.answer.baseline import MIN_BASELINE_STEADY_STEPS, Candidate, pick_baseline
 
 
 def test_the_asked_class_wins_where_it_has_a_time_and_a_throughput():

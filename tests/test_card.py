@@ -1,4 +1,4 @@
-"""Memory claims at a card's capacity in GiB (analysis/judge/card.py): a 24 GB card holds 22.35 GiB, so only a run
+"""Memory claims at a card's capacity in GiB (analysis/judge/audit/card.py): a 24 GB card holds 22.35 GiB, so only a run
 capped there (the cap its launch.json recorded) settles "24 GB is enough for 7B LoRA"; runs under larger caps count
 for a card only through a reserved peak below its capacity."""
 import json
@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from analysis.judge import card, config, rulespec
-from analysis.judge.rules import RULES
+from analysis.judge.audit import card, config, rulespec
+from analysis.judge.audit.rules import RULES
 from analysis.parse import sidefiles
 from experiments.base import hardware
 from experiments.base.errors import InputError

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from analysis.judge.select import runs_by_experiment
-from analysis.judge.verdicts import claims_table
+from analysis.judge.audit.verdicts import claims_table
+from analysis.judge.band import runs_by_experiment
 from experiments.launch import launcher as launch
 from experiments.launch import options as launch_options
 from experiments.launch import profiler as launch_profiler
@@ -390,17 +390,18 @@ def test_claims_does_not_import_ms_swift():
 
 def test_the_ms_swift_snapshot_is_what_the_installed_ms_swift_says():
     """data/swift_sft.json against the installed ms-swift (it imports ms-swift: seconds). A claims.yaml that
-    asks a new flag, or another ms-swift, makes this fail until `python -m analysis.judge.swift_info` rewrites it."""
+    asks a new flag, or another ms-swift, makes this fail until `python -m analysis.judge.audit.swift_info` rewrites
+    it."""
     import json
 
-    from analysis.judge import swift_info
+    from analysis.judge.audit import swift_info
 
     if swift_info.swift_version() is None:
         pytest.skip("ms-swift is not installed")
     committed = json.loads(swift_info.FACTS_FILE.read_text())
     if committed["swift_version"] != swift_info.swift_version():
         pytest.fail(f"data/swift_sft.json is of ms-swift {committed['swift_version']}, the installed one is "
-                    f"{swift_info.swift_version()}: run python -m analysis.judge.swift_info")
+                    f"{swift_info.swift_version()}: run python -m analysis.judge.audit.swift_info")
     assert json.loads(json.dumps(swift_info.snapshot().as_json(), default=str)) == committed
     for key, report in committed["flag_reports"].items():  # and the reports the claims get are the snapshot's
         flag, _, value = key.partition("=")

@@ -218,7 +218,7 @@ def test_parse_several_runs_is_one_row_each_with_mfu_as_a_percentage(results_tre
 
 
 def test_claims_prints_one_line_per_claim_no_wider_than_160():
-    from analysis.judge import config
+    from analysis.judge.audit import config
     from analysis.judge.cli import LINE_WIDTH, one_line
 
     long = "[holds] x: " + "; ".join(f"part {i} with some words" for i in range(40))

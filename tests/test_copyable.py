@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from committed import committed_results
 
-from analysis.judge import recommend
+from analysis.judge.answer import recommend
 from analysis.parse.results import collect
 from experiments.offline.localdata import make_tiny_local_data
 from experiments.recipes import recipes

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import OWN_PEAK
 
-from analysis.judge.seed_checks import safe_eval
+from analysis.judge.audit.seed_checks import safe_eval
 from analysis.parse.record import read_log_record
 from experiments.run import cache as run_cache
 from experiments.run import orphans as run_orphans

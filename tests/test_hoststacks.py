@@ -177,7 +177,7 @@ def test_swiftbench_profile_prints_and_exports(capsys):
 
 
 def test_host_groups_and_the_report_frame_by_hand():
-    from analysis.judge.frames import host_time_frame
+    from analysis.judge.audit.frames import host_time_frame
     from analysis.measure.profile import host_groups
     from analysis.present.parse_view import records
 

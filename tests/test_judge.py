@@ -11,8 +11,8 @@ import yaml
 from committed import committed_results
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, load_seed
-from analysis.judge import (
-    cli,
+from analysis.judge import band, cli
+from analysis.judge.audit import (
     combo,
     config,
     frames,
@@ -23,8 +23,8 @@ from analysis.judge import (
     select,
     swift_info,
 )
-from analysis.judge.rules import RULES
-from analysis.judge.verdicts import claims_table
+from analysis.judge.audit.rules import RULES
+from analysis.judge.audit.verdicts import claims_table
 from analysis.measure.memory import common_peaks, peak_at
 from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
@@ -39,7 +39,7 @@ def _table(root, **kw):
 
 
 def _runs(root, hw=None):
-    return select.runs_by_experiment(root, hw)
+    return band.runs_by_experiment(root, hw)
 
 
 # ------------------------------------------------------------------------------------------ claims.yaml as data
@@ -277,7 +277,7 @@ def test_runs_of_another_definition_are_not_used(tmp_path, fixtures):
     # the machine's own flags (dtype, model check) are not part of the definition
     status["key"]["overrides"].update(lora_rank=4, torch_dtype="float32", check_model=False)
     (run / "run.json").write_text(json.dumps(status))
-    assert select.defined_as(select.records_of(root)[0], "rank4")
+    assert band.defined_as(band.records_of(root)[0], "rank4")
 
 
 def test_capacity_verdicts(tmp_path):
@@ -751,7 +751,7 @@ def test_seed_baseline_prefers_the_candidates_host():
 
     recs = [r for r in records_under(committed_results() / "h200") if r.experiment in ("fast-seed", "fast-best",
                                                                                      "fast-compile-nocudnn")]
-    runs = select.runs_by_experiment(None, "h200", recs)
+    runs = band.runs_by_experiment(None, "h200", recs)
     assert {r.host_id for r in runs.get("fast-seed")} >= {"dc93a79a73d2", "df773cc3ad55"}
     for name, host in (("fast-best", "dc93a79a73d2"), ("fast-compile-nocudnn", "df773cc3ad55")):
         # the newest candidate run that has a fast-seed run on its host (call 46's compiled run on 363c2fc28e7a has

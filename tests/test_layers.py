@@ -13,6 +13,10 @@ is); only analysis/cli.py, the command line on top, dispatches to the runner. No
 Every import counts: top level or inside a function, `import x` and `from x import y` (y may be a module),
 relative imports resolved. The data files (data/, top level) sit below both packages and hold no code; a module
 directly in analysis/ sits outside a stage.
+
+Inside judge/ the two jobs are siblings (issue 46): the claims audit (judge/audit/) and the answer (judge/answer/)
+never import each other; what both read is the one shared module, judge/band.py, which imports neither. judge/cli.py,
+the `swiftbench claims` command, may import both.
 """
 from __future__ import annotations
 
@@ -31,6 +35,14 @@ LEVELS = {  # the longest matching prefix decides
 ANALYSIS_MAY_IMPORT = ("experiments.base", "experiments.recipes")  # of experiments/, for the stages below the CLI
 PROBES = "experiments.probes"
 DATA = ("analysis.data",)
+JUDGE_JOBS = ("analysis.judge.audit", "analysis.judge.answer")  # siblings: neither imports the other
+JUDGE_SHARED = ("analysis.judge.band",)  # what both jobs read; it imports neither
+JUDGE_TOP = JUDGE_SHARED + ("analysis.judge", "analysis.judge.cli")  # every other judge module is in a job
+
+
+def job(name: str) -> str | None:
+    """The judge job (package) module NAME belongs to, else None."""
+    return next((j for j in JUDGE_JOBS if name == j or name.startswith(j + ".")), None)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -154,6 +166,8 @@ def problems(root: Path = ROOT) -> list[str]:
             out.append(f"module outside a stage package: {name} ({mods[name].relative_to(root)})")
         elif level(name) is None:
             out.append(f"code in the data folder: {name} ({mods[name].relative_to(root)})")
+        elif name.startswith("analysis.judge.") and job(name) is None and name not in JUDGE_TOP:
+            out.append(f"judge module in neither job nor declared shared: {name} ({mods[name].relative_to(root)})")
     for name in sorted(edges):
         src = level(name)
         for target, line in edges[name]:
@@ -168,6 +182,13 @@ def problems(root: Path = ROOT) -> list[str]:
                            f"{target}")
             if target.startswith(PROBES) and not name.startswith(PROBES):
                 out.append(f"a probe is imported: {mods[name].relative_to(root)}:{line} {name} -> {target}")
+            src_job, dst_job = job(name), job(target)
+            if src_job and dst_job and src_job != dst_job:
+                out.append(f"one judge job imports the other: {mods[name].relative_to(root)}:{line} {name} -> "
+                           f"{target} (what both need belongs in {', '.join(JUDGE_SHARED)})")
+            if name in JUDGE_SHARED and dst_job:
+                out.append(f"the judge's shared module imports a job: {mods[name].relative_to(root)}:{line} {name} -> "
+                           f"{target}")
     for comp in strongly_connected({n: [t for t, _ in e] for n, e in edges.items()}):
         members = set(comp)
         where = [f"{mods[n].relative_to(root)}:{line} {n} -> {t}" for n in comp for t, line in edges[n]
@@ -203,7 +224,7 @@ def test_levels():
     assert level("experiments.launch.launcher") == 3 and level("experiments.run.runner") == 4
     assert level("experiments.probes.sdpa_shapes") == 6
     assert level("analysis") == 10 and level("analysis.parse.logs") == 11 and level("analysis.measure") == 12
-    assert level("analysis.estimate.cli") == 13 and level("analysis.judge.rules") == 14
+    assert level("analysis.estimate.cli") == 13 and level("analysis.judge.audit.rules") == 14
     assert level("analysis.present.report.build") == 15 and level("analysis.cli") == 16
     assert level("analysis.claims") is None and level("analysis.data") is None
     assert level("analysis.presentation") is None  # a prefix of the name, not of the package
@@ -220,12 +241,13 @@ def test_the_checker_finds_upward_imports_cycles_and_strays(tmp_path):
         "analysis/measure/steps.py": "def f():\n    from . import speed\n",  # inside a function, relative
         "analysis/measure/speed.py": "import analysis.measure.steps\n",
         "analysis/judge/__init__.py": "",
-        "analysis/judge/rules.py": "from analysis.present import tables\n",  # upward
+        "analysis/judge/audit/rules.py": "from analysis.present import tables\n",  # upward
         "analysis/present/__init__.py": "",
-        "analysis/present/tables.py": "from analysis.judge.rules import verdict\nfrom analysis.parse import logs\n",
+        "analysis/present/tables.py": "from analysis.judge.audit.rules import verdict\n"
+                                      "from analysis.parse import logs\n",
         "analysis/cli.py": "import importlib\n",
         "analysis/claims.py": "from analysis.core import errors\n",  # outside a stage
-        "experiments/run/runner.py": "from analysis.judge import rules\nfrom experiments import gpu\n",
+        "experiments/run/runner.py": "from analysis.judge.audit import rules\nfrom experiments import gpu\n",
         "experiments/record/gpu.py": "from analysis.core import errors\n",
         "analysis/measure/load.py": "from experiments.run import runner\n",  # analysis reads files only
         "experiments/probes/p.py": "",
@@ -236,16 +258,16 @@ def test_the_checker_finds_upward_imports_cycles_and_strays(tmp_path):
     assert edges["analysis.measure.steps"] == [("analysis.measure.speed", 2)]
     found = problems(root)
     assert "module outside a stage package: analysis.claims (analysis/claims.py)" in found
-    assert ("upward import: analysis/judge/rules.py:1 analysis.judge.rules (level 14) -> analysis.present.tables "
-            "(level 15)") in found
-    assert ("upward import: experiments/run/runner.py:1 experiments.run.runner (level 4) -> analysis.judge.rules "
+    assert ("upward import: analysis/judge/audit/rules.py:1 analysis.judge.audit.rules (level 14) -> "
+            "analysis.present.tables (level 15)") in found
+    assert ("upward import: experiments/run/runner.py:1 experiments.run.runner (level 4) -> analysis.judge.audit.rules "
             "(level 14)") in found
     assert ("analysis reads files, not the runner: analysis/measure/load.py:1 analysis.measure.load -> "
             "experiments.run.runner") in found
     assert "a probe is imported: experiments/cloud/fleet.py:1 experiments.cloud.fleet -> experiments.probes.p" in found
     cycles = [f for f in found if f.startswith("import cycle")]
     assert len(cycles) == 2
-    assert any("analysis.judge.rules, analysis.present.tables" in c for c in cycles)
+    assert any("analysis.judge.audit.rules, analysis.present.tables" in c for c in cycles)
     assert any("analysis.measure.speed, analysis.measure.steps" in c and "steps.py:2" in c for c in cycles)
     assert len(found) == 9, found
 
@@ -293,3 +315,29 @@ def test_no_two_modules_share_a_basename():
                 seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
     assert not clashes, clashes
+
+
+def test_the_checker_keeps_the_judge_jobs_apart(tmp_path):
+    root = _tree(tmp_path, {
+        "analysis/judge/__init__.py": "",
+        "analysis/judge/band.py": "from analysis.judge.audit import config\n",  # shared imports a job
+        "analysis/judge/cli.py": "from analysis.judge.audit import verdicts\nfrom analysis.judge.answer import x\n",
+        "analysis/judge/audit/__init__.py": "",
+        "analysis/judge/audit/config.py": "from analysis.judge import band\n",  # a job reads the shared module
+        "analysis/judge/audit/verdicts.py": "from analysis.judge.answer.x import y\n",  # audit -> answer
+        "analysis/judge/answer/__init__.py": "",
+        "analysis/judge/answer/x.py": "from analysis.judge.band import seed_spread\n",
+        "analysis/judge/answer/z.py": "import analysis.judge.audit.config\n",  # answer -> audit
+        "analysis/judge/stray.py": "",  # a judge module that is in neither job nor shared
+    })
+    found = problems(root)
+    assert ("one judge job imports the other: analysis/judge/audit/verdicts.py:1 analysis.judge.audit.verdicts -> "
+            "analysis.judge.answer.x (what both need belongs in analysis.judge.band)") in found
+    assert ("one judge job imports the other: analysis/judge/answer/z.py:1 analysis.judge.answer.z -> "
+            "analysis.judge.audit.config (what both need belongs in analysis.judge.band)") in found
+    assert ("the judge's shared module imports a job: analysis/judge/band.py:1 analysis.judge.band -> "
+            "analysis.judge.audit.config") in found
+    assert "judge module in neither job nor declared shared: analysis.judge.stray (analysis/judge/stray.py)" in found
+    cycles = [f for f in found if f.startswith("import cycle")]
+    assert len(cycles) == 1 and "analysis.judge.audit.config, analysis.judge.band" in cycles[0]
+    assert len(found) == 5, found

@@ -149,7 +149,7 @@ def test_committed_sweeps_and_the_nccl_verdict_numbers():
 
 
 def test_claims_verdicts_for_seed_000():
-    from analysis.judge.verdicts import claims_table
+    from analysis.judge.audit.verdicts import claims_table
 
     t = claims_table(committed_results()).set_index("id")
     assert t.loc["nccl-env", "verdict"] == "does not hold"
@@ -255,9 +255,9 @@ def _resume_check(folder: Path, restart_s: float, repeated: list[tuple[int, floa
 
 
 def test_the_resume_claim_by_hand(tmp_path):
-    from analysis.judge import config
-    from analysis.judge.rules_cluster import rule_resume_time
-    from analysis.judge.select import Runs
+    from analysis.judge.audit import config
+    from analysis.judge.audit.rules_cluster import rule_resume_time
+    from analysis.judge.band import Runs
 
     claim = config.claim_of({"id": "resume", "origin": "finding", "claim": "", "source": {"file": "f", "claim": "c"},
                              "rule": {"kind": "resume_time", "max_s": 10}})
@@ -284,7 +284,7 @@ def test_the_resume_claim_by_hand(tmp_path):
 
 
 def test_the_committed_h200_resume_check():
-    from analysis.judge.verdicts import claims_table
+    from analysis.judge.audit.verdicts import claims_table
     from analysis.parse import resume
 
     (check,) = resume.resume_checks(committed_results(), "h200")

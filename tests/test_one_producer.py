@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from committed import committed_results
 
-from analysis.judge.verdicts import claims_table
+from analysis.judge.audit.verdicts import claims_table
 from analysis.measure import compare, flops, throughput
 from analysis.parse.results import collect
 from analysis.present.report import answer as report_answer
@@ -113,7 +113,7 @@ def test_report_csvs_print_the_measure_stage(tmp_path, expected):
     assert numbers["ratio"] == round(expected["pair"]["factor"], 2)
     assert numbers["tokens_per_s"] == round(expected["pair"]["best_tokens_per_s"], 1)
     # the answer (the report's first screen): the measured rows' tokens/s, and the H100's recipe and epoch as the one
-    # recommender's per-class answer (analysis.judge.classes) gives them
+    # recommender's per-class answer (analysis.judge.answer.classes) gives them
     report_answer.answer_section(ctx)
     answer = pd.read_csv(tmp_path / "answer.csv")
     measured = answer[answer.source == "measured"].set_index("host")
@@ -123,8 +123,8 @@ def test_report_csvs_print_the_measure_stage(tmp_path, expected):
     classes = pd.read_csv(tmp_path / "classes.csv").set_index("hw")
     assert h100.class_recipe == classes.loc["h100", "recipe"]
     assert h100.class_recipe_epoch_s == pytest.approx(classes.loc["h100", "epoch_s"], rel=1e-12)
-    from analysis.judge.classes import class_answers
-    from analysis.judge.recommend import recommend
+    from analysis.judge.answer.classes import class_answers
+    from analysis.judge.answer.recommend import recommend
 
     rec = recommend(ctx.records)
     (mine,) = [c for c in class_answers(rec, ctx.records) if c.hw == "h100"]
@@ -145,7 +145,7 @@ def test_time_to_finish_the_job_has_one_producer():
     rows = json.loads(p.stdout)["recipes"]
     assert rows
     records = collect(RESULTS)
-    from analysis.judge import recommend
+    from analysis.judge.answer import recommend
 
     counted = recommend.full_epoch_runs(records)
     for row in rows:  # a row's figure: the median of the counted full epochs of its recipe on its host

@@ -35,7 +35,7 @@ NAMED_FILES = [
     "seeds/ms_swift_hw_test.yaml",
     "notebooks/report.ipynb",
     "data/hardware.yaml",
-    "analysis/judge/claims.yaml",
+    "analysis/judge/audit/claims.yaml",
     "experiments/recipes/recipes.yaml",
     "analysis/present/report/report.css",
 ]
@@ -46,7 +46,7 @@ PACKAGE_DATA_GLOBS = [
     "data/*.yaml",
     "data/*.json",
     "data/*.csv",
-    "analysis/judge/*.yaml",
+    "analysis/judge/*/*.yaml",
     "analysis/present/report/*.css",
     "experiments/*/*.yaml",
     "experiments/*/*.ipynb",

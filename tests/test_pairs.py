@@ -1,4 +1,4 @@
-"""The paired-round rule (analysis.judge.pairs) and the order of an interleaved set (experiments/run/rounds.py),
+"""The paired-round rule (analysis.judge.answer.pairs) and the order of an interleaved set (experiments/run/rounds.py),
 on synthetic values: hand-computed ratios, no runs."""
 import math
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.judge import pairs
+from analysis.judge.answer import pairs
 from experiments.base.errors import InputError
 from experiments.run import rounds
 

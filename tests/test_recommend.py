@@ -1,4 +1,4 @@
-"""The recommended recipe for the job (analysis.judge.recommend), exercised on synthetic results trees built from
+"""The recommended recipe for the job (analysis.judge.answer.recommend), exercised on synthetic results trees built from
 committed full-epoch runs: the rule is data-driven (full-epoch train_runtime against a full-epoch seed run of the same
 host, eval loss in the seed band), so a copied run with another host id or experiment must move the answer."""
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from committed import committed_results
 
-from analysis.judge import recommend
+from analysis.judge.answer import recommend
 from analysis.measure import jobtime, repeats, steps
 from analysis.parse.results import collect
 from analysis.present import recommend_view
@@ -245,7 +245,7 @@ def test_tables_cli_names_one_recommended_recipe_from_same_host_full_epochs():
 
 
 def test_the_claims_recipes_table_shows_the_break_even_beside_compiled_recipes():
-    from analysis.judge import frames
+    from analysis.judge.audit import frames
 
     rf = frames.recipes_frame(RESULTS).set_index("recipe")
     row = rf.loc["fast-compile-nocudnn"]
@@ -260,7 +260,7 @@ def test_the_claims_recipes_table_shows_the_break_even_beside_compiled_recipes()
 
 
 def _class(hw, epoch, low, high, cost_per_h, measured=False):
-    from analysis.judge.classes import ClassAnswer, Option
+    from analysis.judge.answer.classes import ClassAnswer, Option
 
     opt = None if epoch is None else Option("fast", True, 35.5, "peak", epoch, low, high, measured, "b", "r")
     return ClassAnswer(hw, hw, 40.0, opt, (), (), cost_per_h, "USD")
@@ -270,7 +270,7 @@ def test_compare_classes_decides_soonest_cheapest_and_what_is_within_reach():
     """By hand: H200 measured 44.6 s; H100 modelled 47.4 (44.4-50.8) reaches below 44.6; A100 77.3 (71.9-83.5) does
     not; the RTX 4090 costs least (154.1 s x 0.60 / 3600 = 0.0257 < the H200's 44.6 x 6.35 / 3600 = 0.0787); an A10
     without a recipe is untimed."""
-    from analysis.judge.classes import compare_classes
+    from analysis.judge.answer.classes import compare_classes
 
     h200 = _class("h200", 44.6, 44.6, 44.6, 6.35, measured=True)
     h100 = _class("h100", 47.4, 44.4, 50.8, 4.76)

@@ -20,7 +20,7 @@ import pytest
 from bs4 import BeautifulSoup
 from committed import committed_results
 
-from analysis.judge.seed_checks import safe_eval
+from analysis.judge.audit.seed_checks import safe_eval
 from analysis.measure import flops, steps
 from analysis.measure import utilisation as U
 from analysis.parse.results import collect
@@ -132,7 +132,7 @@ def test_header_counts_the_run_folders_and_says_why_some_are_not_used(built):
 def test_run_use_names_why_a_folder_is_not_used():
     """The committed tree: every folder counted once, under used or one reason (OOM, interrupted, failed,
     superseded)."""
-    from analysis.judge.run_use import run_use
+    from analysis.judge.answer.run_use import run_use
 
     records = collect(committed_results())
     if not any(r.is_oom for r in records):
@@ -659,7 +659,7 @@ def test_claims_verdicts_in_report(built):
     assert not row["runs"].startswith("[")  # run folders as text, not a Python list
     assert row["verdict"] == "does not hold" and "--disable_cuda_graph: does not exist" in row["detail"]
     # the articles' claims first (text and key number), the project's own findings in a table of their own
-    from analysis.judge import config
+    from analysis.judge.audit import config
 
     origin = {c.id: c.origin for c in config.claims()}
     articles = _table_with(built["soup"], "claim", "verdict", "key number")
@@ -676,8 +676,8 @@ def test_claims_figures_of_the_committed_h200_runs(tmp_path):
     """The Claims section over the committed claims runs draws its figures (a plotting regression once replaced
     them with 'claims audit not available' and no test noticed): every throughput recipe with a run is a bar, with
     the tokens/s the verdicts use."""
-    from analysis.judge import frames
-    from analysis.judge.verdicts import claims_table
+    from analysis.judge.audit import frames
+    from analysis.judge.audit.verdicts import claims_table
     from analysis.measure import throughput
     from analysis.present.report import Report
     from experiments.base.paths import relative

@@ -337,7 +337,7 @@ def test_broken_seed_in_a_directory_stops_published_figures(tmp_path):
 
 
 def test_seed_checks_frame_recomputes_every_formula():
-    from analysis.judge.seed_checks import checks_frame, load_seeds, safe_eval
+    from analysis.judge.audit.seed_checks import checks_frame, load_seeds, safe_eval
 
     seeds = load_seeds(DEFAULT_SEEDS_DIR)
     assert set(seeds) == {p.name for p in SEED_FILES}
@@ -354,7 +354,7 @@ def test_seed_checks_frame_recomputes_every_formula():
 
 
 def test_published_comparisons_are_computed_from_the_figures(figures):
-    from analysis.judge import published as P
+    from analysis.judge.answer import published as P
 
     assert P.hardware_with(figures, "ms_per_step") == ["a10", "rtx4090", "a100", "h100"]
     assert P.hardware_with(figures, "lora_adapter_share_pct") == []  # only last digits survive

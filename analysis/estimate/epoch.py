@@ -1,6 +1,6 @@
 """A recipe's epoch and job on one GPU class from its committed runs: the one owner of that figure. The answer's class
-table (analysis.judge.classes), `plan`, `plan --from-args` and `plan --optimize` all ask this module, so one question
-gets one time, one band and one basis wherever it is asked (issue 43; the rule is in docs/time-model.md).
+table (analysis.judge.answer.classes), `plan`, `plan --from-args` and `plan --optimize` all ask this module, so one
+question gets one time, one band and one basis wherever it is asked (issue 43; the rule is in docs/time-model.md).
 
 - Which runs count (of one recipe's runs: the callers pick them by experiment or by flags and data): single-GPU
   runs of a known host and class, never a plain twin (the harness's check) or an imported log (the user's word

@@ -1,18 +1,134 @@
-"""The seed band: does a run's eval loss count, i.e. stay within the seed-to-seed spread of the same recipe?
+"""What both of the judge's jobs read (the claims audit, analysis.judge.audit, and the answer, analysis.judge.answer):
+the seed band, the runs it is made of, and the rounding and quote marks of the numbers it gives.
+
+Why shared: the audit's recipe rules and tables ask whether a run's eval loss counts (loss_check, seed_band), and the
+answer's candidates are the recipes whose eval loss equals the seed recipe's within the same band (loss_against): one
+band, one rule. The band is made of the spread seeds' runs, chosen as the audit chooses every claims run (Runs,
+runs_by_experiment: made from their experiment's current definition, runs cut short by a time limit aside; pick: the
+newest that trained), and its seeds are the ones claims.yaml's `figures.recipes.spread` names (seed_spread: the
+audit's data file, read here as data, so the answer never imports the audit). Its numbers are rounded and marked for a
+verdict's quote as every verdict's are (rnd; FLAG, OMIT, when), so those live here too. This module imports neither
+job's package.
 
 The band at a step is the mean and the range (max - min) of the seeds' eval losses there (measure.loss.eval_at); a
 run counts when |its eval loss - the seeds' mean| <= the range, both at the run's last eval step.
 """
 from __future__ import annotations
 
+import functools
+import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from analysis.judge.result import FLAG, OMIT, rnd, when
-from analysis.judge.select import Runs, pick
 from analysis.measure.loss import eval_at
 from analysis.parse.record import RunRecord
+from analysis.parse.results import collect
+from experiments.base.datafiles import read_yaml
+from experiments.base.errors import InputError
+from experiments.recipes import catalog
+
+CLAIMS_FILE = Path(__file__).resolve().parent / "audit" / "claims.yaml"  # the audit's data (audit.config checks it)
+
+
+@functools.lru_cache(maxsize=None)
+def seed_spread(path: str | Path = CLAIMS_FILE) -> tuple[str, ...]:
+    """The claims experiments whose spread is the seed band of the recipes (claims.yaml `figures.recipes.spread`;
+    analysis.judge.audit.config checks the whole file)."""
+    data = read_yaml(Path(path), "claims")
+    spread = ((data.get("figures") or {}).get("recipes") or {}).get("spread") if isinstance(data, dict) else None
+    if not isinstance(spread, list) or not all(isinstance(n, str) for n in spread):
+        raise InputError(Path(path), "figures.recipes.spread: must be a list of names")
+    return tuple(spread)
+
+
+def rnd(x: float | None, nd: int = 4) -> float | None:
+    """X rounded to ND digits for a table; None stays None, and so does a value that is not finite."""
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else round(x, nd)
+
+
+FLAG = {"flag": True}  # a quote's field that says which others apply: not a number itself
+OMIT = {"omit": True}  # a quote's field a verdict does not quote
+
+
+def when(*flags: str) -> Mapping[str, tuple[str, ...]]:
+    """A quote's field quoted only where every one of FLAGS is set (a field's metadata: a read-only Mapping to
+    dataclasses)."""
+    return {"when": flags}
+
+
+
+# set by the runner for the machine, not by an experiment's definition
+MACHINE_OVERRIDES = ("torch_dtype", "check_model")
+
+
+@dataclass
+class Runs:
+    """The claims runs of one results tree for one hardware class, by experiment (newest first)."""
+
+    by_name: dict[str, list[RunRecord]] = field(default_factory=dict)
+    cut_short: dict[str, list[RunRecord]] = field(default_factory=dict)   # stopped by a time limit
+    records: list[RunRecord] = field(default_factory=list)               # every record of the tree
+    hw: str | None = None
+    results_dir: Path | None = None                                       # the tree (benchmark folders beside runs)
+
+    def get(self, name: str) -> list[RunRecord]:
+        return self.by_name.get(name, [])
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.by_name
+
+
+def records_of(results_dir: str | Path | None, records: list[RunRecord] | None = None) -> list[RunRecord]:
+    """The records of RESULTS_DIR (analysis.parse.results.collect), or RECORDS when the caller collected them:
+    the claims table and its frames parse every run once."""
+    if records is not None:
+        return records
+    if results_dir is None or not Path(results_dir).is_dir():
+        return []
+    return collect(results_dir)
+
+
+def defined_as(rec: RunRecord, name: str) -> bool:
+    """Was REC made from the current definition of claims experiment NAME (overrides, launcher, steps)?"""
+    e = catalog.experiment(name)
+    if e is None or not rec.key:
+        return False
+    overrides, launcher, env = catalog.recipe_of_key(rec.key)
+    if e.get("combine"):  # resolved at run time: its overrides and launcher are whatever the combination was
+        return all(launcher.get(k) == v for k, v in (e.get("launcher") or {}).items())
+    got = {k: v for k, v in overrides.items() if k not in MACHINE_OVERRIDES}
+    want_env = {k: str(v) for k, v in (e.get("env") or {}).items()}
+    return (got == dict(e.get("overrides") or {}) and "launcher" in rec.key and launcher == e.get("launcher")
+            and env == want_env)
+
+
+def runs_by_experiment(results_dir: str | Path | None, hw: str | None = None,
+                       records: list[RunRecord] | None = None) -> Runs:
+    """The claims runs under RESULTS_DIR (for HW, else every class) that match their experiment's current
+    definition, newest first; runs cut short by a time limit aside."""
+    recs = records_of(results_dir, records)
+    names = set(catalog.load()["experiments"])
+    out = Runs(records=recs, hw=hw, results_dir=Path(results_dir) if results_dir is not None else None)
+    for rec in recs:
+        if rec.experiment is None or rec.experiment not in names or (hw and rec.hw != hw):
+            continue
+        if not defined_as(rec, rec.experiment):
+            continue
+        (out.cut_short if rec.cut_short else out.by_name).setdefault(rec.experiment, []).append(rec)
+    for runs in out.by_name.values():
+        runs.sort(key=lambda r: r.run or "", reverse=True)
+    return out
+
+
+def pick(runs: Runs, name: str, allow_oom: bool = False) -> RunRecord | None:
+    """NAME's newest run that trained (or, with ALLOW_OOM, ran out of memory), else None."""
+    for rec in runs.get(name):
+        if rec.ok or (allow_oom and rec.is_oom):
+            return rec
+    return None
+
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def run(args) -> int:
 
 
 def _table(results: str, hw: str | None, as_json: bool, plan: bool = False) -> int:
-    from analysis.judge.verdicts import claims_table
+    from analysis.judge.audit.verdicts import claims_table
 
     if not Path(results).is_dir():
         raise InputError(results, "no such results folder")
@@ -102,7 +102,7 @@ def _plan_lines() -> list[str]:
 def table_lines(rows: list[dict], width: int = LINE_WIDTH) -> list[str]:
     """The table in words: per origin (article claims first) a heading with its verdict counts and one claim_line per
     claim, then a line that says where the rest is."""
-    from analysis.judge.config import ORIGINS
+    from analysis.judge.audit.config import ORIGINS
 
     out: list[str] = []
     for origin, heading in ORIGINS.items():
@@ -149,7 +149,7 @@ def one_line(text: str, width: int = LINE_WIDTH) -> str:
 
 
 def _resolve(r: OneLineParser, a) -> int:
-    from analysis.judge.combo import combine_experiments, write_resolved
+    from analysis.judge.audit.combo import combine_experiments, write_resolved
 
     if not a.hw:
         r.error("--hw HW is required")

@@ -1,6 +1,6 @@
 """Repeated runs: how a run was measured (the harness), where it stood in an interleaved set, and the spread of a
 figure over runs. The decisions that rest on these (which runs count, which recipe is sooner) are
-analysis.judge.recommend's and analysis.judge.pairs'.
+analysis.judge.answer.recommend's and analysis.judge.answer.pairs'.
 
 - harness: "plain" (the printed command alone: run.json `harness`, or a runner's key without launcher options),
   "launcher" (experiments/launch/launcher.py, harness 2 or later, no profiler in the run), "profiled" (a profiler ran

@@ -456,7 +456,7 @@ def host_time_bars(df: pd.DataFrame, title: str, labels: str) -> plt.Figure:
     """Per profiled run: the main thread's milliseconds per step by group (stacked), the profiled step's wall time
     (the bar's end) and the GPU-busy milliseconds (a black tick): how much of the step the host holds up, and in what.
 
-    df columns: run, group, ms, wall_ms, gpu_busy_ms (analysis.judge.frames.host_time_frame)."""
+    df columns: run, group, ms, wall_ms, gpu_busy_ms (analysis.judge.audit.frames.host_time_frame)."""
     if df.empty:
         return _empty(title, labels, "no run profiled with host stacks")
     runs = list(dict.fromkeys(df["run"]))

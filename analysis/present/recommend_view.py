@@ -1,6 +1,6 @@
 """The recommendation in words and tables (`swiftbench tables`, its `--answer`, README's answer block, the report's
-first screen): analysis.judge.recommend's Recommendation and analysis.judge.classes' ClassAnswers, formatted. Every
-number here is a field or property of those values; this module computes none.
+first screen): analysis.judge.answer.recommend's Recommendation and analysis.judge.answer.classes' ClassAnswers,
+formatted. Every number here is a field or property of those values; this module computes none.
 """
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import dataclasses
 
 import pandas as pd
 
-from analysis.judge.classes import ClassAnswer, compare_classes
-from analysis.judge.published import SEED_EXPERIMENT, short
-from analysis.judge.recommend import HostEpochs, Recommendation
+from analysis.judge.answer.classes import ClassAnswer, compare_classes
+from analysis.judge.answer.published import SEED_EXPERIMENT, short
+from analysis.judge.answer.recommend import HostEpochs, Recommendation
 from analysis.measure import repeats
 
 
@@ -219,7 +219,7 @@ def _x_seed(rec: Recommendation, d: HostEpochs) -> str:
 
 def gpu_clause(classes: list[ClassAnswer]) -> str:
     """Then the GPU: every class's recipe, the soonest and the cheapest, and how sure
-    (analysis.judge.classes.compare_classes decides; this words it)."""
+    (analysis.judge.answer.classes.compare_classes decides; this words it)."""
     if not classes:
         return ""
     v = compare_classes(classes)

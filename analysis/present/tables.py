@@ -5,8 +5,9 @@ recipe per GPU class with its cost at a price table.
 `swiftbench tables RESULTS_DIR [--baseline a10] [--format md|csv|json] [--compact] [--prices FILE]`. Rows come from
 the run records (analysis.parse.results: one picked run per hardware and matrix experiment) and the reviewed published
 figures (seeds/); every number is what analysis.measure (step time, tokens/s, MFU, losses, speed-ups) or
-analysis.judge.published (measured vs published) returns: this module chooses rows and formats them, it computes no
-statistic. The recommendation is analysis.judge.recommend's, each GPU class's analysis.judge.classes'.
+analysis.judge.answer.published (measured vs published) returns: this module chooses rows and formats them, it
+computes no statistic. The recommendation is analysis.judge.answer.recommend's, each GPU class's
+analysis.judge.answer.classes'.
 """
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ import pandas as pd
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import prices as price_tables
 from analysis.estimate import quick as quick_estimate
-from analysis.judge import classes, your_runs
-from analysis.judge import published as P
-from analysis.judge.baseline import Candidate, pick_baseline
+from analysis.judge.answer import classes, your_runs
+from analysis.judge.answer import published as P
+from analysis.judge.answer.baseline import Candidate, pick_baseline
 from analysis.measure import compare, flops, loss, profile, repeats, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
@@ -156,8 +157,9 @@ def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAU
     speedup, measured rows: analysis.measure.compare.speedup(baseline run, this run).factor (paired step times where
     both trained the same batches, else the tokens/s ratio), `speedup_hosts` saying whether the two runs shared a host;
     published rows: time_speedup(baseline ms per sample, this row's). The baseline is BASELINE's row of the same
-    experiment and source, else the slowest (analysis.judge.baseline.pick_baseline). measured_over_published:
-    analysis.judge.published.sample_vs_published (our ms per sample / the published ms per sample, same hardware).
+    experiment and source, else the slowest (analysis.judge.answer.baseline.pick_baseline). measured_over_published:
+    analysis.judge.answer.published.sample_vs_published (our ms per sample / the published ms per sample, same
+    hardware).
     """
     records = records if records is not None else measured_records(results_dir)
     by_row: list[tuple[SpeedRow, RunRecord | None]] = [(speed_row(r), r) for r in records]
@@ -275,7 +277,7 @@ YOUR_COLUMNS = ["run", "hw", "experiment", "host", "labels", "steps", "ms_per_st
 
 
 def your_runs_table(records: list[RunRecord]) -> pd.DataFrame:
-    """The user's own runs (analysis.judge.your_runs: experiments that are neither the matrix's nor the claims
+    """The user's own runs (analysis.judge.answer.your_runs: experiments that are neither the matrix's nor the claims
     audit's): their metrics as the speed table has them, the nearest matrix recipe and the flags that differ."""
     by_path = {str(r.path): r for r in records}
     rows = []

@@ -1,6 +1,6 @@
-"""The answer section, the report's first screen: the recommended recipe (analysis.judge.recommend: its sentence, the
-command to paste, its full epochs per host against the seed recipe's), each GPU class's recipe with its epoch and cost
-(analysis.judge.classes), then the seed recipe per class: measured, predicted and published, each said so.
+"""The answer section, the report's first screen: the recommended recipe (analysis.judge.answer.recommend: its sentence,
+the command to paste, its full epochs per host against the seed recipe's), each GPU class's recipe with its epoch and
+cost (analysis.judge.answer.classes), then the seed recipe per class: measured, predicted and published, each said so.
 
 Every number is some stage's: measured rows analysis.measure (steps, throughput, profile), predicted rows the planner
 (analysis.estimate.planner.estimate), its error on our runs analysis.estimate.validate, the recommendation and the
@@ -17,9 +17,9 @@ from analysis.core.seeds import published_recipe
 from analysis.estimate import planner
 from analysis.estimate import prices as price_tables
 from analysis.estimate.validate import PlannerError, planner_error
-from analysis.judge import published as P
-from analysis.judge.classes import ClassAnswer
-from analysis.judge.recommend import Recommendation
+from analysis.judge.answer import published as P
+from analysis.judge.answer.classes import ClassAnswer
+from analysis.judge.answer.recommend import Recommendation
 from analysis.measure import profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.present import plots, recommend_view
@@ -107,7 +107,7 @@ def _host(rec: RunRecord) -> str:
 
 @dataclass(frozen=True)
 class ClassCell:
-    """The class's recipe (analysis.judge.classes) as the seed table's last cell shows it."""
+    """The class's recipe (analysis.judge.answer.classes) as the seed table's last cell shows it."""
 
     text: str
     recipe: str | None = None
@@ -225,7 +225,7 @@ def _cell(r: AnswerRow, column: str) -> str:
 
 
 def class_cell(c: ClassAnswer | None) -> ClassCell:
-    """The class's recipe (analysis.judge.classes) as the seed table's last cell shows it."""
+    """The class's recipe (analysis.judge.answer.classes) as the seed table's last cell shows it."""
     ch = c.choice if c else None
     if ch is None:
         return ClassCell("no matrix recipe shown to fit")
@@ -357,7 +357,7 @@ def recipes_table_html(rec: Recommendation) -> str:
 
 
 def your_runs_html(ctx: Context) -> str:
-    """The runs of experiments of the user's own (analysis.judge.your_runs): metrics, labels, the nearest matrix
+    """The runs of experiments of the user's own (analysis.judge.answer.your_runs): metrics, labels, the nearest matrix
     recipe and the flags that differ; nothing where there are none."""
     df = T.your_runs_table(ctx.records)
     if df.empty:

@@ -1,8 +1,8 @@
 """Consistency section: the seed articles' own arithmetic, each internal check recomputed
-(analysis.judge.seed_checks)."""
+(analysis.judge.audit.seed_checks)."""
 from __future__ import annotations
 
-from analysis.judge.seed_checks import checks_frame
+from analysis.judge.audit.seed_checks import checks_frame
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 

@@ -1,6 +1,6 @@
-"""Claims section: the claims audit's verdicts (analysis.judge.verdicts), the seed articles' claims first (text,
-verdict, key number) and the project's own findings apart, with its figures (analysis.judge.frames), then every claim
-of the seed articles with where this report has data on it and the audit's verdict.
+"""Claims section: the claims audit's verdicts (analysis.judge.audit.verdicts), the seed articles' claims first (text,
+verdict, key number) and the project's own findings apart, with its figures (analysis.judge.audit.frames), then every
+claim of the seed articles with where this report has data on it and the audit's verdict.
 
 A failure of the audit is not caught here: it fails the notebook, and with it `swiftbench report`.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.judge import config, frames, rulespec
+from analysis.judge.audit import config, frames, rulespec
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
@@ -196,7 +196,7 @@ def claims_section(ctx: Context) -> str:
     df = seed_claims_frame(ctx, audited(table))
     return H.join([
         H.p(f"<b>{len(table)} claims</b>. Verdicts of analysis/judge over the committed results (the claims in "
-            "analysis/judge/claims.yaml, their experiments in experiments/recipes/claims/); <i>not run yet</i>: "
+            "analysis/judge/audit/claims.yaml, their experiments in experiments/recipes/claims/); <i>not run yet</i>: "
             "defined, GPU runs not committed; <i>cannot be tested here</i> says why. The seed articles' claims "
             "first, one line each with its key number; the project's own findings folded apart. The whole detail "
             "and the run folders are in the folded table below them."),

@@ -13,9 +13,9 @@ import pandas as pd
 from analysis.core.seed_rows import SeedFile
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import prices as price_tables
-from analysis.judge.classes import Answer, answer
-from analysis.judge.published import short
-from analysis.judge.seed_checks import load_seeds
+from analysis.judge.answer.classes import Answer, answer
+from analysis.judge.answer.published import short
+from analysis.judge.audit.seed_checks import load_seeds
 from analysis.measure import steps
 from analysis.measure import utilisation as U
 from analysis.parse.record import RunRecord
@@ -120,7 +120,7 @@ class Context:
     def verdicts(self) -> pd.DataFrame:
         """The claims audit's table over every run of the results tree (the answer and the Claims section)."""
         if "verdicts" not in self._cache:
-            from analysis.judge.verdicts import claims_table
+            from analysis.judge.audit.verdicts import claims_table
 
             # ms-swift, imported to read its argument list, logs to stderr and tqdm warns on import: the report page
             # would show both as error boxes
@@ -130,7 +130,7 @@ class Context:
         return self._cache["verdicts"]
 
     def answer(self) -> Answer:
-        """The recommendation and each class's recipe (analysis.judge.classes.answer), made once."""
+        """The recommendation and each class's recipe (analysis.judge.answer.classes.answer), made once."""
         if "answer" not in self._cache:
             self._cache["answer"] = answer(self.records, self.prices)
         return self._cache["answer"]

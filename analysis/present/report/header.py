@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 
-from analysis.judge import published as P
-from analysis.judge.run_use import run_use
+from analysis.judge.answer import published as P
+from analysis.judge.answer.run_use import run_use
 from analysis.present.report.context import Context
 from analysis.present.report.html import e, join, style
 from experiments.base import paths

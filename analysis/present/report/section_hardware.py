@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.core.seeds import published_recipe
-from analysis.judge import published as P
+from analysis.judge.answer import published as P
 from analysis.measure import steps
 from analysis.measure import utilisation as U
 from analysis.parse.record import RunRecord

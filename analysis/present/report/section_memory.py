@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.judge import published as P
+from analysis.judge.answer import published as P
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context

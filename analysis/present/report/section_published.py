@@ -1,10 +1,10 @@
 """Published vs measured section: each published figure beside ours and what the published speed figures mean
-(the numbers come from analysis.judge.published; this module words and draws them)."""
+(the numbers come from analysis.judge.answer.published; this module words and draws them)."""
 from __future__ import annotations
 
 import pandas as pd
 
-from analysis.judge import published as P
+from analysis.judge.answer import published as P
 from analysis.measure import steps
 from analysis.present import plots
 from analysis.present.report import html as H
@@ -14,7 +14,7 @@ FORMATS = {"published": "{:,.4g}", "measured": "{:,.4g}", "measured / published"
 
 
 def comparison(ctx: Context) -> pd.DataFrame:
-    """analysis.judge.published.comparison_frame of the picked runs, extracted texts on one line."""
+    """analysis.judge.answer.published.comparison_frame of the picked runs, extracted texts on one line."""
     comp = P.comparison_frame(ctx.picked, ctx.ok_records(), ctx.pub, ctx.seeds_dir, ctx.hardware)
     comp["published text"] = comp["published text"].map(H.breaks)
     return comp

@@ -6,31 +6,14 @@ them that a time limit cut short).
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from analysis.judge.config import VERDICTS, Claim
-from analysis.judge.select import Runs
+from analysis.judge.audit.config import VERDICTS, Claim
+from analysis.judge.band import Runs
 from analysis.parse.record import RunRecord
 from experiments.base.paths import relative
 from experiments.recipes import catalog
-
-
-def rnd(x: float | None, nd: int = 4) -> float | None:
-    """X rounded to ND digits for a table; None stays None, and so does a value that is not finite."""
-    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else round(x, nd)
-
-
-FLAG = {"flag": True}  # a quote's field that says which others apply: not a number itself
-OMIT = {"omit": True}  # a quote's field a verdict does not quote
-
-
-def when(*flags: str) -> Mapping[str, tuple[str, ...]]:
-    """A quote's field quoted only where every one of FLAGS is set (a field's metadata: a read-only Mapping to
-    dataclasses)."""
-    return {"when": flags}
 
 
 def quoted(value: Any) -> dict[str, Any]:

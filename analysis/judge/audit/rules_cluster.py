@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.judge import rulespec
-from analysis.judge.config import Claim
-from analysis.judge.result import Verdict, result, rnd
-from analysis.judge.select import Runs
+from analysis.judge.audit import rulespec
+from analysis.judge.audit.config import Claim
+from analysis.judge.audit.result import Verdict, result
+from analysis.judge.band import Runs, rnd
 from analysis.measure import compare, interconnect
 from analysis.parse import bench, resume
 
@@ -20,6 +20,7 @@ def _system(sweep_or_rec) -> str:
     return f"host {sweep_or_rec.host_id}" if getattr(sweep_or_rec, "host_id", None) else "one host"
 
 
+@rulespec.kind("scaling", rulespec.Scaling)
 def rule_scaling(claim: Claim, runs: Runs, **_) -> Verdict:
     """Scaling efficiency at rule `gpus` GPUs (analysis.measure.compare.scaling_pairs, same host): holds when every
     measured pair's 95 % range lies at or above `min_efficiency`, does not hold when every pair's range lies below it;
@@ -55,6 +56,7 @@ def _pct(x: float | None) -> str:
     return "?" if x is None else f"{x:.0%}"
 
 
+@rulespec.kind("nccl_env", rulespec.NcclEnv)
 def rule_nccl_env(claim: Claim, runs: Runs, **_) -> Verdict:
     """The all-reduce with and without the claim's NCCL variables on one host (analysis.measure.interconnect): holds
     when the largest gain over the message sizes reaches `min_gain_pct`, does not hold when no size gains half of it;
@@ -91,6 +93,7 @@ def rule_nccl_env(claim: Claim, runs: Runs, **_) -> Verdict:
     return result("inconclusive", detail, nums, paths)
 
 
+@rulespec.kind("resume_time", rulespec.ResumeTime)
 def rule_resume_time(claim: Claim, runs: Runs, **_) -> Verdict:
     """A kill during training and the next run-all's resume from the checkpoint (analysis.parse.resume): the time from
     the restarted process to its first resumed step against `max_s`, beside the part after the trainer's start

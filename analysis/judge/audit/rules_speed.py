@@ -1,18 +1,18 @@
 """Rules that judge speed: a speed-up against a threshold, throughput recipes against the bs16 baseline, the
 best recipe against the seed recipe (a bar, and per memory class), and gradient checkpointing's memory-for-speed
-trade. Every speed-up is measure.compare.speedup's (quoted by analysis.judge.quote)."""
+trade. Every speed-up is measure.compare.speedup's (quoted by analysis.judge.audit.quote)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analysis.judge import card, rulespec, swift_info
-from analysis.judge.band import LossCheck, loss_check
-from analysis.judge.config import Claim
-from analysis.judge.quote import SpeedupQuote, host_note, paired_note, seed_multiple, speedup_numbers
-from analysis.judge.result import Verdict, not_run, quoted, result, rnd
-from analysis.judge.select import Runs, pick, pick_paired, seed_baseline
+from analysis.judge.audit import card, rulespec, swift_info
+from analysis.judge.audit.config import Claim
+from analysis.judge.audit.quote import SpeedupQuote, host_note, paired_note, seed_multiple, speedup_numbers
+from analysis.judge.audit.result import Verdict, not_run, quoted, result
+from analysis.judge.audit.select import pick_paired, seed_baseline
+from analysis.judge.band import LossCheck, Runs, loss_check, pick, rnd
 from analysis.measure.compare import SAME_HOST, host_relation
 from analysis.measure.memory import common_peaks
 from analysis.measure.profile import busy_fraction
@@ -21,6 +21,7 @@ from analysis.parse.record import RunRecord
 from experiments.recipes import catalog
 
 
+@rulespec.kind("speedup", rulespec.Speedup)
 def rule_speedup(claim: Claim, runs: Runs, **_) -> Verdict:
     """TEST over BASE, and over each of the rule's `repeats` (the same comparison made another way)."""
     rule = claim.rule_as(rulespec.Speedup)
@@ -57,6 +58,7 @@ def rule_speedup(claim: Claim, runs: Runs, **_) -> Verdict:
     return result("inconclusive", detail, numbers, used)
 
 
+@rulespec.kind("tradeoff", rulespec.Tradeoff)
 def rule_tradeoff(claim: Claim, runs: Runs, **_) -> Verdict:
     """A flag's memory saving against the speed it costs (with_flag vs without_flag over the same batches)."""
     rule = claim.rule_as(rulespec.Tradeoff)
@@ -137,6 +139,7 @@ def recipe_outcome(name: str, baseline: str, spread: Sequence[str], runs: Runs,
     return RecipeOutcome("ok", rec, base, counts=lc.counts, better=better, speedup=q, loss=lc)
 
 
+@rulespec.kind("recipe", rulespec.Recipe)
 def rule_recipe(claim: Claim, runs: Runs, **_) -> Verdict:
     """A throughput recipe: faster than the baseline (or slower, `expect: slower`) and its eval loss counts."""
     rule = claim.rule_as(rulespec.Recipe)
@@ -167,6 +170,7 @@ def rule_recipe(claim: Claim, runs: Runs, **_) -> Verdict:
     return result("inconclusive", detail, n, used)
 
 
+@rulespec.kind("target_speedup", rulespec.TargetSpeedup)
 def rule_target_speedup(claim: Claim, runs: Runs, **_) -> Verdict:
     """The best recipe's tokens/s as a multiple of the seed recipe's, against a bar (`factor`), loss counting."""
     rule = claim.rule_as(rulespec.TargetSpeedup)
@@ -216,9 +220,10 @@ def rule_target_speedup(claim: Claim, runs: Runs, **_) -> Verdict:
     return result("inconclusive", detail, nums, [rec, seed])
 
 
+@rulespec.kind("class_best", rulespec.ClassBest)
 def rule_class_best(claim: Claim, runs: Runs, **_) -> Verdict:
     """The best recipe for a card of `card_gb`: the first candidate (fastest first) whose run shows it fits the card's
-    capacity in GiB (analysis.judge.card: capped at most there, or a reserved peak below it), its multiple of the
+    capacity in GiB (analysis.judge.audit.card: capped at most there, or a reserved peak below it), its multiple of the
     seed recipe, and whether its loss counts."""
     rule = claim.rule_as(rulespec.ClassBest)
     capacity = card.card_gib(rule.card_gb)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from analysis.judge import config, rulespec
-from analysis.judge.rules_speed import recipe_outcome
-from analysis.judge.select import runs_by_experiment
+from analysis.judge.audit import config, rulespec
+from analysis.judge.audit.rules_speed import recipe_outcome
+from analysis.judge.band import runs_by_experiment
 from analysis.parse.record import RunRecord
 from experiments.base import userfiles
 from experiments.base.errors import InputError

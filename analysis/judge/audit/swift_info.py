@@ -3,7 +3,7 @@
 Claims about flags (does --disable_cuda_graph exist?) and about padding-free batches are decided from ms-swift's own
 argument dataclass and parser, without building the arguments (nothing is loaded). Importing ms-swift takes seconds
 and prints its INFO lines, so what the claims ask of it is kept in data/swift_sft.json (`python -m
-analysis.judge.swift_info` writes it from the installed ms-swift; tests/test_claims.py checks it against it): the
+analysis.judge.audit.swift_info` writes it from the installed ms-swift; tests/test_claims.py checks it against it): the
 reports come from there when the file is of the installed version and holds the question, else from ms-swift itself,
 imported lazily inside the functions that need it.
 """
@@ -276,9 +276,9 @@ def shipped_version(package: str, requirements: str | Path = GPU_REQUIREMENTS) -
 
 
 def snapshot() -> Facts:
-    """What the claims (analysis/judge/claims.yaml) ask of ms-swift, answered by the installed one: the content of
+    """What the claims (analysis/judge/audit/claims.yaml) ask of ms-swift, answered by the installed one: the content of
     FACTS_FILE. flash_attn_importable is left out: it is this machine's, asked each time."""
-    from analysis.judge import config, rulespec
+    from analysis.judge.audit import config, rulespec
 
     flags_asked: dict[str, tuple[str, str | None]] = {}
     padding: dict[str, tuple[list[str], str]] = {}
@@ -295,7 +295,7 @@ def snapshot() -> Facts:
             padding[_padding_key(list(rule.flags), rule.attn_impl)] = (list(rule.flags), rule.attn_impl)
     pad = {key: replace(padding_free_report_live(fl, attn), flash_attn_importable=None)
            for key, (fl, attn) in sorted(padding.items())}
-    return Facts(swift_version(), "python -m analysis.judge.swift_info (from the installed ms-swift)",
+    return Facts(swift_version(), "python -m analysis.judge.audit.swift_info (from the installed ms-swift)",
                  {k: flag_report_live(*v) for k, v in sorted(flags_asked.items())}, pad)
 
 

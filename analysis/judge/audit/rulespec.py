@@ -1,4 +1,14 @@
-"""A claim's rule as a typed value: one frozen class per rule kind, its fields the keys claims.yaml gives that kind.
+"""A claim's rule as a typed value: one frozen class per rule kind, its fields the keys claims.yaml gives that kind;
+and the one registry of rule kinds (REGISTRY), in which each kind is defined once, at its rule function:
+
+    @rulespec.kind("speedup", rulespec.Speedup)
+    def rule_speedup(claim, runs, **_) -> Verdict: ...
+
+binds the kind's name (claims.yaml's `kind`) to its class and its function. Everything else that knows the kinds is a
+view of REGISTRY: KINDS here (kind -> class: spec parsing, `build`), analysis.judge.audit.config.RULE_KINDS (kind ->
+the keys claims.yaml must give: config validation) and analysis.judge.audit.rules.RULES (kind -> function: rule
+dispatch), so a kind registered once is known to all three. The rule modules register when imported: importing the
+analysis.judge.audit package imports analysis.judge.audit.rules, which imports them all.
 
 config.load() builds them, so a key a rule needs and claims.yaml lacks, or one it gives that no rule reads, is bad
 input naming the file, and a rule function reads `rule.min_speedup_pct`, which mypy checks, never `rule["..."]`.
@@ -8,8 +18,17 @@ shared, not copied.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """The base of every rule kind's class (a claim's typed rule)."""
 
 
 @dataclass(frozen=True)
@@ -20,7 +39,7 @@ class SpeedupPair:
 
 
 @dataclass(frozen=True)
-class MemoryLossPair:
+class MemoryLossPair(Spec):
     base: str
     test: str
     min_mem_saving_pct: float
@@ -28,7 +47,7 @@ class MemoryLossPair:
 
 
 @dataclass(frozen=True)
-class Speedup:
+class Speedup(Spec):
     base: str
     test: str
     min_speedup_pct: float
@@ -37,38 +56,38 @@ class Speedup:
 
 
 @dataclass(frozen=True)
-class Tradeoff:
+class Tradeoff(Spec):
     with_flag: str
     without_flag: str
     flag: str
 
 
 @dataclass(frozen=True)
-class CappedFit:
+class CappedFit(Spec):
     run: str
     card_gb: float
     searches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
-class CapacityExplainsBatch:
+class CapacityExplainsBatch(Spec):
     searches: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class MinMemory:
+class MinMemory(Spec):
     searches: tuple[str, ...]
     claimed_min_gb: float
 
 
 @dataclass(frozen=True)
-class Flags:
+class Flags(Spec):
     flags: dict[str, Any]  # flag -> the value the advice gives it
     related: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
-class SeedSpread:
+class SeedSpread(Spec):
     runs: tuple[str, ...]
 
 
@@ -79,7 +98,7 @@ class Alternative:
 
 
 @dataclass(frozen=True)
-class Fits:
+class Fits(Spec):
     run: str
     package: str
     card_gb: float
@@ -88,7 +107,7 @@ class Fits:
 
 
 @dataclass(frozen=True)
-class Bound:
+class Bound(Spec):
     run: str
     expect: str
     host_below: float
@@ -96,13 +115,13 @@ class Bound:
 
 
 @dataclass(frozen=True)
-class Supported:
+class Supported(Spec):
     flags: tuple[str, ...]
     attn_impl: str = "sdpa"
 
 
 @dataclass(frozen=True)
-class Recipe:
+class Recipe(Spec):
     run: str
     baseline: str
     spread: tuple[str, ...]
@@ -110,7 +129,7 @@ class Recipe:
 
 
 @dataclass(frozen=True)
-class TargetSpeedup:
+class TargetSpeedup(Spec):
     run: str
     seed_runs: tuple[str, ...]
     factor: float
@@ -121,7 +140,7 @@ class TargetSpeedup:
 
 
 @dataclass(frozen=True)
-class ClassBest:
+class ClassBest(Spec):
     candidates: tuple[str, ...]
     card_gb: float
     seed_runs: tuple[str, ...]
@@ -129,34 +148,72 @@ class ClassBest:
 
 
 @dataclass(frozen=True)
-class Scaling:
+class Scaling(Spec):
     gpus: int
     min_efficiency: float
 
 
 @dataclass(frozen=True)
-class NcclEnv:
+class NcclEnv(Spec):
     min_gain_pct: float
     with_: str = "seed000-env"   # `with` in claims.yaml
     without: str = "plain"
 
 
 @dataclass(frozen=True)
-class ResumeTime:
+class ResumeTime(Spec):
     max_s: float
 
 
-Rule = (MemoryLossPair | Speedup | Tradeoff | CappedFit | CapacityExplainsBatch | MinMemory | Flags | SeedSpread | Fits
-        | Bound | Supported | Recipe | TargetSpeedup | ClassBest | Scaling | NcclEnv | ResumeTime)
+Rule = Spec  # a claim's typed rule: an instance of its kind's class
 
-# rule kind (claims.yaml) -> its class; analysis.judge.rules.RULES holds one function per kind
-KINDS: dict[str, type] = {
-    "memory_loss_pair": MemoryLossPair, "speedup": Speedup, "tradeoff": Tradeoff, "capped_fit": CappedFit,
-    "capacity_explains_batch": CapacityExplainsBatch, "min_memory": MinMemory, "flags": Flags,
-    "seed_spread": SeedSpread, "fits": Fits, "bound": Bound, "supported": Supported, "recipe": Recipe,
-    "target_speedup": TargetSpeedup, "class_best": ClassBest, "scaling": Scaling, "nccl_env": NcclEnv,
-    "resume_time": ResumeTime,
-}
+
+@dataclass(frozen=True)
+class Kind:
+    """One rule kind: its name in claims.yaml, the class of its rule and the function that judges a claim of it
+    (function(claim, runs, seeds_dir=None) -> analysis.judge.audit.result.Verdict)."""
+
+    name: str
+    spec: type[Spec]
+    rule: Callable[..., Any]
+
+
+REGISTRY: dict[str, Kind] = {}  # kind -> Kind, in the order the rule modules register them
+
+
+def kind(name: str, spec: type[Spec]) -> Callable[[F], F]:
+    """Register the decorated rule function as the one of kind NAME, whose rule is a SPEC; a name used twice, or a
+    class that is not a frozen Spec dataclass, is a programming error."""
+    if not (isinstance(spec, type) and issubclass(spec, Spec) and dataclasses.is_dataclass(spec)):
+        raise TypeError(f"rule kind {name!r}: {spec!r} is not a Spec dataclass")
+
+    def register(fn: F) -> F:
+        if name in REGISTRY:
+            raise ValueError(f"rule kind {name!r} registered twice ({REGISTRY[name].rule.__qualname__}, "
+                             f"{fn.__qualname__})")
+        REGISTRY[name] = Kind(name, spec, fn)
+        return fn
+
+    return register
+
+
+class KindView(Mapping[str, V], Generic[V]):
+    """A read-only view of REGISTRY: kind -> one thing of its Kind (its class, its required keys, its function)."""
+
+    def __init__(self, of: Callable[[Kind], V]) -> None:
+        self._of = of
+
+    def __getitem__(self, name: str) -> V:
+        return self._of(REGISTRY[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(REGISTRY)
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+
+KINDS: Mapping[str, type[Spec]] = KindView(lambda k: k.spec)  # rule kind (claims.yaml) -> its class
 _YAML_NAMES = {"with_": "with"}  # fields named after a Python keyword
 
 

@@ -1,16 +1,16 @@
 """Rules that judge memory: a saving against a loss cost, capacity searches (largest batch under an allocator cap),
 whether capacity alone explains larger batches, a claimed minimum memory, and whether a recipe fits a card (at the
-card's capacity in GiB, analysis.judge.card). Peaks at a common step come from measure.memory, eval losses from
+card's capacity in GiB, analysis.judge.audit.card). Peaks at a common step come from measure.memory, eval losses from
 measure.loss."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analysis.judge import card, rulespec, swift_info
-from analysis.judge.config import Claim
-from analysis.judge.result import Verdict, dummy, not_run, result, rnd
-from analysis.judge.select import Runs, pick
+from analysis.judge.audit import card, rulespec, swift_info
+from analysis.judge.audit.config import Claim
+from analysis.judge.audit.result import Verdict, dummy, not_run, result
+from analysis.judge.band import Runs, pick, rnd
 from analysis.measure.loss import eval_at
 from analysis.measure.memory import common_peaks
 from analysis.parse.record import RunRecord
@@ -18,6 +18,7 @@ from experiments.base.errors import InputError
 from experiments.recipes import catalog
 
 
+@rulespec.kind("memory_loss_pair", rulespec.MemoryLossPair)
 def rule_memory_loss_pair(claim: Claim, runs: Runs, **_) -> Verdict:
     """TEST saves at least min_mem_saving_pct of BASE's peak memory and raises the eval loss by at most
     max_loss_increase (the loss part on real weights only)."""
@@ -173,6 +174,7 @@ def card_search(name: str, runs: Runs, capacity_gib: float) -> CardSearch:
     return CardSearch(name, largest, smallest_no, unknown, fits[largest].peak_gib if largest is not None else None)
 
 
+@rulespec.kind("capacity_explains_batch", rulespec.CapacityExplainsBatch)
 def rule_capacity_explains_batch(claim: Claim, runs: Runs, **_) -> Verdict:
     """On one GPU only the cap differs: when the largest batch still grows with the cap, capacity alone explains it."""
     results = [search_result(n, runs) for n in claim.rule_as(rulespec.CapacityExplainsBatch).searches]
@@ -188,6 +190,7 @@ def rule_capacity_explains_batch(claim: Claim, runs: Runs, **_) -> Verdict:
     return result("does not hold" if grows else "inconclusive", detail, nums, used)
 
 
+@rulespec.kind("min_memory", rulespec.MinMemory)
 def rule_min_memory(claim: Claim, runs: Runs, **_) -> Verdict:
     """A claimed minimum: does not hold when something trained under a smaller cap; holds when all of them OOM at 1."""
     rule = claim.rule_as(rulespec.MinMemory)
@@ -209,6 +212,7 @@ def rule_min_memory(claim: Claim, runs: Runs, **_) -> Verdict:
     return not_run(claim, runs) if not used else result("inconclusive", capacity_lines(results), nums, used)
 
 
+@rulespec.kind("fits", rulespec.Fits)
 def rule_fits(claim: Claim, runs: Runs, **_) -> Verdict:
     """A recipe fits a card of `card_gb`: `run` (ms-swift's defaults) read at the card's capacity (card.at_capacity:
     trained under a cap at most the capacity, or with its reserved peak below it; an OOM under a cap at or above it

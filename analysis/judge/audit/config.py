@@ -1,37 +1,40 @@
-"""The claims as data: analysis/judge/claims.yaml loaded and checked (claims, their rules, the figures' run lists).
+"""The claims as data: analysis/judge/audit/claims.yaml loaded and checked (claims, their rules, the figures' run
+lists).
 
-`load()` gives a ClaimsFile: its claims (typed Claims, each with its typed rule, analysis.judge.rulespec), the
+`load()` gives a ClaimsFile: its claims (typed Claims, each with its typed rule, analysis.judge.audit.rulespec), the
 figures' run lists and the key-number templates. Every claim says whose it is (`origin`: one of ORIGINS), names a rule
 `kind` of RULE_KINDS with the keys that rule reads, and the experiments behind it, which are experiments or capacity
 searches of experiments.recipes.catalog (experiments/recipes/claims/).
 `key_numbers` holds per rule kind the template of a verdict's key number (a claim's own `key` replaces it). Anything
 else is bad input: InputError naming claims.yaml. The `figures` section names the runs of the audit's tables
-(analysis.judge.frames), so no experiment name is code.
+(analysis.judge.audit.frames), so no experiment name is code.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from analysis.judge import rulespec
+from analysis.judge.audit import rulespec
+from analysis.judge.band import CLAIMS_FILE
 from experiments.base.datafiles import read_yaml
 from experiments.base.errors import InputError
 from experiments.recipes import catalog
 
 R = TypeVar("R")
 
-CLAIMS_FILE = Path(__file__).resolve().parent / "claims.yaml"
 VERDICTS = ("holds", "does not hold", "inconclusive", "cannot be tested here", "not run yet")
 # whose claim it is -> its heading, in the order they are shown: a seed article's or the project's own finding
 ORIGINS = {"article": "The seed articles' claims (seeds/*.yaml)",
            "finding": "The project's own findings (its issues and notes, not the articles')"}
 
-# rule kind -> the keys of `rule` it needs (analysis.judge.rulespec: its class's fields without a default)
-RULE_KINDS: dict[str, tuple[str, ...]] = {kind: rulespec.required(kind) for kind in rulespec.KINDS}
+# rule kind -> the keys of `rule` it needs (its class's fields without a default): a view of
+# analysis.judge.audit.rulespec.REGISTRY, so a kind registered there is known here
+RULE_KINDS: Mapping[str, tuple[str, ...]] = rulespec.KindView(lambda k: rulespec.required(k.name))
 # figures: table -> its keys, each a run name (str) or a list of them
 FIGURE_KEYS: dict[str, dict[str, type[list] | type[str]]] = {
     "recipes": {"runs": list, "baseline": str, "baseline_label": str, "seed_runs": list, "spread": list,
@@ -71,7 +74,7 @@ def _check_claim(path: Path, i: int, claim, known: set[str], seen: set[str]) -> 
     if bad_keys:
         raise InputError(path, f"claim {cid!r}: rule key(s) {bad_keys} are not strings (YAML 1.1 booleans?)")
     kind = rule.get("kind")
-    if kind not in RULE_KINDS:
+    if not isinstance(kind, str) or kind not in RULE_KINDS:
         raise InputError(path, f"claim {cid!r}: unknown rule kind {kind!r} (known: {', '.join(RULE_KINDS)})")
     missing = [k for k in RULE_KINDS[kind] if k not in rule]
     if missing:
@@ -166,7 +169,7 @@ def claim_of(raw: dict) -> Claim:
 
 @dataclass(frozen=True)
 class RecipesFigure:
-    """The audit's recipes table (analysis.judge.frames): its runs, baseline, seed runs and seed band."""
+    """The audit's recipes table (analysis.judge.audit.frames): its runs, baseline, seed runs and seed band."""
 
     runs: tuple[str, ...]
     baseline: str
@@ -239,10 +242,10 @@ def claim(claim_id: str, path: str | Path = CLAIMS_FILE) -> Claim | None:
 
 
 def recipes_figure(path: str | Path = CLAIMS_FILE) -> RecipesFigure:
-    """The run names of the audit's recipes table (analysis.judge.frames)."""
+    """The run names of the audit's recipes table (analysis.judge.audit.frames)."""
     return load(path).recipes
 
 
 def time_breakdown_figure(path: str | Path = CLAIMS_FILE) -> TimeBreakdownFigure:
-    """The runs of the audit's time-breakdown table (analysis.judge.frames)."""
+    """The runs of the audit's time-breakdown table (analysis.judge.audit.frames)."""
     return load(path).time_breakdown

@@ -1,6 +1,6 @@
 """Which recipe on each GPU class the user named (hardware.yaml's `shown`), how long its epoch takes there, what it
 costs: the one owner of that choice. The times are analysis.estimate.epoch's, the order of recipes on the measured
-class analysis.judge.recommend's; this module decides and present/ only formats.
+class analysis.judge.answer.recommend's; this module decides and present/ only formats.
 
 - Fit is measured: a recipe fits a class when one of its full epochs trained with a logged peak (ms-swift's
   max_memory_reserved) within the class's capacity in GiB (22.35 for a 24 GB card), uncapped or under an allocator cap
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from analysis.estimate import epoch, planner
 from analysis.estimate.prices import DEFAULT_PRICES, cost, price_currency, read_prices
-from analysis.judge.recommend import Recommendation, recommend
+from analysis.judge.answer.recommend import Recommendation, recommend
 from analysis.parse.record import RunRecord
 from analysis.parse.results import is_matrix
 from experiments.base import hardware
@@ -154,7 +154,8 @@ def compare_classes(classes: list[ClassAnswer] | tuple[ClassAnswer, ...]) -> Com
 
 @dataclass(frozen=True)
 class Answer:
-    """The whole answer: the recommended recipe (analysis.judge.recommend) and each GPU class's (class_answers)."""
+    """The whole answer: the recommended recipe (analysis.judge.answer.recommend) and each GPU class's
+    (class_answers)."""
 
     recommendation: Recommendation
     classes: tuple[ClassAnswer, ...]

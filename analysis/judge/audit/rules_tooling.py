@@ -9,16 +9,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from analysis.judge import rulespec, swift_info
-from analysis.judge.band import seed_band
-from analysis.judge.config import Claim
-from analysis.judge.result import Verdict, dummy, not_run, result, rnd
-from analysis.judge.select import Runs, pick, profiled
+from analysis.judge.audit import rulespec, swift_info
+from analysis.judge.audit.config import Claim
+from analysis.judge.audit.result import Verdict, dummy, not_run, result
+from analysis.judge.audit.select import profiled
+from analysis.judge.band import Runs, pick, rnd, seed_band
 from analysis.measure.loss import eval_at, final_eval_loss
 from analysis.measure.profile import bound_label, busy_fraction, measured_windows
 from analysis.parse.sidefiles import PROFILE_FILE
 
 
+@rulespec.kind("flags", rulespec.Flags)
 def rule_flags(claim: Claim, runs: Runs, **_) -> Verdict:
     """The advised flags exist in the installed ms-swift and its parser accepts the advised values."""
     rule = claim.rule_as(rulespec.Flags)
@@ -36,6 +37,7 @@ def rule_flags(claim: Claim, runs: Runs, **_) -> Verdict:
     return result("inconclusive", detail + " - the flags exist; their effect needs runs", nums)
 
 
+@rulespec.kind("supported", rulespec.Supported)
 def rule_supported(claim: Claim, runs: Runs, **_) -> Verdict:
     """The installed ms-swift allows the features (padding_free, packing) with the attention implementation."""
     rule = claim.rule_as(rulespec.Supported)
@@ -55,6 +57,7 @@ def rule_supported(claim: Claim, runs: Runs, **_) -> Verdict:
                   nums)
 
 
+@rulespec.kind("bound", rulespec.Bound)
 def rule_bound(claim: Claim, runs: Runs, **_) -> Verdict:
     """Host-bound (GPU busy below host_below of each step's wall time), GPU-bound (from gpu_from) or mixed."""
     rule = claim.rule_as(rulespec.Bound)
@@ -104,6 +107,7 @@ def published_loss_spread(seeds_dir: str | Path | None, figure_ids: Sequence[str
                            "from the legible fractional digits; equal only if the lost integer parts are equal")
 
 
+@rulespec.kind("seed_spread", rulespec.SeedSpread)
 def rule_seed_spread(claim: Claim, runs: Runs, seeds_dir=None, **_) -> Verdict:
     """Published loss differences between GPUs against the seed-to-seed range of one recipe on one GPU."""
     rule = claim.rule_as(rulespec.SeedSpread)

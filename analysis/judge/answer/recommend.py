@@ -18,19 +18,17 @@ recipes. Tables, report and README format the Recommendation it returns; the rul
   profiler, no per-step sync: analysis.measure.repeats), only those count for it, so that the answer describes the
   command a user pastes, not the harness. Plain twins (the printed command alone) are the harness's check, never a
   recipe's row.
-- Interleaved rounds (run-all --repeats) decide an order by their pairs (analysis.judge.pairs) wherever two recipes
-  share rounds; a recipe's figure on a host is then the median of its runs there, with their range and count.
+- Interleaved rounds (run-all --repeats) decide an order by their pairs (analysis.judge.answer.pairs) wherever two
+  recipes share rounds; a recipe's figure on a host is then the median of its runs there, with their range and count.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from analysis.estimate import epoch
-from analysis.judge import config
-from analysis.judge import pairs as paired
-from analysis.judge.band import loss_against
-from analysis.judge.published import SEED_EXPERIMENT
-from analysis.judge.select import runs_by_experiment
+from analysis.judge.answer import pairs as paired
+from analysis.judge.answer.published import SEED_EXPERIMENT
+from analysis.judge.band import loss_against, runs_by_experiment, seed_spread
 from analysis.measure import jobtime, repeats, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import is_matrix
@@ -128,7 +126,7 @@ class Undetermined:
 @dataclass(frozen=True)
 class Recommendation:
     """The recommended recipe on the class its runs were made on, and what it rests on (None: no candidate); each GPU
-    class's recipe is analysis.judge.classes' (its Answer holds both)."""
+    class's recipe is analysis.judge.answer.classes' (its Answer holds both)."""
 
     hw: str | None
     experiment: str | None
@@ -228,7 +226,7 @@ def host_epochs(records: list[RunRecord], timed_only: bool = True) -> list[HostE
                  and jobtime.job_time(r).full_epoch]
     refs = {hw: max((r for r in loss_refs if r.hw == hw), key=lambda r: r.run,
                     default=None) for hw in {k[0] for k in groups}}
-    spread = config.recipes_figure().spread
+    spread = seed_spread()
     band_runs = {hw: runs_by_experiment(None, hw, records) for hw in refs}
     rows = []
     for (hw, exp, host), runs in groups.items():
@@ -272,7 +270,7 @@ def _round_epochs(records: list[RunRecord], exp: str, hw: str) -> dict[tuple[str
 
 
 def round_pairs(records: list[RunRecord], a: str, b: str, hw: str) -> list[paired.Pair]:
-    """Every round of an interleaved set on HW holding a run of A and one of B, as analysis.judge.pairs' Pair."""
+    """Every round of an interleaved set on HW holding a run of A and one of B, as analysis.judge.answer.pairs' Pair."""
     ea, eb = _round_epochs(records, a, hw), _round_epochs(records, b, hw)
     return [paired.Pair(k[0], k[1], k[2], ea[k][0], eb[k][0], ea[k][1], eb[k][1])
             for k in sorted(ea.keys() & eb.keys())]
@@ -295,7 +293,7 @@ def _epoch_on(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], e
 def order(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], a: str, b: str,
           hw: str, rounds: list[paired.Pair] | None = None) -> Order | Undetermined:
     """Which of recipes A and B finishes the job sooner: from their paired rounds where they share any
-    (analysis.judge.pairs), else from the hosts holding both (see the module's rule)."""
+    (analysis.judge.answer.pairs), else from the hosts holding both (see the module's rule)."""
     if rounds:
         v = paired.decide(a, b, rounds)
         if v.faster is None:

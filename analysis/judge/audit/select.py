@@ -9,57 +9,11 @@ held against; `hw_choice` the hardware class a table is made for.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 
+from analysis.judge.band import Runs, pick
 from analysis.measure.profile import busy_fraction
 from analysis.parse.record import RunRecord
-from analysis.parse.results import collect
 from experiments.recipes import catalog
-
-# set by the runner for the machine, not by an experiment's definition
-MACHINE_OVERRIDES = ("torch_dtype", "check_model")
-
-
-@dataclass
-class Runs:
-    """The claims runs of one results tree for one hardware class, by experiment (newest first)."""
-
-    by_name: dict[str, list[RunRecord]] = field(default_factory=dict)
-    cut_short: dict[str, list[RunRecord]] = field(default_factory=dict)   # stopped by a time limit
-    records: list[RunRecord] = field(default_factory=list)               # every record of the tree
-    hw: str | None = None
-    results_dir: Path | None = None                                       # the tree (benchmark folders beside runs)
-
-    def get(self, name: str) -> list[RunRecord]:
-        return self.by_name.get(name, [])
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.by_name
-
-
-def records_of(results_dir: str | Path | None, records: list[RunRecord] | None = None) -> list[RunRecord]:
-    """The records of RESULTS_DIR (analysis.parse.results.collect), or RECORDS when the caller collected them:
-    the claims table and its frames parse every run once."""
-    if records is not None:
-        return records
-    if results_dir is None or not Path(results_dir).is_dir():
-        return []
-    return collect(results_dir)
-
-
-def defined_as(rec: RunRecord, name: str) -> bool:
-    """Was REC made from the current definition of claims experiment NAME (overrides, launcher, steps)?"""
-    e = catalog.experiment(name)
-    if e is None or not rec.key:
-        return False
-    overrides, launcher, env = catalog.recipe_of_key(rec.key)
-    if e.get("combine"):  # resolved at run time: its overrides and launcher are whatever the combination was
-        return all(launcher.get(k) == v for k, v in (e.get("launcher") or {}).items())
-    got = {k: v for k, v in overrides.items() if k not in MACHINE_OVERRIDES}
-    want_env = {k: str(v) for k, v in (e.get("env") or {}).items()}
-    return (got == dict(e.get("overrides") or {}) and "launcher" in rec.key and launcher == e.get("launcher")
-            and env == want_env)
 
 
 def hw_choice(records: list[RunRecord]) -> str | None:
@@ -70,32 +24,6 @@ def hw_choice(records: list[RunRecord]) -> str | None:
         if rec.experiment in names and rec.hw:
             counts[rec.hw] = counts.get(rec.hw, 0) + 1
     return max(counts, key=lambda h: counts[h]) if counts else None
-
-
-def runs_by_experiment(results_dir: str | Path | None, hw: str | None = None,
-                       records: list[RunRecord] | None = None) -> Runs:
-    """The claims runs under RESULTS_DIR (for HW, else every class) that match their experiment's current
-    definition, newest first; runs cut short by a time limit aside."""
-    recs = records_of(results_dir, records)
-    names = set(catalog.load()["experiments"])
-    out = Runs(records=recs, hw=hw, results_dir=Path(results_dir) if results_dir is not None else None)
-    for rec in recs:
-        if rec.experiment is None or rec.experiment not in names or (hw and rec.hw != hw):
-            continue
-        if not defined_as(rec, rec.experiment):
-            continue
-        (out.cut_short if rec.cut_short else out.by_name).setdefault(rec.experiment, []).append(rec)
-    for runs in out.by_name.values():
-        runs.sort(key=lambda r: r.run or "", reverse=True)
-    return out
-
-
-def pick(runs: Runs, name: str, allow_oom: bool = False) -> RunRecord | None:
-    """NAME's newest run that trained (or, with ALLOW_OOM, ran out of memory), else None."""
-    for rec in runs.get(name):
-        if rec.ok or (allow_oom and rec.is_oom):
-            return rec
-    return None
 
 
 def pick_paired(runs: Runs, name: str, seed_names: Sequence[str], allow_oom: bool = False) -> RunRecord | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from analysis.judge.result import FLAG, rnd, when
+from analysis.judge.band import FLAG, rnd, when
 from analysis.measure.compare import other_host, speedup
 from analysis.measure.steps import step_time
 from analysis.parse.record import RunRecord

@@ -1,4 +1,4 @@
-"""The rule that a recipe fits a card, judged only from a run capped at the card's capacity (analysis.judge.card).
+"""The rule that a recipe fits a card, judged only from a run capped at the card's capacity (analysis.judge.audit.card).
 
 A search under a larger cap shows what a bigger card holds, not this one: it is named in the detail and decides
 nothing. The cap is the one the run's launch.json recorded, so a run whose definition or launcher asked for one cap
@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.judge import card, rulespec
-from analysis.judge.config import Claim
-from analysis.judge.result import Verdict, result, rnd
-from analysis.judge.rules_memory import capacity_lines, search_result
-from analysis.judge.select import Runs, pick
+from analysis.judge.audit import card, rulespec
+from analysis.judge.audit.config import Claim
+from analysis.judge.audit.result import Verdict, result
+from analysis.judge.audit.rules_memory import capacity_lines, search_result
+from analysis.judge.band import Runs, pick, rnd
 from experiments.recipes import catalog
 
 
+@rulespec.kind("capped_fit", rulespec.CappedFit)
 def rule_capped_fit(claim: Claim, runs: Runs, **_) -> Verdict:
     """`run` capped at or below the capacity of a `card_gb` card trains (holds) or OOMs (does not hold); no such
     run, or one capped above the capacity (refused), is inconclusive."""

@@ -6,18 +6,9 @@ profiled steps and busy shares from measure.profile, eval losses through the see
 """
 from __future__ import annotations
 
-from analysis.judge import config
-from analysis.judge.band import loss_check
-from analysis.judge.result import rnd
-from analysis.judge.select import (
-    Runs,
-    hw_choice,
-    pick,
-    profiled,
-    records_of,
-    runs_by_experiment,
-    seed_baseline,
-)
+from analysis.judge.audit import config
+from analysis.judge.audit.select import hw_choice, profiled, seed_baseline
+from analysis.judge.band import Runs, loss_check, pick, records_of, rnd, runs_by_experiment
 from analysis.measure.compare import CROSS_HOST, host_relation, speedup
 from analysis.measure.jobtime import break_even, job_time
 from analysis.measure.profile import busy_fraction, profiled_steps

@@ -3,17 +3,18 @@ the seed articles' claims first, then the project's own findings (config.ORIGINS
 
 Claims about the installed ms-swift (flags, padding-free) are decided from its argument dataclass and parser; the
 rest from the runs that `swiftbench run-all --claims` made, matched to their experiment's current definition
-(analysis.judge.select), by the claim's rule (analysis.judge.rules). `key` is the verdict's key number in words (the
-claim's template of claims.yaml filled from its numbers), for a line that has room for one figure.
+(analysis.judge.band.runs_by_experiment), by the claim's rule (analysis.judge.audit.rules). `key` is the verdict's key
+number in words (the claim's template of claims.yaml filled from its numbers), for a line that has room for one figure.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.judge import config
-from analysis.judge.config import Claim
-from analysis.judge.rules import RULES
-from analysis.judge.select import hw_choice, records_of, runs_by_experiment
+from analysis.judge.audit import config
+from analysis.judge.audit.config import Claim
+from analysis.judge.audit.rules import RULES
+from analysis.judge.audit.select import hw_choice
+from analysis.judge.band import records_of, runs_by_experiment
 from analysis.parse.record import RunRecord
 
 COLUMNS = ["id", "origin", "claim", "source", "verdict", "key", "detail", "numbers", "runs", "experiments", "hw"]
