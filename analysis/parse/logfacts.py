@@ -28,6 +28,7 @@ from analysis.parse.logs import (
 )
 from experiments.base import runschema
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Args
 
 Curve = list  # [[step, value], ...] as logged (JSON-friendly)
 
@@ -267,7 +268,7 @@ def _steps(run: RunLog, args: dict, summary: Mapping) -> tuple[int | None, int |
         last_step = max(last_step or 0, summary_step)
     max_steps = next((ln.max_steps for ln in reversed(run.lines) if ln.max_steps), None)
     if max_steps is None:
-        ms = _int_or_none(args.get("max_steps"))
+        ms = _int_or_none(args.get(Args.MAX_STEPS))
         max_steps = ms if ms and ms > 0 else None
     return last_step, max_steps
 
@@ -306,9 +307,9 @@ def log_facts(run: RunLog) -> LogFacts:
     train, evals = _Columns(run.train), _Columns(run.evals)
     summary = run.summary.data if run.summary else {}
     last_step, max_steps = _steps(run, args, summary)
-    per_device_batch = _int_or_none(args.get("per_device_train_batch_size"))
-    grad_accum = _int_or_none(args.get("gradient_accumulation_steps"))
-    world_size = _int_or_none(_arg(args, "global_world_size", "world_size"))
+    per_device_batch = _int_or_none(args.get(Args.PER_DEVICE_TRAIN_BATCH_SIZE))
+    grad_accum = _int_or_none(args.get(Args.GRADIENT_ACCUMULATION_STEPS))
+    world_size = _int_or_none(_arg(args, Args.GLOBAL_WORLD_SIZE, Args.WORLD_SIZE))
     if args and world_size is None:
         world_size = 1
     train_stats, val_stats = _datasets(run, summary)
@@ -336,7 +337,7 @@ def log_facts(run: RunLog) -> LogFacts:
     runtime = run.train_end.get("train_runtime") if run.train_end else None
     events = _event_steps(run.args, run, total) | {step for _, step in run.resumes} if elapsed else frozenset()
     return LogFacts(
-        has_log=True, log_path=str(run.path), log_format=run.log_format, swift_version=args.get("swift_version"),
+        has_log=True, log_path=str(run.path), log_format=run.log_format, swift_version=args.get(Args.SWIFT_VERSION),
         complete=run.summary is not None, torn_last_line=run.torn_last_line,
         duplicate_lines_dropped=run.duplicates_dropped, diverged=bad_step is not None, first_bad_step=bad_step,
         global_steps=last_step, max_steps=max_steps, per_device_batch=per_device_batch, grad_accum=grad_accum,

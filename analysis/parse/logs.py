@@ -37,6 +37,7 @@ from typing import Any, TypeGuard, cast
 from analysis.parse import megatron, shared
 from experiments.base import runfiles, runschema, treewalk, userfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Args, Resume, Run
 
 LOG_NAME = runfiles.LOGGING
 ARGS_NAME = runfiles.ARGS_JSON
@@ -459,9 +460,9 @@ def resume_points(run_dir: Path) -> list[tuple[int, int]]:
 def resumes_of(status: Any) -> list[tuple[int, int]]:
     """resume_points of a run.json already read (STATUS)."""
     out = []
-    for r in (status.get("resumes") if isinstance(status, dict) else None) or []:
+    for r in (status.get(Run.RESUMES) if isinstance(status, dict) else None) or []:
         if isinstance(r, dict):
-            lines, step = _int(r.get("log_lines_before")), _int(r.get("from_step"))
+            lines, step = _int(r.get(Resume.LOG_LINES_BEFORE)), _int(r.get(Resume.FROM_STEP))
             if lines is not None and step is not None and lines >= 0 and step >= 0:
                 out.append((lines, step))
     return sorted(out)
@@ -616,7 +617,7 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
     run = RunLog(path=log_path, lines=[])
     run.args = args if args is not None else read_args(log_path.parent)
     run.resumes = resume_points(log_path.parent) if resumes is None else sorted(resumes)
-    args_max = _int((run.args or {}).get("max_steps"))
+    args_max = _int((run.args or {}).get(Args.MAX_STEPS))
     reader = _Reader(log_path, run, run.resumes, args_max if args_max and args_max > 0 else None,
                      _one_node(run.args))
     any_text = False
@@ -690,7 +691,7 @@ def check_resumes(run: RunLog, n_lines: int) -> None:
         why = contradicted(step, lines)
         if why:
             raise InputError(status, f"{why} ({LOG_NAME} line {lines + 1} on)")
-    resume = (run.args or {}).get("resume_from_checkpoint")
+    resume = (run.args or {}).get(Args.RESUME_FROM_CHECKPOINT)
     m = re.search(r"checkpoint-(\d+)", resume) if isinstance(resume, str) and not run.resumes else None
     why = contradicted(int(m.group(1)), 0) if m else None
     if why:
