@@ -44,3 +44,7 @@ head_dim
 
 # fields of typed quotes read by analysis.judge.result.quoted (by name: a flag, or a number a verdict quotes)
 banded, seed_mean, seeds_at_step, ranged, seed_tokens_source  # judge.band.LossCheck, judge.quote
+
+# run-folder keys of experiments/base/runfolder.py that the writers set as keyword arguments (write_status(started=...))
+# and the readers' TypedDicts name (tests/test_runfolder_contract.py checks those against the contract)
+STARTED, FINISHED, SAMPLES

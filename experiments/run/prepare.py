@@ -114,7 +114,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
     run_dir = Path(run_dir)
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     before = read_status(run_dir)
-    resume = before.get("resume_request")  # the runner's: an interrupted run goes on from its last checkpoint
+    resume = before.get(Run.RESUME_REQUEST)  # the runner's: an interrupted run goes on from its last checkpoint
     common = dict(status="running", hw=spec.hw, experiment=spec.experiment, key=spec.key(), spec=asdict(spec),
                   pid=os.getpid(), pid_started=reaper.start_time(os.getpid()), host=socket.gethostname(),
                   work_dir=str(work_dir(run_dir)), **runner_info())
@@ -199,7 +199,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
                   Run.FORCED_HW: check[GpuCheck.FORCED], Run.SWIFT_VERSION: swift_version}
         # `command` stays the swift argv (what readers of run.json parse); the launcher's own line is beside it
         write_status(run_dir, **labels, command=cmd["argv"], notes=cmd["notes"],
-                     **({"launch_command": launch_argv} if launch_argv else {}))
+                     **({Run.LAUNCH_COMMAND: launch_argv} if launch_argv else {}))
     except Exception as exc:
         write_status(run_dir, status="failed", reason=f"{type(exc).__name__}: {exc}")
         raise
