@@ -57,16 +57,16 @@ def check_hardware(hw: str, force: bool = False, lib=None, count: int = 1) -> di
     """
     spec = hardware.require(hw)
     found = gpus(lib)
-    if count > 1 and len(found) < count and spec["nvml_names"]:  # forcing cannot make GPUs appear (cpu: processes)
+    if count > 1 and len(found) < count and spec.nvml_names:  # forcing cannot make GPUs appear (cpu: processes)
         raise HardwareMismatch(f"{count} GPUs asked for, {len(found)} visible")
     name = found[0]["name"] if found else "no GPU"
-    matched = hardware.match_nvml(name) if found else ("cpu" if not spec["nvml_names"] else None)
+    matched = hardware.match_nvml(name) if found else ("cpu" if not spec.nvml_names else None)
     if matched == hw:
         return {GpuCheck.GPU_NAME: name, GpuCheck.MATCHED_HW: matched, GpuCheck.FORCED: False}
     if not force:
         raise HardwareMismatch(
             f"the GPU is {name!r} ({matched or 'not in data/hardware.yaml'}), not {hw} "
-            f"({spec['name']}); pass FORCE=1 / --force-hw to run anyway with a 'forced' label")
+            f"({spec.name}); pass FORCE=1 / --force-hw to run anyway with a 'forced' label")
     return {GpuCheck.GPU_NAME: name, GpuCheck.MATCHED_HW: matched, GpuCheck.FORCED: True}
 
 
