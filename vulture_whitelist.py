@@ -48,3 +48,7 @@ banded, seed_mean, seeds_at_step, ranged, seed_tokens_source  # judge.band.LossC
 # run-folder keys of experiments/base/runfolder.py that the writers set as keyword arguments (write_status(started=...))
 # and the readers' TypedDicts name (tests/test_runfolder_contract.py checks those against the contract)
 STARTED, FINISHED, SAMPLES
+
+# data/hardware.yaml fields GpuClass types so that the file's every field is checked (experiments/base/hardware.py);
+# people read them in the file, the code does not
+memory_type, board_power_source
