@@ -51,3 +51,11 @@ rule_speedup, rule_tradeoff, rule_recipe, rule_target_speedup, rule_class_best  
 rule_capped_fit, rule_flags, rule_supported, rule_bound, rule_seed_spread  # judge.audit.rules_card, rules_tooling
 rule_scaling, rule_nccl_env, rule_resume_time  # judge.audit.rules_cluster
 RULE_MODULES  # judge.audit.rules: imported so that each registers its kinds
+
+# run-folder keys of experiments/base/runfolder.py that the writers set as keyword arguments (write_status(started=...))
+# and the readers' TypedDicts name (tests/test_runfolder_contract.py checks those against the contract)
+STARTED, FINISHED, SAMPLES
+
+# data/hardware.yaml fields GpuClass types so that the file's every field is checked (experiments/base/hardware.py);
+# people read them in the file, the code does not
+memory_type, board_power_source

@@ -19,7 +19,7 @@ from tests.test_judge import _runs, _synthetic, _table, _write_run, launch_recor
 def test_card_capacity_and_the_planned_run():
     assert [round(card.card_gib(gb), 2) for gb in (24, 40, 48, 80)] == [22.35, 37.25, 44.7, 74.51]
     for key in ("a10", "rtx4090", "l4"):  # hardware.yaml's 24 GB classes
-        assert card.card_gib(hardware.require(key)["memory_gb"]) == card.card_gib(24)
+        assert card.card_gib(hardware.require(key).memory_gb) == card.card_gib(24)
     e = catalog.experiment("cap22-seed-bs1")
     assert e["recipe"] == "seed" and not (e.get("overrides") or {}).get("per_device_train_batch_size")
     assert e["launcher"] == {"mem_cap_gib": 22.35, "longest_first": True, "pad_to": 2048}

@@ -63,7 +63,7 @@ def test_make_fleet_dryrun_prints_four_validated_tasks(fleet_python, tmp_path):
     assert p.stdout.count("# would run: sky jobs launch --yes --name swiftbench-") == 4
     for hw, acc in BAR.items():
         task = yaml.safe_load((tmp_path / "tasks" / f"swiftbench-{hw}.yaml").read_text())
-        assert task["resources"]["accelerators"] == acc == hardware.require(hw)["sky_accelerator"]
+        assert task["resources"]["accelerators"] == acc == hardware.require(hw).sky_accelerator
         assert task["envs"]["HW"] == hw and task["workdir"] == str(REPO)
         assert "make run-all" in task["run"] and 'HW="$HW"' in task["run"]
         assert "experiments.cloud.fleet upload" in task["run"]  # results copied to the bucket at the end
@@ -71,7 +71,7 @@ def test_make_fleet_dryrun_prints_four_validated_tasks(fleet_python, tmp_path):
 
 def test_every_class_and_the_image_variant_parse(fleet_python, tmp_path):
     """Every class with a SkyPilot name, with the Dockerfile's image and a bucket, through SkyPilot's parser."""
-    classes = [k for k, s in hardware.table().items() if s["sky_accelerator"]]
+    classes = [k for k, s in hardware.table().items() if s.sky_accelerator]
     p = subprocess.run([str(fleet_python), "-m", "experiments.cloud.fleet", "launch", "--hw", ",".join(classes),
                         "--dry-run", "--out", str(tmp_path), "--image", "ghcr.io/example/swiftbench:1",
                         "--bucket", "gs://example-bucket", "--max-steps", "30", "--experiments", "seed,bs16"],
@@ -79,7 +79,7 @@ def test_every_class_and_the_image_variant_parse(fleet_python, tmp_path):
                        env={**os.environ, "HOME": str(tmp_path / "home")})
     assert p.returncode == 0, p.stderr[-3000:]
     found = _validated(p.stdout)
-    assert {hw: acc for hw, (_, acc) in found.items()} == {k: hardware.require(k)["sky_accelerator"] for k in classes}
+    assert {hw: acc for hw, (_, acc) in found.items()} == {k: hardware.require(k).sky_accelerator for k in classes}
     task = yaml.safe_load((tmp_path / "swiftbench-l40s.yaml").read_text())
     assert task["resources"]["image_id"] == "docker:ghcr.io/example/swiftbench:1" and task["envs"]["SETUP"] == "image"
     assert task["file_mounts"][fleet.BUCKET_MOUNT] == {"source": "gs://example-bucket", "mode": "MOUNT"}

@@ -52,7 +52,7 @@ def test_the_bar_a10g_and_h100_pcie():
 
 def test_each_name_matches_one_class_only():
     for name in CLOUD_NAMES:
-        hits = [k for k, spec in hardware.table().items() if any(re.search(p, name) for p in spec["nvml_names"])]
+        hits = [k for k, spec in hardware.table().items() if any(re.search(p, name) for p in spec.nvml_names)]
         assert len(hits) == 1, (name, hits)
     for near in ("NVIDIA L40", "NVIDIA GeForce RTX 4090 D", "NVIDIA GH200 480GB", "Tesla T4"):
         assert hardware.match_nvml(near) is None, near
@@ -60,20 +60,20 @@ def test_each_name_matches_one_class_only():
 
 def test_cards_that_differ_have_their_own_peak_figures():
     t = hardware.table()
-    figures = {k: (s["bf16_dense_tflops"], s["bandwidth_gbs"], s["memory_gb"]) for k, s in t.items() if k != "cpu"}
+    figures = {k: (s.bf16_dense_tflops, s.bandwidth_gbs, s.memory_gb) for k, s in t.items() if k != "cpu"}
     for a, b in [("a10", "a10g"), ("h100", "h100-pcie"), ("h100", "h100-nvl"), ("a100-80gb", "a100-80gb-pcie"),
                  ("h200", "h200-nvl"), ("l4", "a10")]:
         assert figures[a] != figures[b], (a, b)
     for key, spec in t.items():
-        assert spec["source"] and (key == "cpu" or spec["bf16_dense_tflops"] > 0), key
+        assert spec.source and (key == "cpu" or spec.bf16_dense_tflops > 0), key
 
 
 def test_every_gpu_class_names_its_skypilot_accelerator():
     want = {"a10g": "A10G:1", "rtx4090": "RTX4090:1", "a100": "A100:1", "a100-80gb": "A100-80GB:1",
             "h100": "H100:1", "h200": "H200:1", "a10": "A10:1", "l4": "L4:1", "l40s": "L40S:1"}
     t = hardware.table()
-    assert {k: t[k]["sky_accelerator"] for k in want} == want
-    assert t["cpu"]["sky_accelerator"] is None
+    assert {k: t[k].sky_accelerator for k in want} == want
+    assert t["cpu"].sky_accelerator is None
 
 
 class _NoGPU(FakeNVML):
@@ -106,3 +106,39 @@ def test_run_all_hw_auto_without_a_gpu_is_one_line_exit_2(tmp_path):
         pytest.skip(f"this machine shows a GPU to NVML: {p.stderr.strip()[:200]}")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--hw auto" in p.stderr
     assert not any(tmp_path.iterdir())
+
+
+GOOD_ENTRY = ("  name: X\n  memory_gb: 24\n  bandwidth_gbs: 600\n  bf16_dense_tflops: 125\n  nvml_names: ['^X$']\n"
+              "  sky_accelerator: null\n  source: a datasheet\n  baseline: true\n")
+
+
+@pytest.mark.parametrize("change,says", [
+    ("  bf16_dense_tflops: fast\n",
+     "hardware entry 'x': 'bf16_dense_tflops' is a string ('fast'), not a number or null"),
+    ("  nvml_names: X\n", "hardware entry 'x': 'nvml_names' is a string ('X'), not a list of strings"),
+    ("  bandwith_gbs: 600\n", "hardware entry 'x': unknown field 'bandwith_gbs'"),
+    ("", None),
+])
+def test_a_bad_hardware_yaml_is_one_line_naming_file_and_field(tmp_path, change, says):
+    """hardware.yaml is read into frozen GpuClass records once; a field of the wrong type, a typo'd field or a
+    missing one is bad input (InputError: one line naming the file and the field, exit 2 at the CLI)."""
+    path = tmp_path / "hardware.yaml"
+    entry = GOOD_ENTRY
+    if change:
+        field = change.split(":")[0]
+        entry = "".join(line + "\n" for line in GOOD_ENTRY.splitlines() if line.split(":")[0] != field) + change
+    path.write_text("x:\n" + entry)
+    if says is None:
+        spec = hardware.table(path)["x"]
+        assert (spec.key, spec.bf16_dense_tflops, spec.nvml_names, spec.peak_gbs) == ("x", 125, ("^X$",), 600)
+        return
+    with pytest.raises(hardware.InputError) as err:
+        hardware.table(path)
+    assert str(err.value).startswith(f"{path}: {says}") and "\n" not in str(err.value)
+
+
+def test_a_class_without_a_figure_is_bad_input_where_a_figure_is_needed():
+    cpu = hardware.require("cpu")
+    assert cpu.bf16_dense_tflops is None
+    with pytest.raises(hardware.InputError, match="'cpu' has no 'bf16_dense_tflops'"):
+        _ = cpu.peak_tflops

@@ -232,7 +232,7 @@ def test_fits_flips_where_it_must():
     assert small["h200"].logged_peak_gib == small["h200"].peak_mem_gib
     for p in [*big.values(), *small.values()]:
         assert (p.fit == "yes") == (p.needs_gib <= p.capacity_gib) and p.fits == (p.fit != "no")
-        assert p.capacity_gib == pytest.approx(hardware.require(p.hw)["memory_gb"] * 1e9 / GIB)
+        assert p.capacity_gib == pytest.approx(hardware.require(p.hw).memory_gb * 1e9 / GIB)
 
 
 def test_seed_recipe_on_h200_uses_the_measured_median_and_its_profile_elsewhere():

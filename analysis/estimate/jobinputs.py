@@ -181,7 +181,7 @@ def hw_list(hw: str | list[str] | None) -> list[str]:
         key = hardware.user_key(name)
         keys.append(key)
         spec = hardware.require(key)
-        if not spec.get("memory_gb") or not spec.get("bf16_dense_tflops") or not spec.get("bandwidth_gbs"):
+        if not spec.memory_gb or not spec.bf16_dense_tflops or not spec.bandwidth_gbs:
             raise InputError(hardware.HARDWARE_FILE, f"{key!r} is not a GPU class with memory, bandwidth and "
                                                      "bf16 peak (nothing to plan on)")
     return list(dict.fromkeys(keys))

@@ -170,7 +170,7 @@ def optimize(model: str, samples: int = 1500, epochs: int = 1, max_length: int =
         timed = [x for x in per_class[key] if x.epoch_s is not None]
         best = min(timed, key=lambda x: (x.epoch_s, x.needs_gib)) if timed else None
         spec = hardware.require(key)
-        choices.append(ClassChoice(hw=key, name=spec["name"], capacity_gib=capacity_gib(spec), best=best,
+        choices.append(ClassChoice(hw=key, name=spec.name, capacity_gib=capacity_gib(spec), best=best,
                                    fitting=len(timed), tried=len(per_class[key]), price_per_gpu_hour=table.get(key),
                                    currency=currency or "USD"))
     return _plan(shapes["name"], samples, epochs, data.source, objective, choices,

@@ -86,7 +86,7 @@ class MicroStep:
     flops_per_token: float
 
 
-def roofline_micro_step(spec: dict, shapes: hardware.ModelShapes, method: str, tokens: float,
+def roofline_micro_step(spec: hardware.GpuClass, shapes: hardware.ModelShapes, method: str, tokens: float,
                         gradient_checkpointing: bool, lora_rank: int, c: Constants | None = None,
                         weights_bytes: float | None = None) -> MicroStep:
     """Seconds of one micro-step: max(compute, weight reads) + host overhead."""
@@ -95,15 +95,15 @@ def roofline_micro_step(spec: dict, shapes: hardware.ModelShapes, method: str, t
     if weights_bytes is None:
         weights_bytes = memory(shapes, method, 1, 1, gradient_checkpointing, lora_rank, c).weights_gib * GIB
     passes = c["time.weight_passes"]["gradient_checkpointing" if gradient_checkpointing else "no_checkpointing"]
-    compute = fpt * tokens / (spec["bf16_dense_tflops"] * 1e12 * c["time.achievable_fraction"])
-    reads = weights_bytes * passes / (spec["bandwidth_gbs"] * 1e9)
+    compute = fpt * tokens / (spec.peak_tflops * 1e12 * c["time.achievable_fraction"])
+    reads = weights_bytes * passes / (spec.peak_gbs * 1e9)
     host = c["time.host_overhead_s"]
     return MicroStep(compute, reads, host, max(compute, reads) + host, "compute" if compute >= reads else "memory", fpt)
 
 
-def optimizer_step_s(spec: dict, method: str, trainable: int, c: Constants | None = None) -> float:
+def optimizer_step_s(spec: hardware.GpuClass, method: str, trainable: int, c: Constants | None = None) -> float:
     c = c or constants()
-    return trainable * c["time.optimizer_bytes_per_param"][method] / (spec["bandwidth_gbs"] * 1e9)
+    return trainable * c["time.optimizer_bytes_per_param"][method] / (spec.peak_gbs * 1e9)
 
 
 # ---------------------------------------------------------------------------------------- measured runs
@@ -484,7 +484,7 @@ def _class_row(job: _Job, key: str) -> PlanRow:
     rates = _rates(step_s, n, job.mean, job.steps) if step_s is not None else None
     roof_rates = _rates(roof_step, n, job.mean, job.steps)
     return PlanRow(
-        hw=key, name=spec["name"], method=job.method, model=job.shapes["name"], capacity_gib=cap,
+        hw=key, name=spec.name, method=job.method, model=job.shapes["name"], capacity_gib=cap,
         peak_mem_gib=mem.peak_mem_gib, live_peak_gib=mem.live_peak_gib, needs_gib=mem.needs_gib, fits=fits,
         fit=fit, headroom_gib=cap - mem.needs_gib,
         logged_peak_gib=min(mem.peak_mem_gib, cap) if fits else None,

@@ -232,18 +232,18 @@ def without_host(label: str) -> str:
     return f"{hw_exp}/{stamp.group(0)}" if stamp else label
 
 
-def _arch(spec: dict) -> str:
-    return str(spec.get("arch") or "").split(" ")[0].lower()
+def _arch(spec: hardware.GpuClass) -> str:
+    return str(spec.arch or "").split(" ")[0].lower()
 
 
-def _fraction(table: str, key: str, spec: dict) -> float:
+def _fraction(table: str, key: str, spec: hardware.GpuClass) -> float:
     c = model_constants()
     own = c.get(f"{table}.classes.{key}")
     if own is not None:
         return float(own)
     value = c.get(f"{table}.{_arch(spec)}")
     if value is None:
-        raise InputError(TIME_MODEL_FILE, f"{table}: no value for {key!r} (architecture {spec.get('arch')!r})")
+        raise InputError(TIME_MODEL_FILE, f"{table}: no value for {key!r} (architecture {spec.arch!r})")
     return float(value)
 
 
@@ -251,7 +251,7 @@ def effective_tflops(key: str, kind: str) -> float:
     """The class's dense bf16 peak (with FP32 accumulate: hardware.yaml) x the achievable fraction of KIND (gemm,
     attention)."""
     spec = hardware.require(key)
-    return float(spec["bf16_dense_tflops"]) * _fraction(f"{kind}_fraction", key, spec)
+    return spec.peak_tflops * _fraction(f"{kind}_fraction", key, spec)
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,7 @@ def kind_ratios(src: str, dst: str) -> KindRatios:
     a, b = hardware.require(src), hardware.require(dst)
     return KindRatios(gemm=effective_tflops(src, "gemm") / effective_tflops(dst, "gemm"),
                       attention=effective_tflops(src, "attention") / effective_tflops(dst, "attention"),
-                      memory=float(a["bandwidth_gbs"]) / float(b["bandwidth_gbs"]),
+                      memory=a.peak_gbs / b.peak_gbs,
                       communication=1.0)
 
 
@@ -298,7 +298,7 @@ def _key(hw: str) -> str:
     if key is None:
         raise InputError(hardware.HARDWARE_FILE, f"unknown hardware {hw!r} (known: {', '.join(hardware.table())})")
     spec = hardware.require(key)
-    if not spec.get("bf16_dense_tflops") or not spec.get("bandwidth_gbs"):
+    if not spec.bf16_dense_tflops or not spec.bandwidth_gbs:
         raise InputError(hardware.HARDWARE_FILE, f"{key!r} has no bf16 peak or bandwidth to carry a step to")
     return key
 

@@ -83,7 +83,7 @@ def _roofline_step(r: RunRecord, shapes: hardware.ModelShapes, method: str, gc: 
                    c: Constants) -> tuple[float | None, float | None]:
     """(tokens per sample the run processed, the roofline's optimizer step at them); None where unknown."""
     spec = hardware.get(r.hw) if r.hw else None
-    if not (spec and spec.get("bf16_dense_tflops") and r.grad_accum and r.per_device_batch):
+    if not (spec and spec.bf16_dense_tflops and r.grad_accum and r.per_device_batch):
         return None, None
     tps = run_tokens_per_sample(r, shapes) or r.train_tokens_mean
     if not tps:
@@ -358,10 +358,10 @@ def calibrate(results_dir: str | Path = "results") -> Calibration:
         spec = hardware.require(hw)
         fpt = flops_per_token(shapes, "lora", True, rank)
         passes = c["time.weight_passes"]["gradient_checkpointing"]
-        reads = mem.weights_gib * GIB * passes / (spec["bandwidth_gbs"] * 1e9)
+        reads = mem.weights_gib * GIB * passes / (spec.peak_gbs * 1e9)
         points[exp] = {"static": static, "act": mem.working_activations_gib,
                        "peak": sum(cast(list[float], peaks)) / len(runs),
-                       "micro": micro, "a": fpt * tokens / (spec["bf16_dense_tflops"] * 1e12), "reads": reads}
+                       "micro": micro, "a": fpt * tokens / (spec.peak_tflops * 1e12), "reads": reads}
     s, b = points[small], points[large]
     # minimax relative error: static_s + k act_s = P_s (1 + e), static_b + k act_b = P_b (1 - e)
     e = ((b["peak"] - b["static"]) / b["act"] - (s["peak"] - s["static"]) / s["act"]) / (
@@ -374,8 +374,8 @@ def calibrate(results_dir: str | Path = "results") -> Calibration:
     records = collect(results_dir)
     k_stored, k_other = _cache_factors_beside(records, named, c)
     return Calibration(k, k_stored, k_other, _zero_stored_factor(records, named, c), f, o,
-                       PairPoint(small, s["micro"], s["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt),
-                       PairPoint(large, b["micro"], b["a"] * spec["bf16_dense_tflops"] * 1e12 / fpt))
+                       PairPoint(small, s["micro"], s["a"] * spec.peak_tflops * 1e12 / fpt),
+                       PairPoint(large, b["micro"], b["a"] * spec.peak_tflops * 1e12 / fpt))
 
 
 def _named_run_memory(records: list[RunRecord], name: str, group: str,

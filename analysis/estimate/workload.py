@@ -285,10 +285,10 @@ def largest_batch(shapes: hardware.ModelShapes, method: str, seq_len: int, gradi
     return lo
 
 
-def capacity_gib(spec: dict) -> float:
-    if spec.get("memory_gib"):
-        return float(spec["memory_gib"])
-    return float(spec["memory_gb"]) * 1e9 / GIB
+def capacity_gib(spec: hardware.GpuClass) -> float:
+    if spec.memory_gib:
+        return float(spec.memory_gib)
+    return float(spec.capacity_gb) * 1e9 / GIB
 
 
 def fit_verdict(needs_gib: float, activations_gib: float, capacity: float, capped: bool = False,

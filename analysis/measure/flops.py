@@ -80,12 +80,12 @@ def mfu(rec: RunRecord, tokens_per_s: float | None = None) -> Mfu:
     flops = run_flops(rec)
     if tokens_per_s is None:
         tokens_per_s = throughput(rec).tokens_per_s
-    out = Mfu(**vars(flops), peak_tflops=spec["bf16_dense_tflops"] if spec else None,
-              peak_source=spec["source"] if spec else None)
-    if spec is None or not spec["bf16_dense_tflops"] or tokens_per_s is None or flops.flops_per_token is None \
+    out = Mfu(**vars(flops), peak_tflops=spec.bf16_dense_tflops if spec else None,
+              peak_source=spec.source if spec else None)
+    if spec is None or not spec.bf16_dense_tflops or tokens_per_s is None or flops.flops_per_token is None \
             or flops.hw_flops_per_token is None:
         return out
-    peak = spec["bf16_dense_tflops"] * 1e12 * (rec.world_size or 1)
+    peak = spec.bf16_dense_tflops * 1e12 * (rec.world_size or 1)
     return replace(out, mfu=tokens_per_s * flops.flops_per_token / peak,
                    hfu=tokens_per_s * flops.hw_flops_per_token / peak,
-                   peak_source=f"{spec['name']} dense BF16 {spec['bf16_dense_tflops']} TFLOPS ({spec['source']})")
+                   peak_source=f"{spec.name} dense BF16 {spec.bf16_dense_tflops} TFLOPS ({spec.source})")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from experiments.base import runfiles, userfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Env
 
 BENCH = "allreduce"
 FILE = runfiles.ALLREDUCE_JSON
@@ -81,5 +82,5 @@ def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[Sweep
         host = runfiles.host_id(env)
         out.append(Sweep(folder, folder.parent.parent.name, folder.name, data.get("label") or "",
                          int(data.get("ranks") or 0), data.get("nccl_version"), data.get("nccl_env") or {},
-                         nccl_read_vars(log), host, env.get("topology"), env.get("nvlinks"), sizes))
+                         nccl_read_vars(log), host, env.get(Env.TOPOLOGY), env.get(Env.NVLINKS), sizes))
     return out

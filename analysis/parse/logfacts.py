@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from analysis.parse import swiftkeys as sk
 from analysis.parse.logs import (
-    SPEED_IT_PER_S,
-    SPEED_S_PER_IT,
     DatasetStats,
     RunLog,
     as_floats,
@@ -28,6 +27,7 @@ from analysis.parse.logs import (
 )
 from experiments.base import runschema
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Args
 
 Curve = list  # [[step, value], ...] as logged (JSON-friendly)
 
@@ -113,7 +113,7 @@ def _curve(cols: _Columns, key_options: tuple[str, ...]) -> Curve:
 
 
 def _first_bad_step(train: _Columns) -> int | None:
-    for ln, loss, grad in zip(train.lines, train("loss"), train("grad_norm")):
+    for ln, loss, grad in zip(train.lines, train(sk.LOSS), train(sk.GRAD_NORM)):
         if (loss is not None and not math.isfinite(loss)) or (grad is not None and not math.isfinite(grad)):
             return ln.step
     return None
@@ -130,7 +130,7 @@ def _samples_per_step_from_epoch(train: _Columns, train_stats: DatasetStats | No
     set size at every step, so (epoch_b - epoch_a) / (b - a) x size is it (rounded; None without both)."""
     if not train_stats or not train_stats.size:
         return None
-    points = [(ln.step, e) for ln, e in zip(train.lines, train("epoch")) if ln.step is not None
+    points = [(ln.step, e) for ln, e in zip(train.lines, train(sk.EPOCH)) if ln.step is not None
               and is_finite(e)]
     if len(points) < 2 or points[-1][0] <= points[0][0]:
         return None
@@ -168,7 +168,7 @@ def _timeline(train: _Columns, eval_lines: _Columns, args: dict,
             return s_per_it * n if 0 < s_per_it < math.inf else None
         return n / it_per_s if it_per_s is not None and 0 < it_per_s < math.inf else None
 
-    for ln, s_per_it, it_per_s in zip(train.lines, train(SPEED_S_PER_IT), train(SPEED_IT_PER_S)):
+    for ln, s_per_it, it_per_s in zip(train.lines, train(sk.SPEED_S_PER_IT), train(sk.SPEED_IT_PER_S)):
         if ln.step is None or (e := seconds(ln, s_per_it, it_per_s)) is None:
             continue
         t = e + offset(ln)
@@ -178,13 +178,13 @@ def _timeline(train: _Columns, eval_lines: _Columns, args: dict,
         kept = _rising(points)
         backwards = [p[0] for p in points if p not in kept]
         points = [p for p in points if p in kept]
-    for ln, s_per_it, it_per_s in zip(eval_lines.lines, eval_lines(SPEED_S_PER_IT),
-                                         eval_lines(SPEED_IT_PER_S)):
+    for ln, s_per_it, it_per_s in zip(eval_lines.lines, eval_lines(sk.SPEED_S_PER_IT),
+                                         eval_lines(sk.SPEED_IT_PER_S)):
         if ln.step is None:
             continue
         e = seconds(ln, s_per_it, it_per_s)
         if e is None:
-            e = parse_elapsed(ln.data.get("elapsed_time"))
+            e = parse_elapsed(ln.data.get(sk.ELAPSED_TIME))
         if e is not None:
             evals[ln.step] = e + offset(ln)
     if backwards:
@@ -263,11 +263,11 @@ class LogFacts:
 def _steps(run: RunLog, args: dict, summary: Mapping) -> tuple[int | None, int | None]:
     """The last step the log reached (its summary's global_step too) and its max_steps (a line's, else args.json's)."""
     last_step = max((ln.step for ln in run.lines if ln.step is not None), default=None)
-    if (summary_step := _int_or_none(summary.get("global_step"))) is not None:
+    if (summary_step := _int_or_none(summary.get(sk.GLOBAL_STEP))) is not None:
         last_step = max(last_step or 0, summary_step)
     max_steps = next((ln.max_steps for ln in reversed(run.lines) if ln.max_steps), None)
     if max_steps is None:
-        ms = _int_or_none(args.get("max_steps"))
+        ms = _int_or_none(args.get(Args.MAX_STEPS))
         max_steps = ms if ms and ms > 0 else None
     return last_step, max_steps
 
@@ -275,9 +275,9 @@ def _steps(run: RunLog, args: dict, summary: Mapping) -> tuple[int | None, int |
 def _datasets(run: RunLog, summary: Mapping) -> tuple[DatasetStats | None, DatasetStats | None]:
     """The summary's training and validation set statistics; a token count out of range is bad input (a negative one
     made a negative tokens/s)."""
-    train_stats = parse_dataset_stats(summary.get("train_dataset"))
-    val_stats = parse_dataset_stats(summary.get("val_dataset"))
-    for name, stats in (("train_dataset", train_stats), ("val_dataset", val_stats)):
+    train_stats = parse_dataset_stats(summary.get(sk.TRAIN_DATASET))
+    val_stats = parse_dataset_stats(summary.get(sk.VAL_DATASET))
+    for name, stats in ((sk.TRAIN_DATASET, train_stats), (sk.VAL_DATASET, val_stats)):
         for stat, value in (vars(stats) if stats else {}).items():
             if not runschema.DATASET_STAT.lo <= value <= runschema.DATASET_STAT.hi:
                 raise InputError(run.path, f"{name}'s {stat} is {value:g}: no token count is that",
@@ -288,13 +288,13 @@ def _datasets(run: RunLog, summary: Mapping) -> tuple[DatasetStats | None, Datas
 def _peak_mem(run: RunLog, train: _Columns, summary: Mapping, warnings: list[str]) -> float | None:
     """The largest memory(GiB) any line or the summary logged (negative values ignored, with a warning)."""
     rest = [ln for ln in run.lines if ln.kind != "train"]
-    train_mem, rest_mem = train("memory(GiB)"), column(rest, "memory(GiB)")
+    train_mem, rest_mem = train(sk.MEMORY), column(rest, sk.MEMORY)
     mem_values = [v for col in (train_mem, rest_mem) for v in col if v is not None and 0 <= v < math.inf]
     negative = sorted(ln.line_no for lines, col in ((run.train, train_mem), (rest, rest_mem))
                       for ln, v in zip(lines, col) if v is not None and v < 0)
     if negative:
         warnings.append(f"{len(negative)} negative memory(GiB) value(s) ignored (first: line {negative[0]})")
-    summary_mem = to_float(summary.get("memory"))
+    summary_mem = to_float(summary.get(sk.SUMMARY_MEMORY))
     if is_finite(summary_mem) and summary_mem >= 0:
         mem_values.append(summary_mem)
     return round(max(mem_values), 2) if mem_values else None
@@ -306,13 +306,13 @@ def log_facts(run: RunLog) -> LogFacts:
     train, evals = _Columns(run.train), _Columns(run.evals)
     summary = run.summary.data if run.summary else {}
     last_step, max_steps = _steps(run, args, summary)
-    per_device_batch = _int_or_none(args.get("per_device_train_batch_size"))
-    grad_accum = _int_or_none(args.get("gradient_accumulation_steps"))
-    world_size = _int_or_none(_arg(args, "global_world_size", "world_size"))
+    per_device_batch = _int_or_none(args.get(Args.PER_DEVICE_TRAIN_BATCH_SIZE))
+    grad_accum = _int_or_none(args.get(Args.GRADIENT_ACCUMULATION_STEPS))
+    world_size = _int_or_none(_arg(args, Args.GLOBAL_WORLD_SIZE, Args.WORLD_SIZE))
     if args and world_size is None:
         world_size = 1
     train_stats, val_stats = _datasets(run, summary)
-    params = parse_param_info(summary.get("model_parameter_info") or summary.get("model_info"))
+    params = parse_param_info(summary.get(sk.MODEL_PARAMETER_INFO) or summary.get(sk.MODEL_INFO))
 
     warnings = list(run.warnings)
     if per_device_batch and grad_accum and world_size:
@@ -325,27 +325,27 @@ def log_facts(run: RunLog) -> LogFacts:
     peak = _peak_mem(run, train, summary, warnings)
 
     bad_step = _first_bad_step(train)
-    eval_loss, eval_acc = _curve(evals, ("eval_loss",)), _curve(evals, ("eval_token_acc", "eval_acc"))
+    eval_loss, eval_acc = _curve(evals, (sk.EVAL_LOSS,)), _curve(evals, sk.EVAL_ACC)
     if bad_step is not None:
         eval_loss, eval_acc = _cut(eval_loss, bad_step), _cut(eval_acc, bad_step)
 
     elapsed, eval_elapsed = _timeline(train, evals, args, warnings)
     total = max_steps or (elapsed[-1][0] if elapsed else last_step or 0)
     gc = args.get("gradient_checkpointing")
-    flos = run.train_end.get("total_flos") if run.train_end else None
-    runtime = run.train_end.get("train_runtime") if run.train_end else None
+    flos = run.train_end.get(sk.TOTAL_FLOS) if run.train_end else None
+    runtime = run.train_end.get(sk.TRAIN_RUNTIME) if run.train_end else None
     events = _event_steps(run.args, run, total) | {step for _, step in run.resumes} if elapsed else frozenset()
     return LogFacts(
-        has_log=True, log_path=str(run.path), log_format=run.log_format, swift_version=args.get("swift_version"),
+        has_log=True, log_path=str(run.path), log_format=run.log_format, swift_version=args.get(Args.SWIFT_VERSION),
         complete=run.summary is not None, torn_last_line=run.torn_last_line,
         duplicate_lines_dropped=run.duplicates_dropped, diverged=bad_step is not None, first_bad_step=bad_step,
         global_steps=last_step, max_steps=max_steps, per_device_batch=per_device_batch, grad_accum=grad_accum,
         world_size=world_size, max_length=_int_or_none(args.get("max_length")),
         gradient_checkpointing=gc if isinstance(gc, bool) else None,
         model=_arg(args, "model", "model_id_or_path", "model_type"), samples_per_step=samples_per_step,
-        peak_mem_gib=peak, train_loss=_cut(_curve(train, ("loss",)), bad_step),
-        memory_curve=[p for p in _curve(train, ("memory(GiB)",)) if not p[1] < 0], eval_loss=eval_loss,
-        token_acc=_cut(_curve(train, ("token_acc", "acc")), bad_step), eval_token_acc=eval_acc,
+        peak_mem_gib=peak, train_loss=_cut(_curve(train, (sk.LOSS,)), bad_step),
+        memory_curve=[p for p in _curve(train, (sk.MEMORY,)) if not p[1] < 0], eval_loss=eval_loss,
+        token_acc=_cut(_curve(train, sk.ACC), bad_step), eval_token_acc=eval_acc,
         train_tokens_mean=train_stats.mean if train_stats else None,
         train_tokens_max=train_stats.max if train_stats else None,
         train_samples=train_stats.size if train_stats else None,

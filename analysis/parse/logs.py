@@ -15,7 +15,8 @@ as what it is. A run the runner resumed from a checkpoint has the resume in run.
 the resumed training's lines, which repeat the steps after the checkpoint; the later ones are kept.
 
 Stays whole: it is the one reader of ms-swift's log format of every version; the line classes, the one-pass reader and
-the resume rules change together.
+the resume rules change together. ms-swift's key names and the table of what differs between its versions are
+analysis/parse/swiftkeys.py's.
 """
 from __future__ import annotations
 
@@ -34,23 +35,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
-from analysis.parse import megatron, shared
+from analysis.parse import megatron, shared, swiftkeys
+from analysis.parse.swiftkeys import (
+    SPEED_IT_PER_S,
+    SPEED_S_PER_IT,
+    SUMMARY_KEYS,
+    TRAIN_CLOCK_KEYS,
+    VOLATILE_KEYS,
+)
 from experiments.base import runfiles, runschema, treewalk, userfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Args, Resume, Run
 
 LOG_NAME = runfiles.LOGGING
 ARGS_NAME = runfiles.ARGS_JSON
 
-SPEED_S_PER_IT = "train_speed(s/it)"
-SPEED_IT_PER_S = "train_speed(iter/s)"
-SUMMARY_KEYS = {"log_history", "model_parameter_info", "last_model_checkpoint", "train_dataset", "memory"}
-# ms-swift's clock strings on a training line: nothing reads them there (a line's time comes from its speed; an eval
-# line's elapsed_time is kept), and they hold a fifth of a 200 MB log's memory: not kept in its row.
-TRAIN_CLOCK_KEYS = frozenset({"elapsed_time", "remaining_time"})
-# Keys that differ between the duplicated lines of multi-node runs (each node master writes its own speed and times
-# its own evaluation).
-VOLATILE_KEYS = {SPEED_S_PER_IT, SPEED_IT_PER_S, "elapsed_time", "remaining_time", "percentage", "eval_runtime",
-                 "eval_samples_per_second", "eval_steps_per_second"}
 
 _ELAPSED_RE = re.compile(r"^\s*(?:(\d+)d\s*)?(?:(\d+)h\s*)?(?:(\d+)m\s*)?(?:(\d+)s)?\s*$")
 _DATASET_RE = re.compile(
@@ -191,7 +190,7 @@ class Line:
         """Seconds since training (re)started at step `start`, from this line's cumulative speed.
 
         4.x: speed is s/it = elapsed / (step - start), so elapsed = speed x (step - start);
-        1.x-3.x: speed is iter/s = (step - start) / elapsed, so elapsed = (step - start) / speed.
+        1.x-3.x: speed is iter/s = (step - start) / elapsed, so elapsed = (step - start) / speed (swiftkeys.elapsed).
         """
         sp = self.speed
         if sp is None or self.step is None or self.step <= start:
@@ -200,11 +199,11 @@ class Line:
         if not is_finite(value) or value <= 0:
             return None
         n = self.step - start
-        return value * n if key == SPEED_S_PER_IT else n / value
+        return swiftkeys.elapsed(key, value, n)
 
     @property
     def speed(self) -> tuple[str, float] | None:
-        for key in (SPEED_S_PER_IT, SPEED_IT_PER_S):
+        for key in swiftkeys.SPEED_KEYS:
             value = self.get(key)
             if value is not None:
                 return key, value
@@ -250,24 +249,22 @@ class RunLog:
         4.x), else 'v3' (1.x to 3.x lines)."""
         if any(megatron.is_megatron_line(ln.data) for ln in self.lines):
             return megatron.FORMAT
-        if any(SPEED_S_PER_IT in ln.data for ln in self.lines):
-            return "v4"
-        return "v3"
+        return swiftkeys.log_format(ln.data for ln in self.lines)
 
 
 def _classify(obj: dict) -> str:
-    if "train_runtime" in obj:
+    if swiftkeys.TRAIN_RUNTIME in obj:
         return "train_end"
-    if "loss" not in obj and "eval_loss" not in obj and not SUMMARY_KEYS.isdisjoint(obj):
+    if swiftkeys.LOSS not in obj and swiftkeys.EVAL_LOSS not in obj and not SUMMARY_KEYS.isdisjoint(obj):
         return "summary"
-    if "loss" in obj and "eval_loss" not in obj:
+    if swiftkeys.LOSS in obj and swiftkeys.EVAL_LOSS not in obj:
         # a training line, even with an eval_-prefixed key: ms-swift 4.6.0 under torch_compile writes the metric
         # `eval_token_acc` on every training line after the first evaluation
         return "train"
     for k in obj:
-        if k[:5] == "eval_":
+        if k[:5] == swiftkeys.EVAL_PREFIX:
             return "eval"
-    if "loss" in obj:
+    if swiftkeys.LOSS in obj:
         return "train"
     return "other"
 
@@ -289,9 +286,9 @@ def _int(value: Any) -> int | None:
 
 
 def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | None]:
-    raw = obj.get("global_step/max_steps")
+    raw = obj.get(swiftkeys.STEP_OF_MAX)
     if raw is None and megatron.is_megatron_line(obj):  # Megatron-SWIFT: "iteration": "a/b"
-        raw = megatron.normalise(obj)["global_step/max_steps"]
+        raw = megatron.normalise(obj)[swiftkeys.STEP_OF_MAX]
     if raw.__class__ is str and "/" in raw:
         a, _, b = raw.partition("/")
         step: int | None
@@ -309,7 +306,7 @@ def _step_of(obj: dict, path: Path, line_no: int) -> tuple[int | None, int | Non
         if step < 0:
             raise InputError(path, f"negative step {step}", line_no)
         return step, total  # a step past its max_steps is warned about and left out (_Reader.finish)
-    for key in ("global_step", "step"):
+    for key in swiftkeys.STEP_KEYS:
         step = _int(obj.get(key))
         if step is not None:
             _check_step(step, path, line_no)
@@ -347,7 +344,7 @@ def _one_node(args: dict | None) -> bool:
     """args.json says the run had one node (its world size is its node's): each line is written once."""
     if not isinstance(args, dict):
         return False
-    world, local = _int(args.get("global_world_size")), _int(args.get("local_world_size"))
+    world, local = _int(args.get(Args.GLOBAL_WORLD_SIZE)), _int(args.get("local_world_size"))
     return bool(world and local and world > 0 and world == local)
 
 
@@ -459,9 +456,9 @@ def resume_points(run_dir: Path) -> list[tuple[int, int]]:
 def resumes_of(status: Any) -> list[tuple[int, int]]:
     """resume_points of a run.json already read (STATUS)."""
     out = []
-    for r in (status.get("resumes") if isinstance(status, dict) else None) or []:
+    for r in (status.get(Run.RESUMES) if isinstance(status, dict) else None) or []:
         if isinstance(r, dict):
-            lines, step = _int(r.get("log_lines_before")), _int(r.get("from_step"))
+            lines, step = _int(r.get(Resume.LOG_LINES_BEFORE)), _int(r.get(Resume.FROM_STEP))
             if lines is not None and step is not None and lines >= 0 and step >= 0:
                 out.append((lines, step))
     return sorted(out)
@@ -616,7 +613,7 @@ def read_log(path: str | Path, args: dict | None = None, resumes: list[tuple[int
     run = RunLog(path=log_path, lines=[])
     run.args = args if args is not None else read_args(log_path.parent)
     run.resumes = resume_points(log_path.parent) if resumes is None else sorted(resumes)
-    args_max = _int((run.args or {}).get("max_steps"))
+    args_max = _int((run.args or {}).get(Args.MAX_STEPS))
     reader = _Reader(log_path, run, run.resumes, args_max if args_max and args_max > 0 else None,
                      _one_node(run.args))
     any_text = False
@@ -672,7 +669,7 @@ def check_resumes(run: RunLog, n_lines: int) -> None:
     """A resume that run.json records, or args.json's resume_from_checkpoint, against the log: the resumed training's
     first training line logs the first logging step after the checkpoint's. A resume the log contradicts would put
     every step time 29-38 % off (the speed counted from the wrong step): bad input, naming the file."""
-    every = _int((run.args or {}).get("logging_steps"))
+    every = _int((run.args or {}).get(Args.LOGGING_STEPS))
 
     def contradicted(step: int, after_line: int) -> str | None:
         first = next((ln.step for ln in run.train if ln.line_no > after_line and ln.step is not None), None)
@@ -690,7 +687,7 @@ def check_resumes(run: RunLog, n_lines: int) -> None:
         why = contradicted(step, lines)
         if why:
             raise InputError(status, f"{why} ({LOG_NAME} line {lines + 1} on)")
-    resume = (run.args or {}).get("resume_from_checkpoint")
+    resume = (run.args or {}).get(Args.RESUME_FROM_CHECKPOINT)
     m = re.search(r"checkpoint-(\d+)", resume) if isinstance(resume, str) and not run.resumes else None
     why = contradicted(int(m.group(1)), 0) if m else None
     if why:

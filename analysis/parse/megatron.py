@@ -9,17 +9,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from analysis.parse.swiftkeys import ITERATION, STEP_OF_MAX
+
 FORMAT = "megatron"
 _ITER = re.compile(r"^\s*\d+\s*/\s*\d+\s*$")
 
 
 def is_megatron_line(line: Mapping) -> bool:
-    it = line.get("iteration")
-    return "global_step/max_steps" not in line and isinstance(it, str) and bool(_ITER.match(it))
+    it = line.get(ITERATION)
+    return STEP_OF_MAX not in line and isinstance(it, str) and bool(_ITER.match(it))
 
 
 def normalise(line: dict) -> dict:
     """LINE with `global_step/max_steps` from its `iteration` (unchanged when it is not a Megatron-SWIFT line)."""
     if not is_megatron_line(line):
         return line
-    return {**line, "global_step/max_steps": line["iteration"].replace(" ", "")}
+    return {**line, STEP_OF_MAX: line[ITERATION].replace(" ", "")}

@@ -30,6 +30,8 @@ from analysis.parse.runfile_rows import (
     ScheduleStep,
 )
 from experiments.base import runfiles
+from experiments.base.runfolder import Args, Env, Host, Launcher, Probe, Profile, Run
+from experiments.base.runfolder import RunKey as Key
 
 
 @dataclass(frozen=True)
@@ -112,36 +114,36 @@ class RunRecord:
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property
     def key(self) -> RunKey:
-        return self.run_status.get("key") or {}
+        return self.run_status.get(Run.KEY) or {}
 
     @property
     def overrides(self) -> dict[str, Any]:
         """swift flags the run set on top of its recipe (claims experiments, --set): flag -> value."""
-        return dict(self.key.get("overrides") or {})
+        return dict(self.key.get(Key.OVERRIDES) or {})
 
     @property
     def launcher(self) -> LauncherOptions:
         """experiments/launch/launcher.py options the run used ({} for a plain `swift sft`)."""
-        return (self.key.get("launcher") or LauncherOptions()).copy()
+        return (self.key.get(Key.LAUNCHER) or LauncherOptions()).copy()
 
     @property
     def gpus(self) -> int:
         """GPUs the job ran on: args.json's world size (what ms-swift saw), else run.json's, else 1."""
         if self.world_size:
             return int(self.world_size)
-        return int(self.key.get("gpus") or self.run_status.get("gpus") or 1)
+        return int(self.key.get(Key.GPUS) or self.run_status.get(Run.GPUS) or 1)
 
     @property
     def parallel(self) -> str:
         """How the GPUs shared the work: ddp, or zero2/zero3 from args.json's DeepSpeed config (or run.json's key)."""
-        ds = (self.args or {}).get("deepspeed")
+        ds = (self.args or {}).get(Args.DEEPSPEED)
         if isinstance(ds, dict):
             stage = (ds.get("zero_optimization") or {}).get("stage")
             if stage in (1, 2, 3):
                 return f"zero{stage}"
         if isinstance(ds, str) and ds.startswith("zero"):
             return ds.split(".")[0].split("_")[0]
-        return str(self.key.get("parallel") or "ddp")
+        return str(self.key.get(Key.PARALLEL) or "ddp")
 
     @property
     def layout(self) -> str:
@@ -150,7 +152,7 @@ class RunRecord:
 
     @property
     def cap_gib(self) -> float | None:
-        return self.launcher.get("mem_cap_gib")
+        return self.launcher.get(Launcher.MEM_CAP_GIB)
 
     @property
     def ok(self) -> bool:
@@ -184,7 +186,7 @@ class RunRecord:
 
     @property
     def profiled_steps(self) -> set[int]:
-        return {int(s["step"]) for s in (self.profile or {}).get("steps", []) if "step" in s}
+        return {int(s[Profile.STEP]) for s in (self.profile or {}).get(Profile.STEPS, []) if Profile.STEP in s}
 
     @property
     def host_id(self) -> str | None:
@@ -195,16 +197,17 @@ class RunRecord:
     @property
     def host_probe(self) -> HostProbe:
         """The host-speed probe's three figures (None where not measured)."""
-        probe = (self.env.get("host") or {}).get("probe") or {}
-        return HostProbe(*((probe.get(part) or {}).get("value") for part in ("python_loop", "dispatch", "lora_step")))
+        probe = (self.env.get(Env.HOST) or {}).get(Host.PROBE) or {}
+        return HostProbe(*((probe.get(part) or {}).get(Probe.VALUE) for part in Probe.PARTS))
 
     @property
     def machine(self) -> str | None:
         """What env.json says of the machine's shape (CPU model and count, RAM): tells machines of different shapes
         apart, not two of one shape."""
-        if not self.env.get("cpu_count"):
+        if not self.env.get(Env.CPU_COUNT):
             return None
-        return f"{self.env.get('cpu_model') or 'CPU'} x {self.env['cpu_count']}, {self.env.get('ram_gib')} GiB RAM"
+        return (f"{self.env.get(Env.CPU_MODEL) or 'CPU'} x {self.env[Env.CPU_COUNT]}, {self.env.get(Env.RAM_GIB)} GiB"
+                " RAM")
 
     @property
     def host(self) -> str | None:
@@ -220,21 +223,21 @@ class RunRecord:
 def record_from_log(log: RunLog, **identity) -> RunRecord:
     """A record of a parsed log, with what the caller knows of its identity (path, hw, experiment, ...)."""
     run_dir = log.run_dir
-    ident = {"path": str(run_dir), "hw": None, "experiment": None, "run": run_dir.name, **identity}
+    ident = {**dict(path=str(run_dir), hw=None, experiment=None, run=run_dir.name), **identity}  # RunRecord fields
     with gc_paused():
         facts = log_facts(log)
-    key = (ident.get("run_status") or {}).get("key") or {}
+    key = (ident.get("run_status") or {}).get(Run.KEY) or {}
     launch_options = sidefiles.read_launch_options(run_dir)  # a run made by the launcher alone: no run.json key
-    launcher = key.get("launcher") if isinstance(key.get("launcher"), dict) else launch_options or {}
+    launcher = key.get(Key.LAUNCHER) if isinstance(key.get(Key.LAUNCHER), dict) else launch_options or {}
     args = facts.args or {}
     bucket = None
     if isinstance(args.get("callbacks"), list) and "pad_buckets" in args["callbacks"]:
-        env: dict = key["env"] if isinstance(key.get("env"), dict) else {}
-        accum = args.get("gradient_accumulation_steps")
+        env: dict = key[Key.ENV] if isinstance(key.get(Key.ENV), dict) else {}
+        accum = args.get(Args.GRADIENT_ACCUMULATION_STEPS)
         micro = accum if isinstance(accum, int) and not isinstance(accum, bool) and accum > 0 else 1
         bucket = (micro, env.get("SWIFTBENCH_PAD_MULTIPLE") or PAD_BUCKET_DEFAULT)
     cap = step_token_cap(facts.samples_per_step, facts.max_length, facts.train_tokens_max, bool(args.get("packing")),
-                         launcher.get("pad_to") if isinstance(launcher, dict) else None, bucket)
+                         launcher.get(Launcher.PAD_TO) if isinstance(launcher, dict) else None, bucket)
     sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=cap, max_step=facts.max_steps)
     return RunRecord(**ident, **vars(facts), **vars(sides))
 

@@ -23,6 +23,7 @@ from experiments.base import hardware, runfiles, treewalk, userfiles
 from experiments.base.datafiles import read_json_object
 from experiments.base.errors import InputError
 from experiments.base.runfiles import digest
+from experiments.base.runfolder import Env, GpuCheck, Launcher, Run, RunKey
 
 ENV_NAME = runfiles.ENV_JSON
 STATUS_NAME = runfiles.RUN_JSON
@@ -36,10 +37,10 @@ def read_env(run_dir: str | Path) -> EnvJson:
     env.json lacks it: the parser's reader (experiments.base.runfiles.read_env_raw is the unchecked look)."""
     run_dir = Path(run_dir)
     env: EnvJson = shared.fields(runfiles.check(run_dir / ENV_NAME, read_json_object(run_dir / ENV_NAME) or {}))
-    if "hw" not in env:
+    if Env.HW not in env:
         ident = identity(run_dir)
         if ident.hw:
-            env = {**env, "hw": ident.hw}
+            env = {**env, Env.HW: ident.hw}
     return env
 
 
@@ -131,18 +132,18 @@ def check_hardware(run_dir: Path, env: EnvJson, status: RunJson, folder_hw: str 
     if folder_hw is None:
         return
     for path, data in ((run_dir / ENV_NAME, env), (run_dir / STATUS_NAME, status)):
-        hw = data.get("hw")
+        hw = data.get(Run.HW)  # env.json and run.json both name it
         if hw is not None and hw != folder_hw:
             raise InputError(path, f"hw {hw!r} but the folder is under {folder_hw}/: which GPU made this run is "
                                    "unclear")
-    nested: list[dict] = [d for d in (status.get("key"), status.get("spec")) if isinstance(d, dict)]
+    nested: list[dict] = [d for d in (status.get(Run.KEY), status.get(Run.SPEC)) if isinstance(d, dict)]
     for named in [dict(status), *nested]:
-        experiment = named.get("experiment")
+        experiment = named.get(Run.EXPERIMENT)
         if folder_experiment is not None and experiment is not None and experiment != folder_experiment:
             raise InputError(run_dir / STATUS_NAME, f"experiment {experiment!r} but the folder is under "
                                                     f"{folder_experiment}/: which recipe made this run is unclear")
-    forced = status.get("forced_hw") or (env.get("gpu_check") or {}).get("forced")
-    name = env.get("gpu_name")
+    forced = status.get(Run.FORCED_HW) or (env.get(Env.GPU_CHECK) or {}).get(GpuCheck.FORCED)
+    name = env.get(Env.GPU_NAME)
     matched = hardware.match_nvml(name) if name and not forced else None
     if matched is not None and matched != folder_hw:
         raise InputError(run_dir / ENV_NAME, f"gpu_name {name!r} is a {matched} GPU but the folder is under "
@@ -156,23 +157,23 @@ def read_run(run_dir: str | Path) -> RunRecord:
     env = read_env(run_dir)
     status = read_status(run_dir)
     ident = identity(run_dir)
-    if ident.hw is not None and status.get("command") and not userfiles.present(run_dir / ENV_NAME):
+    if ident.hw is not None and status.get(Run.COMMAND) and not userfiles.present(run_dir / ENV_NAME):
         # the runner writes env.json before run.json names the command: without it the run's host and GPU are
         # unknown, and a row without its host would leave the recipe tables without a word (a folder outside the
         # results layout, given to parse, has no row to lose)
         raise InputError(run_dir / ENV_NAME, "missing, though run.json records the run's command (the runner "
                                              "writes env.json first): which host and GPU made this run is unknown")
     check_hardware(run_dir, env, status, ident.hw, ident.experiment)
-    info: dict[str, Any] = {  # RunRecord's identity and status fields
-        "hw": ident.hw or env.get("hw"),
-        "experiment": status.get("experiment") or ident.experiment,
-        "run": ident.run,
-        "status": status.get("status", "ok"),
-        "failure": status.get("reason"),
-        "labels": labels(env, status),
-        "env": env,
-        "run_status": status,
-    }
+    info: dict[str, Any] = dict(  # RunRecord's identity and status fields
+        hw=ident.hw or env.get(Env.HW),
+        experiment=status.get(Run.EXPERIMENT) or ident.experiment,
+        run=ident.run,
+        status=status.get(Run.STATUS, "ok"),
+        failure=status.get(Run.REASON),
+        labels=labels(env, status),
+        env=env,
+        run_status=status,
+    )
     if not userfiles.present(run_dir / STATUS_NAME) and not userfiles.present(run_dir / ENV_NAME):
         info["labels"].append(UNLABELLED)
     if userfiles.present(run_dir / LOG_NAME):  # a FIFO, a folder or a loop by that name is bad input, not "no log"
@@ -180,8 +181,8 @@ def read_run(run_dir: str | Path) -> RunRecord:
         if rec.ok and not rec.complete:  # a log cut at step 30 read as a finished run, step 30's loss as final
             rec = dataclasses.replace(rec, labels=[*rec.labels, incomplete_label(rec)])
         return rec
-    if info["status"] == "ok":
-        info["status"], info["failure"] = "failed", "no logging.jsonl"
+    if info[Run.STATUS] == "ok":  # RunRecord's status is run.json's
+        info.update(status="failed", failure="no logging.jsonl")
     return RunRecord(path=str(run_dir), **info, **vars(sidefiles.read(run_dir, resumed=bool(resumes_of(status)))))
 
 
@@ -225,7 +226,7 @@ def _why_unused(run_dir: Path) -> str | None:
                 "data/hardware.yaml)")
     experiment = str(ident.experiment)  # set with hw
     try:
-        imported = read_status(run_dir).get("imported")
+        imported = read_status(run_dir).get(Run.IMPORTED)
     except (InputError, OSError, UnicodeDecodeError):
         imported = None  # a broken run.json: reading the run says so, with its line
     if imported is not None:  # swiftbench import: a recipe's name only where args.json is that recipe
@@ -422,23 +423,23 @@ def incomplete_label(rec: RunRecord) -> str:
 def labels(env: EnvJson, status: RunJson) -> list[str]:
     """How a number was obtained, in words that go on every table row and figure."""
     out = []
-    if status.get("dummy_weights") or env.get("dummy_weights"):
+    if status.get(Run.DUMMY_WEIGHTS) or env.get(Env.DUMMY_WEIGHTS):
         out.append("dummy weights")
-    if status.get("offline_data"):
+    if status.get(Run.OFFLINE_DATA):
         out.append("offline data samples")
-    if status.get("max_steps"):
-        out.append(f"cut run ({status['max_steps']} steps)")
-    launcher = (status.get("key") or {}).get("launcher") or {}
-    if launcher.get("stop_after"):
-        out.append(f"cut run (stopped after step {launcher['stop_after']} of the full schedule)")
-    if launcher.get("mem_cap_gib"):
-        out.append(f"allocator capped at {launcher['mem_cap_gib']:g} GiB")
-    if status.get("forced_hw"):
-        out.append(f"forced hw label (GPU was {env.get('gpu_name', '?')})")
-    version = (env.get("packages") or {}).get("ms-swift")
+    if status.get(Run.MAX_STEPS):
+        out.append(f"cut run ({status[Run.MAX_STEPS]} steps)")
+    launcher = (status.get(Run.KEY) or {}).get(RunKey.LAUNCHER) or {}
+    if launcher.get(Launcher.STOP_AFTER):
+        out.append(f"cut run (stopped after step {launcher[Launcher.STOP_AFTER]} of the full schedule)")
+    if launcher.get(Launcher.MEM_CAP_GIB):
+        out.append(f"allocator capped at {launcher[Launcher.MEM_CAP_GIB]:g} GiB")
+    if status.get(Run.FORCED_HW):
+        out.append(f"forced hw label (GPU was {env.get(Env.GPU_NAME, '?')})")
+    version = (env.get(Env.PACKAGES) or {}).get("ms-swift")
     if version:
         out.append(f"ms-swift {version}")
-    if status.get("imported"):  # swiftbench import: a plain `swift sft` output folder; GPU, host and env unknown
+    if status.get(Run.IMPORTED):  # swiftbench import: a plain `swift sft` output folder; GPU, host and env unknown
         out.append("imported")
     return out
 

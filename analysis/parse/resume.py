@@ -15,6 +15,8 @@ from analysis.parse.logs import to_float
 from analysis.parse.runfile_rows import ResumeCheck
 from experiments.base import runfiles, userfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Resume
+from experiments.base.runfolder import ResumeCheck as Check
 
 FILE = runfiles.RESUME_CHECK
 
@@ -28,22 +30,22 @@ def resume_checks(results_dir: str | Path, hw: str | None = None) -> list[Resume
         folder = f.parent
         try:
             data = userfiles.read_json(f, runfiles.max_bytes(f))
-            resume = data.get("resume") or {}
-            repeated = [(int(r["step"]), to_float(r["loss_before_kill"]), to_float(r["loss_after_resume"]))
-                        for r in data.get("repeated_steps") or []]
+            resume = data.get(Check.RESUME) or {}
+            repeated = [(int(r[Check.STEP]), to_float(r[Check.LOSS_BEFORE_KILL]), to_float(r[Check.LOSS_AFTER_RESUME]))
+                        for r in data.get(Check.REPEATED_STEPS) or []]
         except (InputError, ValueError, TypeError, KeyError, AttributeError) as exc:
             why = exc.message if isinstance(exc, InputError) else type(exc).__name__
             warnings.warn(f"{f}: skipped, not a resume check ({why})", stacklevel=2)
             continue
-        out.append({"path": folder, "hw": folder.parent.parent.name, "experiment": folder.parent.name,
-                    "run": folder.name,
-                    "host_id": runfiles.host_id(runfiles.read_env_raw(folder)),
-                    "signal": data.get("signal"), "killed_after_step": data.get("killed_after_step"),
-                    "from_step": resume.get("from_step"),
-                    "restart_to_first_step_s": to_float(resume.get("first_step_s")),
-                    "trainer_to_first_step_s": to_float(data.get("first_step_since_train_begin_s")),
-                    "left_behind": len(data.get("left_behind") or []),
-                    "weights_in_results": len(data.get("weights_in_results") or []),
-                    "finished": data.get("status") == "ok" and data.get("second_exit") == 0,
-                    "repeated": repeated})
+        out.append(ResumeCheck(
+            path=folder, hw=folder.parent.parent.name, experiment=folder.parent.name, run=folder.name,
+            host_id=runfiles.host_id(runfiles.read_env_raw(folder)),
+            signal=data.get(Check.SIGNAL), killed_after_step=data.get(Check.KILLED_AFTER_STEP),
+            from_step=resume.get(Resume.FROM_STEP),
+            restart_to_first_step_s=to_float(resume.get("first_step_s")),
+            trainer_to_first_step_s=to_float(data.get(Check.FIRST_STEP_SINCE_TRAIN_BEGIN_S)),
+            left_behind=len(data.get(Check.LEFT_BEHIND) or []),
+            weights_in_results=len(data.get(Check.WEIGHTS_IN_RESULTS) or []),
+            finished=data.get(Check.STATUS) == "ok" and data.get(Check.SECOND_EXIT) == 0,
+            repeated=repeated))
     return out

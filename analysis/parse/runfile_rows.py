@@ -4,6 +4,8 @@ profile.json and its windows, a schedule.jsonl or gpm.jsonl line, launch.json's 
 The files are the runner's, the launcher's and ms-swift's, written by other versions of them too: a reader gets the
 object as written (unknown keys pass, experiments/base/runschema.py checked the types of those it names), and mypy
 checks every key the suite reads of it. Every key may be absent (total=False) unless its writer always writes it.
+The readers index these with experiments/base/runfolder.py's constants (the writers' too), and each TypedDict of a
+run-folder object names only keys of its class there (tests/test_runfolder_contract.py).
 """
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from experiments.base.runfiles import LAUNCH_JSON as LAUNCH_FILE
 from experiments.base.runfiles import PROFILE_JSON as PROFILE_FILE
 from experiments.base.runfiles import SCHEDULE as SCHEDULE_FILE
 from experiments.base.runfiles import TOKENS as TOKENS_FILE
+from experiments.base.runfolder import Gpm, Tokens
 
 
 def jsonl(path: Path, errors: str = "replace") -> Iterator[tuple[int, Any]]:
@@ -67,15 +68,15 @@ def only_last_torn(path: Path, pairs: Iterable[tuple[int, Any]]) -> Iterator[tup
         yield line_no, d
 
 
-_COUNT_MAX = {"tokens": runschema.STEP_TOKENS, "padded_tokens": runschema.STEP_TOKENS,
-              "label_tokens": runschema.STEP_TOKENS, "micro_batches": 10**8}
+_COUNT_MAX = {Tokens.TOKENS: runschema.STEP_TOKENS, Tokens.PADDED_TOKENS: runschema.STEP_TOKENS,
+              Tokens.LABEL_TOKENS: runschema.STEP_TOKENS, Tokens.MICRO_BATCHES: 10**8}
 
 
 def _plain_tokens_line(d: Any) -> bool:
     """A tokens.jsonl line of whole numbers in range (what the launcher writes): the schema check can be skipped."""
-    if d.__class__ is not dict or d.get("tokens") is None:
+    if d.__class__ is not dict or d.get(Tokens.TOKENS) is None:
         return False
-    step = d.get("step")
+    step = d.get(Tokens.STEP)
     if step.__class__ is not int or not 0 <= step <= runschema.STEPS:
         return False
     for key, most in _COUNT_MAX.items():
@@ -110,8 +111,8 @@ def _tokens(path: Path, blob: bytes, resumed: bool, step_cap: tuple[int, str] | 
     for line_no, d in only_last_torn(path, _values(_blob_lines(blob))):
         if not _plain_tokens_line(d):  # a string step, 1e15 tokens in one step, a negative count: the schema says
             runfiles.check(path, d, line=line_no)
-        step, tokens = int(d["step"]), int(d["tokens"])
-        pad = d.get("padded_tokens")
+        step, tokens = int(d[Tokens.STEP]), int(d[Tokens.TOKENS])
+        pad = d.get(Tokens.PADDED_TOKENS)
         if pad is not None and pad < tokens:
             raise InputError(path, f"padded_tokens {pad} below tokens {tokens}", line_no)
         most = int(pad) if pad is not None else tokens
@@ -159,11 +160,12 @@ def _schedule(blob: bytes) -> list[ScheduleStep] | None:
         for _, d in _values(_blob_lines(blob), errors="strict"):
             if d is INVALID:
                 return None
-            steps.append({**d, "step": int(d["step"]), "tokens": int(d["tokens"]),
-                          "padded_tokens": int(d["padded_tokens"]), "micro_batches": int(d["micro_batches"])})
+            steps.append({**d, Tokens.STEP: int(d[Tokens.STEP]), Tokens.TOKENS: int(d[Tokens.TOKENS]),
+                          Tokens.PADDED_TOKENS: int(d[Tokens.PADDED_TOKENS]),
+                          Tokens.MICRO_BATCHES: int(d[Tokens.MICRO_BATCHES])})
     except (KeyError, TypeError, ValueError, OverflowError):  # ValueError: not UTF-8 too
         return None
-    if not steps or [s["step"] for s in steps] != list(range(1, len(steps) + 1)):
+    if not steps or [s[Tokens.STEP] for s in steps] != list(range(1, len(steps) + 1)):
         return None
     return steps
 
@@ -179,13 +181,14 @@ def read_gpm(run_dir: str | Path, resumed: bool = False) -> dict[int, GpmRow] | 
     out: dict[int, GpmRow] = {}
     for line_no, d in jsonl(path):
         try:
-            wall = float(d["wall_s"])
-            util = float(d["graphics_util"])
+            wall = float(d[Gpm.WALL_S])
+            util = float(d[Gpm.GRAPHICS_UTIL])
             if not (wall > 0 and 0 <= util <= 100.5):  # NaN, negative or impossible: a broken line, skipped
                 continue
-            row: GpmRow = {"wall_s": wall, "graphics_util": util, "sm_util": _metric(d, "sm_util"),
-                           "tensor_util": _metric(d, "tensor_util"), "dram_bw_util": _metric(d, "dram_bw_util")}
-            step = int(d["step"])
+            row: GpmRow = {Gpm.WALL_S: wall, Gpm.GRAPHICS_UTIL: util, Gpm.SM_UTIL: _metric(d, Gpm.SM_UTIL),
+                           Gpm.TENSOR_UTIL: _metric(d, Gpm.TENSOR_UTIL),
+                           Gpm.DRAM_BW_UTIL: _metric(d, Gpm.DRAM_BW_UTIL)}
+            step = int(d[Gpm.STEP])
         except (KeyError, TypeError, ValueError, OverflowError):  # INVALID or a line without its fields
             continue
         if step in out and out[step] != row and not resumed:

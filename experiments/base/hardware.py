@@ -1,13 +1,17 @@
 """The hardware table (data/hardware.yaml) and model shapes (config.json or models.yaml).
 
-Specs are data, not code: adding a GPU class is one YAML entry.
+Specs are data, not code: adding a GPU class is one YAML entry. Each entry is read once into a frozen GpuClass
+(table()); its fields are what the suite reads of a class, checked for type as the file is read (a missing field, a
+string where a number belongs, an unknown field: bad input naming the file and the field, one line, exit 2).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import yaml
 
@@ -21,42 +25,119 @@ SHAPE_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_atte
               "num_key_value_heads", "vocab_size")
 
 
+@dataclass(frozen=True)
+class GpuClass:
+    """One class of data/hardware.yaml (its header says what each field means). The figures are None for a class
+    without them (`cpu`); `key` is the entry's name in the file."""
+
+    key: str
+    name: str
+    memory_gb: float | None              # marketing capacity, 10^9 bytes
+    bandwidth_gbs: float | None          # memory bandwidth, GB/s
+    bf16_dense_tflops: float | None      # dense BF16 tensor-core peak
+    nvml_names: tuple[str, ...]          # regular expressions of nvmlDeviceGetName()
+    sky_accelerator: str | None          # SkyPilot's request for one such GPU
+    source: str                          # where the figures come from
+    memory_gib: float | None = None      # the usable pool torch/NVML report, where it differs from memory_gb
+    arch: str | None = None
+    memory_type: str | None = None
+    board_power_w: float | None = None
+    board_power_source: str | None = None
+    aliases: tuple[str, ...] = ()
+    shown: bool = False
+    baseline: bool = False
+
+    @property
+    def peak_tflops(self) -> float:
+        """bf16_dense_tflops of a class that has one (what a time model divides by); bad input for one without."""
+        return self._figure("bf16_dense_tflops", self.bf16_dense_tflops)
+
+    @property
+    def peak_gbs(self) -> float:
+        """bandwidth_gbs of a class that has one; bad input for one without."""
+        return self._figure("bandwidth_gbs", self.bandwidth_gbs)
+
+    @property
+    def capacity_gb(self) -> float:
+        """memory_gb of a class that has one; bad input for one without."""
+        return self._figure("memory_gb", self.memory_gb)
+
+    def _figure(self, name: str, value: float | None) -> float:
+        if value is None:
+            raise InputError(HARDWARE_FILE, f"hardware entry {self.key!r} has no {name!r}")
+        return value
+
+
+_REQUIRED = ("name", "memory_gb", "bandwidth_gbs", "bf16_dense_tflops", "nvml_names", "sky_accelerator", "source")
+_NUMBERS = ("memory_gb", "bandwidth_gbs", "bf16_dense_tflops", "memory_gib", "board_power_w")
+_NAMES = ("nvml_names", "aliases")
+_FLAGS = ("shown", "baseline")
+_FIELDS = {f.name for f in dataclasses.fields(GpuClass)} - {"key"}
+
+
+def _gpu_class(path: str | Path, key: Any, entry: Any) -> GpuClass:
+    """ENTRY of hardware.yaml as a GpuClass; bad input naming the entry and field when it is none."""
+    if not isinstance(entry, dict):
+        raise InputError(path, f"hardware entry {key!r} is not a mapping of fields")
+    for name in _REQUIRED:
+        if name not in entry:
+            raise InputError(path, f"hardware entry {key!r} lacks {name!r}")
+    unknown = sorted(set(entry) - _FIELDS, key=str)
+    if unknown:
+        raise InputError(path, f"hardware entry {key!r}: unknown field {unknown[0]!r} "
+                               f"(known: {', '.join(sorted(_FIELDS))})")
+    out: dict[str, Any] = dict(entry)
+    for name, value in entry.items():
+        if name in _NUMBERS:
+            ok = value is None or isinstance(value, (int, float)) and not isinstance(value, bool)
+            want = "a number or null"
+        elif name in _NAMES:
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value) or value is None
+            want = "a list of strings"
+            out[name] = tuple(value or ())
+        elif name in _FLAGS:
+            ok, want = isinstance(value, bool), "true or false"
+        else:
+            ok = value is None and name not in ("name", "source") or isinstance(value, str)
+            want = "a string" if name in ("name", "source") else "a string or null"
+        if not ok:
+            raise InputError(path, f"hardware entry {key!r}: {name!r} is {runschema.describe_value(value)}, not {want}")
+    return GpuClass(key=str(key), **out)
+
+
 @functools.lru_cache(maxsize=None)
-def table(path: str | Path = HARDWARE_FILE) -> dict[str, dict]:
-    """All GPU classes by key (a10, rtx4090, a100, a100-80gb, h100, h200, ...)."""
+def table(path: str | Path = HARDWARE_FILE) -> dict[str, GpuClass]:
+    """All GPU classes by key (a10, rtx4090, a100, a100-80gb, h100, h200, ...), read once."""
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    for key, spec in data.items():
-        for field in ("name", "memory_gb", "bandwidth_gbs", "bf16_dense_tflops", "nvml_names", "sky_accelerator",
-                      "source"):
-            if field not in spec:
-                raise InputError(path, f"hardware entry {key!r} lacks {field!r}")
-        spec["key"] = key
-    baselines = [k for k, spec in data.items() if spec.get("baseline")]
+    if not isinstance(data, dict):
+        raise InputError(path, "not a mapping of hardware classes")
+    classes = {str(key): _gpu_class(path, key, entry) for key, entry in data.items()}
+    baselines = [k for k, spec in classes.items() if spec.baseline]
     if len(baselines) != 1:
         raise InputError(path, f"one class must be the speed-ups' `baseline: true`, not {len(baselines)}")
     seen: dict[str, str] = {}
-    for key, spec in data.items():
-        for name in {key, spec["name"], *(spec.get("aliases") or [])}:
+    for key, spec in classes.items():
+        for name in {key, spec.name, *spec.aliases}:
             other = seen.setdefault(_plain(name), key)
             if other != key:
                 raise InputError(path, f"hardware name {name!r} of {key!r} is also a name of {other!r}")
-    return data
+    return classes
 
 
 def baseline() -> str:
     """The class speed-ups are relative to unless asked otherwise (hardware.yaml's `baseline: true`)."""
-    return next(k for k, spec in table().items() if spec.get("baseline"))
+    return next(k for k, spec in table().items() if spec.baseline)
 
 
 def board_power() -> dict[str, float]:
     """Each class's board power limit in W where hardware.yaml gives one (`board_power_w`), in the file's order."""
-    return {k: spec["board_power_w"] for k, spec in table().items() if spec.get("board_power_w")}
+    return {k: spec.board_power_w for k, spec in table().items() if spec.board_power_w}
 
 
 def shown() -> list[str]:
     """The classes the answer, the tables and the report give a row each (hardware.yaml's `shown: true`), in the
     file's order."""
-    return [k for k, spec in table().items() if spec.get("shown")]
+    return [k for k, spec in table().items() if spec.shown]
 
 
 def _plain(name: str) -> str:
@@ -72,16 +153,16 @@ def resolve(name: str) -> str | None:
         return name
     want = _plain(name)
     for key, spec in table().items():
-        if want in {_plain(n) for n in (key, spec["name"], *(spec.get("aliases") or []))}:
+        if want in {_plain(n) for n in (key, spec.name, *spec.aliases)}:
             return key
     return None
 
 
-def get(key: str) -> dict | None:
+def get(key: str) -> GpuClass | None:
     return table().get(key)
 
 
-def require(key: str) -> dict:
+def require(key: str) -> GpuClass:
     """The spec of KEY, or bad input naming the known keys."""
     spec = get(key)
     if spec is None:
@@ -103,7 +184,7 @@ def match_nvml(gpu_name: str) -> str | None:
     """The hardware key whose nvml_names pattern matches an NVML device name ("NVIDIA A10G", "NVIDIA H100 PCIe"),
     else None. The patterns are exclusive, so the first match is the only one."""
     for key, spec in table().items():
-        if any(re.search(p, gpu_name) for p in spec["nvml_names"]):
+        if any(re.search(p, gpu_name) for p in spec.nvml_names):
             return key
     return None
 
@@ -265,7 +346,7 @@ def total_params(s: ModelShapes) -> int:
 
 def describe(key: str) -> str:
     spec = require(key)
-    return f"{spec['name']} ({spec['memory_gb']} GB, {spec['bf16_dense_tflops']} TFLOPS bf16 dense)"
+    return f"{spec.name} ({spec.memory_gb} GB, {spec.bf16_dense_tflops} TFLOPS bf16 dense)"
 
 
 DEFAULT_BASELINE = baseline()  # read once: argument defaults name it

@@ -20,6 +20,7 @@ from typing import Any
 
 from experiments.base import runschema, userfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Env, Fingerprint, Host
 
 # --- the files of a run folder
 RUN_JSON = "run.json"              # the runner's record: status, key, command, labels, resumes, processes
@@ -120,6 +121,6 @@ def read_env_raw(run_dir: str | Path) -> dict:
 def host_id(env: Mapping[str, Any]) -> str | None:
     """The stable host id in env.json's host fingerprint (experiments/record/host.py); None for runs made before it. The
     one reader of that field: the parser, the benchmark readers and the runner's "made on this host" test use it."""
-    host = env.get("host") if isinstance(env, dict) else None
-    fingerprint = host.get("fingerprint") if isinstance(host, dict) else None
-    return fingerprint.get("host_id") if isinstance(fingerprint, dict) else None
+    host = env.get(Env.HOST) if isinstance(env, dict) else None
+    fingerprint = host.get(Host.FINGERPRINT) if isinstance(host, dict) else None
+    return fingerprint.get(Fingerprint.HOST_ID) if isinstance(fingerprint, dict) else None

@@ -6,13 +6,30 @@ a traceback, and one of the right type but an impossible value (a negative batch
 `dummy_weights`) would reach a table as a number. Each file's schema is a small declarative tree of the types below;
 runfiles.check(path, data) raises InputError naming the file (and line) and the field, so the reader skips the folder
 (exit 3) with one line. Absent fields and nulls pass (files of older runs lack many); unknown fields pass (newer
-writers add them). The ranges are wide: they refuse what no run can be, not what is unusual.
+writers add them). The ranges are wide: they refuse what no run can be, not what is unusual. The field names are
+experiments/base/runfolder.py's constants, the ones the writers and readers use.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from experiments.base.runfolder import (
+    Args,
+    Env,
+    Fingerprint,
+    GpuCheck,
+    Host,
+    Launcher,
+    Probe,
+    Profile,
+    Resume,
+    Round,
+    Run,
+    RunKey,
+    Tokens,
+)
 
 
 class Invalid(Exception):
@@ -150,60 +167,66 @@ STEP_TOKENS = 10**9          # tokens of one optimizer step (a 1M-token batch is
 SECONDS = 10**8              # seconds of anything one run measures (three years)
 GIB = 10**6                  # memory of one GPU or host
 
-_PROBE = Obj({"value": Num(0, SECONDS * 1e9)})
+_PROBE = Obj({Probe.VALUE: Num(0, SECONDS * 1e9)})
+_PROBES = Obj({part: _PROBE for part in Probe.PARTS})
 
 RUN_JSON = Obj({
-    "status": Str(), "hw": Str(), "experiment": Str(), "reason": Str(),
-    "key": Obj({
-        "experiment": Str(), "recipe": Str(), "model": Str(), "data": Str(), "parallel": Str(),
-        "max_steps": Int(1, STEPS), "gpus": Int(1, GPUS), "overrides": Obj(), "env": Obj(values=Str()),
-        "launcher": Obj({
-            "mem_cap_gib": Num(0.01, GIB), "stop_after": Int(1, STEPS), "profile_steps": Int(0, STEPS),
-            "profile_skip": Int(0, STEPS), "profile_warmup": Int(0, STEPS), "pad_to": Int(1, 10**8),
-            "env": Obj(), "quick": Obj(), "liger_config": Obj(), "sdp_backends": Arr(Str()),
+    Run.STATUS: Str(), Run.HW: Str(), Run.EXPERIMENT: Str(), Run.REASON: Str(),
+    Run.KEY: Obj({
+        RunKey.EXPERIMENT: Str(), RunKey.RECIPE: Str(), RunKey.MODEL: Str(), RunKey.DATA: Str(),
+        RunKey.PARALLEL: Str(), RunKey.MAX_STEPS: Int(1, STEPS), RunKey.GPUS: Int(1, GPUS), RunKey.OVERRIDES: Obj(),
+        RunKey.ENV: Obj(values=Str()),
+        RunKey.LAUNCHER: Obj({
+            Launcher.MEM_CAP_GIB: Num(0.01, GIB), Launcher.STOP_AFTER: Int(1, STEPS),
+            Launcher.PROFILE_STEPS: Int(0, STEPS), Launcher.PROFILE_SKIP: Int(0, STEPS),
+            Launcher.PROFILE_WARMUP: Int(0, STEPS), Launcher.PAD_TO: Int(1, 10**8), Launcher.ENV: Obj(),
+            Launcher.QUICK: Obj(), Launcher.LIGER_CONFIG: Obj(), Launcher.SDP_BACKENDS: Arr(Str()),
         }),
     }),
-    "max_steps": Int(1, STEPS), "gpus": Int(1, GPUS), "parallel": Str(),
-    "dummy_weights": Bool(), "offline_data": Bool(), "forced_hw": Bool(),
+    Run.MAX_STEPS: Int(1, STEPS), Run.GPUS: Int(1, GPUS), Run.PARALLEL: Str(),
+    Run.DUMMY_WEIGHTS: Bool(), Run.OFFLINE_DATA: Bool(), Run.FORCED_HW: Bool(),
     # the importer records where the log came from ({"log_sha256": ..., ...}); older imports wrote true
-    "imported": Either((Bool(), Obj({"log_sha256": Str()}))),
-    "resumes": Arr(Obj({"log_lines_before": Int(0, 10**12, required=True), "from_step": Int(0, STEPS, required=True)})),
-    "wall_s": Num(0, SECONDS), "command": Arr(), "notes": Arr(), "swift_version": Str(),
+    Run.IMPORTED: Either((Bool(), Obj({"log_sha256": Str()}))),
+    Run.RESUMES: Arr(Obj({Resume.LOG_LINES_BEFORE: Int(0, 10**12, required=True),
+                          Resume.FROM_STEP: Int(0, STEPS, required=True)})),
+    Run.WALL_S: Num(0, SECONDS), Run.COMMAND: Arr(), Run.NOTES: Arr(), Run.SWIFT_VERSION: Str(),
     # an interleaved set's run (experiments/run/rounds.py): its place, and the host probe right after it
-    "round": Obj({"set": Str(required=True), "round": Int(1, 10**6, required=True), "of": Int(1, 10**6),
-                  "slot": Int(1, 10**6), "item": Str()}),
-    "probe_after": Obj({"python_loop": _PROBE, "dispatch": _PROBE, "lora_step": _PROBE}),
-    "harness": Str(),
+    Run.ROUND: Obj({Round.SET: Str(required=True), Round.ROUND: Int(1, 10**6, required=True),
+                    Round.OF: Int(1, 10**6), Round.SLOT: Int(1, 10**6), Round.ITEM: Str()}),
+    Run.PROBE_AFTER: _PROBES,
+    Run.HARNESS: Str(),
 })
 
 ENV_JSON = Obj({
-    "hw": Str(), "gpu_name": Str(), "gpu_count": Int(0, GPUS), "gpu_memory_mib": Int(0, GIB * 1024),
-    "gpus": Arr(Obj()), "driver": Str(), "cpu_model": Str(), "cpu_count": Int(1, 10**6), "ram_gib": Num(0, GIB * 1024),
-    "packages": Obj(values=Str()), "dummy_weights": Bool(), "topology": Str(), "nvlinks": Arr(),
-    "gpu_check": Obj({"gpu_name": Str(), "matched_hw": Str(), "forced": Bool()}),
-    "host": Obj({"fingerprint": Obj({"host_id": Str(), "gpu_count_host": Int(0, GPUS)}),
-                 "probe": Obj({"python_loop": _PROBE, "dispatch": _PROBE, "lora_step": _PROBE})}),
+    Env.HW: Str(), Env.GPU_NAME: Str(), Env.GPU_COUNT: Int(0, GPUS), Env.GPU_MEMORY_MIB: Int(0, GIB * 1024),
+    Env.GPUS: Arr(Obj()), Env.DRIVER: Str(), Env.CPU_MODEL: Str(), Env.CPU_COUNT: Int(1, 10**6),
+    Env.RAM_GIB: Num(0, GIB * 1024), Env.PACKAGES: Obj(values=Str()), Env.DUMMY_WEIGHTS: Bool(),
+    Env.TOPOLOGY: Str(), Env.NVLINKS: Arr(),
+    Env.GPU_CHECK: Obj({GpuCheck.GPU_NAME: Str(), GpuCheck.MATCHED_HW: Str(), GpuCheck.FORCED: Bool()}),
+    Env.HOST: Obj({Host.FINGERPRINT: Obj({Fingerprint.HOST_ID: Str(), Fingerprint.GPU_COUNT_HOST: Int(0, GPUS)}),
+                   Host.PROBE: _PROBES}),
 })
 
 ARGS_JSON = Obj({
-    "per_device_train_batch_size": Int(1, BATCH), "gradient_accumulation_steps": Int(1, BATCH),
-    "world_size": Int(1, GPUS), "global_world_size": Int(1, GPUS),
-    "max_steps": Int(-1, STEPS), "max_length": Int(1, 10**8), "num_train_epochs": Num(0, 10**6),
-    "eval_steps": Num(1e-9, STEPS), "save_steps": Num(1e-9, STEPS), "logging_steps": Num(1e-9, STEPS),
-    "gradient_checkpointing": Bool(), "resume_from_checkpoint": Str(),
-    "deepspeed": Either((Str(), Obj({"zero_optimization": Obj({"stage": Int(0, 3)})}))),
+    Args.PER_DEVICE_TRAIN_BATCH_SIZE: Int(1, BATCH), Args.GRADIENT_ACCUMULATION_STEPS: Int(1, BATCH),
+    Args.WORLD_SIZE: Int(1, GPUS), Args.GLOBAL_WORLD_SIZE: Int(1, GPUS),
+    Args.MAX_STEPS: Int(-1, STEPS), Args.MAX_LENGTH: Int(1, 10**8), Args.NUM_TRAIN_EPOCHS: Num(0, 10**6),
+    Args.EVAL_STEPS: Num(1e-9, STEPS), Args.SAVE_STEPS: Num(1e-9, STEPS), Args.LOGGING_STEPS: Num(1e-9, STEPS),
+    Args.GRADIENT_CHECKPOINTING: Bool(), Args.RESUME_FROM_CHECKPOINT: Str(),
+    Args.DEEPSPEED: Either((Str(), Obj({"zero_optimization": Obj({"stage": Int(0, 3)})}))),
 })
 
 PROFILE_JSON = Obj({
-    "profile_steps": Int(0, STEPS), "profile_skip": Int(0, STEPS),
-    "median_wall_s": Num(0, SECONDS), "median_gpu_busy_frac": Num(0, 1.5),
-    "steps": Arr(Obj({"step": Int(0, STEPS, required=True), "wall_s": Num(0, SECONDS),
-                      "gpu_busy_s": Num(0, SECONDS), "gpu_busy_frac": Num(0, 1.5)}, required=True)),
+    Profile.PROFILE_STEPS: Int(0, STEPS), Profile.PROFILE_SKIP: Int(0, STEPS),
+    Profile.MEDIAN_WALL_S: Num(0, SECONDS), Profile.MEDIAN_GPU_BUSY_FRAC: Num(0, 1.5),
+    Profile.STEPS: Arr(Obj({Profile.STEP: Int(0, STEPS, required=True), Profile.WALL_S: Num(0, SECONDS),
+                            Profile.GPU_BUSY_S: Num(0, SECONDS), Profile.GPU_BUSY_FRAC: Num(0, 1.5)},
+                           required=True)),
 })
 
-TOKENS_LINE = Obj({"step": Int(0, STEPS, required=True), "tokens": Int(0, STEP_TOKENS, required=True),
-                   "padded_tokens": Int(0, STEP_TOKENS), "micro_batches": Int(0, 10**8),
-                   "label_tokens": Int(0, STEP_TOKENS)})
+TOKENS_LINE = Obj({Tokens.STEP: Int(0, STEPS, required=True), Tokens.TOKENS: Int(0, STEP_TOKENS, required=True),
+                   Tokens.PADDED_TOKENS: Int(0, STEP_TOKENS), Tokens.MICRO_BATCHES: Int(0, 10**8),
+                   Tokens.LABEL_TOKENS: Int(0, STEP_TOKENS)})
 
 # logging.jsonl: the fields of a line the suite turns into numbers (logs.py checks them line by line)
 LOG_SPEED = Num(0, SECONDS)            # train_speed(s/it) or (iter/s): no step takes longer, none runs 1e8 per s

@@ -54,7 +54,7 @@ def classes(hw: str | list[str]) -> list[str]:
         raise InputError(None, "--hw names no hardware class (a10,rtx4090,a100,h100, ...)")
     for key in keys:
         spec = hardware.require(key)
-        if not spec.get("sky_accelerator"):
+        if not spec.sky_accelerator:
             raise InputError(hardware.HARDWARE_FILE, f"{key!r} has no sky_accelerator: SkyPilot cannot ask for it")
     return list(dict.fromkeys(keys))
 
@@ -67,7 +67,7 @@ def task_config(hw: str, *, bucket: str = EXAMPLE_BUCKET, image: str | None = No
     task = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
     task["name"] = f"swiftbench-{hw}"
     task["workdir"] = str(Path(workdir).resolve())
-    task["resources"]["accelerators"] = spec["sky_accelerator"]
+    task["resources"]["accelerators"] = spec.sky_accelerator
     task["file_mounts"][BUCKET_MOUNT]["source"] = bucket
     envs = task["envs"]
     envs["HW"] = hw

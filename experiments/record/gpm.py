@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from experiments.base import runfiles
+from experiments.base.runfolder import Gpm as GpmLine
 
 GPM_FILE = runfiles.GPM
 FLUSH_EVERY = 50  # gpm.jsonl lines held before a write
@@ -81,7 +82,7 @@ class Gpm:
             for i, mid in enumerate(METRICS.values()):
                 mg.metrics[i].metricId = mid
             lib.nvmlGpmMetricsGet(mg)
-            out = {"wall_s": round(t - self._t, 6)}
+            out = {GpmLine.WALL_S: round(t - self._t, 6)}
             for i, name in enumerate(METRICS):
                 m = mg.metrics[i]
                 out[name] = round(float(m.value), 3) if int(m.nvmlReturn) == 0 else None
@@ -145,7 +146,7 @@ def make_callback(out_file: Path, record: dict, lib=None):
         def on_step_end(self, args, state, control, **kwargs):
             m = self._mark()
             if m is not None:
-                lines.append(json.dumps({"step": state.global_step, **m}) + "\n")
+                lines.append(json.dumps({GpmLine.STEP: state.global_step, **m}) + "\n")
                 if len(lines) >= FLUSH_EVERY:
                     write()
 

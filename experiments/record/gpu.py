@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import cast
 
 from experiments.base import hardware
+from experiments.base.runfolder import Env, GpuCheck
 from experiments.record.nvml import _s, nvml, visible_indices  # noqa: F401 - re-exported
 
 PACKAGES = ["ms-swift", "torch", "transformers", "peft", "accelerate", "datasets", "trl", "modelscope",
@@ -56,17 +57,17 @@ def check_hardware(hw: str, force: bool = False, lib=None, count: int = 1) -> di
     """
     spec = hardware.require(hw)
     found = gpus(lib)
-    if count > 1 and len(found) < count and spec["nvml_names"]:  # forcing cannot make GPUs appear (cpu: processes)
+    if count > 1 and len(found) < count and spec.nvml_names:  # forcing cannot make GPUs appear (cpu: processes)
         raise HardwareMismatch(f"{count} GPUs asked for, {len(found)} visible")
     name = found[0]["name"] if found else "no GPU"
-    matched = hardware.match_nvml(name) if found else ("cpu" if not spec["nvml_names"] else None)
+    matched = hardware.match_nvml(name) if found else ("cpu" if not spec.nvml_names else None)
     if matched == hw:
-        return {"gpu_name": name, "matched_hw": matched, "forced": False}
+        return {GpuCheck.GPU_NAME: name, GpuCheck.MATCHED_HW: matched, GpuCheck.FORCED: False}
     if not force:
         raise HardwareMismatch(
             f"the GPU is {name!r} ({matched or 'not in data/hardware.yaml'}), not {hw} "
-            f"({spec['name']}); pass FORCE=1 / --force-hw to run anyway with a 'forced' label")
-    return {"gpu_name": name, "matched_hw": matched, "forced": True}
+            f"({spec.name}); pass FORCE=1 / --force-hw to run anyway with a 'forced' label")
+    return {GpuCheck.GPU_NAME: name, GpuCheck.MATCHED_HW: matched, GpuCheck.FORCED: True}
 
 
 def detect_hw(lib=None) -> str:
@@ -165,25 +166,25 @@ def environment(hw: str, lib=None) -> dict:
     )
 
     return {
-        "hw": hw,
-        "gpu_name": found[0]["name"] if found else None,
-        "gpu_count": len(found),
-        "gpu_memory_mib": found[0]["memory_mib"] if found else None,
-        "gpus": found,
-        "driver": driver,
-        "cuda_driver": cuda,
-        "cuda_torch": torch_cuda,
-        "topology": _topo(),
-        "nvlinks": [nvlinks(lib, g.get("index", i)) for i, g in enumerate(found)],
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "ram_gib": _ram_gib(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "packages": _versions(),
-        "suite_commit": _suite_commit(),
+        Env.HW: hw,
+        Env.GPU_NAME: found[0]["name"] if found else None,
+        Env.GPU_COUNT: len(found),
+        Env.GPU_MEMORY_MIB: found[0]["memory_mib"] if found else None,
+        Env.GPUS: found,
+        Env.DRIVER: driver,
+        Env.CUDA_DRIVER: cuda,
+        Env.CUDA_TORCH: torch_cuda,
+        Env.TOPOLOGY: _topo(),
+        Env.NVLINKS: [nvlinks(lib, g.get("index", i)) for i, g in enumerate(found)],
+        Env.CPU_MODEL: _cpu_model(),
+        Env.CPU_COUNT: os.cpu_count(),
+        Env.RAM_GIB: _ram_gib(),
+        Env.PYTHON: platform.python_version(),
+        Env.PLATFORM: platform.platform(),
+        Env.PACKAGES: _versions(),
+        Env.SUITE_COMMIT: _suite_commit(),
         # host fingerprint + speed probe (experiments/record/host.py); SWIFTBENCH_HOST_PROBE=0 leaves the probe out
-        "host": host.record(hw, lib=lib, device="cpu" if hw == "cpu" else "cuda",
+        Env.HOST: host.record(hw, lib=lib, device="cpu" if hw == "cpu" else "cuda",
                             run_probe=os.environ.get("SWIFTBENCH_HOST_PROBE", "1").strip() != "0"),
     }
 

@@ -17,8 +17,8 @@ host, so env.json carries `host` = record(hw):
 Everything is read defensively: a missing file or NVML call gives None, never an exception. NVML comes in as
 `lib` (experiments.record.nvml.nvml() or a fake in tests); file paths hang off `root` so tests can build a fake /proc.
 The CUDA probe runs in a child process (`python -m experiments.record.host probe`), so that the process that goes on
-to supervise the run never holds a CUDA context (GPU memory) while it trains. Imports: the standard library only
-(torch and experiments.record.nvml lazily).
+to supervise the run never holds a CUDA context (GPU memory) while it trains. Imports: the standard library and the
+run-folder contract's key names (experiments/base/runfolder.py) only (torch and experiments.record.nvml lazily).
 """
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from experiments.base.runfolder import Fingerprint, Host, Probe
 
 PY_LOOP_ITERS = 2_000_000
 PY_LOOP_REPS = 3
@@ -244,7 +246,8 @@ def fingerprint(lib=None, root: Path | str = "/") -> dict:
         sources.append(f"nvml:gpu_uuid x{sum(1 for g in every if g.get('uuid'))}")
     if any(g.get("pci_bus_id") for g in every):
         sources.append(f"nvml:pci_bus_id x{sum(1 for g in every if g.get('pci_bus_id'))}")
-    return {"host_id": hid, "host_id_from": sources, "cpu": cpu(root), "gpus": visible, "gpu_count_host": len(every)}
+    return {Fingerprint.HOST_ID: hid, Fingerprint.HOST_ID_FROM: sources, Fingerprint.CPU: cpu(root),
+            Fingerprint.GPUS: visible, Fingerprint.GPU_COUNT_HOST: len(every)}
 
 
 # ------------------------------------------------------------------------------------------------ probe
@@ -258,7 +261,7 @@ def _spin(n: int) -> int:
 
 
 def _python_loop(deadline: float) -> dict:
-    out: dict[str, Any] = {"value": None, "unit": "ns/iter", "stat": f"best of {PY_LOOP_REPS}",
+    out: dict[str, Any] = {Probe.VALUE: None, Probe.UNIT: "ns/iter", "stat": f"best of {PY_LOOP_REPS}",
                            "iterations": PY_LOOP_ITERS, "reps": 0}
     best = last = None
     for _ in range(PY_LOOP_REPS):
@@ -272,9 +275,9 @@ def _python_loop(deadline: float) -> dict:
         best = dt if best is None else min(best, dt)
         out["reps"] += 1
     if best is not None:
-        out["value"] = round(best / PY_LOOP_ITERS, 2)
+        out[Probe.VALUE] = round(best / PY_LOOP_ITERS, 2)
     else:
-        out["reason"] = "budget spent"
+        out[Probe.REASON] = "budget spent"
     return out
 
 
@@ -284,7 +287,7 @@ def _sync(torch, dev: str):
 
 
 def _dispatch(torch, dev: str, deadline: float) -> dict:
-    out: dict[str, Any] = {"value": None, "unit": "us/op", "stat": f"best of {DISPATCH_REPS}", "device": dev,
+    out: dict[str, Any] = {Probe.VALUE: None, Probe.UNIT: "us/op", "stat": f"best of {DISPATCH_REPS}", "device": dev,
                            "ops": DISPATCH_OPS, "op": "x.add_(1) on a 1-element float32 tensor, one sync per rep",
                            "reps": 0}
     x = torch.zeros(1, device=dev)
@@ -305,16 +308,16 @@ def _dispatch(torch, dev: str, deadline: float) -> dict:
         best = dt if best is None else min(best, dt)
         out["reps"] += 1
     if best is not None:
-        out["value"] = round(best / DISPATCH_OPS / 1000, 3)
+        out[Probe.VALUE] = round(best / DISPATCH_OPS / 1000, 3)
     else:
-        out["reason"] = "budget spent"
+        out[Probe.REASON] = "budget spent"
     return out
 
 
 def _lora(torch, dev: str, deadline: float) -> dict:
     d = LORA_DIM[dev]
     dtype = torch.bfloat16 if dev == "cuda" else torch.float32
-    out: dict[str, Any] = {"value": None, "unit": "ms/iter", "stat": "median", "device": dev, "in": d, "out": d,
+    out: dict[str, Any] = {Probe.VALUE: None, Probe.UNIT: "ms/iter", "stat": "median", "device": dev, "in": d, "out": d,
                            "rank": LORA_RANK, "tokens": LORA_TOKENS, "dtype": str(dtype).replace("torch.", ""),
                            "warmup": LORA_WARMUP, "iters_planned": LORA_ITERS, "iters": 0}
     F = torch.nn.functional
@@ -348,9 +351,9 @@ def _lora(torch, dev: str, deadline: float) -> dict:
                 times.append((time.perf_counter_ns() - t) / 1e6)
     out["iters"] = len(times)
     if times:
-        out["value"] = round(statistics.median(times), 3)
+        out[Probe.VALUE] = round(statistics.median(times), 3)
     else:
-        out["reason"] = "budget spent"
+        out[Probe.REASON] = "budget spent"
     return out
 
 
@@ -362,8 +365,9 @@ def probe(device: str | None = None, budget_s: float = 20.0) -> dict:
     t0 = time.perf_counter()
     deadline = t0 + budget_s
     out: dict = {"requested_device": device, "device": None, "budget_s": budget_s}
-    out["python_loop"] = _python_loop(deadline)
-    skip = {"dispatch": {"value": None, "unit": "us/op"}, "lora_step": {"value": None, "unit": "ms/iter"}}
+    out[Probe.PYTHON_LOOP] = _python_loop(deadline)
+    skip = {Probe.DISPATCH: {Probe.VALUE: None, Probe.UNIT: "us/op"},
+            Probe.LORA_STEP: {Probe.VALUE: None, Probe.UNIT: "ms/iter"}}
     torch: Any = None
     if time.perf_counter() >= deadline:
         reason = "budget spent"
@@ -375,7 +379,7 @@ def probe(device: str | None = None, budget_s: float = 20.0) -> dict:
             reason = "torch is not installed"
     if torch is None:
         for k, v in skip.items():
-            out[k] = {**v, "reason": reason}
+            out[k] = {**v, Probe.REASON: reason}
     else:
         try:
             cuda = torch.cuda.is_available()
@@ -390,15 +394,15 @@ def probe(device: str | None = None, budget_s: float = 20.0) -> dict:
         out["torch_threads"] = torch.get_num_threads()
         if dev == "cuda":
             out["cuda_device_name"] = _safe(torch.cuda.get_device_name)
-        for name, fn in (("dispatch", _dispatch), ("lora_step", _lora)):
+        for name, fn in ((Probe.DISPATCH, _dispatch), (Probe.LORA_STEP, _lora)):
             if time.perf_counter() >= deadline:
-                out[name] = {**skip[name], "reason": "budget spent", "truncated": True}
+                out[name] = {**skip[name], Probe.REASON: "budget spent", "truncated": True}
                 continue
             try:
                 out[name] = fn(torch, dev, deadline)
             except Exception as exc:  # noqa: BLE001 - an odd device or build: a reason, never an exception
-                out[name] = {**skip[name], "reason": f"{type(exc).__name__}: {exc}"[:300]}
-    parts = ("python_loop", "dispatch", "lora_step")
+                out[name] = {**skip[name], Probe.REASON: f"{type(exc).__name__}: {exc}"[:300]}
+    parts = Probe.PARTS
     out["truncated"] = bool(out.pop("truncated_before_torch", False)) or any(
         out[p].get("truncated") for p in parts)
     out["seconds"] = round(time.perf_counter() - t0, 3)
@@ -469,7 +473,7 @@ def record(hw: str, lib=None, device: str | None = None, run_probe: bool = True,
         result = probe_in_child(device, budget_s)
     else:
         result = probe(device, budget_s)
-    return {"fingerprint": fp, "probe": result}
+    return {Host.FINGERPRINT: fp, Host.PROBE: result}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from experiments.base import runfiles
+from experiments.base.runfolder import Run
 from experiments.run.folders import experiment_runs, read_status
 from experiments.run.spec import CACHE, RunSpec
 
@@ -104,8 +105,8 @@ def find_resumable(spec: RunSpec) -> dict | None:
     Interrupted runs without one lose their cache folder (they start again in a new run folder)."""
     for run_dir in reversed(experiment_runs(spec)):
         status = read_status(run_dir)
-        if status.get("key") != spec.key() or status.get("status") != "failed" \
-                or not str(status.get("reason") or "").startswith((INTERRUPTED, "killed by signal")):
+        if status.get(Run.KEY) != spec.key() or status.get(Run.STATUS) != "failed" \
+                or not str(status.get(Run.REASON) or "").startswith((INTERRUPTED, "killed by signal")):
             continue
         work = work_dir(run_dir)  # derived here, never run.json's `work_dir`: a merged tree's run.json names any path
         found = last_checkpoint(work) if work.is_dir() else None

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from experiments.base import runfiles
+from experiments.base.runfolder import Resume, Run
 from experiments.record import gpu
 from experiments.run import reaper
 from experiments.run.cache import INTERRUPTED, drop_weights_and_data, remove_work_dir
@@ -88,13 +89,14 @@ def execute(ctx: dict, progress: bool = True, lib=None) -> dict:
     bar = tqdm(total=spec.max_steps or None, desc=f"{spec.hw}/{spec.experiment}", unit="step", disable=not progress)
     resume = ctx.get("resume")
     if resume and (run_dir / runfiles.NVML_CSV).is_file():  # the interrupted attempt's samples stay beside the new ones
-        os.replace(run_dir / runfiles.NVML_CSV, run_dir / f"nvml.{len(read_status(run_dir).get('resumes') or [])}.csv")
+        attempts = len(read_status(run_dir).get(Run.RESUMES) or [])
+        os.replace(run_dir / runfiles.NVML_CSV, run_dir / f"nvml.{attempts}.csv")
     sampler = gpu.Sampler(run_dir / runfiles.NVML_CSV, lib=lib)
     with (run_dir / runfiles.STDOUT).open("a" if resume else "w") as out, sampler:
         t_wall = time.time()
         proc = _start_supervised(argv, out, env)
         write_status(run_dir, training=_training_info(proc.pid))
-        seen = resume["log_lines_before"] if resume else 0  # a resume's first step is the first line after these
+        seen = resume[Resume.LOG_LINES_BEFORE] if resume else 0  # a resume's first step is the first line after these
         try:
             while proc.poll() is None:
                 time.sleep(0.25 if resume and "first_step_s" not in resume else 2)
@@ -170,7 +172,7 @@ def _record_first_resumed_step(run_dir: Path, log: Path, step: int, t_wall: floa
         written = time.time()
     resume["first_step_s"] = round(max(written, t_wall) - t_wall, 2)
     status = read_status(run_dir)
-    resumes = status.get("resumes") or [{}]
+    resumes = status.get(Run.RESUMES) or [{}]
     resumes[-1] = {**resumes[-1], "first_step": step, "first_step_s": resume["first_step_s"],
                    "first_step_seen_s": round(time.time() - t_wall, 2)}
     write_status(run_dir, resumes=resumes)

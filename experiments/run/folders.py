@@ -12,6 +12,7 @@ import socket
 from pathlib import Path
 
 from experiments.base import runfiles, userfiles
+from experiments.base.runfolder import Fingerprint, Run
 from experiments.run import reaper
 from experiments.run.spec import RunSpec
 
@@ -47,14 +48,14 @@ def run_alive(status: dict) -> bool:
     """Is the process that runs this run still there? Its runner (run.json `runner`), else its kernel (`pid`), each
     told apart from a later process with the same pid by its start time where run.json has it (pids wrap around
     within minutes on a busy host)."""
-    if status.get("host") != socket.gethostname():
+    if status.get(Run.HOST) != socket.gethostname():
         return False
     runner = status.get("runner") or {}
     if runner.get("pid") and runner.get("started") is not None:
         return reaper.alive(runner["pid"], runner["started"])
     if status.get("pid_started") is not None:
-        return reaper.alive(status.get("pid"), status["pid_started"])
-    return _pid_alive(status.get("pid"), status.get("host"))
+        return reaper.alive(status.get(Run.PID), status["pid_started"])
+    return _pid_alive(status.get(Run.PID), status.get(Run.HOST))
 
 
 def experiment_runs(spec: RunSpec) -> list[Path]:
@@ -67,10 +68,10 @@ def find_complete(spec: RunSpec) -> Path | None:
     found = None
     for run_dir in experiment_runs(spec):
         status = read_status(run_dir)
-        if status.get("status") == "running" and not run_alive(status):
+        if status.get(Run.STATUS) == "running" and not run_alive(status):
             write_status(run_dir, status="failed", reason="interrupted (its process is gone)")
             continue
-        if status.get("status") == "ok" and status.get("key") == spec.key() and made_here(run_dir):
+        if status.get(Run.STATUS) == "ok" and status.get(Run.KEY) == spec.key() and made_here(run_dir):
             found = run_dir
     return found
 
@@ -80,7 +81,7 @@ def _this_host_id() -> str | None:
     from experiments.record import host
 
     try:
-        return host.fingerprint()["host_id"]
+        return host.fingerprint()[Fingerprint.HOST_ID]
     except Exception:  # noqa: BLE001 - no fingerprint: every earlier run counts, as before host ids
         return None
 
@@ -97,7 +98,7 @@ def made_here(run_dir: Path) -> bool:
 
 
 def is_oom_status(status: dict) -> bool:
-    return status.get("status") == "failed" and str(status.get("reason") or "").startswith("OOM")
+    return status.get(Run.STATUS) == "failed" and str(status.get(Run.REASON) or "").startswith("OOM")
 
 
 def find_finished(spec: RunSpec) -> tuple[Path, str] | None:
@@ -108,7 +109,7 @@ def find_finished(spec: RunSpec) -> tuple[Path, str] | None:
     done = find_complete(spec)  # also marks stale 'running' runs as interrupted
     for run_dir in experiment_runs(spec):
         status = read_status(run_dir)
-        if status.get("key") != spec.key():
+        if status.get(Run.KEY) != spec.key():
             continue
         if run_dir == done:
             found = (run_dir, "ok")
@@ -125,7 +126,7 @@ def new_run_dir(spec: RunSpec) -> Path:
     base = Path(spec.results_dir) / spec.hw / spec.experiment
     base.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S") + (f"-{spec.layout}" if spec.layout else "")
-    hid = host.fingerprint()["host_id"]
+    hid = host.fingerprint()[Fingerprint.HOST_ID]
     stamp += f"-{hid}" if hid else ""
     for n in range(1000):
         run_dir = base / (stamp if n == 0 else f"{stamp}-{n}")

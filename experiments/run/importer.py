@@ -38,6 +38,7 @@ from pathlib import Path
 from experiments.base import hardware, runfiles, treewalk, userfiles
 from experiments.base.datafiles import read_json_object
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Args, Env, Run
 
 LOG_NAME = runfiles.LOGGING
 ARGS_NAMES = (runfiles.ARGS_JSON, runfiles.ARGS_JSON_1X)  # ms-swift 2.x+ / 1.x
@@ -95,7 +96,7 @@ def already_imported(results: Path, sha: str) -> Path | None:
         return None
     for dest in sorted(results.glob(f"*/*/*-import-{sha[:8]}")):
         status = read_json_object(dest / runfiles.RUN_JSON) or {}
-        if (status.get("imported") or {}).get("log_sha256") == sha:
+        if (status.get(Run.IMPORTED) or {}).get("log_sha256") == sha:
             return dest
     return None
 
@@ -215,11 +216,11 @@ def import_run(run: Path, hw: str, experiment: str, results: Path) -> tuple[Path
     files = [LOG_NAME] + [n for n in ARGS_NAMES if userfiles.present(run / n)]
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     imported = {"source": str(run.resolve()), "files": files, "at": now, "log_sha256": sha}
-    status = {"status": "ok", "hw": hw, "experiment": experiment, "imported": imported, "unknown": UNKNOWN,
-              "notes": ["imported from a plain `swift sft` output folder by `swiftbench import`: the hardware class "
+    status = {Run.STATUS: "ok", Run.HW: hw, Run.EXPERIMENT: experiment, Run.IMPORTED: imported, Run.UNKNOWN: UNKNOWN,
+              Run.NOTES: ["imported from a plain `swift sft` output folder by `swiftbench import`: the hardware class "
                         "is what the user said; status ok says nothing about how the run ended (the log does)"]}
-    version = args.get("swift_version") if isinstance(args, dict) else None  # ms-swift 3+ writes it into args.json
-    env = {"hw": hw, "imported": True, "unknown": UNKNOWN, "packages": {"ms-swift": version} if version else {}}
+    version = args.get(Args.SWIFT_VERSION) if isinstance(args, dict) else None  # ms-swift 3+ writes it into args.json
+    env = {Env.HW: hw, Env.IMPORTED: True, Env.UNKNOWN: UNKNOWN, Env.PACKAGES: {"ms-swift": version} if version else {}}
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_partials(dest.parent)

@@ -13,6 +13,7 @@ from typing import cast
 
 from experiments.base import runfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Run
 from experiments.run import reaper
 from experiments.run.cache import INTERRUPTED, drop_weights_and_data
 from experiments.run.folders import read_status, write_status
@@ -25,7 +26,7 @@ def _int(value) -> int | None:
 
 def _owner_alive(status: dict) -> bool:
     """Is the runner (or, for runs made before run.json named it, the notebook kernel) of a run still alive?"""
-    owner = status.get("runner") or {"pid": status.get("pid"), "started": status.get("pid_started")}
+    owner = status.get("runner") or {"pid": status.get(Run.PID), "started": status.get("pid_started")}
     return reaper.alive(owner.get("pid"), owner.get("started"))
 
 
@@ -39,7 +40,7 @@ def find_orphans(results_dir: str | Path) -> list[tuple[Path, dict, str | None]]
     out: list[tuple[Path, dict, str | None]] = []
     for status_file in sorted(Path(results_dir).glob("*/*/*/run.json")):
         status = read_status(status_file.parent)
-        if status.get("status") != "running" or status.get("host") != socket.gethostname():
+        if status.get(Run.STATUS) != "running" or status.get(Run.HOST) != socket.gethostname():
             continue
         training = status.get("training")
         if not isinstance(training, dict):
@@ -85,7 +86,7 @@ def stop_run(run_dir: Path, why: str) -> None:
     """Stop what RUN_DIR's run started (this runner's notebook kernel first, so that it writes nothing after us; then
     the training's process group) and mark it failed: interrupted."""
     status = read_status(run_dir)
-    kernel = status.get("pid")
+    kernel = status.get(Run.PID)
     if kernel and kernel != os.getpid() and reaper.alive(kernel) and (reaper._stat(kernel) or [b"", b"0"])[1] \
             == str(os.getpid()).encode():
         with contextlib.suppress(OSError):
@@ -94,7 +95,7 @@ def stop_run(run_dir: Path, why: str) -> None:
     if reaper.is_supervisor(training) is None:  # only the supervisor this run recorded, never what has its pid now
         reaper.stop_group(training["pgid"], grace_s=5, root=training.get("pid"))  # `timeout -k 20` allows 20 s
     drop_weights_and_data(run_dir)
-    if status.get("status") in (None, "running"):
+    if status.get(Run.STATUS) in (None, "running"):
         write_status(run_dir, status="failed", reason=f"{INTERRUPTED} ({why})",
                      finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 

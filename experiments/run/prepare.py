@@ -15,6 +15,7 @@ from pathlib import Path
 
 from experiments.base import runfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Args, Env, GpuCheck, Resume, Run
 from experiments.recipes import catalog, recipes
 from experiments.record import gpu
 from experiments.run import reaper
@@ -32,17 +33,17 @@ def parallel_overrides(spec: RunSpec, base_flags: dict) -> dict:
     out: dict[str, int | str] = {}
     if spec.gpus > 1:
         flags = {**base_flags, **spec.overrides}
-        ga = int(flags.get("gradient_accumulation_steps", 1))
-        bs = int(flags.get("per_device_train_batch_size", 1))
+        ga = int(flags.get(Args.GRADIENT_ACCUMULATION_STEPS, 1))
+        bs = int(flags.get(Args.PER_DEVICE_TRAIN_BATCH_SIZE, 1))
         if ga % spec.gpus == 0:
-            out["gradient_accumulation_steps"] = ga // spec.gpus
+            out[Args.GRADIENT_ACCUMULATION_STEPS] = ga // spec.gpus
         elif bs % spec.gpus == 0:  # grad-accum 1 (bs16): each GPU takes its share of the batch
-            out["per_device_train_batch_size"] = bs // spec.gpus
+            out[Args.PER_DEVICE_TRAIN_BATCH_SIZE] = bs // spec.gpus
         else:
             raise InputError(None, f"{spec.experiment}: neither grad-accum {ga} nor per-device batch {bs} divides by "
                                    f"{spec.gpus} GPUs (the global batch would change)")
     if spec.parallel != "ddp":
-        out["deepspeed"] = spec.parallel
+        out[Args.DEEPSPEED] = spec.parallel
     return out
 
 
@@ -113,18 +114,19 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
     run_dir = Path(run_dir)
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     before = read_status(run_dir)
-    resume = before.get("resume_request")  # the runner's: an interrupted run goes on from its last checkpoint
+    resume = before.get(Run.RESUME_REQUEST)  # the runner's: an interrupted run goes on from its last checkpoint
     common = dict(status="running", hw=spec.hw, experiment=spec.experiment, key=spec.key(), spec=asdict(spec),
                   pid=os.getpid(), pid_started=reaper.start_time(os.getpid()), host=socket.gethostname(),
                   work_dir=str(work_dir(run_dir)), **runner_info())
     if resume:  # the same run folder; its log goes on where the interrupted attempt's last whole line ended
-        entry = {"at": now, "from_step": resume["step"], "checkpoint": resume["checkpoint"],
-                 "log_lines_before": trim_torn_tail(run_dir / runfiles.LOGGING), "after": before.get("reason")}
+        entry = {Resume.AT: now, Resume.FROM_STEP: resume["step"], Resume.CHECKPOINT: resume["checkpoint"],
+                 Resume.LOG_LINES_BEFORE: trim_torn_tail(run_dir / runfiles.LOGGING),
+                 Resume.AFTER: before.get(Run.REASON)}
         trim_torn_tail(run_dir / runfiles.TOKENS)
         trim_torn_tail(run_dir / runfiles.GPM)
-        resume = {**resume, "log_lines_before": entry["log_lines_before"]}
+        resume = {**resume, Resume.LOG_LINES_BEFORE: entry[Resume.LOG_LINES_BEFORE]}
         write_status(run_dir, **common, reason=None, resume_request=None,
-                     resumes=[*(before.get("resumes") or []), entry])
+                     resumes=[*(before.get(Run.RESUMES) or []), entry])
     else:
         write_status(run_dir, **common, started=now)
     try:
@@ -155,7 +157,7 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
         work = work_dir(run_dir)  # checkpoints and the eval split go there; the log and args.json link back here
         link_outputs(work, run_dir)
         if resume:
-            overrides["resume_from_checkpoint"] = resume["checkpoint"]
+            overrides[Args.RESUME_FROM_CHECKPOINT] = resume["checkpoint"]
         cmd = recipes.render(spec.recipe_name, swift_version, output_dir=str(work), model=model_arg,
                              datasets=datasets, max_steps=spec.max_steps, overrides=overrides)
         cmd["notes"].append("--output_dir is a cache folder (checkpoints stay out of results/); logging.jsonl, "
@@ -185,19 +187,19 @@ def prepare(spec: RunSpec, run_dir: Path, lib=None) -> dict:
         if model_dir is not None and (model_dir / "config.json").is_file():
             shutil.copy(model_dir / "config.json", run_dir / runfiles.MODEL_CONFIG)
         if not (resume and (run_dir / runfiles.ENV_JSON).is_file()):  # a resumed run keeps its first attempt's
-            env = {**gpu.environment(spec.hw, lib=lib), "gpu_check": check, "dummy_weights": dummy_weights}
+            env = {**gpu.environment(spec.hw, lib=lib), Env.GPU_CHECK: check, Env.DUMMY_WEIGHTS: dummy_weights}
             (run_dir / runfiles.ENV_JSON).write_text(json.dumps(env, indent=2))
         exports = "".join(f"export {k}={shlex.quote(str(v))}\n"  # NPROC_PER_NODE goes on the command's line
                           for k, v in env_vars.items() if k != "NPROC_PER_NODE")
         (run_dir / runfiles.COMMAND_SH).write_text(
             "#!/usr/bin/env bash\n# Rendered by experiments/recipes/recipes.py for ms-swift " + swift_version + "\n"
             + "".join(f"# {n}\n" for n in cmd["notes"]) + exports + cmd["shell"] + "\n")
-        labels = {"dummy_weights": dummy_weights, "offline_data": bool(spec.data), "gpus": spec.gpus,
-                  "parallel": spec.parallel,
-                  "max_steps": spec.max_steps or None, "forced_hw": check["forced"], "swift_version": swift_version}
+        labels = {Run.DUMMY_WEIGHTS: dummy_weights, Run.OFFLINE_DATA: bool(spec.data), Run.GPUS: spec.gpus,
+                  Run.PARALLEL: spec.parallel, Run.MAX_STEPS: spec.max_steps or None,
+                  Run.FORCED_HW: check[GpuCheck.FORCED], Run.SWIFT_VERSION: swift_version}
         # `command` stays the swift argv (what readers of run.json parse); the launcher's own line is beside it
         write_status(run_dir, **labels, command=cmd["argv"], notes=cmd["notes"],
-                     **({"launch_command": launch_argv} if launch_argv else {}))
+                     **({Run.LAUNCH_COMMAND: launch_argv} if launch_argv else {}))
     except Exception as exc:
         write_status(run_dir, status="failed", reason=f"{type(exc).__name__}: {exc}")
         raise

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 from experiments.base import runfiles
+from experiments.base.runfolder import Resume, Run
+from experiments.base.runfolder import ResumeCheck as Check
 
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = ("checkpoint-", "optimizer.pt", "adapter_model", "val_dataset.jsonl", "rng_state", "scheduler.pt",
@@ -110,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     second = subprocess.run(cmd, cwd=ROOT)
     assert run_dir is not None  # the loop above left it only after steps were logged there
     status = json.loads((run_dir / runfiles.RUN_JSON).read_text())
-    resume = (status.get("resumes") or [None])[-1]
+    resume = (status.get(Run.RESUMES) or [None])[-1]
     lines = [json.loads(x) for x in (run_dir / runfiles.LOGGING).read_text().splitlines() if x.strip()]
-    cut = resume["log_lines_before"] if resume else len(lines)
+    cut = resume[Resume.LOG_LINES_BEFORE] if resume else len(lines)
 
     def losses(part):
         return {int(d["global_step/max_steps"].split("/")[0]): d["loss"] for d in part
@@ -120,18 +122,18 @@ def main(argv: list[str] | None = None) -> int:
 
     old, new = losses(lines[:cut]), losses(lines[cut:])
     report = {
-        "command": cmd, "run_dir": str(run_dir), "signal": f"SIG{a.signal}", "killed_after_step": step,
-        "left_behind": left, "left_behind_checked_after_s": left_s, "weights_in_results": weights,
-        "second_exit": second.returncode, "status": status.get("status"), "resume": resume,
-        "repeated_steps": [{"step": s, "loss_before_kill": old[s], "loss_after_resume": new[s]}
-                           for s in sorted(set(old) & set(new))],
-        "first_resumed_step": min((s for s in new if resume and s > resume["from_step"]), default=None),
+        Check.COMMAND: cmd, Check.RUN_DIR: str(run_dir), Check.SIGNAL: f"SIG{a.signal}", Check.KILLED_AFTER_STEP: step,
+        Check.LEFT_BEHIND: left, Check.LEFT_BEHIND_CHECKED_AFTER_S: left_s, Check.WEIGHTS_IN_RESULTS: weights,
+        Check.SECOND_EXIT: second.returncode, Check.STATUS: status.get(Run.STATUS), Check.RESUME: resume,
+        Check.REPEATED_STEPS: [{Check.STEP: s, Check.LOSS_BEFORE_KILL: old[s], Check.LOSS_AFTER_RESUME: new[s]}
+                               for s in sorted(set(old) & set(new))],
+        Check.FIRST_RESUMED_STEP: min((s for s in new if resume and s > resume[Resume.FROM_STEP]), default=None),
     }
     first_line = next((d for d in lines[cut:] if isinstance(d, dict) and "loss" in d and "train_speed(s/it)" in d),
                       None)
     if resume and first_line:  # ms-swift's own clock: from the trainer's start (after model and checkpoint load)
-        n = int(first_line["global_step/max_steps"].split("/")[0]) - resume["from_step"]
-        report["first_step_since_train_begin_s"] = round(float(first_line["train_speed(s/it)"]) * n, 2)
+        n = int(first_line["global_step/max_steps"].split("/")[0]) - resume[Resume.FROM_STEP]
+        report[Check.FIRST_STEP_SINCE_TRAIN_BEGIN_S] = round(float(first_line["train_speed(s/it)"]) * n, 2)
     (run_dir / runfiles.RESUME_CHECK).write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
     ok = not left and not weights and second.returncode == 0 and resume is not None and status.get("status") == "ok"

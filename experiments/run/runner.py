@@ -44,6 +44,7 @@ from pathlib import Path
 
 from experiments.base import boundary, runfiles, runschema, userfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Fingerprint, Run
 from experiments.launch import quick_stop
 from experiments.recipes import catalog, recipes
 from experiments.record import gpu
@@ -221,10 +222,11 @@ def _run_one_read_only(spec: RunSpec, console, error: OSError, claims_mode: bool
     input (one line, exit 2), not an OSError traceback."""
     for run_dir in reversed(experiment_runs(spec)):
         status = read_status(run_dir)
-        if status.get("key") == spec.key() and (status.get("status") == "ok" or claims_mode and is_oom_status(status)):
+        if status.get(Run.KEY) == spec.key() and (status.get(Run.STATUS) == "ok"
+                                                  or claims_mode and is_oom_status(status)):
             console.print(f"[green]skip[/] {spec.hw}/{spec.experiment}: complete run {run_dir} (read-only results)")
             return {"experiment": spec.experiment, "run_dir": str(run_dir), "status": "skipped",
-                    "outcome": "ok" if status.get("status") == "ok" else "oom"}
+                    "outcome": "ok" if status.get(Run.STATUS) == "ok" else "oom"}
     raise InputError(spec.results_dir, f"cannot write to the results folder ({error.strerror or error}): "
                                        f"{spec.hw}/{spec.experiment} needs a run")
 
@@ -277,18 +279,18 @@ def _run_one_locked(spec: RunSpec, console, progress: bool, claims_mode: bool = 
         own_write = isinstance(exc, OSError)  # the runner's own write (papermill's copy): a full disk, a read-only one
         why = f"cannot write the run folder ({userfiles.reason(exc)})" if isinstance(exc, OSError) else \
             f"notebook: {type(exc).__name__}: {str(exc)[:300]}"
-        if status.get("status") in (None, "running"):
+        if status.get(Run.STATUS) in (None, "running"):
             write_status(run_dir, status="failed", reason=why)  # the cut notebook is gone: its blocks are free
         if own_write:  # bad input of the command (docs/cli.md: a full disk is one line, exit 2), the run marked failed
             STOPPING["run_dir"] = None
             raise InputError(run_dir, f"{why}: the run is marked failed") from None
     STOPPING["run_dir"] = None
     status = read_status(run_dir)
-    colour = "green" if status.get("status") == "ok" else "yellow" if claims_mode and is_oom_status(status) else "red"
-    console.print(f"[{colour}]{status.get('status')}[/] {hw}/{name}"
-                  + (f": {status.get('reason')}" if status.get("reason") else ""))
-    outcome = "ok" if status.get("status") == "ok" else "oom" if is_oom_status(status) else "failed"
-    state = "oom" if claims_mode and outcome == "oom" else status.get("status")
+    colour = "green" if status.get(Run.STATUS) == "ok" else "yellow" if claims_mode and is_oom_status(status) else "red"
+    console.print(f"[{colour}]{status.get(Run.STATUS)}[/] {hw}/{name}"
+                  + (f": {status.get(Run.REASON)}" if status.get(Run.REASON) else ""))
+    outcome = "ok" if status.get(Run.STATUS) == "ok" else "oom" if is_oom_status(status) else "failed"
+    state = "oom" if claims_mode and outcome == "oom" else status.get(Run.STATUS)
     return {"experiment": name, "run_dir": str(run_dir), "status": state, "outcome": outcome}
 
 
@@ -404,7 +406,7 @@ def _run_rounds(hw: str, items: list[tuple[str, int | None]], repeats: int, plai
     from experiments.record import host
 
     plan = rounds.rounds(items, repeats, plain, plain_rounds)
-    set_name = rounds.set_id(host.fingerprint()["host_id"])
+    set_name = rounds.set_id(host.fingerprint()[Fingerprint.HOST_ID])
     device = "cpu" if hw == "cpu" else "cuda"
     console.print(f"[bold]set[/] {set_name}: {repeats} rounds of "
                   + ", ".join(it.label for it in plan[0]))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from experiments.base import runfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import RunKey
 from experiments.launch import quick_stop
 from experiments.recipes import catalog, recipes
 
@@ -102,15 +103,15 @@ class RunSpec:
 
     def key(self) -> dict:
         """Two runs with equal keys measure the same thing: the second is skipped."""
-        key = {"experiment": self.experiment, "recipe": recipes.recipe_hash(self.recipe_name),
-               "model": self.model, "data": "local" if self.data else "hub",
-               "max_steps": self.max_steps or None, "overrides": self.overrides or {}}
+        key = {RunKey.EXPERIMENT: self.experiment, RunKey.RECIPE: recipes.recipe_hash(self.recipe_name),
+               RunKey.MODEL: self.model, RunKey.DATA: "local" if self.data else "hub",
+               RunKey.MAX_STEPS: self.max_steps or None, RunKey.OVERRIDES: self.overrides or {}}
         if self.recipe is not None:
-            key["recipe_name"] = self.recipe
+            key[RunKey.RECIPE_NAME] = self.recipe
         if self.launcher is not None:
-            key["launcher"] = self.launcher
+            key[RunKey.LAUNCHER] = self.launcher
         if self.env:  # absent without one, so earlier runs keep their keys
-            key["env"] = self.env
+            key[RunKey.ENV] = self.env
         if self.layout:  # absent for one GPU, so runs made before multi-GPU support keep their keys
-            key["gpus"], key["parallel"] = self.gpus, self.parallel
+            key[RunKey.GPUS], key[RunKey.PARALLEL] = self.gpus, self.parallel
         return key

@@ -118,7 +118,7 @@ def class_answers(rec: Recommendation, records: list[RunRecord], classes: list[s
                       and choice.high_s is not None and hw != rec.hw and o.low_s <= choice.high_s)
         command = recipes.copyable(choice.experiment, rec.swift_version) \
             if choice is not None and rec.swift_version else None
-        out.append(ClassAnswer(hw=hw, name=spec["name"], capacity_gib=capacity, choice=choice,
+        out.append(ClassAnswer(hw=hw, name=spec.name, capacity_gib=capacity, choice=choice,
                                options=tuple(options), close=close, price_per_gpu_hour=table.get(hw),
                                currency=currency, command=command))
     return out

@@ -105,23 +105,23 @@ def nearest(hw: str | None, pub: pd.DataFrame) -> tuple[str | None, str]:
     spec = hardware.get(hw) if hw else None
     if hw is None:  # as a class without a spec
         return None, "no comparable published class"
-    if not spec or not spec.get("bf16_dense_tflops") or not pub_hws:
+    if not spec or not spec.bf16_dense_tflops or not pub_hws:
         return None, "no comparable published class"
-    peak = spec["bf16_dense_tflops"]
-    best = min(pub_hws, key=lambda h: (abs(math.log(peak / hardware.require(h)["bf16_dense_tflops"])),
-                                       -hardware.require(h)["bf16_dense_tflops"]))
+    peak = spec.bf16_dense_tflops
+    best = min(pub_hws, key=lambda h: (abs(math.log(peak / hardware.require(h).peak_tflops)),
+                                       -hardware.require(h).peak_tflops))
     b = hardware.require(best)
-    same = b["bf16_dense_tflops"] == peak
+    same = b.bf16_dense_tflops == peak
     return best, (f"cross-hardware: {short(hw)} measured vs {short(best)} published "
-                  f"({'same' if same else 'nearest'} dense BF16 peak {b['bf16_dense_tflops']:g} TFLOPS; "
-                  f"memory {spec['memory_gb']} vs {b['memory_gb']} GB, bandwidth {spec['bandwidth_gbs']} vs "
-                  f"{b['bandwidth_gbs']} GB/s)")
+                  f"({'same' if same else 'nearest'} dense BF16 peak {b.bf16_dense_tflops:g} TFLOPS; "
+                  f"memory {spec.memory_gb} vs {b.memory_gb} GB, bandwidth {spec.bandwidth_gbs} vs "
+                  f"{b.bandwidth_gbs} GB/s)")
 
 
 def short(hw: str) -> str:
     """A GPU class's name without the vendor ("H100 SXM5 80GB")."""
     spec = hardware.get(hw)
-    return spec["name"].replace("NVIDIA ", "") if spec else hw
+    return spec.name.replace("NVIDIA ", "") if spec else hw
 
 
 @dataclass(frozen=True)

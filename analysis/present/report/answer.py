@@ -42,7 +42,7 @@ def classes(ctx: Context) -> list[str]:
     and peak."""
     keys = hardware.shown() + [r.hw for r in P.seed_runs(ctx.picked) if r.hw]
     keys = [k for k in dict.fromkeys(keys) if k and hardware.get(k)]
-    return sorted(keys, key=lambda k: (hardware.require(k)["memory_gb"], hardware.require(k)["bf16_dense_tflops"]))
+    return sorted(keys, key=lambda k: (hardware.require(k).memory_gb, hardware.require(k).bf16_dense_tflops))
 
 
 # ------------------------------------------------------------------------------------------ the recipe
@@ -253,7 +253,7 @@ def table_html(rows: list[AnswerRow]) -> str:
             if c == "GPU":
                 if first:
                     tds.append(f'<td rowspan="{n}" class="sb-gpu" data-col="GPU">{H.e(r.gpu)}<br><small>'
-                               f'{H.e(hardware.require(r.hw)["memory_gb"])} GB</small></td>')
+                               f'{H.e(hardware.require(r.hw).memory_gb)} GB</small></td>')
             elif c == "source":
                 detail = {"measured": r.detail, "predicted": "planner" if r.fits in (None, True)
                           else "planner · does NOT fit", "published": "article"}[r.source]

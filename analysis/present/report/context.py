@@ -110,10 +110,10 @@ class Context:
         groups: dict[float, list[str]] = {}
         marketed: dict[float, float] = {}
         for key, spec in hardware.table().items():
-            if spec.get("memory_gb"):
+            if spec.memory_gb:
                 gib = round(capacity_gib(spec), 2)
                 groups.setdefault(gib, []).append(short(key))
-                marketed[gib] = float(spec["memory_gb"])
+                marketed[gib] = float(spec.memory_gb)
         return [(gib, f"{' / '.join(names)}: {marketed[gib]:g} GB = {gib:.1f} GiB")
                 for gib, names in sorted(groups.items())]
 

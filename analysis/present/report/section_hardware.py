@@ -259,8 +259,8 @@ def hardware_sections(ctx: Context) -> str:
                                     "class:") + published_html(ctx, hw)))
             continue
         parts.append(f"<h3>{H.e(title)}: measured here ({len(runs)} run{'s' if len(runs) != 1 else ''})</h3>")
-        parts.append(H.p(f"{H.e(desc)}; bandwidth {spec['bandwidth_gbs'] if spec else '?'} GB/s "
-                         f"({H.e(spec['source']) if spec else ''}). Environment: {H.e(env_summary(runs))}."))
+        parts.append(H.p(f"{H.e(desc)}; bandwidth {spec.bandwidth_gbs if spec else '?'} GB/s "
+                         f"({H.e(spec.source) if spec else ''}). Environment: {H.e(env_summary(runs))}."))
         parts.append(measured_list(ctx, hw, runs))
         parts.append(H.fold(f"its {len(runs)} runs: status, steps, ms/step, peak",
                             H.html_table(runs_frame(runs), {"ms/step": "{:.1f}", "peak GiB": "{:.2f}",
