@@ -5,6 +5,9 @@ import importlib.util
 import json
 import random
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -142,11 +145,31 @@ def test_padding_free_and_packing_need_flash_attention_in_this_swift(tmp_path):
     assert not pf.allowed and pf.message is not None and "flash attention" in pf.message
     assert not rep.features["packing"].allowed
     assert swift_info.padding_free_report(["padding_free"], "flash_attention_2").features["padding_free"].allowed
-    row = _table(tmp_path / "none").loc["padding-free-packing"]
-    if not rep.flash_attn_importable:
-        assert row.verdict == "cannot be tested here" and "--padding_free" in row.detail
+    row = _table(tmp_path / "none").loc["packing"]
+    if not rep.flash_attn_importable:  # ms-swift alone refuses it; the claim says the shipped plugin lifts that
+        assert row.verdict == "not run yet" and row.detail.startswith("the shipped plugin allows --packing")
     for name in ("tp-padding-free", "tp-packing"):
         assert catalog.experiment(name)["blocked"]
+
+
+def test_the_plugin_lifts_the_padding_free_check_the_packing_claim_names():
+    """claims.yaml's `plugin: true` (the packing claim) is a fact about the shipped plugin: with it imported, ms-swift's
+    own SftArguments check accepts --packing and --padding_free with sdpa (in a process of its own: the plugin
+    registers itself on import)."""
+    pytest.importorskip("swift.arguments")
+    code = ("from types import SimpleNamespace as N\n"
+            "from swift.arguments import SftArguments\n"
+            "import experiments.recipes.swift_plugin\n"
+            "for pf, pk in ((True, False), (False, True)):\n"
+            "    SftArguments._check_padding_free(N(padding_free=pf, packing=pk, attn_impl='sdpa'))\n"
+            "print('ok')\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[1], timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-2000:]
+    claim = config.claim("packing")
+    assert claim is not None
+    spec = claim.rule_as(rulespec.Supported)
+    assert spec.plugin is True and spec.attn_impl == "sdpa" and spec.flags == ("packing",)
 
 
 def test_qlora_package_part_says_what_was_found(tmp_path):

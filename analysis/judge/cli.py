@@ -120,10 +120,13 @@ def table_lines(rows: list[dict], width: int = LINE_WIDTH) -> list[str]:
 
 
 def claim_line(row: dict, width: int = LINE_WIDTH) -> str:
-    """`[verdict] id: claim text — key number` in WIDTH characters: the key number (else the detail's first clause)
-    kept whole up to KEY_WIDTH, the claim's text shortened to the room left."""
+    """`[verdict] id: claim text — key number: reason` in WIDTH characters: the key number (else the detail's first
+    clause) kept whole up to KEY_WIDTH and the verdict's reason after it, the claim's text shortened to the room
+    left."""
     given = row.get("key")
     key = one_line(given if isinstance(given, str) else first_clause(row.get("detail") or ""), KEY_WIDTH)
+    if row.get("reason") and row["verdict"] != "holds":  # the number alone could read as the other verdict
+        key += f": {row['reason']}"
     head = f"[{row['verdict']}] {row['id']}: "
     room = width - len(head) - len(" — ") - len(key)
     return head + one_line(row["claim"], max(room, 20)) + " — " + key

@@ -39,13 +39,15 @@ class Verdict:
     detail: str
     numbers: dict[str, Any] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
+    reason: str = ""  # why this verdict, where the key number alone would read otherwise (the one-liner shows it)
 
 
-def result(verdict: str, detail: str, numbers: dict | None = None, runs: list | None = None) -> Verdict:
+def result(verdict: str, detail: str, numbers: dict | None = None, runs: list | None = None,
+           reason: str = "") -> Verdict:
     """The Verdict; RUNS: records (their .path) or folders."""
     assert verdict in VERDICTS, verdict
     paths = [getattr(r, "path", r) for r in (runs or []) if r is not None]
-    return Verdict(verdict, detail, numbers or {}, [relative(p) for p in paths if p])
+    return Verdict(verdict, detail, numbers or {}, [relative(p) for p in paths if p], reason)
 
 
 def not_run(claim: Claim, runs: Runs) -> Verdict:

@@ -54,8 +54,8 @@ def rule_speedup(claim: Claim, runs: Runs, **_) -> Verdict:
     if all(lo is not None and lo >= need for lo, _ in measured):
         return result("holds", detail, numbers, used)
     if all(hi is not None and hi < need for _, hi in measured):
-        return result("does not hold", detail, numbers, used)
-    return result("inconclusive", detail, numbers, used)
+        return result("does not hold", detail, numbers, used, reason=f"below the claimed {need} %")
+    return result("inconclusive", detail, numbers, used, reason=f"the 95 % range spans the claimed {need} %")
 
 
 @rulespec.kind("tradeoff", rulespec.Tradeoff)
@@ -164,10 +164,14 @@ def rule_recipe(claim: Claim, runs: Runs, **_) -> Verdict:
         detail += f"; combination: {o.rec.overrides}"
     used = [o.rec, o.base]
     if o.counts is False or o.better is False:
-        return result("does not hold", detail + f": not {word} and counting", n, used)
+        why = [f"not {word}"] if o.better is False else []
+        why += ["eval loss outside the seed band"] if o.counts is False else []
+        return result("does not hold", detail + f": not {word} and counting", n, used, reason=", ".join(why))
     if o.counts and o.better:
         return result("holds", detail, n, used)
-    return result("inconclusive", detail, n, used)
+    why = (["the 95 % range spans no change"] if o.better is None else []) + (
+        ["no seed band at the eval step"] if o.counts is None else [])
+    return result("inconclusive", detail, n, used, reason=", ".join(why))
 
 
 @rulespec.kind("target_speedup", rulespec.TargetSpeedup)
@@ -212,12 +216,16 @@ def rule_target_speedup(claim: Claim, runs: Runs, **_) -> Verdict:
     lo, hi = m.ratio_low, m.ratio_high
     if rule.same_host and m.hosts != SAME_HOST:  # a ratio across hosts decides nothing here
         return result("inconclusive", detail + f"; the rule needs one host, the pair is {m.hosts}",
-                      nums, [rec, seed])
+                      nums, [rec, seed], reason=f"the pair is {m.hosts}, the rule needs one host")
     if lc.counts is False or (hi is not None and hi < need):
-        return result("does not hold", detail, nums, [rec, seed])
+        why = ([f"below the {need}x bar"] if hi is not None and hi < need else []) + (
+            ["eval loss outside the seed band"] if lc.counts is False else [])
+        return result("does not hold", detail, nums, [rec, seed], reason=", ".join(why))
     if lc.counts and lo is not None and lo >= need:
         return result("holds", detail, nums, [rec, seed])
-    return result("inconclusive", detail, nums, [rec, seed])
+    why = ([] if lo is not None and lo >= need else [f"the 95 % range spans the {need}x bar"]) + (
+        ["no seed band at the eval step"] if lc.counts is None else [])
+    return result("inconclusive", detail, nums, [rec, seed], reason=", ".join(why))
 
 
 @rulespec.kind("class_best", rulespec.ClassBest)

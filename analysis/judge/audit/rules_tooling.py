@@ -47,6 +47,12 @@ def rule_supported(claim: Claim, runs: Runs, **_) -> Verdict:
     blocked = [f for f in rule.flags if not rep.features[f].allowed]
     nums: dict[str, Any] = {f: ("allowed" if rep.features[f].allowed else "refused") for f in rule.flags}
     nums["flash_attn_importable"] = rep.flash_attn_importable
+    if blocked and not rep.flash_attn_importable and rule.plugin:
+        flags = ", ".join("--" + f for f in blocked)
+        return result("not run yet",
+                      f"the shipped plugin allows {flags} with --attn_impl {rep.attn_impl} (ms-swift "
+                      f"{rep.swift_version} alone refuses it; --external_plugins \"$(swiftbench plugin)\"); no run of "
+                      f"{', '.join(claim.experiments)} made yet", nums)
     if blocked and not rep.flash_attn_importable:
         msg = rep.features[blocked[0]].message
         return result("cannot be tested here",

@@ -118,6 +118,7 @@ class Bound(Spec):
 class Supported(Spec):
     flags: tuple[str, ...]
     attn_impl: str = "sdpa"
+    plugin: bool = False  # the shipped plugin lifts ms-swift's check for these flags (tests/test_judge.py checks it)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from analysis.judge.audit.select import hw_choice
 from analysis.judge.band import records_of, runs_by_experiment
 from analysis.parse.record import RunRecord
 
-COLUMNS = ["id", "origin", "claim", "source", "verdict", "key", "detail", "numbers", "runs", "experiments", "hw"]
+COLUMNS = ["id", "origin", "claim", "source", "verdict", "key", "reason", "detail", "numbers", "runs", "experiments",
+           "hw"]
 
 
 def source_text(claim: Claim) -> str:
@@ -55,7 +56,8 @@ def claims_table(results_dir: str | Path | None, seeds_dir: str | Path | None = 
         res = RULES[claim.kind](claim, runs, seeds_dir=seeds_dir)
         table.append({"id": claim.id, "origin": claim.origin, "claim": " ".join(claim.claim.split()),
                       "source": source_text(claim), "verdict": res.verdict,
-                      "key": key_text(data.key_template(claim), res.numbers), "detail": res.detail,
+                      "key": key_text(data.key_template(claim), res.numbers), "reason": res.reason,
+                      "detail": res.detail,
                       "numbers": res.numbers, "runs": res.runs, "experiments": list(claim.experiments), "hw": hw})
     df = pd.DataFrame(table, columns=COLUMNS)
     df["key"] = df["key"].astype(object).where(df["key"].notna(), None)  # no key is None, not NaN (JSON, CSV)
