@@ -168,16 +168,20 @@ def verdict_tables(table: pd.DataFrame) -> list[str]:
         rows = table[table["origin"] == origin] if "origin" in table else table.iloc[:0]
         if rows.empty:
             continue
+        why = [r if isinstance(r, str) and v != "holds" else "" for r, v in zip(rows.get("reason", [""] * len(rows)),
+                                                                                 rows["verdict"])]
         if origin == "article":
             brief = rows[["id", "claim", "verdict", "key", "detail"]].copy()
             brief["key"] = [k if isinstance(k, str) else H.clip(d, CLIP // 2) for k, d in zip(brief["key"],
                                                                                              brief["detail"])]
             brief = brief.drop(columns=["detail"])
-            rename = {"key": "key number"}
+            brief.insert(4, "reason", why)
+            rename = {"key": "key number", "reason": "why"}
         else:
             brief = rows[["id", "verdict", "detail"]].copy()
             brief["detail"] = brief["detail"].map(lambda t: H.clip(t, CLIP))
-            rename = {"detail": "detail (first words)"}
+            brief.insert(2, "reason", why)
+            rename = {"detail": "detail (first words)", "reason": "why"}
         counts = ", ".join(f"{n} {H.e(v)}" for v, n in rows["verdict"].value_counts().items())
         title = f"<b>{H.e(heading)}</b>: {len(rows)} ({counts})"
         if origin == "article":  # the articles' claims shown; the project's own findings one click away
