@@ -860,3 +860,62 @@ def test_a_report_without_the_notebook_stack_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"the report needs papermill: pip install 'swiftbench\[report\]'"):
         build.build(results=committed_results(), out=tmp_path / "rep")
     assert not (tmp_path / "rep").exists()  # nothing half-written
+
+
+# Whether the answer sits in a box that scrolls, and which figures a box cuts: every <img> (folded ones opened) whose
+# rectangle an ancestor with overflow other than visible clips, and its width against the viewport's
+LAYOUT_JS = """() => {
+  const scrolls = el => { for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (['auto', 'scroll'].includes(s.overflowY) && a.scrollHeight > a.clientHeight + 1) return a.className;
+    } return null; };
+  const rec = document.getElementById('recommendation');
+  const answer = rec ? {box: scrolls(rec), right: rec.getBoundingClientRect().right,
+                        text: rec.innerText.slice(0, 40)} : null;
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const cut = [];
+  for (const img of document.images) {
+    const r = img.getBoundingClientRect();
+    if (r.width === 0) continue;
+    for (let a = img.parentElement; a && a !== document.body; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+      const b = a.getBoundingClientRect();
+      if (r.bottom > b.bottom + 1 || r.top < b.top - 1 || r.right > b.right + 1) {
+        cut.push(img.getAttribute('src') + ' in ' + a.tagName + '.' + a.className); break; }
+    }
+    if (r.right > window.innerWidth + 1) cut.push(img.getAttribute('src') + ' wider than the screen');
+  }
+  return {answer, cut};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("viewport", [{"width": 1400, "height": 900}, {"width": 390, "height": 844}],
+                         ids=["desktop", "phone"])
+def test_the_answer_reads_without_a_scroll_box_and_no_figure_is_cut(committed_report, tmp_path, viewport):
+    """Issue 46's bar, at 1400x900 and on a phone (390x844): the recommendation is not inside a box that scrolls and
+    fits the screen's width; no figure (the folded ones opened) is clipped by a box or wider than the screen. The
+    screens are saved as tests/artifacts/screen_<w>x<h>.png."""
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no chromium found (Debian package chromium; `make chromium` installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=chromium, headless=True, viewport=viewport,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        try:
+            page = context.new_page()
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+            page.goto(committed_report.as_uri(), wait_until="load")
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / f"screen_{viewport['width']}x{viewport['height']}.png"))
+            layout = page.evaluate(LAYOUT_JS)
+        finally:
+            context.close()
+    answer = layout["answer"]
+    assert answer and answer["text"].startswith(("For this job", "No recommended recipe yet")), answer
+    assert answer["box"] is None, f"the answer scrolls inside a box ({answer['box']})"
+    assert answer["right"] <= viewport["width"] + 1, answer
+    assert not layout["cut"], layout["cut"]

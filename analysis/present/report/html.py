@@ -9,6 +9,7 @@ import math
 from importlib import resources
 
 import pandas as pd
+from PIL import Image
 
 CSS_FILE = "report.css"
 LINE_BREAK = "⏎"  # marks a line break of a seed's extracted text, where characters may have been lost
@@ -101,18 +102,27 @@ def csv(ctx, df: pd.DataFrame, name: str) -> str:
     return f'<p class="sb-files">Table as CSV: <a href="{e(name)}">{e(name)}</a></p>'
 
 
+TALL_PX = 900  # a figure taller than one screen is folded, shown whole when opened (never cut or scrolled in a box)
+
+
 def figure(ctx, fig, name: str, caption: str, folded: str | None = None) -> str:
     """Write FIG as OUT/NAME (through the context) and show it with CAPTION; FOLDED: under that one-line summary,
-    closed (a detail figure: the page stays short, the figure keeps its size when opened)."""
-    ctx.write_figure(fig, name)
+    closed (a detail figure: the page stays short, the figure keeps its size when opened). A figure taller than
+    TALL_PX is folded too, under its caption."""
+    path = ctx.write_figure(fig, name)
+    if not folded:
+        with Image.open(path) as img:
+            height = img.size[1]
+        if height > TALL_PX:
+            folded = f"{e(caption)} <small>(a tall figure, {height:,} px: open to see it whole)</small>"
     if folded:
         return fold(folded, figure_html(name, caption))
     return figure_html(name, caption)
 
 
 def figure_html(name: str, caption: str) -> str:
-    """The figure element of OUT/NAME with CAPTION."""
-    return (f'<figure class="sb-figure"><div class="sb-figbox"><img src="{e(name)}" alt="{e(caption)}"></div>'
+    """The figure element of OUT/NAME with CAPTION: at its natural size, never wider than the page."""
+    return (f'<figure class="sb-figure"><img src="{e(name)}" alt="{e(caption)}">'
             f"<figcaption>{e(caption)} (<a href=\"{e(name)}\">{e(name)}</a>)</figcaption></figure>")
 
 
