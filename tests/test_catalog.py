@@ -54,7 +54,7 @@ def test_the_files_hold_one_kind_each():
     for name, keys in [("experiments.yaml", {"defaults", "experiments"}), ("searches.yaml", {"searches"}),
                        ("plan.yaml", {"plan"})]:
         assert set(yaml.safe_load((catalog.CLAIMS_DIR / name).read_text())) == keys, name
-    assert "claims" in yaml.safe_load((ROOT / "analysis" / "judge" / "claims.yaml").read_text())
+    assert "claims" in yaml.safe_load((ROOT / "analysis" / "judge" / "audit" / "claims.yaml").read_text())
     assert not (ROOT / "experiments" / "claims.yaml").exists()
 
 
