@@ -57,9 +57,17 @@ def cell(row: Any, f: dataclasses.Field) -> str:
     return text
 
 
-def cells(rows: Sequence[Any], cls: type) -> tuple[list[str], list[list[str]]]:
-    """(heads, cells) of the shown columns."""
-    fs = shown(cls)
+def chosen(cls: type, columns: Sequence[str] | None = None) -> list[dataclasses.Field]:
+    """The fields named by COLUMNS (field names, in that order), else the shown ones."""
+    if columns is None:
+        return shown(cls)
+    by_name = {f.name: f for f in dataclasses.fields(cls)}
+    return [by_name[c] for c in columns]
+
+
+def cells(rows: Sequence[Any], cls: type, columns: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """(heads, cells) of the shown columns (or COLUMNS)."""
+    fs = chosen(cls, columns)
     return [head(f) for f in fs], [[cell(r, f) for f in fs] for r in rows]
 
 
@@ -70,14 +78,21 @@ def to_markdown(rows: Sequence[Any], cls: type) -> str:
     return tabulate(body, headers=heads, tablefmt="pipe", disable_numparse=True, colalign=align)
 
 
-def to_html(rows: Sequence[Any], cls: type, table_id: str | None = None, css: str = "sb-table") -> str:
-    """An HTML table of ROWS, CLS's shown columns; each cell names its field (data-col)."""
-    fs = shown(cls)
-    heads, body = cells(rows, cls)
+def to_html(rows: Sequence[Any], cls: type, table_id: str | None = None, css: str = "sb-table",
+            columns: Sequence[str] | None = None, title: Sequence[str] = ()) -> str:
+    """An HTML table of ROWS, CLS's shown columns (or COLUMNS, field names: a narrower table); each cell names its
+    field (data-col); TITLE: fields whose text is the row's tooltip (how a figure was obtained)."""
+    fs = chosen(cls, columns)
+    heads, body = cells(rows, cls, columns)
     ident = f' id="{html.escape(table_id)}"' if table_id else ""
     th = "".join(f'<th data-col="{f.name}">{html.escape(h)}</th>' for f, h in zip(fs, heads))
-    trs = "".join("<tr>" + "".join(f'<td data-col="{f.name}">{html.escape(c)}</td>' for f, c in zip(fs, line))
-                  + "</tr>" for line in body)
+
+    def tip(row: Any) -> str:
+        text = "; ".join(str(getattr(row, n)) for n in title if getattr(row, n) is not None)
+        return f' title="{html.escape(text)}"' if text else ""
+
+    trs = "".join(f"<tr{tip(r)}>" + "".join(f'<td data-col="{f.name}">{html.escape(c)}</td>'
+                                            for f, c in zip(fs, line)) + "</tr>" for r, line in zip(rows, body))
     return f'<table class="{html.escape(css)}"{ident}><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
 
 

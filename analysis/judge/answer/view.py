@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.judge.answer.classes import ClassAnswer
+from analysis.judge.answer.published import short
 from analysis.judge.answer.recommend import HostEpochs, Recommendation
 
 
@@ -45,12 +46,13 @@ class ClassRow:
     there (measured, or modelled with the model's band), the job's start-up, GPU-hours and cost."""
 
     hw: str = col("GPU class")
-    name: str | None = hidden("GPU")
+    name: str | None = hidden("GPU name")
+    gpu: str | None = hidden("GPU")  # the class's short name (H200, A10): the report's first screen
     capacity_gib: float | None = col("memory", "GiB", "{:.2f}")
     recipe: str | None = col("recipe")
-    fits: bool = col("shown to fit", show=False, default=False)
+    fits: bool = col("fits", show=False, default=False)
     peak_gib: float | None = hidden("logged peak", "GiB", "{:.2f}")
-    fit_basis: str | None = col("fits")
+    fit_basis: str | None = col("fit shown by")
     epoch_s: float | None = col("epoch", "s", "{:.1f}", band=("low_s", "high_s"))
     low_s: float | None = hidden("epoch low", "s", "{:.1f}")
     high_s: float | None = hidden("epoch high", "s", "{:.1f}")
@@ -127,8 +129,8 @@ def class_rows(classes: list[ClassAnswer] | tuple[ClassAnswer, ...]) -> tuple[Cl
     for c in classes:
         ch = c.choice
         out.append(ClassRow(
-            hw=c.hw, name=c.name, capacity_gib=c.capacity_gib, recipe=ch.experiment if ch else None, fits=bool(ch),
-            peak_gib=ch.peak_gib if ch else None,
+            hw=c.hw, name=c.name, gpu=short(c.hw), capacity_gib=c.capacity_gib,
+            recipe=ch.experiment if ch else None, fits=bool(ch), peak_gib=ch.peak_gib if ch else None,
             fit_basis=ch.fit_basis if ch else "no matrix recipe is shown to fit",
             epoch_s=ch.epoch_s if ch else None, low_s=ch.low_s if ch else None, high_s=ch.high_s if ch else None,
             measured=ch.measured if ch else None, basis=ch.basis if ch else None, run=ch.run if ch else None,

@@ -305,13 +305,17 @@ def error_text(err: PlannerError) -> str:
 # ------------------------------------------------------------------------------------------ the recommendation
 
 
+FIRST_SCREEN_CLASSES = ("gpu", "recipe", "fits", "peak_gib", "epoch_s", "gpu_hours", "cost", "measured")  # fields
+
+
 def classes_table_html(classes: list[ClassAnswer]) -> str:
-    """Each GPU class's recipe: the answer's view (analysis.judge.answer.view.ClassRow) as README's table has it;
-    classes.csv holds every field (how each figure was obtained)."""
+    """Each GPU class's recipe: the answer's view (analysis.judge.answer.view.ClassRow), the first screen's narrower
+    columns (README's table words how each figure was obtained; here the row's tooltip); classes.csv holds every
+    field."""
     if not classes:
         return ""
     return view_render.to_html(view.class_rows(classes), ClassRow, table_id="recommended-gpus",
-                               css="sb-table sb-answer")
+                               css="sb-table sb-answer", columns=FIRST_SCREEN_CLASSES, title=("fit_basis", "basis"))
 
 
 def recipes_table_html(rec: Recommendation) -> str:
@@ -323,9 +327,11 @@ def recipes_table_html(rec: Recommendation) -> str:
         return ""
     seeded = [r for r in rows if r.seed_epoch_s is not None]
     other = [r for r in rows if r.seed_epoch_s is None]
-    return ((view_render.to_html(seeded, RecipeRow) if seeded else "") + H.fold(
-        f"{len(other)} more full epochs on hosts without a seed epoch (no same-host ratio)",
-        view_render.to_html(other, RecipeRow) if other else ""))
+    def scroll(part: list) -> str:  # a wide table scrolls in its box, the page keeps its width
+        return f'<div class="sb-scroll">{view_render.to_html(part, RecipeRow)}</div>' if part else ""
+
+    return scroll(seeded) + H.fold(f"{len(other)} more full epochs on hosts without a seed epoch (no same-host ratio)",
+                                   scroll(other))
 
 
 def your_runs_html(ctx: Context) -> str:
@@ -373,8 +379,9 @@ def recipes_detail_html(ctx: Context) -> str:
     source = price_tables.price_source(ctx.prices)
     prices = (f"Prices: <code>{H.e(ctx.prices.name if ctx.prices else 'none')}</code>"
               + (f" ({H.e(source)})" if source else "") + "; yours with <code>--prices FILE</code>.")
-    note = ("<i>epoch</i>: train_runtime of the recipe's first full epoch on a host (ms-swift's clock: every step, "
-            "eval and save; later runs of it there, with its compiled code and kernels cached: <i>again</i>); "
+    note = ("<i>epoch</i>: train_runtime of the recipe's full epochs on a host (ms-swift's clock: every step, "
+            "eval and save; the median of its runs there, their range beside it; the warm figure, later runs with "
+            "compiled code and kernels cached, is recipes_by_job_time.csv's warm_epoch_s); "
             "<i>start-up</i>: the run's wall time outside it (model load, data, final save). A recipe is ranked above "
             "another only by runs of one host; the seed recipe's epoch on a host without a full one is its cut run's "
             "steady step x the epoch's steps (a lower bound). Other classes: the time model carries the H200 run's "
