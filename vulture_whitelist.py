@@ -10,6 +10,9 @@ _ = Whitelist()
 time_source, scheduled, tokens_per_s_error_pct, profiled_busy_s, profiled_tokens, overhead_s  # estimate
 optimizer_s, live_peak_gib, headroom_gib, tokens_per_micro_batch  # the planner's PlanRow
 loss_dev, band_step, rule_text, base_n, test_n, failed_other  # judge
+# the answer's view (analysis.judge.answer.view): read through dataclasses.asdict (JSON, CSV) and by name in the
+# fields' metadata (band, note), analysis.present.view_render
+epoch_low_s, epoch_high_s, steady_ms, steady_low_ms, steady_high_ms, x_seed_low, x_seed_high, x_seed_rounds, seed_bound, seed_basis
 peak_tflops, comm_frac, gpm_sm_util_pct, gpm_tensor_util_pct, main_package, token_acc  # measure, parse
 
 # what a sweep recorded, kept beside the figures the nccl_env verdict reads (analysis.parse.bench,
@@ -19,6 +22,7 @@ time_us_without, time_us_with, busbw_without, busbw_with, algbw_gbs, topology
 # hooks and attributes other libraries call or read
 __getattr__  # module-level lazy attributes (analysis/present/report, experiments/offline/dummy)
 _.exclude_input, _.exclude_input_prompt, _.exclude_output_prompt  # nbconvert's exporter options
+_.handle_starttag, _.handle_data, _.handle_endtag  # html.parser.HTMLParser's hooks (tests/test_answer_view.py)
 _.should_log  # transformers' TrainerControl
 _.on_evaluate  # transformers' TrainerCallback hook (experiments/record/gpm.py writes its lines there)
 _._prepare_model_tokenizer, _._save_val_dataset, val_dataset  # ms-swift's SwiftSft, overridden

@@ -156,7 +156,7 @@ def test_time_to_finish_the_job_has_one_producer():
         jts = [jobtime.job_time(r) for r in runs]
         assert len(runs) == row["runs"] and min(r.run for r in runs) == row["run"]
         assert row["epoch_s"] == pytest.approx(statistics.median(j.train_runtime_s for j in jts))
-        assert row["load_s"] == pytest.approx(statistics.median(j.load_s for j in jts))
+        assert row["startup_s"] == pytest.approx(statistics.median(j.load_s for j in jts))
         if row["seed_epoch_s"] is not None and row["x_seed_rounds"] is None:  # jobtime.epoch_ratio's
             assert row["epoch_x_seed"] == pytest.approx(jobtime.epoch_ratio(row["seed_epoch_s"], row["epoch_s"]))
     readers = [str(f.relative_to(REPO)) for f in (REPO / "analysis").rglob("*.py")

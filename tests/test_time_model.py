@@ -107,21 +107,22 @@ def test_fast_run_carried_to_the_h100_by_hand(records):
 def test_predict_epoch_on_its_own_class_and_another(records):
     rec = _run(records, "bs16", BS16)
     own = transfer.predict_epoch(rec, "H200")
-    assert own.measured and own.epoch_s == pytest.approx(step_time(rec).median * 94) == own.low_s == own.high_s
+    assert own.measured and own.steady_extrapolated_s == pytest.approx(step_time(rec).median * 94) == own.low_s \
+        == own.high_s
     other = transfer.predict_epoch(rec, "A100 40GB")
     low, high = transfer.band()
     assert not other.measured and other.hw == "a100" and other.steps == epoch_steps(rec) == 94
-    assert other.epoch_s == pytest.approx(other.step_s * 94)
-    assert other.low_s == pytest.approx(other.epoch_s / (1 + high))
-    assert other.high_s == pytest.approx(other.epoch_s / (1 + low))
-    assert other.low_s < other.epoch_s < other.high_s
+    assert other.steady_extrapolated_s == pytest.approx(other.step_s * 94)
+    assert other.low_s == pytest.approx(other.steady_extrapolated_s / (1 + high))
+    assert other.high_s == pytest.approx(other.steady_extrapolated_s / (1 + low))
+    assert other.low_s < other.steady_extrapolated_s < other.high_s
     assert other.step_s == pytest.approx(other.parts.total_s)
     assert "same host assumed" in other.basis and other.parts.host_s == pytest.approx(own.parts.host_s)
     # a full epoch: train_runtime (warm-up, evals, saves) given back on its class, scaled like the step elsewhere
-    assert own.runtime_s == pytest.approx(rec.train_runtime_s)
-    assert other.runtime_s == pytest.approx(rec.train_runtime_s * other.step_s / own.step_s)
+    assert own.epoch_s == pytest.approx(rec.train_runtime_s)
+    assert other.epoch_s == pytest.approx(rec.train_runtime_s * other.step_s / own.step_s)
     cut = _run(records, "bs16", "20261202-042429-e4e316c83b7a")  # 40 of 94 steps
-    assert transfer.runtime_factor(cut) is None and transfer.predict_epoch(cut, "h100").runtime_s is None
+    assert transfer.runtime_factor(cut) is None and transfer.predict_epoch(cut, "h100").epoch_s is None
 
 
 def test_runs_without_a_kernel_level_profile_are_refused(records):

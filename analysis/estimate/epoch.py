@@ -126,7 +126,7 @@ def modelled_on(runs: list[RunRecord], hw: str, profiled: RunRecord | None = Non
     basis = p.basis if k == 1.0 else (f"{p.basis}; x {k:.3f}: the {prof.hw}'s measured median "
                                       f"({home.epoch_s:.1f} s over {home.runs} full epochs) over the profiled run's "
                                       f"own {own:.1f} s" if home is not None else p.basis)
-    return EpochEstimate(hw, p.runtime_s * k, p.low_s * k, p.high_s * k, MEASURED if p.measured else PROFILED, basis,
+    return EpochEstimate(hw, p.epoch_s * k, p.low_s * k, p.high_s * k, MEASURED if p.measured else PROFILED, basis,
                          prof.run, 1, 1, startup,
                          f"median start-up of {len(src)} full epoch{'s' if len(src) != 1 else ''} on the {prof.hw} "
                          "(model load from local disk, same host kind assumed)" if startup is not None

@@ -3,12 +3,15 @@
 Only H200s are measured here; a time on an A10, RTX 4090, A100 or H100 rests on this model. Public API:
 
     predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction
-        the committed run REC's epoch on class HW (a hardware.yaml key or name): epoch_s = its steady step on HW x the
-        epoch's optimizer steps (warm-up, evals and saves left out, as measure.steps.epoch_time), low_s / high_s (the
-        band time_model.yaml derives from the published cross-GPU ratios: analysis.estimate.anchors), step_s and its
-        parts (StepParts: gemm, attention, memory, communication and host seconds), basis (one line saying how),
-        runtime_s (a full-epoch run only: epoch_s x its train_runtime / its steady steps, i.e. with the warm-up,
-        evals and saves train_runtime counts, scaled like the step; compare it with a measured train_runtime).
+        the committed run REC's epoch on class HW (a hardware.yaml key or name): steady_extrapolated_s = its steady step
+        on HW x the epoch's optimizer steps (warm-up, evals and saves left out, as measure.steps.epoch_time), low_s /
+        high_s (its band time_model.yaml derives from the published cross-GPU ratios: analysis.estimate.anchors),
+        step_s and its parts (StepParts: gemm, attention, memory, communication and host seconds), basis (one line
+        saying how),
+        epoch_s (a full-epoch run only: the epoch's train_runtime, steady_extrapolated_s x its train_runtime / its
+        steady steps, i.e. with the warm-up, evals and saves train_runtime counts, scaled like the step; compare it
+        with a measured train_runtime). Names (issue 46): epoch_s is always one epoch's train_runtime,
+        steady_extrapolated_s a steady step x steps, a job (start-up + epoch) job_s (analysis.estimate.epoch).
         On the run's own class it is the measured steady median (measured=True, no band).
     profile_step(rec) -> ProfiledStep      the run's profiled step in kernel groups, reconciled with its steady median
     step_on(step: ProfiledStep, hw) -> StepParts    one steady step on class HW
@@ -137,15 +140,15 @@ class EpochPrediction:
 
     run: str
     hw: str
-    epoch_s: float
-    low_s: float
+    steady_extrapolated_s: float  # the steady step x the epoch's steps (no warm-up, evaluation or save)
+    low_s: float                  # its band
     high_s: float
     step_s: float
     steps: int
     parts: StepParts
     measured: bool
     basis: str
-    runtime_s: float | None = None  # the whole epoch as train_runtime counts it (warm-up, evals, saves): a full run's
+    epoch_s: float | None = None  # the whole epoch as train_runtime counts it (warm-up, evals, saves): a full run's
 
 
 
@@ -339,20 +342,20 @@ def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
     factor = runtime_factor(rec)
     if key == rec.hw and step.steady_step_s:
         epoch = step.steady_step_s * n
-        return EpochPrediction(run=step.run, hw=key, epoch_s=epoch, low_s=epoch, high_s=epoch,
+        return EpochPrediction(run=step.run, hw=key, steady_extrapolated_s=epoch, low_s=epoch, high_s=epoch,
                                step_s=step.steady_step_s, steps=n, parts=parts, measured=True,
                                basis=f"measured: steady median step of {step.run} x {n} steps",
-                               runtime_s=epoch * factor if factor else None)
+                               epoch_s=epoch * factor if factor else None)
     low, high = band()
     epoch = parts.total_s * n
     gpus = f" per GPU of {step.world_size}" if step.world_size > 1 else ""
     return EpochPrediction(
-        run=step.run, hw=key, epoch_s=epoch, low_s=epoch / (1 + max(high, 0.0)),
+        run=step.run, hw=key, steady_extrapolated_s=epoch, low_s=epoch / (1 + max(high, 0.0)),
         high_s=epoch / (1 + min(low, 0.0)), step_s=parts.total_s, steps=n, parts=parts, measured=False,
         basis=(f"modelled from {step.run}'s profile{gpus}: GEMM/attention by effective FLOPs, memory-bound kernels by "
                f"bandwidth, host {parts.host_s:.3f} s as measured on the {step.hw} ({HOST_LABEL}); "
                f"band {low:+.0%}..{high:+.0%} from the published cross-GPU ratios"),
-        runtime_s=epoch * factor if factor else None)
+        epoch_s=epoch * factor if factor else None)
 
 
 @dataclass(frozen=True)
@@ -363,7 +366,7 @@ class RuntimePrediction:
 
     run: str
     hw: str
-    runtime_s: float
+    epoch_s: float  # the epoch's train_runtime on HW (analysis.estimate.epoch's EpochEstimate.epoch_s rests on it)
     low_s: float
     high_s: float
     overhead_s: float
@@ -384,7 +387,7 @@ def runtime_on(rec: RunRecord, hw: str) -> RuntimePrediction:
     if pred.measured:
         return RuntimePrediction(rec.run, pred.hw, runtime, runtime, runtime, overhead, True,
                                  f"measured: train_runtime of {rec.run}")
-    return RuntimePrediction(rec.run, pred.hw, pred.epoch_s + overhead, pred.low_s + overhead,
+    return RuntimePrediction(rec.run, pred.hw, pred.steady_extrapolated_s + overhead, pred.low_s + overhead,
                              pred.high_s + overhead, overhead, False,
                              f"{pred.basis}; plus {overhead:.1f} s outside the steady steps (warm-up, evaluations, "
                              f"saves, compile) as measured on the {rec.hw} ({HOST_LABEL})")

@@ -1,10 +1,10 @@
-"""The recommendation in words and tables (`swiftbench tables`, its `--answer`, README's answer block, the report's
-first screen): analysis.judge.answer.recommend's Recommendation and analysis.judge.answer.classes' ClassAnswers,
-formatted. Every number here is a field or property of those values; this module computes none.
+"""The recommendation in words and its side tables (`swiftbench tables`, its `--answer`, README's answer block, the
+report's first screen): analysis.judge.answer.recommend's Recommendation and analysis.judge.answer.classes'
+ClassAnswers, formatted. Every number here is a field or property of those values; this module computes none. The
+answer's two tables (each GPU class's recipe, every recipe per host) are the typed view's
+(analysis.judge.answer.view), rendered by analysis.present.view_render.
 """
 from __future__ import annotations
-
-import dataclasses
 
 import pandas as pd
 
@@ -35,15 +35,6 @@ def band_text(s: float | None, low: float | None, high: float | None) -> str:
     return f"{span(low / div, high / div)} {unit}"
 
 
-def seconds_band(s: float | None, low: float | None, high: float | None) -> str:
-    """'3.7 min (3.4-4.1 min)': the duration as seconds_text gives it, its band (if any) in the same unit."""
-    if s is None:
-        return "–"
-    if low is None or high is None or low == high:
-        return seconds_text(s)
-    return f"{seconds_text(s)} ({band_text(s, low, high)})"
-
-
 def money(value: float | None, currency: str | None) -> str:
     if value is None:
         return "–"
@@ -60,43 +51,16 @@ def span(low: float | None, high: float | None, fmt: str = "{:.1f}") -> str:
 
 # ------------------------------------------------------------------------------------------------ frames
 
-_NESTED = ("seed", "warm_s", "epochs", "steady", "round_x_seed")
-ROW_COLUMNS = [f.name for f in dataclasses.fields(HostEpochs) if f.name not in _NESTED] + [
-    "warm_epoch_s", "runs", "epoch_low_s", "epoch_high_s", "steady_ms", "steady_low_ms", "steady_high_ms",
-    "seed_epoch_s", "seed_basis", "seed_run", "epoch_x_seed", "x_seed_rounds", "x_seed_low", "x_seed_high",
-    "recommended"]
 REPEAT_COLUMNS = ["hw", "experiment", "host", "harness", "runs", "epoch_s", "epoch_low_s", "epoch_high_s",
                   "steady_ms", "steady_low_ms", "steady_high_ms", "load_s", "load_low_s", "load_high_s",
                   "probe_loop_ns_low", "probe_loop_ns_high", "run_names"]
 HARNESS_COLUMNS = ["experiment", "hw", "host", "set", "round", "launcher_run", "plain_run", "launcher_s", "plain_s",
                    "launcher_x_plain"]
-CLASS_COLUMNS = ["hw", "name", "capacity_gib", "recipe", "fits", "fit_basis", "epoch_s", "low_s", "high_s",
-                 "measured", "basis", "run", "startup_s", "job_s", "gpu_hours", "price_per_gpu_hour", "currency",
-                 "cost", "close", "command"]
 ORDER_COLUMNS = ["faster", "slower", "hosts", "basis", "undetermined", "settle"]
 
 
 def _ms(x: float | None) -> float | None:
     return None if x is None else x * 1000
-
-
-def rows_frame(rec: Recommendation) -> pd.DataFrame:
-    """Each HostEpochs as one row: its fields, its properties, its runs' spread and the seed epoch it is held
-    against."""
-    rows = []
-    for r in rec.rows:
-        es, st, xs = r.epoch_spread, r.steady, r.x_seed_spread
-        rows.append({**{f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name not in _NESTED},
-                     "warm_epoch_s": r.warm_epoch_s, "runs": es.n if es else None,
-                     "epoch_low_s": es.low if es else None, "epoch_high_s": es.high if es else None,
-                     "steady_ms": _ms(st.median) if st else None, "steady_low_ms": _ms(st.low) if st else None,
-                     "steady_high_ms": _ms(st.high) if st else None,
-                     "seed_epoch_s": r.seed.seconds if r.seed else None,
-                     "seed_basis": r.seed.basis if r.seed else None, "seed_run": r.seed.run if r.seed else None,
-                     "epoch_x_seed": r.epoch_x_seed, "x_seed_rounds": xs.n if xs else None,
-                     "x_seed_low": xs.low if xs else None, "x_seed_high": xs.high if xs else None,
-                     "recommended": r.experiment == rec.experiment})
-    return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 
 def repeats_frame(groups: list[repeats.RecipeRuns]) -> pd.DataFrame:
@@ -139,24 +103,6 @@ def harness_line(pairs: list[repeats.HarnessPair]) -> str | None:
             f"{o.n} paired round{'s' if o.n != 1 else ''} (ABBA) on {hosts} host{'s' if hosts != 1 else ''}: the "
             f"launcher's epoch minus the plain one's, median {o.median:+.1%} ({o.low:+.1%} to {o.high:+.1%}"
             f"{cold_text}{warm_text}).")
-
-
-def classes_frame(classes: list[ClassAnswer]) -> pd.DataFrame:
-    """Each ClassAnswer as one row: its choice's fields (or why there is none), GPU-hours, price and cost."""
-    rows = []
-    for c in classes:
-        ch = c.choice
-        rows.append({"hw": c.hw, "name": c.name, "capacity_gib": c.capacity_gib,
-                     "recipe": ch.experiment if ch else None, "fits": bool(ch),
-                     "fit_basis": ch.fit_basis if ch else "no matrix recipe is shown to fit",
-                     "epoch_s": ch.epoch_s if ch else None, "low_s": ch.low_s if ch else None,
-                     "high_s": ch.high_s if ch else None, "measured": ch.measured if ch else None,
-                     "basis": ch.basis if ch else None, "run": ch.run if ch else None,
-                     "startup_s": ch.startup_s if ch else None, "job_s": ch.job_s if ch else None,
-                     "gpu_hours": c.gpu_hours,
-                     "price_per_gpu_hour": c.price_per_gpu_hour, "currency": c.currency, "cost": c.cost,
-                     "close": ", ".join(c.close) or None, "command": c.command})
-    return pd.DataFrame(rows, columns=CLASS_COLUMNS)
 
 
 def orders_frame(rec: Recommendation) -> pd.DataFrame:

@@ -21,14 +21,14 @@ import pandas as pd
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import prices as price_tables
 from analysis.estimate import quick as quick_estimate
-from analysis.judge.answer import classes, your_runs
+from analysis.judge.answer import classes, view, your_runs
 from analysis.judge.answer import published as P
 from analysis.judge.answer.baseline import Candidate, pick_baseline
+from analysis.judge.answer.view import ClassRow, RecipeRow
 from analysis.measure import compare, flops, loss, profile, repeats, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
-from analysis.present import recommend_view
-from analysis.present.recommend_view import span
+from analysis.present import recommend_view, view_render
 from analysis.present.table_rows import ConvergenceRow, ScalingRow, SpeedRow, columns
 from experiments.base import hardware
 from experiments.base.errors import SKIPPED_EXIT
@@ -303,16 +303,25 @@ class Tables:
     convergence: pd.DataFrame
     scaling: pd.DataFrame
     recommended: pd.DataFrame
-    recipes: pd.DataFrame
+    recipes: tuple[RecipeRow, ...]   # the answer's view (analysis.judge.answer.view): every recipe per host
     orders: pd.DataFrame
-    classes: pd.DataFrame
+    classes: tuple[ClassRow, ...]    # the answer's view: each GPU class's recipe
     your_runs: pd.DataFrame
     repeats: pd.DataFrame   # each recipe's runs per host and harness: n, median and range (epoch, steady, start-up)
     harness: pd.DataFrame   # paired rounds through the launcher and as the plain command
     harness_line: str | None = None
 
-    def named(self) -> list[tuple[str, pd.DataFrame]]:
-        return [(f.name, getattr(self, f.name)) for f in fields(self) if f.name != "harness_line"]
+    def records(self) -> dict[str, list[dict]]:
+        """Every table as JSON's records, in field order: the frames' rows, the view's rows (every field)."""
+        out: dict[str, list[dict]] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, pd.DataFrame):
+                # every digit (as the view's rows have them: one figure in two tables reads equal)
+                out[f.name] = v.astype(object).where(v.notna(), None).to_dict("records")
+            elif isinstance(v, tuple):
+                out[f.name] = view_render.to_records(v)
+        return out
 
 
 def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
@@ -330,54 +339,27 @@ def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASE
         speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
     return Tables(speedup=speed, convergence=conv, scaling=scale,
                   recommended=recommend_view.recommended_frame(ans.recommendation, list(ans.classes)),
-                  recipes=recommend_view.rows_frame(ans.recommendation),
+                  recipes=view.recipe_rows(ans.recommendation),
                   orders=recommend_view.orders_frame(ans.recommendation),
-                  classes=recommend_view.classes_frame(list(ans.classes)),
+                  classes=view.class_rows(ans.classes),
                   your_runs=your_runs_table(everything),
                   repeats=recommend_view.repeats_frame(repeats.recipe_runs(everything)),
                   harness=recommend_view.harness_frame(pairs), harness_line=recommend_view.harness_line(pairs))
 
 
-ANSWER_RECIPES = {"experiment": "recipe", "pair": "host", "harness": "harness", "runs": "runs",
-                  "epoch_s": "epoch s (median)", "range": "epoch range s", "load_s": "start-up s",
-                  "tokens_per_s": "steady tokens/s", "peak_gib": "peak GiB", "epoch_x_seed": "x seed (epoch)",
-                  "x_rounds": "x seed per round (n)", "seed": "seed epoch s", "eval_loss": "eval loss",
-                  "in_band": "in band"}
-ANSWER_CLASSES = {"hw": "GPU class", "capacity_gib": "GiB", "recipe": "recipe", "fit_basis": "fits",
-                  "epoch": "epoch s", "startup": "start-up s", "gpu_hours": "job GPU-h",
-                  "price_per_gpu_hour": "price/h", "cost": "job cost", "how": "time"}
-
-
-def _seed_cell(epoch: float | None, basis: str | None) -> str | None:
-    if epoch is None or pd.isna(epoch):
-        return None
-    return f"{epoch:.1f}" + ("" if basis == "full epoch" else " (cut run, lower bound)")
-
-
 def answer_md(t: Tables) -> str:
     """The answer as README shows it: the sentence, the command to paste, the recipes' full epochs per host (hosts
-    lettered: a ratio is only of one host's runs), the undetermined orders, the recipe per GPU class. Formats only
-    what tables() computed; host ids stay in the full tables."""
+    lettered: a ratio is only of one host's runs), the undetermined orders, the recipe per GPU class. The two tables
+    are the answer's view (analysis.judge.answer.view) rendered by analysis.present.view_render; host ids stay in the
+    full tables."""
     top = t.recommended.iloc[0]
     parts = [str(top["sentence"])]
     if isinstance(top.get("command"), str):
         parts += ["", f"The recommended recipe, for ms-swift {top['swift_version']} (`pip install .` of this "
                       "repository gives `swiftbench plugin`, the path of the one plugin file it names):", "", "```bash",
                   str(top["command"]), "```"]
-    rec = t.recipes.copy()
-    if not rec.empty:
-        rec = rec.sort_values(["host", "epoch_s"])
-        letters = {h: chr(ord("A") + i) for i, h in enumerate(dict.fromkeys(
-            rec.sort_values("epoch_x_seed", ascending=False, na_position="last")["host"]))}
-        rec["pair"] = rec["host"].map(letters)
-        rec["seed"] = [_seed_cell(e, b) for e, b in zip(rec["seed_epoch_s"], rec["seed_basis"])]
-        rec["experiment"] = [f"**{x}**" if r else x for x, r in zip(rec["experiment"], rec["recommended"])]
-        rec = rec.sort_values(["pair", "epoch_s"])
-        rec["range"] = [None if pd.isna(lo) or n == 1 else f"{lo:.1f}-{hi:.1f}"
-                        for lo, hi, n in zip(rec["epoch_low_s"], rec["epoch_high_s"], rec["runs"])]
-        rec["x_rounds"] = [None if pd.isna(n) else f"{span(lo, hi)} ({int(n)})"
-                           for lo, hi, n in zip(rec["x_seed_low"], rec["x_seed_high"], rec["x_seed_rounds"])]
-        parts += ["", render(rec[list(ANSWER_RECIPES)].rename(columns=ANSWER_RECIPES), "md")]
+    if t.recipes:
+        parts += ["", view_render.to_markdown(t.recipes, RecipeRow)]
     if t.harness_line:
         parts += ["", t.harness_line]
     orders = t.orders
@@ -387,32 +369,28 @@ def answer_md(t: Tables) -> str:
             f"{a} vs {b} ({why}; settle with {settle})"
             for a, b, why, settle in zip(open_rows["faster"], open_rows["slower"], open_rows["basis"],
                                          open_rows["settle"])) + "."]
-    cls = t.classes.copy()
-    if not cls.empty:
-        cls["epoch"] = [None if pd.isna(e) else (f"{e:.1f}" if lo == hi else f"{e:.1f} ({lo:.1f}-{hi:.1f})")
-                        for e, lo, hi in zip(cls["epoch_s"], cls["low_s"], cls["high_s"])]
-        cls["startup"] = [None if pd.isna(x) else f"{x:.1f}" for x in cls["startup_s"]]
-        cls["how"] = [(b.split(" (")[0] if m is True else "modelled from the H200 run's profile")
-                      if isinstance(b, str) and (m is True or b.startswith("modelled")) else b
-                      for m, b in zip(cls["measured"], cls["basis"])]
-        parts += ["", render(cls[list(ANSWER_CLASSES)].rename(columns=ANSWER_CLASSES), "md")]
+    if t.classes:
+        parts += ["", view_render.to_markdown(t.classes, ClassRow)]
         parts += class_commands_md(t.classes, str(top.get("experiment")))
     return "\n".join(parts)
 
 
-def class_commands_md(classes: pd.DataFrame, recommended: str) -> list[str]:
+def class_commands_md(classes: tuple[ClassRow, ...], recommended: str) -> list[str]:
     """Each class's command where its recipe is not the recommended one (printed above): one line to paste, with
     how its fit was shown and how its time was obtained."""
     out: list[str] = []
-    other = classes[classes["command"].notna() & (classes["recipe"] != recommended)]
-    same = [P.short(h) for h in classes[classes["recipe"] == recommended]["hw"]]
-    for recipe, group in other.groupby("recipe", sort=False):
-        names = " and ".join(P.short(h) for h in group["hw"])
-        how = "measured" if group["measured"].all() else "modelled"
-        out += ["", f"For the {names}: recipe {recipe} ({group['fit_basis'].iloc[0]} on the H200; its time on "
+    same = [P.short(c.hw) for c in classes if c.recipe == recommended]
+    groups: dict[str, list[ClassRow]] = {}
+    for c in classes:
+        if c.command is not None and c.recipe != recommended and c.recipe is not None:
+            groups.setdefault(c.recipe, []).append(c)
+    for recipe, group in groups.items():
+        names = " and ".join(P.short(c.hw) for c in group)
+        how = "measured" if all(c.measured is True for c in group) else "modelled"
+        out += ["", f"For the {names}: recipe {recipe} ({group[0].fit_basis} on the H200; its time on "
                     f"{'it' if len(group) == 1 else 'them'} {how}), one line to paste"
                     + (f" (the {', '.join(same)} take the command above)" if same else "") + ":", "", "```bash",
-                " ".join(str(group["command"].iloc[0]).split(" \\\n  ")), "```"]
+                " ".join(str(group[0].command).split(" \\\n  ")), "```"]
     return out
 
 
@@ -430,13 +408,12 @@ def run(args) -> int:
         print(answer_md(t))
         return done
     if args.format == "json":
-        print(json.dumps({name: json.loads(df.to_json(orient="records", double_precision=15))
-                          for name, df in t.named()}, indent=2))
+        print(json.dumps(t.records(), indent=2, default=str))
         return done
     if args.format == "md":
         print(answer_md(t) + "\n")
         print("## Recipes' full epochs per host (the runs the answer counts: median, range and count)\n")
-        print(render(t.recipes.drop(columns=["labels", "path"]), "md"))
+        print(render(view_render.to_frame(t.recipes, RecipeRow).drop(columns=["labels", "path"]), "md"))
         print("\n## Every recipe's runs per host and harness (n, median and range; the host probe's loop in ns/iter)\n")
         print(render(t.repeats, "md"))
         if not t.harness.empty:
@@ -445,7 +422,7 @@ def run(args) -> int:
         print("\n## Which recipe finishes sooner (same host only)\n")
         print(render(t.orders, "md"))
         print("\n## Each GPU class's recipe\n")
-        print(render(t.classes, "md"))
+        print(render(view_render.to_frame(t.classes, ClassRow), "md"))
         if not t.your_runs.empty:
             print("\n## Your runs (experiments of your own: the nearest matrix recipe and the flags that differ)\n")
             print(render(t.your_runs, "md"))

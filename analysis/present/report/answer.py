@@ -9,7 +9,6 @@ class's recipe analysis.judge, published rows the seeds. This module picks the r
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import pandas as pd
 
@@ -18,13 +17,15 @@ from analysis.estimate import planner
 from analysis.estimate import prices as price_tables
 from analysis.estimate.validate import PlannerError, planner_error
 from analysis.judge.answer import published as P
+from analysis.judge.answer import view
 from analysis.judge.answer.classes import ClassAnswer
 from analysis.judge.answer.recommend import Recommendation
+from analysis.judge.answer.view import ClassRow, RecipeRow
 from analysis.measure import profile, steps, throughput
 from analysis.parse.record import RunRecord
-from analysis.present import plots, recommend_view
+from analysis.present import plots, recommend_view, view_render
 from analysis.present import tables as T
-from analysis.present.recommend_view import band_text, money, seconds_band, seconds_text
+from analysis.present.recommend_view import band_text, seconds_text
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base import hardware
@@ -304,56 +305,33 @@ def error_text(err: PlannerError) -> str:
 # ------------------------------------------------------------------------------------------ the recommendation
 
 
+FIRST_SCREEN_CLASSES = ("gpu", "recipe", "fits", "peak_gib", "epoch_s", "gpu_hours", "cost", "measured")  # fields
+
+
 def classes_table_html(classes: list[ClassAnswer]) -> str:
-    """Each GPU class's recipe: its logged peak against the class's GiB, its epoch (measured, or modelled with its
-    band), GPU-hours and cost; how each was obtained is the row's tooltip (and classes.csv's columns)."""
+    """Each GPU class's recipe: the answer's view (analysis.judge.answer.view.ClassRow), the first screen's narrower
+    columns (README's table words how each figure was obtained; here the row's tooltip); classes.csv holds every
+    field."""
     if not classes:
         return ""
-    head = ["GPU", "recipe", "fits (peak of GiB)", "epoch", "GPU\u2011h", "cost", "time"]
-    body = []
-    for c in classes:
-        ch = c.choice
-        if ch is None:
-            cells = [_gpu(c.hw), "–", "no matrix recipe shown to fit", "–", "–", "–", "–"]
-            title = ""
-        else:
-            epoch = seconds_text(ch.epoch_s) if ch.measured else seconds_band(ch.epoch_s, ch.low_s, ch.high_s)
-            peak = f"{ch.peak_gib:.1f} of {c.capacity_gib:.2f}" if ch.peak_gib is not None else ch.fit_basis
-            cells = [_gpu(c.hw), ch.experiment, peak, epoch, H.fmt(c.gpu_hours, "{:.3f}"),
-                     money(c.cost, c.currency), "measured" if ch.measured else "modelled"]
-            close = f"; within the band: {', '.join(c.close)}" if c.close else ""
-            price = f"; price {money(c.price_per_gpu_hour, c.currency)} per GPU-hour" if c.price_per_gpu_hour else ""
-            title = f' title="{H.e(ch.fit_basis + "; " + ch.basis + close + price)}"'
-        body.append(f"<tr{title}>" + "".join(f"<td>{H.e(x)}</td>" for x in cells) + "</tr>")
-    return ('<table class="sb-table sb-answer" id="recommended-gpus"><thead><tr>'
-            + "".join(f"<th>{H.e(c)}</th>" for c in head) + f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    return view_render.to_html(view.class_rows(classes), ClassRow, table_id="recommended-gpus",
+                               css="sb-table sb-answer", columns=FIRST_SCREEN_CLASSES, title=("fit_basis", "basis"))
 
 
 def recipes_table_html(rec: Recommendation) -> str:
-    """Every matrix recipe's full epochs per host (the first on the host, then the later ones), against the host's
-    seed epoch: the hosts with a seed epoch first, the others folded below."""
-    df = recommend_view.rows_frame(rec)
-    if df.empty:
+    """Every matrix recipe's full epochs per host (the answer's view: analysis.judge.answer.view.RecipeRow, hosts
+    lettered as in README), against the host's seed epoch: the hosts with a seed epoch first, the others folded
+    below."""
+    rows = view.recipe_rows(rec)
+    if not rows:
         return ""
-    df = df.sort_values(["epoch_x_seed", "epoch_s"], ascending=[False, True], na_position="last")
-    df["host"] = df["host"].map(lambda h: h[:8] if isinstance(h, str) else "?")
-    df["experiment"] = [f"{x} ★" if r else x for x, r in zip(df["experiment"], df["recommended"])]
-    df["seed epoch s"] = [None if H.missing(e) else f"{e:.1f}" + ("" if b == "full epoch" else " (cut run)")
-                          for e, b in zip(df["seed_epoch_s"], df["seed_basis"])]
-    df["eval loss (seed's)"] = [f"{a:.4f}" + (f" ({b:.4f})" if not H.missing(b) else "")
-                                for a, b in zip(df["eval_loss"], df["seed_eval_loss"])]
-    cols = ["experiment", "host", "epoch_s", "warm_epoch_s", "load_s", "tokens_per_s", "peak_gib", "epoch_x_seed",
-            "seed epoch s", "eval loss (seed's)", "in_band"]
-    spec: dict[str, Any] = {"formats": {"epoch_s": "{:.1f}", "warm_epoch_s": "{:.1f}", "load_s": "{:.1f}",
-                                        "tokens_per_s": "{:,.0f}", "peak_gib": "{:.1f}", "epoch_x_seed": "{:.1f}x"},
-                            "columns": cols,
-                            "rename": {"epoch_s": "epoch s", "warm_epoch_s": "again s", "load_s": "start-up s",
-                                       "tokens_per_s": "steady tokens/s", "peak_gib": "peak GiB",
-                                       "epoch_x_seed": "x seed (epoch)", "in_band": "in band"}}
-    seeded = df["seed_epoch_s"].notna()
-    return (H.html_table(df[seeded], **spec) if seeded.any() else "") + H.fold(
-        f"{int((~seeded).sum())} more full epochs on hosts without a seed epoch (no same-host ratio)",
-        H.html_table(df[~seeded], **spec) if (~seeded).any() else "")
+    seeded = [r for r in rows if r.seed_epoch_s is not None]
+    other = [r for r in rows if r.seed_epoch_s is None]
+    def scroll(part: list) -> str:  # a wide table scrolls in its box, the page keeps its width
+        return f'<div class="sb-scroll">{view_render.to_html(part, RecipeRow)}</div>' if part else ""
+
+    return scroll(seeded) + H.fold(f"{len(other)} more full epochs on hosts without a seed epoch (no same-host ratio)",
+                                   scroll(other))
 
 
 def your_runs_html(ctx: Context) -> str:
@@ -401,8 +379,9 @@ def recipes_detail_html(ctx: Context) -> str:
     source = price_tables.price_source(ctx.prices)
     prices = (f"Prices: <code>{H.e(ctx.prices.name if ctx.prices else 'none')}</code>"
               + (f" ({H.e(source)})" if source else "") + "; yours with <code>--prices FILE</code>.")
-    note = ("<i>epoch</i>: train_runtime of the recipe's first full epoch on a host (ms-swift's clock: every step, "
-            "eval and save; later runs of it there, with its compiled code and kernels cached: <i>again</i>); "
+    note = ("<i>epoch</i>: train_runtime of the recipe's full epochs on a host (ms-swift's clock: every step, "
+            "eval and save; the median of its runs there, their range beside it; the warm figure, later runs with "
+            "compiled code and kernels cached, is recipes_by_job_time.csv's warm_epoch_s); "
             "<i>start-up</i>: the run's wall time outside it (model load, data, final save). A recipe is ranked above "
             "another only by runs of one host; the seed recipe's epoch on a host without a full one is its cut run's "
             "steady step x the epoch's steps (a lower bound). Other classes: the time model carries the H200 run's "
@@ -414,8 +393,8 @@ def recipes_detail_html(ctx: Context) -> str:
         H.note("Orders the runs do not settle: " + "; ".join(lines) + ".") if lines else "",
         H.note(note),
         your_runs_html(ctx),
-        H.csv(ctx, recommend_view.classes_frame(classes), "classes.csv"),
-        H.csv(ctx, recommend_view.rows_frame(rec), "recipes_by_job_time.csv"),
+        H.csv(ctx, view_render.to_frame(view.class_rows(classes), ClassRow), "classes.csv"),
+        H.csv(ctx, view_render.to_frame(view.recipe_rows(rec), RecipeRow), "recipes_by_job_time.csv"),
     ])
 
 

@@ -1,0 +1,115 @@
+"""The answer's typed view (analysis.judge.answer.view: ClassRow, RecipeRow) rendered three ways: Markdown (`tables
+--answer`, README's block), HTML (the report) and JSON (`tables --format json`, the view's own round trip). Each
+column's head and each cell's format are the field's metadata (label, unit, fmt, band, note, mark): this module holds
+no column's words and computes no number, and no other module of present/ words the answer's columns.
+"""
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import pandas as pd
+from tabulate import tabulate
+
+from analysis.judge.answer.view import ClassRow, RecipeRow
+
+Row = TypeVar("Row", ClassRow, RecipeRow)
+MISSING = "–"
+
+
+def shown(cls: type) -> list[dataclasses.Field]:
+    """The fields the answer's table shows, in field order."""
+    return [f for f in dataclasses.fields(cls) if f.metadata.get("show")]
+
+
+def head(f: dataclasses.Field) -> str:
+    """The column's head: its label, then its unit ('epoch s')."""
+    unit = f.metadata.get("unit")
+    return f"{f.metadata['label']} {unit}" if unit else str(f.metadata["label"])
+
+
+def value_text(v: Any, fmt: str) -> str:
+    """V with FMT; an en dash where there is none."""
+    if v is None:
+        return MISSING
+    try:
+        return fmt.format(v)
+    except (ValueError, TypeError):
+        return str(v)
+
+
+def cell(row: Any, f: dataclasses.Field) -> str:
+    """One cell: the value in its format, its band '(low-high)' where the two differ, its note, its mark."""
+    m = f.metadata
+    v = getattr(row, f.name)
+    text = value_text(v, m["fmt"])
+    if v is not None and m.get("band"):
+        lo, hi = (value_text(getattr(row, n), m["fmt"]) for n in m["band"])
+        if MISSING not in (lo, hi) and lo != hi:
+            text += f" ({lo}-{hi})"
+    if v is not None and m.get("note") and getattr(row, m["note"]):
+        text += f" ({getattr(row, m['note'])})"
+    if m.get("mark") and getattr(row, m["mark"][0]):
+        text += f" {m['mark'][1]}"
+    return text
+
+
+def chosen(cls: type, columns: Sequence[str] | None = None) -> list[dataclasses.Field]:
+    """The fields named by COLUMNS (field names, in that order), else the shown ones."""
+    if columns is None:
+        return shown(cls)
+    by_name = {f.name: f for f in dataclasses.fields(cls)}
+    return [by_name[c] for c in columns]
+
+
+def cells(rows: Sequence[Any], cls: type, columns: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """(heads, cells) of the shown columns (or COLUMNS)."""
+    fs = chosen(cls, columns)
+    return [head(f) for f in fs], [[cell(r, f) for f in fs] for r in rows]
+
+
+def to_markdown(rows: Sequence[Any], cls: type) -> str:
+    """A Markdown (pipe) table of ROWS, CLS's shown columns."""
+    heads, body = cells(rows, cls)
+    align = ["left" if f.metadata["fmt"] == "{}" else "right" for f in shown(cls)]  # numbers to the right
+    return tabulate(body, headers=heads, tablefmt="pipe", disable_numparse=True, colalign=align)
+
+
+def to_html(rows: Sequence[Any], cls: type, table_id: str | None = None, css: str = "sb-table",
+            columns: Sequence[str] | None = None, title: Sequence[str] = ()) -> str:
+    """An HTML table of ROWS, CLS's shown columns (or COLUMNS, field names: a narrower table); each cell names its
+    field (data-col); TITLE: fields whose text is the row's tooltip (how a figure was obtained)."""
+    fs = chosen(cls, columns)
+    heads, body = cells(rows, cls, columns)
+    ident = f' id="{html.escape(table_id)}"' if table_id else ""
+    th = "".join(f'<th data-col="{f.name}">{html.escape(h)}</th>' for f, h in zip(fs, heads))
+
+    def tip(row: Any) -> str:
+        text = "; ".join(str(getattr(row, n)) for n in title if getattr(row, n) is not None)
+        return f' title="{html.escape(text)}"' if text else ""
+
+    trs = "".join(f"<tr{tip(r)}>" + "".join(f'<td data-col="{f.name}">{html.escape(c)}</td>'
+                                            for f, c in zip(fs, line)) + "</tr>" for r, line in zip(rows, body))
+    return f'<table class="{html.escape(css)}"{ident}><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
+
+
+def to_records(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """Every field of every row, by field name (JSON's keys; what --format json prints)."""
+    return [dataclasses.asdict(r) for r in rows]
+
+
+def to_json(rows: Sequence[Any]) -> str:
+    return json.dumps(to_records(rows), indent=2)
+
+
+def from_json(text: str, cls: type[Row]) -> tuple[Row, ...]:
+    """The rows to_json wrote (from_json(to_json(rows), cls) == rows)."""
+    return tuple(cls(**d) for d in json.loads(text))
+
+
+def to_frame(rows: Sequence[Any], cls: type) -> pd.DataFrame:
+    """Every field as a column (the CSV files and the full Markdown tables)."""
+    return pd.DataFrame(to_records(rows), columns=[f.name for f in dataclasses.fields(cls)])
