@@ -4,6 +4,7 @@ utilisation definitions."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import json
 import math
@@ -485,6 +486,27 @@ def _chromium() -> str | None:
     return "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
 
 
+@contextlib.contextmanager
+def _offline_page(html: Path, tmp_path: Path, viewport: dict):
+    """HTML loaded in headless Chromium at VIEWPORT, nothing but file:// reachable (skips without chromium or
+    playwright): the page, closed on exit."""
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no chromium found (Debian package chromium; `make chromium` installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=chromium, headless=True, viewport=viewport,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        try:
+            page = context.new_page()
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+            page.goto(html.as_uri(), wait_until="load")
+            yield page
+        finally:
+            context.close()
+
+
 @pytest.mark.browser
 def test_report_in_headless_chromium(built, tmp_path):
     chromium = _chromium()
@@ -579,24 +601,11 @@ def test_first_screen_is_the_answer_and_the_page_is_short(committed_report, tmp_
     RTX 4090, A100 and H100, each with tokens/s, peak GiB and the time to finish the epoch) with its figure beside
     it; the whole page is under 12,000 px tall with every section, in order. The first screen is saved as
     tests/artifacts/first_screen.png."""
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("no chromium found (Debian package chromium; `make chromium` installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
-    with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=chromium, headless=True, viewport=FIRST_SCREEN,
-            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
-        try:
-            page = context.new_page()
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
-            page.goto(committed_report.as_uri(), wait_until="load")
-            answer = page.evaluate(ANSWER_JS)
-            height = page.evaluate(PAGE_HEIGHT_JS)
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "first_screen.png"))  # the viewport: the first 1400x900 px
-        finally:
-            context.close()
+    with _offline_page(committed_report, tmp_path, FIRST_SCREEN) as page:
+        answer = page.evaluate(ANSWER_JS)
+        height = page.evaluate(PAGE_HEIGHT_JS)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "first_screen.png"))  # the viewport: the first 1400x900 px
     assert answer is not None, "no answer table"
     rec, gpus = answer["recommendation"], answer["gpus"]
     assert rec and rec["bottom"] <= FIRST_SCREEN["height"], rec
@@ -630,21 +639,8 @@ FIGURE_SIZES_JS = """() => {
 def test_every_figure_is_readable_at_1400px(committed_report, tmp_path):
     """Issue 32's bar: in headless Chromium at 1400 px every figure of the committed report (the folded ones
     opened) is shown at >= 60 % of its natural width (its text was drawn for that size: 8-12 pt at 110 dpi)."""
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("no chromium found (Debian package chromium; `make chromium` installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
-    with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=chromium, headless=True, viewport=FIRST_SCREEN,
-            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
-        try:
-            page = context.new_page()
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
-            page.goto(committed_report.as_uri(), wait_until="load")
-            sizes = page.evaluate(FIGURE_SIZES_JS)
-        finally:
-            context.close()
+    with _offline_page(committed_report, tmp_path, FIRST_SCREEN) as page:
+        sizes = page.evaluate(FIGURE_SIZES_JS)
     assert len(sizes) >= len(FIGURES)
     small = [s for s in sizes if not s["natural"] or s["shown"] < 0.6 * s["natural"]]
     assert not small, small
@@ -897,23 +893,10 @@ def test_the_answer_reads_without_a_scroll_box_and_no_figure_is_cut(committed_re
     """Issue 46's bar, at 1400x900 and on a phone (390x844): the recommendation is not inside a box that scrolls and
     fits the screen's width; no figure (the folded ones opened) is clipped by a box or wider than the screen. The
     screens are saved as tests/artifacts/screen_<w>x<h>.png."""
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("no chromium found (Debian package chromium; `make chromium` installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
-    with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=chromium, headless=True, viewport=viewport,
-            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
-        try:
-            page = context.new_page()
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
-            page.goto(committed_report.as_uri(), wait_until="load")
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / f"screen_{viewport['width']}x{viewport['height']}.png"))
-            layout = page.evaluate(LAYOUT_JS)
-        finally:
-            context.close()
+    with _offline_page(committed_report, tmp_path, viewport) as page:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"screen_{viewport['width']}x{viewport['height']}.png"))
+        layout = page.evaluate(LAYOUT_JS)
     answer = layout["answer"]
     assert answer and answer["text"].startswith(("For this job", "No recommended recipe yet")), answer
     assert answer["box"] is None, f"the answer scrolls inside a box ({answer['box']})"
