@@ -204,3 +204,23 @@ def test_plan_json_for_the_bs16_recipe_h200_over_h100_within_10_percent_of_milab
     for published in (7640.55 / 7021.84, 8751.11 / 7795.55):
         assert abs(ratio / published - 1) <= 0.10, (ratio, published)
     assert plans["h100"]["total_low_s"] < plans["h100"]["total_time_s"] < plans["h100"]["total_high_s"]
+
+
+def test_check_5_sets_the_h100_runs_beside_the_model_by_hand(records):
+    """(5): the committed H100 runs of fast and fast-gc (host 1b39dfffce17, 2026-12-05) against the model. By hand from
+    the logs: fast's epoch is its train_runtime 42.1797 s; fast-gc's class figure the median of 44.2211 and 45.6924
+    = 44.95675 s; each row's model step is the recipe's profiled H200 run carried to the H100 by step_on."""
+    rows = {m.run: m for m in run_checks(RESULTS).measured}
+    fast = rows["h100/fast/20261205-151835-1b39dfffce17"]
+    gc = rows["h100/fast-gc/20261205-152502-1b39dfffce17"]
+    assert fast.epoch_s == pytest.approx(42.1797) and gc.epoch_s == pytest.approx((44.2211 + 45.6924) / 2)
+    assert rows["h100/fast-gc/20261205-152038-1b39dfffce17"].epoch_s is None  # the class figure sits on the newest
+    by_run = {f"{r.hw}/{r.experiment}/{r.run}": r for r in records}
+    for m in (fast, gc):
+        assert m.steady_s == pytest.approx(step_time(by_run[m.run]).median)
+        prof = by_run[m.profiled]
+        assert prof.hw == "h200" and m.predicted_step_s == pytest.approx(
+            transfer.step_on(transfer.profile_step(prof), "h100").total_s)
+        assert m.step_error == pytest.approx(m.predicted_step_s / m.steady_s - 1)
+        assert m.within_band == (m.predicted_low_s <= m.epoch_s <= m.predicted_high_s)
+    assert fast.within_band and not gc.within_band  # +2.9 % in the band, +21.7 % outside it (the answer's band)

@@ -325,6 +325,8 @@ def _print_checks(results: str, as_json: bool) -> None:
         out["anchors"] = [{**dataclasses.asdict(a), "error": a.error} for a in checks.anchors]
         out["given_back"] = [{**dataclasses.asdict(g), "profile_only_error": g.profile_only_error,
                               "model_error": g.model_error} for g in checks.given_back]
+        out["measured"] = [{**dataclasses.asdict(m), "step_error": m.step_error, "epoch_error": m.epoch_error,
+                            "within_band": m.within_band} for m in checks.measured]
         print(json.dumps(out, indent=2, allow_nan=False))
         return
     print("(1) each committed H200 run's steady step, given back from its own profile (seconds per optimizer step)")
@@ -369,6 +371,33 @@ def _print_checks(results: str, as_json: bool) -> None:
               f"with the cross-GPU band: {slo:+.1%} .. {shi:+.1%} (time_model.yaml scaled.band: {dlo:+.1%} .. "
               f"{dhi:+.1%})")
     _print_memory_check(results)
+    _print_measured_check(checks)
+
+
+def _print_measured_check(checks) -> None:
+    """(5) The model against a recipe's own runs on a class it predicts (time_checks.measured_checks)."""
+    print()
+    print("(5) this project's recipes measured on a class the model predicts: the model's step carried from the "
+          "recipe's profiled H200 run beside the run's steady median, and the class's measured epoch beside the "
+          "modelled one (a ratio across hosts: the model keeps the profiled run's host time)")
+    print(f"{'run':46} {'steady':>7} {'model':>7} {'error':>7} {'epoch':>7} {'modelled (band)':>22} {'error':>7}")
+    for m in checks.measured:
+        ep = f"{m.epoch_s:7.1f}" if m.epoch_s is not None else f"{'-':>7}"
+        mod = (f"{m.predicted_epoch_s:.1f} ({m.predicted_low_s:.1f}-{m.predicted_high_s:.1f})"
+               if m.predicted_epoch_s is not None and m.predicted_low_s is not None and m.predicted_high_s is not None
+               else "-")
+        err = f"{m.epoch_error:+7.1%}" if m.epoch_error is not None else f"{'-':>7}"
+        band = {True: "  in band", False: "  OUTSIDE the band", None: ""}[m.within_band]
+        print(f"{m.run:46} {m.steady_s:7.3f} {m.predicted_step_s:7.3f} {m.step_error:+7.1%} {ep} {mod:>22} {err}"
+              + band)
+    if not checks.measured:
+        print("none: no recipe with a profiled H200 run has a run on another class")
+        return
+    steps = [m.step_error for m in checks.measured]
+    epochs = [m.epoch_error for m in checks.measured if m.epoch_error is not None]
+    print(f"{len(steps)} runs: step errors {min(steps):+.1%} .. {max(steps):+.1%}"
+          + (f"; epoch errors {min(epochs):+.1%} .. {max(epochs):+.1%}" if epochs else "")
+          + f"; the band the answer prints: {checks.band_in_data[0]:+.1%} .. {checks.band_in_data[1]:+.1%}")
 
 
 def _print_memory_check(results: str) -> None:

@@ -4,6 +4,8 @@
 profiled steps' own host time + GPU work carried to the steady steps' tokens) is set beside the median, and the host's
 part the model keeps (median - GPU work) beside what GPM measured on the steady steps. (2) The published cross-GPU
 ratios are predicted from the reference bs16 run (analysis.estimate.anchors), and their errors give the band.
+(5) Where a recipe also ran on a class the model predicts, its measured steady step and epoch stand beside what the
+model carries there from the recipe's profiled run (a ratio across hosts: the host part is the profiled run's).
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.estimate import anchors, planner, scaled, transfer
+from analysis.estimate import anchors, epoch, planner, scaled, transfer
 from analysis.estimate.lengths import BatchStats
 from analysis.measure.steps import steady_steps, step_time
 from analysis.parse.record import RunRecord
@@ -62,6 +64,41 @@ class ScaledCheck:
 
 
 @dataclass(frozen=True)
+class MeasuredCheck:
+    """A recipe measured on a class the model otherwise predicts: the run's steady median step beside the step the
+    model carries there from the recipe's profiled run (PROFILED), and, for a full epoch, the class's measured epoch
+    figure (analysis.estimate.epoch.measured_on) beside the modelled one (modelled_on) with its band."""
+
+    run: str
+    hw: str
+    host: str | None
+    profiled: str
+    steady_s: float
+    predicted_step_s: float
+    epoch_s: float | None = None
+    predicted_epoch_s: float | None = None
+    predicted_low_s: float | None = None
+    predicted_high_s: float | None = None
+
+    @property
+    def step_error(self) -> float:
+        return self.predicted_step_s / self.steady_s - 1
+
+    @property
+    def epoch_error(self) -> float | None:
+        if self.epoch_s is None or self.predicted_epoch_s is None:
+            return None
+        return self.predicted_epoch_s / self.epoch_s - 1
+
+    @property
+    def within_band(self) -> bool | None:
+        """Whether the measured epoch lies in the modelled epoch's band (None without a full epoch)."""
+        if self.epoch_s is None or self.predicted_low_s is None or self.predicted_high_s is None:
+            return None
+        return self.predicted_low_s <= self.epoch_s <= self.predicted_high_s
+
+
+@dataclass(frozen=True)
 class TimeModelChecks:
     given_back: tuple[GivenBack, ...]
     anchors: tuple[anchors.AnchorCheck, ...]
@@ -72,6 +109,7 @@ class TimeModelChecks:
     scaled: tuple[ScaledCheck, ...] = ()
     scaled_band: tuple[float, float] = (0.0, 0.0)          # derived now: scaled H200 errors x the anchors' band
     scaled_band_in_data: tuple[float, float] = (0.0, 0.0)  # time_model.yaml's scaled.band
+    measured: tuple[MeasuredCheck, ...] = ()
 
 
 def run_checks(results: str | Path = "results") -> TimeModelChecks:
@@ -96,7 +134,41 @@ def run_checks(results: str | Path = "results") -> TimeModelChecks:
                            reference_parts=transfer.step_on(transfer.profile_step(ref), str(ref.hw)),
                            band=band, band_in_data=transfer.band(), scaled=tuple(scaled_rows),
                            scaled_band=derive_scaled_band(scaled_rows, band),
-                           scaled_band_in_data=transfer.band("scaled"))
+                           scaled_band_in_data=transfer.band("scaled"), measured=tuple(measured_checks(records)))
+
+
+def measured_checks(records: list[RunRecord]) -> list[MeasuredCheck]:
+    """(5) Each run on a class other than the profiled one whose recipe has a profiled run to carry: one row per
+    run (its steady median vs the carried step); a class's epoch figures sit on its newest full epoch's row."""
+    src = transfer.profiled_class()
+    out = []
+    for name in sorted({str(r.experiment) for r in records}):
+        runs = [r for r in records if str(r.experiment) == name]
+        prof = epoch.profile_run(runs)
+        if prof is None:
+            continue
+        step = transfer.profile_step(prof)
+        counted = epoch.countable(runs)
+        for hw in sorted({str(r.hw) for r in counted if r.hw != src}):
+            if hardware.resolve(hw) is None:
+                continue
+            on = [r for r in counted if r.hw == hw and (r.world_size or 1) == (prof.world_size or 1)
+                  and step_time(r).median]
+            full = epoch.full_epochs(on)
+            measured = epoch.measured_on(runs, hw)
+            modelled = epoch.modelled_on(runs, hw, prof)
+            predicted = transfer.step_on(step, hw).total_s
+            for r in on:
+                last = bool(full) and r is full[-1] and measured is not None and modelled is not None
+                out.append(MeasuredCheck(
+                    run=f"{r.hw}/{r.experiment}/{r.run}", hw=hw, host=r.host_id,
+                    profiled=f"{prof.hw}/{prof.experiment}/{prof.run}", steady_s=float(step_time(r).median or 0),
+                    predicted_step_s=predicted,
+                    epoch_s=measured.epoch_s if last and measured else None,
+                    predicted_epoch_s=modelled.epoch_s if last and modelled else None,
+                    predicted_low_s=modelled.low_s if last and modelled else None,
+                    predicted_high_s=modelled.high_s if last and modelled else None))
+    return out
 
 
 def _run_stats(r: RunRecord, recipe: scaled.Recipe) -> BatchStats | None:
