@@ -475,6 +475,12 @@ def _class_row(job: _Job, key: str) -> PlanRow:
     startup_s = est.startup_s if est is not None else None
     if est is not None:
         total_s, low_s, high_s, kind, time_note = est.epoch_s, est.low_s, est.high_s, est.kind, est.basis
+        if not est.measured and measured is not None and step_s is not None:
+            # a cut run on this class measured a step, but the epoch is the profile's: show the step the epoch rests on
+            t = _class_time(key, None, job.profiled, job.synth, roof_step)
+            time_note = (f"{time_note}; a cut run on this class, {_run_label(measured)}, measured a "
+                         f"{step_s:.3f} s steady step where the model gives {t.step_s:.3f} s (plan --checks (5))")
+            step_s = t.step_s
         based = next((r for r in job.same_data if r.run == est.run), None)
         label = _run_label(based) if based is not None else str(est.run)
         source = (f"measured: {est.runs} run{'s' if est.runs != 1 else ''} on {est.hosts} host"
