@@ -38,6 +38,7 @@ IGNORE_INDEX = -100
 STEPS_FILE = "steps.jsonl"
 RUN_FILE = "run.json"
 CONFIG_FILE = "config.yaml"
+NVML_FILE = "nvml.csv"
 # A tiny Llama-3.1-shaped model with the real vocabulary, for CPU tests of the whole path.
 TINY_MODEL = {
     "_component_": "torchtune.models.llama3_1.lora_llama3_1",
@@ -76,7 +77,7 @@ def _recipe_module(name: str) -> Any:
 
 
 def make_config(spec: dict[str, Any], out: Path, data_file: Path, tokenizer_file: Path, *, device: str,
-                steps: int, repeat: int, tiny: bool = False, seed: int = 0) -> Any:
+                steps: int, repeat: int, tiny: bool = False, seed: int = 0, sets: list[str] | None = None) -> Any:
     """The torchtune DictConfig: the wheel's config, the workload's overrides, then this run's paths and cut."""
     from omegaconf import OmegaConf
 
@@ -109,6 +110,8 @@ def make_config(spec: dict[str, Any], out: Path, data_file: Path, tokenizer_file
             cfg.compile = False
     if device == "cpu" and "fused" in cfg.optimizer:
         cfg.optimizer.fused = False
+    if sets:
+        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(sets)))
     return cfg
 
 
@@ -257,7 +260,8 @@ def _versions() -> dict[str, str | None]:
 
 
 def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | None = None,
-        warmup: int | None = None, tiny: bool = False, hw: str | None = None) -> dict[str, Any]:
+        warmup: int | None = None, tiny: bool = False, hw: str | None = None,
+        sets: list[str] | None = None) -> dict[str, Any]:
     import torch
     from omegaconf import OmegaConf
     from torchtune import config as tt_config
@@ -267,12 +271,12 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
     total = int(warmup + spec["steady_steps"] if steps is None else steps)
     data_file, tokenizer_file = data_dir / build.DATA_FILE, data_dir / "tokenizer.model"
     rows = len(build.read_rows(data_file))
-    ov = spec["overrides"]
-    per_step = int(ov.get("batch_size", 1)) * int(ov.get("gradient_accumulation_steps", 8))
-    # enough rows for the cut run, packed or not (a pack holds at least one row)
-    repeat = max(1, math.ceil(total * per_step / rows) + 1)
     out.mkdir(parents=True, exist_ok=True)
-    cfg = make_config(spec, out, data_file, tokenizer_file, device=device, steps=total, repeat=repeat, tiny=tiny)
+    cfg = make_config(spec, out, data_file, tokenizer_file, device=device, steps=total, repeat=1, tiny=tiny,
+                      sets=sets)
+    # enough rows for the cut run, packed or not (a pack holds at least one row)
+    cfg.dataset.repeat = repeat = max(1, math.ceil(total * int(cfg.batch_size) * int(cfg.gradient_accumulation_steps)
+                                                   / rows) + 1)
     (out / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg), encoding="utf-8")
     record: dict[str, Any] = {
         "workload": workload,
@@ -288,6 +292,7 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
         "steps_total": total,
         "warmup_steps": warmup,
         "data_repeat": repeat,
+        "sets": list(sets or []),
         "versions": _versions(),
         "status": "started",
     }
@@ -301,6 +306,11 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
     record["data"] = data_stats(tokenizer, data_file, int(cfg.batch_size))
     if device.startswith("cuda"):
         record["gpu_name"] = torch.cuda.get_device_name()
+    sampler = None
+    if device.startswith("cuda"):
+        from experiments.record.gpu import Sampler
+
+        sampler = Sampler(out / NVML_FILE, period_s=1.0).start()  # no NVML: nothing is sampled
     t0 = time.perf_counter()
     recipe = recipe_class(spec["recipe"])(cfg=cfg)
     recipe.setup(cfg=cfg)
@@ -319,6 +329,8 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
             record["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
             record["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
         recipe.cleanup()
+        if sampler is not None:
+            sampler.stop()
         save()
     return record
 
@@ -333,11 +345,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=None)
     p.add_argument("--hw", default=None)
     p.add_argument("--tiny", action="store_true", help="a tiny Llama-3.1-shaped model (tests)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="a torchtune config override (OmegaConf dotlist), after the workload's; said in run.json")
     a = p.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         rec = run(a.workload, Path(a.out), Path(a.data), device=a.device, steps=a.steps, warmup=a.warmup,
-                  tiny=a.tiny, hw=a.hw)
+                  tiny=a.tiny, hw=a.hw, sets=a.sets)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
