@@ -63,3 +63,10 @@ STARTED, FINISHED, SAMPLES
 # data/hardware.yaml fields GpuClass types so that the file's every field is checked (experiments/base/hardware.py);
 # people read them in the file, the code does not
 memory_type, board_power_source
+
+# issue 44's anchor runs (experiments/anchors/tt_run.py): names torchtune reads, from the config (_component_ paths) or
+# as the recipe's hooks and its SFTDataset's attributes; the datasets stand-in's names, imported by torchtune
+no_checkpointer, local_alpaca, StepLogger, log_config, load_checkpoint, save_checkpoint  # torchtune's recipe
+_.fused, _._checkpointer, _._model_transform, _._data, _._prepare_sample  # torchtune config / SFTDataset attributes
+load_dataset, split_dataset_by_node  # experiments/anchors/shim/datasets: torchtune imports them
+published_metric  # analysis/parse/anchor_run.py AnchorRun: printed through asdict

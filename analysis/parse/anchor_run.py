@@ -1,0 +1,142 @@
+"""An anchor run folder (experiments/anchors/tt_run.py, issue 44) read into steady throughput, from its files alone.
+
+steps.jsonl has one line per optimizer step: ``wall_s`` (the time since the previous step's log, both taken right
+after the recipe's ``loss.item()``), ``tokens_padded`` (batch x padded length, summed over the step's micro-batches:
+milabench's "tokens/s including padding" counts these) and ``tokens_real`` (labels not ignored). The first
+``warmup_steps`` steps (run.json) are left out; step 1 has no wall time of its own. Each steady step gives a rate; the
+headline is their median, with the pooled rate (all tokens / all time) beside it.
+
+    python -m analysis.parse.anchor_run RUN_FOLDER
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.base.errors import InputError
+
+STEPS_FILE = "steps.jsonl"
+RUN_FILE = "run.json"
+
+
+@dataclass(frozen=True)
+class AnchorRun:
+    """Steady throughput of one anchor run (tokens/s per step; medians and spread over the steady steps)."""
+
+    workload: str
+    hw: str | None
+    gpu_name: str | None
+    label: str
+    status: str
+    warmup_steps: int
+    steps_logged: int
+    n_steady: int
+    step_s_median: float
+    tokens_per_s_padded: float  # median over steady steps of tokens_padded / wall_s
+    tokens_per_s_real: float  # median over steady steps of tokens_real / wall_s
+    tokens_per_s_padded_pooled: float  # sum tokens_padded / sum wall_s
+    tokens_per_s_padded_min: float
+    tokens_per_s_padded_max: float
+    padded_tokens_per_step_median: float
+    padding_overhead: float  # sum tokens_padded / sum tokens_real - 1
+    peak_allocated_gib: float | None
+    published: float | None  # the anchor's own figure for this hw class, if it has one
+    published_metric: str | None
+
+    @property
+    def vs_published(self) -> float | None:
+        """tokens_per_s_padded / published - 1 (None where the anchor publishes no figure for this class)."""
+        if not self.published:
+            return None
+        return self.tokens_per_s_padded / self.published - 1
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(path, f"cannot read: {e}") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "not a JSON object")
+    return data
+
+
+def read_steps(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from None
+    rows = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            if i == len(text.splitlines()):  # a last line cut by a stopped run
+                break
+            raise InputError(path, f"line {i} is not JSON", i) from None
+        rows.append(row)
+    return rows
+
+
+def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
+    """The run folder's steady throughput; ``warmup_steps`` overrides run.json's."""
+    folder = Path(folder)
+    run = _read_json(folder / RUN_FILE)
+    steps = read_steps(folder / STEPS_FILE)
+    warm = int(run.get("warmup_steps", 0) if warmup_steps is None else warmup_steps)
+    steady = [s for s in steps if int(s["step"]) > warm and s.get("wall_s") and float(s["wall_s"]) > 0]
+    if not steady:
+        raise InputError(folder / STEPS_FILE, f"no steady step after {warm} warm-up steps ({len(steps)} logged)")
+    pad = [float(s["tokens_padded"]) / float(s["wall_s"]) for s in steady]
+    real = [float(s["tokens_real"]) / float(s["wall_s"]) for s in steady]
+    sum_pad = sum(float(s["tokens_padded"]) for s in steady)
+    sum_real = sum(float(s["tokens_real"]) for s in steady)
+    sum_t = sum(float(s["wall_s"]) for s in steady)
+    hw = run.get("hw")
+    pub = run.get("published") or {}
+    published = pub.get(str(hw).lower()) if hw else None
+    return AnchorRun(
+        workload=str(run.get("workload")),
+        hw=hw,
+        gpu_name=run.get("gpu_name"),
+        label=str(run.get("label", "")),
+        status=str(run.get("status", "unknown")),
+        warmup_steps=warm,
+        steps_logged=len(steps),
+        n_steady=len(steady),
+        step_s_median=statistics.median(float(s["wall_s"]) for s in steady),
+        tokens_per_s_padded=statistics.median(pad),
+        tokens_per_s_real=statistics.median(real),
+        tokens_per_s_padded_pooled=sum_pad / sum_t,
+        tokens_per_s_padded_min=min(pad),
+        tokens_per_s_padded_max=max(pad),
+        padded_tokens_per_step_median=statistics.median(float(s["tokens_padded"]) for s in steady),
+        padding_overhead=sum_pad / sum_real - 1 if sum_real else float("nan"),
+        peak_allocated_gib=run.get("peak_allocated_gib"),
+        published=float(published) if published is not None else None,
+        published_metric=pub.get("metric"),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m analysis.parse.anchor_run RUN_FOLDER", file=sys.stderr)
+        return 2
+    try:
+        r = parse(args[0])
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({**asdict(r), "vs_published": r.vs_published}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
