@@ -224,3 +224,21 @@ def test_check_5_sets_the_h100_runs_beside_the_model_by_hand(records):
         assert m.step_error == pytest.approx(m.predicted_step_s / m.steady_s - 1)
         assert m.within_band == (m.predicted_low_s <= m.epoch_s <= m.predicted_high_s)
     assert fast.within_band and not gc.within_band  # +2.9 % in the band, +21.7 % outside it (the answer's band)
+
+
+def test_check_6_reads_the_committed_anchor_runs_by_hand():
+    """(6): the milabench llm-lora-single run on the H100 (2026-12-05): the median over steps 4-33 of padded tokens /
+    wall seconds, read here from steps.jsonl by hand, beside milabench's H100 figure 7,021.84 (-2.7 %)."""
+    from analysis.estimate.time_checks import reproductions
+
+    folder = RESULTS / "anchors" / "h100" / "milabench-llm-lora-single" / "20261205T162946Z-243730"
+    rows = [json.loads(line) for line in (folder / "steps.jsonl").read_text().splitlines() if line.strip()]
+    steady = [r for r in rows if r["step"] > 3]
+    by_hand = statistics.median(r["tokens_padded"] / r["wall_s"] for r in steady)
+    runs = {(a.workload, a.n_steady): a for a in reproductions(RESULTS)}
+    mila = runs[("milabench-llm-lora-single", 30)]
+    assert len(steady) == 30 and mila.tokens_per_s_padded == pytest.approx(by_hand)
+    assert mila.published == pytest.approx(7021.84) and mila.tokens_per_s_padded / mila.published - 1 == \
+        pytest.approx(-0.0272, abs=5e-4)
+    assert ("torchtune-readme-8b-lora-packed", 30) in runs and runs[("torchtune-readme-8b-lora-packed", 30)].published \
+        is None  # the README publishes no H100 figure for it

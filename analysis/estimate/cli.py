@@ -372,6 +372,27 @@ def _print_checks(results: str, as_json: bool) -> None:
               f"{dhi:+.1%})")
     _print_memory_check(results)
     _print_measured_check(checks)
+    _print_reproductions(results)
+
+
+def _print_reproductions(results: str) -> None:
+    """(6) The published workloads run here (time_checks.reproductions): the reproduction's own difference."""
+    from analysis.estimate.time_checks import reproductions
+
+    runs = reproductions(results)
+    print()
+    print("(6) published LoRA workloads reproduced with their own software (torchtune 0.6.1's recipe, dummy weights, "
+          "stand-in tokenizer, local alpaca rows): steady tokens/s (median of the steady steps, their range) beside "
+          "the anchor's figure for the same GPU")
+    print(f"{'workload':34} {'hw':6} {'steps':>5} {'tokens/s':>9} {'range':>13} {'published':>9} {'diff':>7}  basis")
+    for a in runs:
+        pub = f"{a.published:9.0f}" if a.published is not None else f"{'-':>9}"
+        diff = f"{a.tokens_per_s_padded / a.published - 1:+7.1%}" if a.published else f"{'-':>7}"
+        print(f"{a.workload:34} {a.hw or '-':6} {a.n_steady:5d} {a.tokens_per_s_padded:9.0f} "
+              f"{a.tokens_per_s_padded_min:6.0f}-{a.tokens_per_s_padded_max:<6.0f} {pub} {diff}  "
+              f"incl. padding ({a.tokens_per_s_real:.0f} real); {a.label}")
+    if not runs:
+        print("none under results/anchors/")
 
 
 def _print_measured_check(checks) -> None:

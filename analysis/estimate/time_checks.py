@@ -6,6 +6,8 @@ part the model keeps (median - GPU work) beside what GPM measured on the steady 
 ratios are predicted from the reference bs16 run (analysis.estimate.anchors), and their errors give the band.
 (5) Where a recipe also ran on a class the model predicts, its measured steady step and epoch stand beside what the
 model carries there from the recipe's profiled run (a ratio across hosts: the host part is the profiled run's).
+(6) The published workloads reproduced (results/anchors/, torchtune's own recipe): each run's steady tokens/s beside
+the anchor's figure for the same GPU where it has one: the reproduction's difference, apart from the model's.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from analysis.estimate import anchors, epoch, planner, scaled, transfer
 from analysis.estimate.lengths import BatchStats
 from analysis.measure.steps import steady_steps, step_time
 from analysis.parse.record import RunRecord
-from analysis.parse.results import collect
+from analysis.parse import anchor_run
+from analysis.parse.results import ANCHORS_DIR, collect
 from experiments.base import hardware
 
 
@@ -135,6 +138,13 @@ def run_checks(results: str | Path = "results") -> TimeModelChecks:
                            band=band, band_in_data=transfer.band(), scaled=tuple(scaled_rows),
                            scaled_band=derive_scaled_band(scaled_rows, band),
                            scaled_band_in_data=transfer.band("scaled"), measured=tuple(measured_checks(records)))
+
+
+def reproductions(results: str | Path = "results") -> list[anchor_run.AnchorRun]:
+    """(6) Every run folder under RESULTS/anchors/<hw>/<workload>/ (analysis.parse.anchor_run), oldest first."""
+    base = Path(results) / ANCHORS_DIR
+    folders = sorted(p for p in base.glob("*/*/*") if (p / anchor_run.RUN_FILE).is_file()) if base.is_dir() else []
+    return [anchor_run.parse(p) for p in folders]
 
 
 def measured_checks(records: list[RunRecord]) -> list[MeasuredCheck]:

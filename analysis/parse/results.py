@@ -100,10 +100,23 @@ def find_folders(results_dir: str | Path | Sequence[str | Path]) -> treewalk.Fou
         except OSError as exc:
             raise InputError(root, f"cannot be read ({userfiles.reason(exc)})") from None
         found = treewalk.folders_with(root, (STATUS_NAME, LOG_NAME))
-        out.folders += found.folders
+        # results/anchors/ holds the published-workload runs (torchtune, not ms-swift): analysis.parse.anchor_run reads
+        out.folders += [f for f in found.folders if _top(root, f) != ANCHORS_DIR]
         out.skipped += found.skipped
         out.notes += found.notes
     return out
+
+
+ANCHORS_DIR = "anchors"
+
+
+def _top(root: Path, folder: Path) -> str | None:
+    """FOLDER's first part below ROOT (None where it is not below it)."""
+    try:
+        parts = folder.relative_to(root).parts
+    except ValueError:
+        return None
+    return parts[0] if parts else None
 
 
 def _not_a_folder(path: Path) -> str:

@@ -276,8 +276,10 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
     cfg = make_config(spec, out, data_file, tokenizer_file, device=device, steps=total, repeat=1, tiny=tiny,
                       sets=sets)
     # enough rows for the cut run, packed or not (a pack holds at least one row)
+    # a pack holds max_seq_len / (a row's tokens) rows: alpaca rows run 20-700 tokens (build.py), so 100 a row is safe
+    per_item = max(1, int(cfg.tokenizer.get("max_seq_len") or 0) // 100) if cfg.dataset.get("packed") else 1
     cfg.dataset.repeat = repeat = max(1, math.ceil(total * int(cfg.batch_size) * int(cfg.gradient_accumulation_steps)
-                                                   / rows) + 1)
+                                                   * per_item / rows) + 1)
     (out / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg), encoding="utf-8")
     record: dict[str, Any] = {
         "workload": workload,
