@@ -18,8 +18,8 @@ from pathlib import Path
 from analysis.estimate import anchors, epoch, planner, scaled, transfer
 from analysis.estimate.lengths import BatchStats
 from analysis.measure.steps import steady_steps, step_time
-from analysis.parse.record import RunRecord
 from analysis.parse import anchor_run
+from analysis.parse.record import RunRecord
 from analysis.parse.results import ANCHORS_DIR, collect
 from experiments.base import hardware
 
