@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from analysis.parse import anchor_run
-from experiments.anchors import build
+from experiments.anchors import standin
 from experiments.base.errors import InputError
 
 
 def _write_run(folder: Path, steps: list[dict], warmup: int = 1, hw: str = "h200") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "run.json").write_text(json.dumps({
-        "workload": "milabench-llm-lora-single", "hw": hw, "gpu_name": "NVIDIA H200", "label": build.LABEL,
+        "workload": "milabench-llm-lora-single", "hw": hw, "gpu_name": "NVIDIA H200", "label": standin.LABEL,
         "status": "done", "warmup_steps": warmup, "peak_allocated_gib": 30.5,
         "published": {"metric": "tokens_per_s_incl_padding", "h100": 7021.84, "h200": 7640.55}}))
     (folder / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
@@ -66,24 +66,24 @@ def test_parse_no_steady_step(tmp_path):
 def test_standin_tokenizer_file(tmp_path):
     src = tmp_path / "fake.tiktoken"
     src.write_text("".join(f"{base64.b64encode(bytes([i % 256, i // 256])).decode()} {i}\n" for i in range(300)))
-    out = build.write_standin_tokenizer(tmp_path / "tokenizer.model", src, ranks=200)
+    out = standin.write_standin_tokenizer(tmp_path / "tokenizer.model", src, ranks=200)
     lines = out.read_text().splitlines()
     assert len(lines) == 200 and lines[-1].endswith(" 199")
     with pytest.raises(InputError, match="fewer than"):
-        build.write_standin_tokenizer(tmp_path / "t2.model", src, ranks=400)
+        standin.write_standin_tokenizer(tmp_path / "t2.model", src, ranks=400)
 
 
 def test_workloads_define_the_anchor_shapes():
-    w = build.workload("milabench-llm-lora-single")
+    w = standin.workload("milabench-llm-lora-single")
     ov = w["overrides"]
     assert (ov["batch_size"], ov["gradient_accumulation_steps"], ov["compile"]) == (8, 8, False)
     assert ov["model"]["lora_attn_modules"] == ["q_proj", "v_proj"] and ov["model"]["lora_rank"] == 8
     assert ov["enable_activation_checkpointing"] is True and ov["dataset"]["packed"] is False
     assert w["published"]["h200"] == 7640.55 and w["published"]["h100"] == 7021.84
-    packed = build.workload("torchtune-readme-8b-lora-packed")["overrides"]
+    packed = standin.workload("torchtune-readme-8b-lora-packed")["overrides"]
     assert (packed["batch_size"], packed["compile"], packed["tokenizer"]["max_seq_len"]) == (2, True, 2048)
     with pytest.raises(InputError, match="no workload"):
-        build.workload("nope")
+        standin.workload("nope")
 
 
 @pytest.mark.parametrize("workload", ["milabench-llm-lora-single", "torchtune-readme-8b-lora-packed"])
@@ -98,17 +98,17 @@ def test_runner_end_to_end_tiny_cpu(tmp_path, workload):
     except InputError:
         pytest.skip("qwen.tiktoken (dashscope) is not installed")
     data = tmp_path / "data"
-    build.write_standin_tokenizer(data / "tokenizer.model", tiktoken_file)
+    standin.write_standin_tokenizer(data / "tokenizer.model", tiktoken_file)
     rows = [{"instruction": f"Say {i} words.", "input": "" if i % 2 else "some input", "output": "word " * (i % 7 + 1)}
             for i in range(12)]
-    (data / build.DATA_FILE).write_text(json.dumps(rows))
+    (data / standin.DATA_FILE).write_text(json.dumps(rows))
     run = tmp_path / "run"
     sets = ["batch_size=2", "gradient_accumulation_steps=2", "tokenizer.max_seq_len=64"]
     rc = tt_run.main(["--workload", workload, "--out", str(run), "--data", str(data), "--device", "cpu",
                       "--tiny", "--steps", "3", "--warmup", "1", *(f"--set={s}" for s in sets)])
     assert rc == 0
     rec = json.loads((run / "run.json").read_text())
-    assert rec["status"] == "done" and rec["label"].startswith(build.LABEL) and rec["sets"] == sets
+    assert rec["status"] == "done" and rec["label"].startswith(standin.LABEL) and rec["sets"] == sets
     assert rec["versions"]["torchtune"] and rec["data"]["rows"] == 12
     # 3 steps x 2 micro-batches x 2 rows need 12 rows: the 12 are repeated (ceil(12/12) + 1)
     assert rec["data_repeat"] == 2

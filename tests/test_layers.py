@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("analysis", "experiments")
 LEVELS = {  # the longest matching prefix decides
     "experiments": 0, "experiments.base": 0, "experiments.recipes": 1, "experiments.offline": 2,
-    "experiments.record": 2, "experiments.launch": 3, "experiments.run": 4, "experiments.setup": 5,
+    "experiments.record": 2, "experiments.launch": 3, "experiments.anchors": 3, "experiments.run": 4,
+    "experiments.setup": 5,
     "experiments.cloud": 5, "experiments.probes": 6,
     "analysis": 10, "analysis.core": 10, "analysis.parse": 11, "analysis.measure": 12, "analysis.estimate": 13,
     "analysis.judge": 14, "analysis.present": 15, "analysis.cli": 16,

@@ -436,6 +436,15 @@ def estimate(model: str, method: str = "lora", max_length: int = 2048, seq_len: 
     return [_class_row(job, key) for key in keys]
 
 
+def _modelled_step(job: _Job, key: str, measured: RunRecord, step_s: float, note: str | None,
+                   roof_step: float) -> tuple[ClassTime, float, str]:
+    """A cut run on KEY measured a step, but the epoch is the profile's: the step the epoch rests on, the cut run's
+    step named in the note (plan --checks (5) sets the two side by side)."""
+    t = _class_time(key, None, job.profiled, job.synth, roof_step)
+    return t, t.step_s, (f"{note}; a cut run on this class, {_run_label(measured)}, measured a {step_s:.3f} s steady "
+                         f"step where the model gives {t.step_s:.3f} s (plan --checks (5))")
+
+
 def _class_row(job: _Job, key: str) -> PlanRow:
     """The estimate of JOB on class KEY: its fit, then (where it fits) its time and cost."""
     spec = hardware.require(key)
@@ -476,11 +485,7 @@ def _class_row(job: _Job, key: str) -> PlanRow:
     if est is not None:
         total_s, low_s, high_s, kind, time_note = est.epoch_s, est.low_s, est.high_s, est.kind, est.basis
         if not est.measured and measured is not None and step_s is not None:
-            # a cut run on this class measured a step, but the epoch is the profile's: show the step the epoch rests on
-            t = _class_time(key, None, job.profiled, job.synth, roof_step)
-            time_note = (f"{time_note}; a cut run on this class, {_run_label(measured)}, measured a "
-                         f"{step_s:.3f} s steady step where the model gives {t.step_s:.3f} s (plan --checks (5))")
-            step_s = t.step_s
+            t, step_s, time_note = _modelled_step(job, key, measured, step_s, time_note, roof_step)
         based = next((r for r in job.same_data if r.run == est.run), None)
         label = _run_label(based) if based is not None else str(est.run)
         source = (f"measured: {est.runs} run{'s' if est.runs != 1 else ''} on {est.hosts} host"

@@ -17,10 +17,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.base import runfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import AnchorStep, Run
 
 STEPS_FILE = "steps.jsonl"
-RUN_FILE = "run.json"
+RUN_FILE = runfiles.RUN_JSON
 
 
 @dataclass(frozen=True)
@@ -90,15 +92,16 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
     run = _read_json(folder / RUN_FILE)
     steps = read_steps(folder / STEPS_FILE)
     warm = int(run.get("warmup_steps", 0) if warmup_steps is None else warmup_steps)
-    steady = [s for s in steps if int(s["step"]) > warm and s.get("wall_s") and float(s["wall_s"]) > 0]
+    steady = [s for s in steps
+              if int(s[AnchorStep.STEP]) > warm and s.get(AnchorStep.WALL_S) and float(s[AnchorStep.WALL_S]) > 0]
     if not steady:
         raise InputError(folder / STEPS_FILE, f"no steady step after {warm} warm-up steps ({len(steps)} logged)")
-    pad = [float(s["tokens_padded"]) / float(s["wall_s"]) for s in steady]
-    real = [float(s["tokens_real"]) / float(s["wall_s"]) for s in steady]
-    sum_pad = sum(float(s["tokens_padded"]) for s in steady)
-    sum_real = sum(float(s["tokens_real"]) for s in steady)
-    sum_t = sum(float(s["wall_s"]) for s in steady)
-    hw = run.get("hw")
+    pad = [float(s[AnchorStep.TOKENS_PADDED]) / float(s[AnchorStep.WALL_S]) for s in steady]
+    real = [float(s[AnchorStep.TOKENS_REAL]) / float(s[AnchorStep.WALL_S]) for s in steady]
+    sum_pad = sum(float(s[AnchorStep.TOKENS_PADDED]) for s in steady)
+    sum_real = sum(float(s[AnchorStep.TOKENS_REAL]) for s in steady)
+    sum_t = sum(float(s[AnchorStep.WALL_S]) for s in steady)
+    hw = run.get(Run.HW)
     pub = run.get("published") or {}
     published = pub.get(str(hw).lower()) if hw else None
     return AnchorRun(
@@ -106,17 +109,17 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
         hw=hw,
         gpu_name=run.get("gpu_name"),
         label=str(run.get("label", "")),
-        status=str(run.get("status", "unknown")),
+        status=str(run.get(Run.STATUS, "unknown")),
         warmup_steps=warm,
         steps_logged=len(steps),
         n_steady=len(steady),
-        step_s_median=statistics.median(float(s["wall_s"]) for s in steady),
+        step_s_median=statistics.median(float(s[AnchorStep.WALL_S]) for s in steady),
         tokens_per_s_padded=statistics.median(pad),
         tokens_per_s_real=statistics.median(real),
         tokens_per_s_padded_pooled=sum_pad / sum_t,
         tokens_per_s_padded_min=min(pad),
         tokens_per_s_padded_max=max(pad),
-        padded_tokens_per_step_median=statistics.median(float(s["tokens_padded"]) for s in steady),
+        padded_tokens_per_step_median=statistics.median(float(s[AnchorStep.TOKENS_PADDED]) for s in steady),
         padding_overhead=sum_pad / sum_real - 1 if sum_real else float("nan"),
         peak_allocated_gib=run.get("peak_allocated_gib"),
         published=float(published) if published is not None else None,

@@ -9,7 +9,7 @@ config from the wheel with the workload's overrides), changed in three places on
 - each micro-batch's shape (tokens including padding) and real tokens (labels not ignored) are recorded, and each
   optimizer step's wall time is taken when the recipe logs it (right after its ``loss.item()``, a device sync).
 
-The data are local alpaca rows (experiments/anchors/build.py), repeated so that the cut run never reaches the end of
+The data are local alpaca rows (experiments/anchors/standin.py), repeated so that the cut run never reaches the end of
 an epoch, read through torchtune's own AlpacaToMessages and the model tokenizer, in torchtune's SFTDataset (and
 PackedDataset where the workload packs).
 
@@ -31,18 +31,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.anchors import build
+from experiments.anchors import standin
+from experiments.base import runfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import AnchorStep, Run
 
 IGNORE_INDEX = -100
 STEPS_FILE = "steps.jsonl"
-RUN_FILE = "run.json"
+RUN_FILE = runfiles.RUN_JSON
 CONFIG_FILE = "config.yaml"
-NVML_FILE = "nvml.csv"
+NVML_FILE = runfiles.NVML_CSV
 # A tiny Llama-3.1-shaped model with the real vocabulary, for CPU tests of the whole path.
 TINY_MODEL = {
     "_component_": "torchtune.models.llama3_1.lora_llama3_1",
-    "vocab_size": build.LLAMA3_VOCAB,
+    "vocab_size": standin.LLAMA3_VOCAB,
     "num_layers": 2,
     "num_heads": 4,
     "num_kv_heads": 2,
@@ -131,7 +133,7 @@ def local_alpaca(tokenizer: Any, path: str, repeat: int = 1, packed: bool = Fals
     from torchtune.datasets import PackedDataset, SFTDataset
     from torchtune.datasets._sft import SFTTransform
 
-    rows = build.read_rows(path) * max(1, int(repeat))
+    rows = standin.read_rows(path) * max(1, int(repeat))
     ds = SFTDataset.__new__(SFTDataset)
     ds._message_transform = AlpacaToMessages(train_on_input=train_on_input)
     ds._model_transform = tokenizer
@@ -167,12 +169,12 @@ class StepLogger:
         padded = sum(b * s for b, s, _ in micro)
         real = int(sum(int(r) for _, _, r in micro))
         line = {
-            "step": int(step),
+            AnchorStep.STEP: int(step),
             "t": now,
-            "wall_s": None if self.t_last is None else now - self.t_last,
+            AnchorStep.WALL_S: None if self.t_last is None else now - self.t_last,
             "micro_batches": len(micro),
-            "tokens_padded": padded,
-            "tokens_real": real,
+            AnchorStep.TOKENS_PADDED: padded,
+            AnchorStep.TOKENS_REAL: real,
             "shapes": [[b, s] for b, s, _ in micro],
         }
         for k, v in payload.items():
@@ -224,7 +226,7 @@ def data_stats(tokenizer: Any, path: Path, batch: int, seed: int = 0) -> dict[st
 
     from torchtune.data import AlpacaToMessages
 
-    rows = build.read_rows(path)
+    rows = standin.read_rows(path)
     to_messages = AlpacaToMessages(train_on_input=True)
     lengths = [len(tokenizer.tokenize_messages(to_messages(r)["messages"])[0]) for r in rows]
     order = list(range(len(lengths)))
@@ -267,16 +269,16 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
     from omegaconf import OmegaConf
     from torchtune import config as tt_config
 
-    spec = build.workload(workload)
+    spec = standin.workload(workload)
     warmup = int(spec["warmup_steps"] if warmup is None else warmup)
     total = int(warmup + spec["steady_steps"] if steps is None else steps)
-    data_file, tokenizer_file = data_dir / build.DATA_FILE, data_dir / "tokenizer.model"
-    rows = len(build.read_rows(data_file))
+    data_file, tokenizer_file = data_dir / standin.DATA_FILE, data_dir / "tokenizer.model"
+    rows = len(standin.read_rows(data_file))
     out.mkdir(parents=True, exist_ok=True)
     cfg = make_config(spec, out, data_file, tokenizer_file, device=device, steps=total, repeat=1, tiny=tiny,
                       sets=sets)
     # enough rows for the cut run, packed or not (a pack holds at least one row)
-    # a pack holds max_seq_len / (a row's tokens) rows: alpaca rows run 20-700 tokens (build.py), so 100 a row is safe
+    # a pack holds max_seq_len / (a row's tokens) rows: alpaca rows run 20-700 tokens (standin.py), so 100 a row is safe
     per_item = max(1, int(cfg.tokenizer.get("max_seq_len") or 0) // 100) if cfg.dataset.get("packed") else 1
     cfg.dataset.repeat = repeat = max(1, math.ceil(total * int(cfg.batch_size) * int(cfg.gradient_accumulation_steps)
                                                    * per_item / rows) + 1)
@@ -286,18 +288,18 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
         "anchor": spec.get("anchor"),
         "source_config": spec.get("source_config"),
         "published": spec.get("published"),
-        "label": build.LABEL + ("; tiny model (test)" if tiny else ""),
+        "label": standin.LABEL + ("; tiny model (test)" if tiny else ""),
         "harness": "torchtune recipe lora_finetune_single_device (LoRAFinetuneRecipeSingleDevice), its config "
                    f"{spec['base_config']} with the workload's overrides; random base weights (no checkpoint read or "
                    "written); local alpaca-gpt4-en rows",
-        "hw": hw,
+        Run.HW: hw,
         "device": device,
         "steps_total": total,
         "warmup_steps": warmup,
         "data_repeat": repeat,
         "sets": list(sets or []),
         "versions": _versions(),
-        "status": "started",
+        Run.STATUS: "started",
     }
     run_file = out / RUN_FILE
 
@@ -325,7 +327,7 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
     t1 = time.perf_counter()
     try:
         recipe.train()
-        record["status"] = "done"
+        record[Run.STATUS] = "done"
     finally:
         record["train_s"] = round(time.perf_counter() - t1, 3)
         if device.startswith("cuda"):

@@ -210,6 +210,16 @@ class Tokens:
     SAMPLES: Final = "samples"
 
 
+class AnchorStep:
+    """A steps.jsonl line of a published-workload run (experiments/anchors/tt_run.py, read by
+    analysis/parse/anchor_run.py): one optimizer step's wall seconds and tokens."""
+
+    STEP: Final = "step"
+    WALL_S: Final = "wall_s"
+    TOKENS_PADDED: Final = "tokens_padded"
+    TOKENS_REAL: Final = "tokens_real"
+
+
 class Gpm:
     """A gpm.jsonl line (experiments/record/gpm.py): one optimizer step's wall seconds and GPU busy shares (%)."""
 

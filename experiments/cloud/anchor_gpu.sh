@@ -12,7 +12,7 @@
 #
 # Needs, carried to the GPU host: $ANCHOR_DIR (default .cache/anchor44) with whl/ (torchtune 0.6.1, torchao 0.13.0,
 # torchdata 0.11.0, omegaconf 2.4.0, datasets 4.8.4, dill, multiprocess) and data/ (alpaca-gpt4-en.json and the
-# stand-in tokenizer.model, experiments/anchors/build.py). The wheels go to /tmp/site, never into the image's Python.
+# stand-in tokenizer.model, experiments/anchors/standin.py). The wheels go to /tmp/site, never into the image's Python.
 # Run folder: run.json, config.yaml, steps.jsonl, nvml.csv (tt_run.py), env.json, nvidia-smi.txt, console.log (here).
 set -u
 OUT=${OUT:-/tmp/anchor-out}

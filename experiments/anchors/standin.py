@@ -8,8 +8,8 @@ Llama3Tokenizer adds 256 special tokens (ids 128,000-128,255). The stand-in file
 Qwen's qwen.tiktoken (also cl100k-derived; shipped in the dashscope wheel), read by torchtune's own Llama3Tokenizer with
 its own cl100k pre-tokenizer regex. Token counts come out close to Llama 3's on English text, not equal to them.
 
-    python -m experiments.anchors.build tokenizer --out .cache/anchor44/data/tokenizer.model
-    python -m experiments.anchors.build data --out .cache/anchor44/data      (copies ../shared/data/alpaca-gpt4-en.json)
+    python -m experiments.anchors.standin tokenizer --out .cache/anchor44/data/tokenizer.model
+    python -m experiments.anchors.standin data --out .cache/anchor44/data   (copies ../shared/data/alpaca-gpt4-en.json)
 """
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def workload(name: str, path: str | Path = WORKLOADS_YAML) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.anchors.build", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.anchors.standin", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     t = sub.add_parser("tokenizer", help="write the stand-in Llama 3 tokenizer.model")
     t.add_argument("--out", required=True)
