@@ -110,6 +110,8 @@ def from_json(text: str, cls: type[Row]) -> tuple[Row, ...]:
     return tuple(cls(**d) for d in json.loads(text))
 
 
-def to_frame(rows: Sequence[Any], cls: type) -> pd.DataFrame:
-    """Every field as a column (the CSV files and the full Markdown tables)."""
-    return pd.DataFrame(to_records(rows), columns=[f.name for f in dataclasses.fields(cls)])
+def to_frame(rows: Sequence[Any], cls: type, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every field as a column, by field name (or COLUMNS, field names): the CSV files, the full Markdown tables and
+    the figures' data."""
+    names = list(columns) if columns is not None else [f.name for f in dataclasses.fields(cls)]
+    return pd.DataFrame(to_records(rows), columns=names)
