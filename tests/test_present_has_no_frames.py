@@ -26,7 +26,6 @@ RENDERERS = {"analysis/present/view_render.py"}
 FRAME_CALLS = {"DataFrame", "concat", "from_records", "from_dict"}
 
 LEFT: dict[str, Counter] = {  # module -> kinds of finding still there (issue 46: to move into typed views)
-    "analysis/present/tables.py": Counter({"frame": 4, "COLUMNS literal": 1, "columns literal": 1}),
     "analysis/present/report/claims.py": Counter({"COLUMNS literal": 1, "assign": 1, "columns literal": 3, "frame": 1,
                                                   "list subscript": 2}),
     "analysis/present/report/convergence.py": Counter({"COLUMNS literal": 1, "frame": 1}),

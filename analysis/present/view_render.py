@@ -115,3 +115,14 @@ def to_frame(rows: Sequence[Any], cls: type, columns: Sequence[str] | None = Non
     the figures' data."""
     names = list(columns) if columns is not None else [f.name for f in dataclasses.fields(cls)]
     return pd.DataFrame(to_records(rows), columns=names)
+
+
+def frame_text(df: pd.DataFrame, fmt: str) -> str:
+    """A frame as `swiftbench tables` prints it: csv, json (every digit) or md (a pipe table, missing as an en
+    dash)."""
+    if fmt == "csv":
+        return df.to_csv(index=False)
+    if fmt == "json":
+        return json.dumps(json.loads(df.to_json(orient="records", double_precision=15)), indent=2)
+    shown = df.astype(object).where(df.notna(), None)  # tabulate only treats None as missing, not NaN
+    return shown.to_markdown(index=False, floatfmt=".4g", missingval="–")

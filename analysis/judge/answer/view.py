@@ -4,10 +4,8 @@ EpochEstimate in it) and analysis.judge.answer.recommend (Recommendation, its Ho
 answer's tables is a field here; analysis.present.view_render renders the rows as Markdown, HTML and JSON and reads
 each column's words from the field's metadata, so a quantity has one name, one label and one format everywhere.
 
-Field metadata (analysis.core.viewfield.col()): LABEL and UNIT (the column's head: "epoch s"), FMT (a format string for the value), SHOW
-(whether the answer's table shows it; JSON holds every field), BAND (the low and high fields shown in the cell beside
-the value, "43.4 (40.4-46.9)", where they differ), NOTE (a field whose text, where set, follows the value in
-parentheses) and MARK (a boolean field and the sign that follows the value where it is true).
+Field metadata: analysis.core.viewfield.col() (LABEL, UNIT, FMT, SHOW, BAND, NOTE, MARK; that module says what
+each is). SHOW: whether the answer's table shows the field (JSON holds every field).
 
 The three durations, one name each (docs/architecture.md):
 - epoch_s: train_runtime of one full epoch (ms-swift's clock: every step, evaluation and save), measured or carried
@@ -20,7 +18,7 @@ The three durations, one name each (docs/architecture.md):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from analysis.core.viewfield import col, hidden
 from analysis.judge.answer.classes import ClassAnswer
@@ -242,3 +240,7 @@ def recommended_row(rec: Recommendation, classes: tuple[ClassAnswer, ...] | list
         eval_loss=d.eval_loss if d else None, seed_eval_loss=d.seed_eval_loss if d else None,
         seed_range=d.seed_range if d else None, runner_up=rec.runner_up, note=rec.note,
         swift_version=rec.swift_version, command=rec.command, sentence=sentence)
+
+
+# the full Markdown table of the recipes (`swiftbench tables`): every field but the run's labels and folder
+RECIPE_FULL_TABLE = tuple(f.name for f in fields(RecipeRow) if f.name not in ("labels", "path"))

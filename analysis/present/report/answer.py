@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-
 from analysis.core.seeds import published_recipe
 from analysis.estimate import planner
 from analysis.estimate import prices as price_tables
@@ -28,6 +27,7 @@ from analysis.present.recommend_view import band_text, seconds_text
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base import hardware
+
 
 def classes(ctx: Context) -> list[str]:
     """The classes with a row: the ones asked about, then any other with a measured seed-recipe run, by memory size

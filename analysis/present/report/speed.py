@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.judge.answer.run_tables import baseline_name
 from analysis.measure import compare, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.present import plots
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
-from analysis.present.tables import baseline_name
 from experiments.base import hardware
 
 SPEED_FORMATS = {
@@ -31,7 +31,7 @@ def baselines(ctx: Context) -> dict[tuple[str | None, str], tuple[str, float, Ru
     by_id = {(r.hw, r.experiment, r.run): r for r in ctx.picked}
     out = {}
     for _, row in ctx.speed.iterrows():
-        is_base = row["baseline"] is not None and baseline_name(row) == row["baseline"]
+        is_base = row["baseline"] is not None and baseline_name(row["hw"], row.get("host")) == row["baseline"]
         if is_base and not H.missing(row["ms_per_sample"]):
             rec = by_id.get((row["hw"], row["experiment"], row["run"])) if row["source"] == "measured" else None
             out[(row["experiment"], row["source"])] = (row["baseline"], float(row["ms_per_sample"]), rec)
