@@ -202,17 +202,17 @@ class RepeatRow:
     harness: str = col("harness")
     runs: int = col("runs", "", "{:d}", default=0)
     epoch_s: float | None = col("epoch (median)", "s", "{:.1f}", band=("epoch_low_s", "epoch_high_s"))
-    epoch_low_s: float | None = hidden("epoch low", "s", "{:.1f}")
-    epoch_high_s: float | None = hidden("epoch high", "s", "{:.1f}")
-    steady_ms: float | None = col("steady step", "ms", "{:.1f}", band=("steady_low_ms", "steady_high_ms"))
-    steady_low_ms: float | None = hidden("steady step low", "ms", "{:.1f}")
-    steady_high_ms: float | None = hidden("steady step high", "ms", "{:.1f}")
+    epoch_low_s: float | None = col("epoch low", "s", "{:.1f}")
+    epoch_high_s: float | None = col("epoch high", "s", "{:.1f}")
+    steady_ms: float | None = col("steady step", "ms", "{:.0f}", band=("steady_low_ms", "steady_high_ms"))
+    steady_low_ms: float | None = col("steady step low", "ms", "{:.0f}")
+    steady_high_ms: float | None = col("steady step high", "ms", "{:.0f}")
     load_s: float | None = col("start-up", "s", "{:.1f}", band=("load_low_s", "load_high_s"))
-    load_low_s: float | None = hidden("start-up low", "s", "{:.1f}")
-    load_high_s: float | None = hidden("start-up high", "s", "{:.1f}")
-    probe_loop_ns_low: float | None = col("host probe loop low", "ns/iter", "{:.1f}")
-    probe_loop_ns_high: float | None = col("host probe loop high", "ns/iter", "{:.1f}")
-    run_names: str = col("run folders", default="")
+    load_low_s: float | None = col("start-up low", "s", "{:.1f}")
+    load_high_s: float | None = col("start-up high", "s", "{:.1f}")
+    probe_loop_ns_low: float | None = col("host probe loop low", "ns/iter", "{:.0f}")
+    probe_loop_ns_high: float | None = col("host probe loop high", "ns/iter", "{:.0f}")
+    run_names: str = hidden("run folders", default="")
 
 
 def repeat_rows(groups: list[RecipeRuns]) -> tuple[RepeatRow, ...]:
@@ -242,8 +242,8 @@ class HarnessRow:
     round: int = col("round", "", "{:d}", default=0)
     launcher_run: str = col("launcher run", default="")
     plain_run: str = col("plain run", default="")
-    launcher_s: float = col("launcher epoch", "s", "{:.1f}", default=0.0)
-    plain_s: float = col("plain epoch", "s", "{:.1f}", default=0.0)
+    launcher_s: float = col("launcher epoch", "s", "{:.2f}", default=0.0)
+    plain_s: float = col("plain epoch", "s", "{:.2f}", default=0.0)
     launcher_x_plain: float = col("launcher / plain", "", "{:.3f}", default=0.0)
 
 

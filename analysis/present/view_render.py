@@ -126,3 +126,9 @@ def frame_text(df: pd.DataFrame, fmt: str) -> str:
         return json.dumps(json.loads(df.to_json(orient="records", double_precision=15)), indent=2)
     shown = df.astype(object).where(df.notna(), None)  # tabulate only treats None as missing, not NaN
     return shown.to_markdown(index=False, floatfmt=".4g", missingval="–")
+
+
+def formats(cls: type) -> dict[str, str]:
+    """Field name -> its format, for the fields that have one (a frame's columns, as the report's tables format
+    them)."""
+    return {f.name: f.metadata["fmt"] for f in dataclasses.fields(cls) if f.metadata.get("fmt", "{}") != "{}"}

@@ -268,11 +268,11 @@ class ConvergenceRow:
     steps: int | float | None = col("steps", "", "{:.0f}")
     final_train_loss: float | None = col("final train loss", "", "{:.4f}")
     final_eval_loss: float | None = col("final eval loss", "", "{:.4f}")
-    eval_token_acc: float | None = col("eval token accuracy", "", "{:.1%}")
-    loss_drop_per_100_steps: float | None = col("loss drop per 100 steps", "", "{:.4f}")
-    steps_to_50pct_drop: int | None = col("steps to half the drop", "", "{:d}")
-    steps_to_90pct_drop: int | None = col("steps to 90 % of the drop", "", "{:d}")
-    wall_time_to_last_eval_s: float | None = col("wall time to the last eval", "s", "{:.0f}")
+    eval_token_acc: float | None = col("eval token accuracy", "", "{:.4f}")
+    loss_drop_per_100_steps: float | None = col("loss drop per 100 steps", "", "{:.3f}")
+    steps_to_50pct_drop: int | None = col("steps to half the drop", "", "{:.0f}")
+    steps_to_90pct_drop: int | None = col("steps to 90 % of the drop", "", "{:.0f}")
+    wall_time_to_last_eval_s: float | None = col("wall time to the last eval", "s", "{:.1f}")
 
 
 CONVERGENCE_COMPACT = ("hw", "experiment", "source", "steps", "final_train_loss", "final_eval_loss", "eval_token_acc",
