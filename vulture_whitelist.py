@@ -19,6 +19,7 @@ tokens_per_s_per_gpu, comm_ms_per_step, gpm_busy_ms_per_step, gpm_host_ms_per_st
 measured_over_published, host_python_ns, host_dispatch_us, host_lora_ms, est_full_tokens_per_s
 est_full_tokens_per_s_low, est_full_tokens_per_s_high, tokens_per_s_from, tokens_per_s_to, run_from, run_to
 host_epoch_s, load_low_s, load_high_s, probe_loop_ns_low, probe_loop_ns_high, run_names, launcher_x_plain
+ms_ci95_high, ms_ci95_low, ms_per_step_of_each_run, probe_after, probe_before, spread_pct, step_time_ms
 peak_tflops, comm_frac, gpm_sm_util_pct, gpm_tensor_util_pct, main_package, token_acc  # measure, parse
 
 # what a sweep recorded, kept beside the figures the nccl_env verdict reads (analysis.parse.bench,
