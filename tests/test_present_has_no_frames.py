@@ -32,7 +32,6 @@ LEFT: dict[str, Counter] = {  # module -> kinds of finding still there (issue 46
                                                      "assign": 1}),
     "analysis/present/report/html.py": Counter({"COLUMNS literal": 1, "rename": 1}),
     "analysis/present/report/section_hardware.py": Counter({"frame": 4, "rename": 2, "columns literal": 1}),
-    "analysis/present/report/section_published.py": Counter({"frame": 1}),
     "analysis/present/report/section_utilisation.py": Counter({"COLUMNS literal": 3, "frame": 3, "assign": 1}),
     "analysis/present/report/speed.py": Counter({"frame": 1, "assign": 1}),
 }
@@ -120,6 +119,7 @@ def _views():
 
     out = []
     for mod in ("analysis.judge.answer.view", "analysis.judge.answer.seed_table", "analysis.judge.answer.run_tables",
+                "analysis.judge.answer.published",
                 "analysis.measure.repeats", "analysis.measure.run_views"):
         m = importlib.import_module(mod)
         for obj in vars(m).values():
@@ -136,7 +136,7 @@ def test_every_view_has_one_label_per_quantity():
     assert {v.__name__ for v in views} >= {"ClassRow", "RecipeRow", "OrderRow", "RecommendedRow", "RepeatRow",
                                             "HarnessRow", "SeedRow", "SpeedRow", "ScalingRow", "ConvergenceRow",
                                             "YourRunRow", "RunRow", "SpreadRow", "IntervalRow", "RepeatPoint",
-                                            "LossPoint", "MemoryRow"}
+                                            "LossPoint", "MemoryRow", "StepPoint"}
     for v in views:
         heads = [(f.metadata["label"], f.metadata["unit"]) for f in dataclasses.fields(v)]
         assert len(heads) == len(set(heads)), v.__name__
