@@ -565,7 +565,8 @@ ANSWER_JS = """() => {
   const cell = (tr, c) => { const td = tr.querySelector(`td[data-col="${c}"]`); return td ? td.innerText.trim() : ''; };
   const rows = Array.from(t.querySelectorAll('tbody tr')).map(tr => ({
     hw: tr.dataset.hw, source: tr.dataset.source, bottom: tr.getBoundingClientRect().bottom + window.scrollY,
-    tokens: cell(tr, 'tokens/s'), peak: cell(tr, 'peak / capacity GiB'), epoch: cell(tr, "steady x steps / planner's epoch"),
+    tokens: cell(tr, 'tokens/s'), peak: cell(tr, 'peak / capacity GiB'),
+    epoch: cell(tr, "steady x steps / planner's epoch"),
     ms: cell(tr, 'ms / sample')}));
   const fig = document.querySelector('.sb-answer-figure img');
   const f = fig ? fig.getBoundingClientRect() : null;
