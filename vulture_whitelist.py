@@ -13,6 +13,13 @@ loss_dev, band_step, rule_text, base_n, test_n, failed_other  # judge
 # the answer's view (analysis.judge.answer.view): read through dataclasses.asdict (JSON, CSV) and by name in the
 # fields' metadata (band, note), analysis.present.view_render
 epoch_low_s, epoch_high_s, steady_ms, steady_low_ms, steady_high_ms, x_seed_low, x_seed_high, x_seed_rounds, seed_bound, seed_basis
+# the other typed views (analysis.judge.answer.run_tables, seed_table, view; analysis.measure.repeats): read through
+# dataclasses.asdict by analysis.present.view_render.to_frame (the tables' columns, CSV and JSON)
+tokens_per_s_per_gpu, comm_ms_per_step, gpm_busy_ms_per_step, gpm_host_ms_per_step, speedup_basis, speedup_hosts
+measured_over_published, host_python_ns, host_dispatch_us, host_lora_ms, est_full_tokens_per_s
+est_full_tokens_per_s_low, est_full_tokens_per_s_high, tokens_per_s_from, tokens_per_s_to, run_from, run_to
+host_epoch_s, load_low_s, load_high_s, probe_loop_ns_low, probe_loop_ns_high, run_names, launcher_x_plain
+ms_ci95_high, ms_ci95_low, ms_per_step_of_each_run, probe_after, probe_before, spread_pct, step_time_ms
 peak_tflops, comm_frac, gpm_sm_util_pct, gpm_tensor_util_pct, main_package, token_acc  # measure, parse
 
 # what a sweep recorded, kept beside the figures the nccl_env verdict reads (analysis.parse.bench,

@@ -95,7 +95,7 @@ def test_seed_on_the_a10_one_figure_on_every_path(results, tmp_path):
 
     ctx = Context.load(results, out_dir=tmp_path)
     row = next(r for r in report_answer.answer_rows(ctx) if r.hw == "a10" and r.source == "predicted")
-    assert row.epoch_s == pytest.approx(plan["total_time_s"], rel=0.01)
+    assert row.planner_epoch_s == pytest.approx(plan["total_time_s"], rel=0.01)
 
 
 def test_an_imported_log_never_becomes_a_classs_figure(results, tmp_path):

@@ -165,7 +165,7 @@ def test_answer_table_of_the_fixture_tree(built):
     h200 = df[(df.hw == "h200") & (df.source == "measured")].iloc[0]
     rec = next(r for r in collect(built["results"]) if r.hw == "h200" and r.experiment == "seed")
     assert h200.ms_per_step == pytest.approx(steps.step_time(rec).median * 1000)
-    assert h200.epoch_s == pytest.approx(steps.epoch_time(rec).seconds)
+    assert h200.steady_extrapolated_s == pytest.approx(steps.epoch_time(rec).seconds)
     assert h200.epoch_steps == steps.epoch_steps(rec)
     a10 = df[(df.hw == "a10") & (df.source == "predicted")].iloc[0]
     recipe = answer.seed_recipe(Context.load(built["results"], out_dir=built["out"] / "ctx"))
@@ -565,7 +565,8 @@ ANSWER_JS = """() => {
   const cell = (tr, c) => { const td = tr.querySelector(`td[data-col="${c}"]`); return td ? td.innerText.trim() : ''; };
   const rows = Array.from(t.querySelectorAll('tbody tr')).map(tr => ({
     hw: tr.dataset.hw, source: tr.dataset.source, bottom: tr.getBoundingClientRect().bottom + window.scrollY,
-    tokens: cell(tr, 'tokens/s'), peak: cell(tr, 'peak / capacity GiB'), epoch: cell(tr, 'epoch'),
+    tokens: cell(tr, 'tokens/s'), peak: cell(tr, 'peak / capacity GiB'),
+    epoch: cell(tr, "steady x steps / planner's epoch"),
     ms: cell(tr, 'ms / sample')}));
   const fig = document.querySelector('.sb-answer-figure img');
   const f = fig ? fig.getBoundingClientRect() : null;

@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from analysis.core.viewfield import col, hidden
 from analysis.parse.record import RunRecord
 
 PLAIN, LAUNCHER, PROFILED, LAUNCHER_V1, IMPORTED = "plain", "launcher", "profiled", "launcher v1", "imported"
@@ -179,3 +180,75 @@ def recipe_runs(records: list[RunRecord]) -> list[RecipeRuns]:
                               spread(steps.step_time(r).median for r in runs),
                               spread(j.load_s for j in jts if j.full_epoch), spread(probe_vals)))
     return out
+
+
+# ------------------------------------------------------------------------------------------------ typed views
+# The two tables of these figures (`swiftbench tables`, the report's spread section), one row each, rendered by
+# analysis.present.view_render (issue 46: no frame or column words assembled in present/).
+
+
+def _ms(x: float | None) -> float | None:
+    return None if x is None else x * 1000
+
+
+@dataclass(frozen=True)
+class RepeatRow:
+    """One recipe's runs on one host through one harness (RecipeRuns): count, median and range of the epoch's
+    train_runtime, the steady step and the start-up, and the host probe's loop."""
+
+    hw: str = col("GPU class")
+    experiment: str = col("recipe")
+    host: str = col("host id")
+    harness: str = col("harness")
+    runs: int = col("runs", "", "{:d}", default=0)
+    epoch_s: float | None = col("epoch (median)", "s", "{:.1f}", band=("epoch_low_s", "epoch_high_s"))
+    epoch_low_s: float | None = col("epoch low", "s", "{:.1f}")
+    epoch_high_s: float | None = col("epoch high", "s", "{:.1f}")
+    steady_ms: float | None = col("steady step", "ms", "{:.0f}", band=("steady_low_ms", "steady_high_ms"))
+    steady_low_ms: float | None = col("steady step low", "ms", "{:.0f}")
+    steady_high_ms: float | None = col("steady step high", "ms", "{:.0f}")
+    load_s: float | None = col("start-up", "s", "{:.1f}", band=("load_low_s", "load_high_s"))
+    load_low_s: float | None = col("start-up low", "s", "{:.1f}")
+    load_high_s: float | None = col("start-up high", "s", "{:.1f}")
+    probe_loop_ns_low: float | None = col("host probe loop low", "ns/iter", "{:.0f}")
+    probe_loop_ns_high: float | None = col("host probe loop high", "ns/iter", "{:.0f}")
+    run_names: str = hidden("run folders", default="")
+
+
+def repeat_rows(groups: list[RecipeRuns]) -> tuple[RepeatRow, ...]:
+    """Each RecipeRuns as a RepeatRow."""
+    out = []
+    for g in groups:
+        e, st, ld, pr = g.epoch, g.steady, g.load, g.probe_loop
+        out.append(RepeatRow(
+            hw=g.hw, experiment=g.experiment, host=g.host, harness=g.harness, runs=len(g.runs),
+            epoch_s=e.median if e else None, epoch_low_s=e.low if e else None, epoch_high_s=e.high if e else None,
+            steady_ms=_ms(st.median) if st else None, steady_low_ms=_ms(st.low) if st else None,
+            steady_high_ms=_ms(st.high) if st else None, load_s=ld.median if ld else None,
+            load_low_s=ld.low if ld else None, load_high_s=ld.high if ld else None,
+            probe_loop_ns_low=pr.low if pr else None, probe_loop_ns_high=pr.high if pr else None,
+            run_names=", ".join(g.runs)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class HarnessRow:
+    """One paired round (HarnessPair): the recipe's epoch through the launcher and as the plain command."""
+
+    experiment: str = col("recipe")
+    hw: str = col("GPU class")
+    host: str = col("host id")
+    set: str = col("set")
+    round: int = col("round", "", "{:d}", default=0)
+    launcher_run: str = col("launcher run", default="")
+    plain_run: str = col("plain run", default="")
+    launcher_s: float = col("launcher epoch", "s", "{:.2f}", default=0.0)
+    plain_s: float = col("plain epoch", "s", "{:.2f}", default=0.0)
+    launcher_x_plain: float = col("launcher / plain", "", "{:.3f}", default=0.0)
+
+
+def harness_rows(pairs: list[HarnessPair]) -> tuple[HarnessRow, ...]:
+    """Each HarnessPair as a HarnessRow."""
+    return tuple(HarnessRow(experiment=p.experiment, hw=p.hw, host=p.host, set=p.set, round=p.round,
+                            launcher_run=p.launcher_run, plain_run=p.plain_run, launcher_s=p.launcher_s,
+                            plain_s=p.plain_s, launcher_x_plain=p.ratio) for p in pairs)

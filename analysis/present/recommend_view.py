@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.judge.answer import view
 from analysis.judge.answer.classes import ClassAnswer, compare_classes
 from analysis.judge.answer.published import SEED_EXPERIMENT, short
 from analysis.judge.answer.recommend import HostEpochs, Recommendation
 from analysis.measure import repeats
+from analysis.present import view_render
 
 
 def seconds_text(s: float | None) -> str:
@@ -50,41 +52,19 @@ def span(low: float | None, high: float | None, fmt: str = "{:.1f}") -> str:
 
 
 # ------------------------------------------------------------------------------------------------ frames
-
-REPEAT_COLUMNS = ["hw", "experiment", "host", "harness", "runs", "epoch_s", "epoch_low_s", "epoch_high_s",
-                  "steady_ms", "steady_low_ms", "steady_high_ms", "load_s", "load_low_s", "load_high_s",
-                  "probe_loop_ns_low", "probe_loop_ns_high", "run_names"]
-HARNESS_COLUMNS = ["experiment", "hw", "host", "set", "round", "launcher_run", "plain_run", "launcher_s", "plain_s",
-                   "launcher_x_plain"]
-ORDER_COLUMNS = ["faster", "slower", "hosts", "basis", "undetermined", "settle"]
-
-
-def _ms(x: float | None) -> float | None:
-    return None if x is None else x * 1000
+# The side tables are typed views (analysis.measure.repeats' RepeatRow and HarnessRow, analysis.judge.answer.view's
+# OrderRow and RecommendedRow) rendered by analysis.present.view_render: no column's words here.
 
 
 def repeats_frame(groups: list[repeats.RecipeRuns]) -> pd.DataFrame:
     """Each recipe's runs per host and harness: count, median and range of epoch, steady step, start-up and the
     host probe (analysis.measure.repeats.recipe_runs)."""
-    rows = []
-    for g in groups:
-        e, st, ld, pr = g.epoch, g.steady, g.load, g.probe_loop
-        rows.append({"hw": g.hw, "experiment": g.experiment, "host": g.host, "harness": g.harness,
-                     "runs": len(g.runs), "epoch_s": e.median if e else None, "epoch_low_s": e.low if e else None,
-                     "epoch_high_s": e.high if e else None, "steady_ms": _ms(st.median) if st else None,
-                     "steady_low_ms": _ms(st.low) if st else None, "steady_high_ms": _ms(st.high) if st else None,
-                     "load_s": ld.median if ld else None, "load_low_s": ld.low if ld else None,
-                     "load_high_s": ld.high if ld else None, "probe_loop_ns_low": pr.low if pr else None,
-                     "probe_loop_ns_high": pr.high if pr else None, "run_names": ", ".join(g.runs)})
-    return pd.DataFrame(rows, columns=REPEAT_COLUMNS)
+    return view_render.to_frame(repeats.repeat_rows(groups), repeats.RepeatRow)
 
 
 def harness_frame(pairs: list[repeats.HarnessPair]) -> pd.DataFrame:
     """Each paired round of a recipe through the launcher and as the plain command."""
-    rows = [{"experiment": p.experiment, "hw": p.hw, "host": p.host, "set": p.set, "round": p.round,
-             "launcher_run": p.launcher_run, "plain_run": p.plain_run, "launcher_s": p.launcher_s,
-             "plain_s": p.plain_s, "launcher_x_plain": p.ratio} for p in pairs]
-    return pd.DataFrame(rows, columns=HARNESS_COLUMNS)
+    return view_render.to_frame(repeats.harness_rows(pairs), repeats.HarnessRow)
 
 
 def harness_line(pairs: list[repeats.HarnessPair]) -> str | None:
@@ -106,35 +86,12 @@ def harness_line(pairs: list[repeats.HarnessPair]) -> str | None:
 
 
 def orders_frame(rec: Recommendation) -> pd.DataFrame:
-    rows = [{"faster": o.faster, "slower": o.slower, "hosts": ", ".join(h[:8] for h in o.hosts), "basis": o.basis,
-             "undetermined": False, "settle": None} for o in rec.orders]
-    rows += [{"faster": u.a, "slower": u.b, "hosts": None, "basis": u.why, "undetermined": True, "settle": u.settle}
-             for u in rec.undetermined]
-    return pd.DataFrame(rows, columns=ORDER_COLUMNS)
+    return view_render.to_frame(view.order_rows(rec), view.OrderRow)
 
 
 def recommended_frame(rec: Recommendation, classes: list[ClassAnswer]) -> pd.DataFrame:
-    """The recommendation as one row: its epoch on its class as the one estimator gives it (every host's full epochs;
-    the class table's and plan's figure), the deciding host's own epoch (host_epoch_s) and x seed, the command and
-    the sentence."""
-    d = rec.deciding
-    xs, es = rec.x_seed_range(), rec.epoch_range()
-    est = next((c.choice.estimate for c in classes if c.hw == rec.hw and c.choice is not None
-                and c.choice.experiment == rec.experiment and c.choice.estimate is not None), None)
-    if est is not None:  # the one estimator's figure: the class table's and plan's
-        es = (est.low_s, est.high_s)
-    row = {"experiment": rec.experiment, "hw": rec.hw, "host": d.host if d else None, "run": d.run if d else None,
-           "epoch_s": est.epoch_s if est else (d.epoch_s if d else None), "epoch_low_s": es[0] if es else None,
-           "epoch_high_s": es[1] if es else None, "host_epoch_s": d.epoch_s if d else None,
-           "startup_s": est.startup_s if est else None, "hosts": len(rec.chosen),
-           "warm_epoch_s": d.warm_epoch_s if d else None, "epoch_x_seed": d.epoch_x_seed if d else None,
-           "x_seed_low": xs[0] if xs else None, "x_seed_high": xs[1] if xs else None,
-           "seed_epoch_s": d.seed.seconds if d and d.seed else None,
-           "seed_basis": d.seed.basis if d and d.seed else None, "eval_loss": d.eval_loss if d else None,
-           "seed_eval_loss": d.seed_eval_loss if d else None, "seed_range": d.seed_range if d else None,
-           "runner_up": rec.runner_up, "note": rec.note, "swift_version": rec.swift_version,
-           "command": rec.command, "sentence": sentence(rec, classes)}
-    return pd.DataFrame([row])
+    """The recommendation as one row (analysis.judge.answer.view.RecommendedRow)."""
+    return view_render.to_frame([view.recommended_row(rec, classes, sentence(rec, classes))], view.RecommendedRow)
 
 
 # ------------------------------------------------------------------------------------------------ words

@@ -20,30 +20,19 @@ import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import prices as price_tables
-from analysis.estimate import quick as quick_estimate
-from analysis.judge.answer import classes, view, your_runs
+from analysis.judge.answer import classes, view
 from analysis.judge.answer import published as P
-from analysis.judge.answer.baseline import Candidate, pick_baseline
+from analysis.judge.answer import run_tables as RT
 from analysis.judge.answer.view import ClassRow, RecipeRow
-from analysis.measure import compare, flops, loss, profile, repeats, steps, throughput
+from analysis.measure import repeats
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Scan, collect, is_matrix, latest_per_group, scan
 from analysis.present import recommend_view, view_render
-from analysis.present.table_rows import ConvergenceRow, ScalingRow, SpeedRow, columns
 from experiments.base import hardware
 from experiments.base.errors import SKIPPED_EXIT
 
-SPEED_COLUMNS = columns(SpeedRow)
-CONVERGENCE_COLUMNS = columns(ConvergenceRow)
-COMPACT = {  # --compact: the columns that fit a README page
-    "speedup": ["hw", "experiment", "source", "gpus", "host", "ms_per_sample", "ms_per_step", "tokens_per_s",
-                "gpu_busy_ms_per_step", "host_ms_per_step", "bound", "peak_gib", "mfu", "speedup", "speedup_hosts",
-                "labels"],
-    "convergence": ["hw", "experiment", "source", "steps", "final_train_loss", "final_eval_loss", "eval_token_acc",
-                    "steps_to_50pct_drop", "wall_time_to_last_eval_s", "labels"],
-}
-SEED_EXPERIMENT = P.SEED_EXPERIMENT  # the experiment that reproduces the published recipe; published rows sit beside it
-PUBLISHED_RUN = "seeds/ms_swift_hw_test.yaml"
+# the tables' rows are typed views (analysis.judge.answer.run_tables), rendered by analysis.present.view_render
+speed_row, labels_text, range_text = RT.speed_row, RT.labels_text, RT.range_text
 
 
 # ------------------------------------------------------------------------------------------ measured
@@ -56,200 +45,37 @@ def measured_records(results_dir: str | Path | list | Scan) -> list[RunRecord]:
     return latest_per_group([r for r in records if is_matrix(r)])
 
 
-def labels_text(rec: RunRecord) -> str:
-    labels = list(rec.labels)
-    if rec.quick and rec.quick.get("at_step"):  # experiments/launch/quick_stop.py's stop, from launch.json
-        q = rec.quick
-        labels.append(f"quick run (stopped after step {q['at_step']} of {q.get('max_steps_of_schedule')})")
-    return "; ".join(labels) + (f"; failed: {rec.failure}" if rec.failure else "")
-
-
-def estimate_cells(rec: RunRecord) -> SpeedRow:
-    """The full run as a cut run with a schedule predicts it (analysis.estimate.quick): training time and steady
-    tokens/s with their 95 % ranges, the steps behind them and what the estimate is. Empty for other runs."""
-    if not rec.ok or not rec.schedule or (rec.global_steps or 0) >= len(rec.schedule):
-        return {}
-    est = quick_estimate.estimate(rec)
-    return {"est_full_train_s": est.train_s, "est_full_train_s_low": est.train_s_low,
-            "est_full_train_s_high": est.train_s_high, "est_full_tokens_per_s": est.tokens_per_s,
-            "est_full_tokens_per_s_low": est.tokens_per_s_low, "est_full_tokens_per_s_high": est.tokens_per_s_high,
-            "est_steps": est.fit_steps, "est_basis": est.label}
-
-
-def _identity(rec: RunRecord) -> SpeedRow:
-    return {"hw": rec.hw, "experiment": rec.experiment, "source": "measured", "gpus": rec.gpus,
-            "parallel": rec.parallel, "status": rec.status, "run": rec.run, "host": rec.host_id,
-            "labels": labels_text(rec)}
-
-
-def range_text(low: float, high: float, spec: str = ".0f") -> str:
-    """A range as text: '874-880', and with a bound below zero '-1126 .. 5143' (a hyphen between a negative and a
-    positive number reads as one number)."""
-    sep = "-" if low >= 0 and high >= 0 else " .. "
-    return f"{low:{spec}}{sep}{high:{spec}}"
-
-
-def _ms(seconds: float | None) -> float | None:
-    return seconds * 1000 if seconds else None
-
-
-def speed_row(rec: RunRecord) -> SpeedRow:
-    """One measured row of the speed table (without the speed-up, which needs the baseline)."""
-    st = steps.step_time(rec)
-    tp = throughput.throughput(rec)
-    ci = None
-    if st.ci95_low is not None and st.ci95_high is not None:
-        ci = range_text(st.ci95_low * 1000, st.ci95_high * 1000)
-    share = profile.step_share(rec)
-    gpm = profile.steady_share(rec)
-    probe = rec.host_probe
-    row: SpeedRow = {
-        **_identity(rec), "ms_per_sample": steps.sample_ms(rec), "ms_per_step": _ms(st.median),
-        "ms_per_step_ci95": ci, "ms_per_micro_step": steps.micro_step_ms(rec), "tokens_per_s": tp.tokens_per_s,
-        "tokens_per_s_per_gpu": tp.tokens_per_s / rec.gpus if tp.tokens_per_s else None, "tokens_per_s_low": tp.low,
-        "tokens_per_s_high": tp.high,
-        "tokens_source": tp.source if tp.tokens_per_s is not None else None,
-        "samples_per_s": throughput.samples_per_s(rec), "gpu_busy_ms_per_step": share.gpu_busy_ms,
-        "host_ms_per_step": share.host_ms, "comm_ms_per_step": share.comm_ms,
-        "gpu_busy_frac": share.gpu_busy_frac, "bound": share.bound,
-        "profiled_over_steady": share.profiled_over_steady, "gpm_busy_ms_per_step": gpm.gpm_busy_ms,
-        "gpm_host_ms_per_step": gpm.gpm_host_ms, "gpm_busy_frac": gpm.gpm_busy_frac,
-        "gpm_steps": gpm.gpm_steps or None, "gpm_over_profiler": gpm.gpm_over_profiler,
-        "peak_gib": rec.peak_mem_gib, "mfu": flops.mfu(rec, tp.tokens_per_s).mfu,
-        "host_python_ns": probe.python_ns, "host_dispatch_us": probe.dispatch_us, "host_lora_ms": probe.lora_ms,
-        "steady_steps": len(steps.steady_steps(rec)) or None,
-        **estimate_cells(rec),
-    }
-    return row
-
-
-# ----------------------------------------------------------------------------------------- published
-
-
-def published_speed_rows(pub: pd.DataFrame) -> list[SpeedRow]:
-    rows: list[SpeedRow] = []
-    for hw in P.hardware_with(pub, "ms_per_step"):
-        rows.append({
-            "hw": hw, "experiment": SEED_EXPERIMENT, "source": "published", "status": "published",
-            "run": PUBLISHED_RUN, "labels": "published (ms-swift hardware article; its 'step' is one sample)",
-            "ms_per_sample": P.value(pub, hw, "ms_per_step"), "tokens_per_s": P.value(pub, hw, "tokens_per_s"),
-            "peak_gib": P.value(pub, hw, "peak_mem_gib"),
-        })
-    return rows
-
-
 # ------------------------------------------------------------------------------------------- tables
-
-
-def baseline_name(row: SpeedRow | pd.Series) -> str:
-    """How the `baseline` column names a row: its hardware, and its host id where it has one."""
-    host = row.get("host")
-    return f"{row['hw']}" + (f" ({host})" if isinstance(host, str) and host else "")
 
 
 def speedup_table(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASELINE,
                   seeds_dir: str | Path | None = None,
                   records: list[RunRecord] | None = None) -> pd.DataFrame:
-    """Measured rows (one per hw x experiment x host) and published rows, speed-up versus the baseline.
-
-    Units: the article's "ms per step" is one sample's forward-backward pass, so it sits in `ms_per_sample` beside our
-    ms per sample (optimizer-step time / samples per step); `ms_per_step` (an optimizer step) is ours alone.
-    speedup, measured rows: analysis.measure.compare.speedup(baseline run, this run).factor (paired step times where
-    both trained the same batches, else the tokens/s ratio), `speedup_hosts` saying whether the two runs shared a host;
-    published rows: time_speedup(baseline ms per sample, this row's). The baseline is BASELINE's row of the same
-    experiment and source, else the slowest (analysis.judge.answer.baseline.pick_baseline). measured_over_published:
-    analysis.judge.answer.published.sample_vs_published (our ms per sample / the published ms per sample, same
-    hardware).
-    """
+    """Measured rows (one per hw x experiment x host) and published rows, speed-up versus the baseline
+    (analysis.judge.answer.run_tables.speed_rows says how)."""
     records = records if records is not None else measured_records(results_dir)
-    by_row: list[tuple[SpeedRow, RunRecord | None]] = [(speed_row(r), r) for r in records]
-    pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
-    by_row += [(row, None) for row in published_speed_rows(pub)]
-    groups: dict[tuple, list[tuple[SpeedRow, RunRecord | None]]] = {}
-    for row, rec in by_row:
-        groups.setdefault((row["experiment"], row["source"]), []).append((row, rec))
-    for (_, source), members in groups.items():
-        i = pick_baseline([Candidate(str(row.get("hw")), row["source"], row.get("ms_per_sample"),
-                                     row.get("tokens_per_s"), row.get("steady_steps")) for row, _ in members], baseline)
-        if i is None:
-            continue
-        base, base_rec = members[i]
-        for row, rec in members:
-            row["baseline"] = baseline_name(base)
-            if source == "measured":
-                assert base_rec is not None and rec is not None  # measured rows carry their records
-                sp = compare.speedup(base_rec, rec)
-                row["speedup"], row["speedup_basis"], row["speedup_hosts"] = sp.factor, sp.how, sp.hosts
-            else:
-                sp = compare.time_speedup(base.get("ms_per_sample"), row.get("ms_per_sample"))
-                row["speedup"], row["speedup_basis"] = sp.factor, "ms per sample (published)"
-    for row, rec in by_row:
-        if rec is not None and rec.experiment == SEED_EXPERIMENT:
-            vs = P.sample_vs_published(rec, pub)
-            row["published_ms_per_sample"], row["measured_over_published"] = vs.published_ms_per_sample, vs.ratio
-    df = pd.DataFrame([row for row, _ in by_row], columns=SPEED_COLUMNS)
-    return df.sort_values(["experiment", "source", "hw"], ignore_index=True)
-
-
-SCALING_COLUMNS = columns(ScalingRow)
+    rows = RT.speed_rows(records, published_figures(seeds_dir or DEFAULT_SEEDS_DIR), baseline)
+    return view_render.to_frame(rows, RT.SpeedRow)
 
 
 def scaling_table(records: list[RunRecord]) -> pd.DataFrame:
     """Scaling efficiency of every N-GPU run over the 1-GPU run of the same hardware, experiment and host
-    (analysis.measure.compare.scaling_pairs: a ratio across hosts measures the hosts, so none is made)."""
-    rows: list[ScalingRow] = []
-    for one, many, sc in compare.scaling_pairs(records):
-        share = profile.step_share(many)
-        rows.append({"hw": many.hw, "experiment": many.experiment, "parallel": many.parallel, "host": many.host_id,
-                     "gpus_from": sc.gpus_from, "gpus_to": sc.gpus_to, "speedup": sc.speedup,
-                     "efficiency": sc.efficiency, "efficiency_low": sc.efficiency_low,
-                     "efficiency_high": sc.efficiency_high, "basis": sc.basis, "hosts": sc.hosts,
-                     "tokens_per_s_from": throughput.throughput(one).tokens_per_s,
-                     "tokens_per_s_to": throughput.throughput(many).tokens_per_s,
-                     "comm_ms_per_step": share.comm_ms, "gpu_busy_frac": share.gpu_busy_frac,
-                     "run_from": one.run, "run_to": many.run, "labels": labels_text(many)})
-    return pd.DataFrame(rows, columns=SCALING_COLUMNS)
+    (analysis.judge.answer.run_tables.scaling_rows)."""
+    return view_render.to_frame(RT.scaling_rows(records), RT.ScalingRow)
 
 
 def convergence_table(results_dir: str | Path | Scan, seeds_dir: str | Path | None = None,
                       records: list[RunRecord] | None = None) -> pd.DataFrame:
-    """Per picked run: steps, final train / eval loss, eval token accuracy, the training loss's drop
-    (analysis.measure.loss), wall time to the last eval; and the article's final losses and accuracies."""
-    out: list[ConvergenceRow] = []
-    for r in records if records is not None else measured_records(results_dir):
-        drop = loss.loss_drop_stats(r)
-        out.append({
-            "hw": r.hw, "experiment": r.experiment, "source": "measured", "status": r.status, "run": r.run,
-            "labels": labels_text(r), "steps": r.global_steps, "final_train_loss": loss.final_train_loss(r),
-            "final_eval_loss": loss.final_eval_loss(r), "eval_token_acc": loss.final_eval_token_acc(r),
-            "loss_drop_per_100_steps": drop.loss_drop_per_100_steps, "steps_to_50pct_drop": drop.steps_to_50pct_drop,
-            "steps_to_90pct_drop": drop.steps_to_90pct_drop, "wall_time_to_last_eval_s": loss.wall_time_to_last_eval(r),
-        })
-    pub = published_figures(seeds_dir or DEFAULT_SEEDS_DIR)
-    total_steps = P.value(pub, None, "total_steps")
-    for hw in P.hardware_with(pub, "final_eval_loss", legible=False):
-        acc = P.value(pub, hw, "final_eval_acc_pct")
-        out.append({
-            "hw": hw, "experiment": SEED_EXPERIMENT, "source": "published", "status": "published",
-            "run": PUBLISHED_RUN,
-            "labels": "published; loss text " + repr(P.text(pub, hw, "final_eval_loss") or "").replace("\\n", " "),
-            "steps": total_steps, "final_eval_loss": P.value(pub, hw, "final_eval_loss"),
-            "eval_token_acc": acc / 100 if acc else None,
-        })
-    return pd.DataFrame(out, columns=CONVERGENCE_COLUMNS).sort_values(
-        ["experiment", "source", "hw"], ignore_index=True)
+    """Per picked run its losses, and the article's (analysis.judge.answer.run_tables.convergence_rows)."""
+    rows = RT.convergence_rows(records if records is not None else measured_records(results_dir),
+                               published_figures(seeds_dir or DEFAULT_SEEDS_DIR))
+    return view_render.to_frame(rows, RT.ConvergenceRow)
 
 
 # ---------------------------------------------------------------------------------------------- CLI
 
 
-def render(df: pd.DataFrame, fmt: str) -> str:
-    if fmt == "csv":
-        return df.to_csv(index=False)
-    if fmt == "json":
-        return json.dumps(json.loads(df.to_json(orient="records", double_precision=15)), indent=2)
-    shown = df.astype(object).where(df.notna(), None)  # tabulate only treats None as missing, not NaN
-    return shown.to_markdown(index=False, floatfmt=".4g", missingval="–")
+render = view_render.frame_text
 
 
 def register(sub) -> None:
@@ -272,24 +98,10 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-YOUR_COLUMNS = ["run", "hw", "experiment", "host", "labels", "steps", "ms_per_step", "tokens_per_s", "peak_gib", "mfu",
-                "final_eval_loss", "nearest", "differs"]
-
-
 def your_runs_table(records: list[RunRecord]) -> pd.DataFrame:
-    """The user's own runs (analysis.judge.answer.your_runs: experiments that are neither the matrix's nor the claims
-    audit's): their metrics as the speed table has them, the nearest matrix recipe and the flags that differ."""
-    by_path = {str(r.path): r for r in records}
-    rows = []
-    for y in your_runs.your_runs(records):
-        rec = by_path[y.path]
-        sp = speed_row(rec)
-        rows.append({"run": y.run, "hw": y.hw, "experiment": y.experiment, "host": rec.host_id,
-                     "labels": labels_text(rec), "steps": rec.global_steps, "ms_per_step": sp["ms_per_step"],
-                     "tokens_per_s": sp["tokens_per_s"], "peak_gib": sp["peak_gib"], "mfu": sp["mfu"],
-                     "final_eval_loss": loss.final_eval_loss(rec), "nearest": y.nearest,
-                     "differs": "; ".join(y.differs) or None})
-    return pd.DataFrame(rows, columns=YOUR_COLUMNS)
+    """The user's own runs (analysis.judge.answer.run_tables.your_run_rows): their metrics as the speed table has
+    them, the nearest matrix recipe and the flags that differ."""
+    return view_render.to_frame(RT.your_run_rows(records), RT.YourRunRow)
 
 
 @dataclass(frozen=True)
@@ -336,7 +148,7 @@ def tables(results_dir: str | Path | Scan, baseline: str = hardware.DEFAULT_BASE
     ans = classes.answer(everything, prices)
     pairs = repeats.harness_pairs(everything)
     if compact:
-        speed, conv = speed[COMPACT["speedup"]], conv[COMPACT["convergence"]]
+        speed, conv = speed[list(RT.SPEED_COMPACT)], conv[list(RT.CONVERGENCE_COMPACT)]
     return Tables(speedup=speed, convergence=conv, scaling=scale,
                   recommended=recommend_view.recommended_frame(ans.recommendation, list(ans.classes)),
                   recipes=view.recipe_rows(ans.recommendation),
@@ -413,7 +225,7 @@ def run(args) -> int:
     if args.format == "md":
         print(answer_md(t) + "\n")
         print("## Recipes' full epochs per host (the runs the answer counts: median, range and count)\n")
-        print(render(view_render.to_frame(t.recipes, RecipeRow).drop(columns=["labels", "path"]), "md"))
+        print(render(view_render.to_frame(t.recipes, RecipeRow, columns=view.RECIPE_FULL_TABLE), "md"))
         print("\n## Every recipe's runs per host and harness (n, median and range; the host probe's loop in ns/iter)\n")
         print(render(t.repeats, "md"))
         if not t.harness.empty:

@@ -110,6 +110,25 @@ def from_json(text: str, cls: type[Row]) -> tuple[Row, ...]:
     return tuple(cls(**d) for d in json.loads(text))
 
 
-def to_frame(rows: Sequence[Any], cls: type) -> pd.DataFrame:
-    """Every field as a column (the CSV files and the full Markdown tables)."""
-    return pd.DataFrame(to_records(rows), columns=[f.name for f in dataclasses.fields(cls)])
+def to_frame(rows: Sequence[Any], cls: type, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every field as a column, by field name (or COLUMNS, field names): the CSV files, the full Markdown tables and
+    the figures' data."""
+    names = list(columns) if columns is not None else [f.name for f in dataclasses.fields(cls)]
+    return pd.DataFrame(to_records(rows), columns=names)
+
+
+def frame_text(df: pd.DataFrame, fmt: str) -> str:
+    """A frame as `swiftbench tables` prints it: csv, json (every digit) or md (a pipe table, missing as an en
+    dash)."""
+    if fmt == "csv":
+        return df.to_csv(index=False)
+    if fmt == "json":
+        return json.dumps(json.loads(df.to_json(orient="records", double_precision=15)), indent=2)
+    shown = df.astype(object).where(df.notna(), None)  # tabulate only treats None as missing, not NaN
+    return shown.to_markdown(index=False, floatfmt=".4g", missingval="–")
+
+
+def formats(cls: type) -> dict[str, str]:
+    """Field name -> its format, for the fields that have one (a frame's columns, as the report's tables format
+    them)."""
+    return {f.name: f.metadata["fmt"] for f in dataclasses.fields(cls) if f.metadata.get("fmt", "{}") != "{}"}

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_recipe
+from analysis.core.viewfield import col
 from analysis.measure import steps, throughput
 from analysis.parse.record import RunRecord
 from experiments.base import hardware
@@ -312,3 +313,24 @@ def speed_facts(picked: list[RunRecord], ok_records: list[RunRecord], pub: pd.Da
         rows.append(StepVsPublished(r.hw, list(r.labels), micro, opt, r.grad_accum, ref, relation, p, micro / p,
                                     opt / p))
     return SpeedFacts(max_len, published, per_sample, ours, rows)
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """One bar of the published-vs-measured figure: the article's ms per step of a class, or a seed run's micro-step
+    or optimizer step (a typed view: analysis.present.view_render renders it)."""
+
+    name: str = col("bar", default="")
+    ms: float | None = col("step", "ms", "{:,.1f}")
+    kind: str = col("which step", default="")
+
+
+def step_points(pub: pd.DataFrame, picked: list[RunRecord]) -> tuple[StepPoint, ...]:
+    """The article's step time per class, then each picked seed run's micro-step and optimizer step."""
+    out = [StepPoint(f"{h} published", value(pub, h, "ms_per_step"), "published step")
+           for h in hardware_with(pub, "ms_per_step")]
+    for r in seed_runs(picked):
+        if steps.micro_step_ms(r):
+            out += [StepPoint(f"{r.name} micro-step", steps.micro_step_ms(r), "our micro-step"),
+                    StepPoint(f"{r.name} optimizer step", ms_per_step(r), "our optimizer step")]
+    return tuple(out)

@@ -4,10 +4,8 @@ EpochEstimate in it) and analysis.judge.answer.recommend (Recommendation, its Ho
 answer's tables is a field here; analysis.present.view_render renders the rows as Markdown, HTML and JSON and reads
 each column's words from the field's metadata, so a quantity has one name, one label and one format everywhere.
 
-Field metadata (col()): LABEL and UNIT (the column's head: "epoch s"), FMT (a format string for the value), SHOW
-(whether the answer's table shows it; JSON holds every field), BAND (the low and high fields shown in the cell beside
-the value, "43.4 (40.4-46.9)", where they differ), NOTE (a field whose text, where set, follows the value in
-parentheses) and MARK (a boolean field and the sign that follows the value where it is true).
+Field metadata: analysis.core.viewfield.col() (LABEL, UNIT, FMT, SHOW, BAND, NOTE, MARK; that module says what
+each is). SHOW: whether the answer's table shows the field (JSON holds every field).
 
 The three durations, one name each (docs/architecture.md):
 - epoch_s: train_runtime of one full epoch (ms-swift's clock: every step, evaluation and save), measured or carried
@@ -20,24 +18,12 @@ The three durations, one name each (docs/architecture.md):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, fields
 
+from analysis.core.viewfield import col, hidden
 from analysis.judge.answer.classes import ClassAnswer
 from analysis.judge.answer.published import short
 from analysis.judge.answer.recommend import HostEpochs, Recommendation
-
-
-def col(label: str, unit: str = "", fmt: str = "{}", *, show: bool = True, band: tuple[str, str] | None = None,
-        note: str | None = None, mark: tuple[str, str] | None = None, default: Any = None) -> Any:
-    """A view field with its column's words and format (read by analysis.present.view_render)."""
-    return field(default=default, metadata={"label": label, "unit": unit, "fmt": fmt, "show": show, "band": band,
-                                            "note": note, "mark": mark})
-
-
-def hidden(label: str, unit: str = "", fmt: str = "{}", default: Any = None) -> Any:
-    """A field JSON holds and the answer's table does not show."""
-    return col(label, unit, fmt, show=False, default=default)
 
 
 @dataclass(frozen=True)
@@ -179,3 +165,82 @@ def recipe_rows(rec: Recommendation) -> tuple[RecipeRow, ...]:
     letters = host_letters(rec.rows)
     rows = [recipe_row(r, letters[r.host], r.experiment == rec.experiment) for r in rec.rows]
     return tuple(sorted(rows, key=lambda x: (x.host_letter, x.epoch_s)))
+
+
+@dataclass(frozen=True)
+class OrderRow:
+    """Which recipe finishes sooner (recommend.Order: on which hosts, on what basis), or an order the runs do not
+    settle (recommend.Undetermined: why, and what would settle it)."""
+
+    faster: str = col("sooner")
+    slower: str = col("later")
+    hosts: str | None = col("hosts")
+    basis: str = col("basis")
+    undetermined: bool = col("undetermined", default=False)
+    settle: str | None = col("settle with")
+
+
+def order_rows(rec: Recommendation) -> tuple[OrderRow, ...]:
+    """REC's orders (hosts by their first 8 characters), then its undetermined ones."""
+    return (tuple(OrderRow(faster=o.faster, slower=o.slower, hosts=", ".join(h[:8] for h in o.hosts), basis=o.basis)
+                  for o in rec.orders)
+            + tuple(OrderRow(faster=u.a, slower=u.b, basis=u.why, undetermined=True, settle=u.settle)
+                    for u in rec.undetermined))
+
+
+@dataclass(frozen=True)
+class RecommendedRow:
+    """The recommendation as one row: its epoch on its class as the one estimator gives it (every host's full epochs;
+    the class table's and plan's figure), the deciding host's own epoch (host_epoch_s) and x seed, the command and
+    the sentence."""
+
+    experiment: str | None = col("recipe")
+    hw: str | None = col("GPU class")
+    host: str | None = col("deciding host id")
+    run: str | None = col("deciding run")
+    epoch_s: float | None = col("epoch", "s", "{:.1f}", band=("epoch_low_s", "epoch_high_s"))
+    epoch_low_s: float | None = hidden("epoch low", "s", "{:.1f}")
+    epoch_high_s: float | None = hidden("epoch high", "s", "{:.1f}")
+    host_epoch_s: float | None = col("deciding host's epoch", "s", "{:.1f}")
+    startup_s: float | None = col("start-up", "s", "{:.1f}")
+    hosts: int = col("hosts", "", "{:d}", default=0)
+    warm_epoch_s: float | None = hidden("epoch again (warm caches)", "s", "{:.1f}")
+    epoch_x_seed: float | None = col("x seed", "", "{:.1f}", band=("x_seed_low", "x_seed_high"))
+    x_seed_low: float | None = hidden("x seed low", "", "{:.1f}")
+    x_seed_high: float | None = hidden("x seed high", "", "{:.1f}")
+    seed_epoch_s: float | None = col("seed epoch", "s", "{:.1f}")
+    seed_basis: str | None = hidden("seed epoch basis")
+    eval_loss: float | None = col("eval loss", "", "{:.4f}")
+    seed_eval_loss: float | None = hidden("seed eval loss", "", "{:.4f}")
+    seed_range: float | None = hidden("seeds' eval loss range", "", "{:.4f}")
+    runner_up: str | None = hidden("runner-up")
+    note: str | None = hidden("note")
+    swift_version: str | None = hidden("ms-swift")
+    command: str | None = hidden("command")
+    sentence: str = hidden("sentence", default="")
+
+
+def recommended_row(rec: Recommendation, classes: tuple[ClassAnswer, ...] | list[ClassAnswer],
+                    sentence: str) -> RecommendedRow:
+    """REC as one RecommendedRow; SENTENCE: the recommendation in words (analysis.present.recommend_view.sentence)."""
+    d = rec.deciding
+    xs, es = rec.x_seed_range(), rec.epoch_range()
+    est = next((c.choice.estimate for c in classes if c.hw == rec.hw and c.choice is not None
+                and c.choice.experiment == rec.experiment and c.choice.estimate is not None), None)
+    if est is not None:  # the one estimator's figure: the class table's and plan's
+        es = (est.low_s, est.high_s)
+    return RecommendedRow(
+        experiment=rec.experiment, hw=rec.hw, host=d.host if d else None, run=d.run if d else None,
+        epoch_s=est.epoch_s if est else (d.epoch_s if d else None), epoch_low_s=es[0] if es else None,
+        epoch_high_s=es[1] if es else None, host_epoch_s=d.epoch_s if d else None,
+        startup_s=est.startup_s if est else None, hosts=len(rec.chosen),
+        warm_epoch_s=d.warm_epoch_s if d else None, epoch_x_seed=d.epoch_x_seed if d else None,
+        x_seed_low=xs[0] if xs else None, x_seed_high=xs[1] if xs else None,
+        seed_epoch_s=d.seed.seconds if d and d.seed else None, seed_basis=d.seed.basis if d and d.seed else None,
+        eval_loss=d.eval_loss if d else None, seed_eval_loss=d.seed_eval_loss if d else None,
+        seed_range=d.seed_range if d else None, runner_up=rec.runner_up, note=rec.note,
+        swift_version=rec.swift_version, command=rec.command, sentence=sentence)
+
+
+# the full Markdown table of the recipes (`swiftbench tables`): every field but the run's labels and folder
+RECIPE_FULL_TABLE = tuple(f.name for f in fields(RecipeRow) if f.name not in ("labels", "path"))

@@ -8,20 +8,18 @@ class's recipe analysis.judge, published rows the seeds. This module picks the r
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
-import pandas as pd
+from dataclasses import asdict, dataclass, fields
 
 from analysis.core.seeds import published_recipe
 from analysis.estimate import planner
 from analysis.estimate import prices as price_tables
 from analysis.estimate.validate import PlannerError, planner_error
 from analysis.judge.answer import published as P
-from analysis.judge.answer import view
+from analysis.judge.answer import seed_table, view
 from analysis.judge.answer.classes import ClassAnswer
 from analysis.judge.answer.recommend import Recommendation
+from analysis.judge.answer.seed_table import SeedRow
 from analysis.judge.answer.view import ClassRow, RecipeRow
-from analysis.measure import profile, steps, throughput
 from analysis.parse.record import RunRecord
 from analysis.present import plots, recommend_view, view_render
 from analysis.present import tables as T
@@ -29,13 +27,6 @@ from analysis.present.recommend_view import band_text, seconds_text
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base import hardware
-
-# The GPU classes a reader asks about (the article's four, the 80 GB A100, the H100 and the H200 we measure on)
-COLUMNS = ["GPU", "source", "ms / sample", "ms / step", "tokens/s", "peak / capacity GiB", "GPU busy",
-           "epoch", "GPU\u2011h", "the class's recipe · its epoch"]  # a non-breaking hyphen in GPU-h
-CSV_COLUMNS = ["hw", "gpu", "source", "run", "host", "gpus", "labels", "ms_per_sample", "ms_per_step", "tokens_per_s",
-               "peak_gib", "capacity_gib", "fits", "gpu_busy_frac", "epoch_steps", "epoch_s", "gpu_hours",
-               "largest_batch", "class_recipe", "class_recipe_epoch_s"]
 
 
 def classes(ctx: Context) -> list[str]:
@@ -92,18 +83,10 @@ def predictions(ctx: Context) -> dict[str, planner.PlanRow]:
 # ------------------------------------------------------------------------------------------ rows
 
 
-def _gpu(hw: str | None) -> str | None:
-    return P.short(hw) if hw else hw  # no class: its None (or "") as it is
-
-
 def _minutes(seconds: float | None) -> str:
     if seconds is None:
         return "–"
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.1f} min"
-
-
-def _host(rec: RunRecord) -> str:
-    return rec.host_id[:8] if rec.host_id else "host ?"
 
 
 @dataclass(frozen=True)
@@ -116,113 +99,27 @@ class ClassCell:
     how: str | None = None
 
 
-@dataclass(frozen=True)
-class AnswerRow:
-    """One row of the seed recipe's table: a measured run, the planner's prediction or the article's figure."""
-
-    hw: str
-    gpu: str | None
-    source: str                       # measured, predicted, published
-    run: str | None
-    host: str | None
-    labels: str
-    detail: str
-    capacity_gib: float
-    best: ClassCell
-    gpus: int | None = None
-    ms_per_sample: float | None = None
-    ms_per_step: float | None = None
-    tokens_per_s: float | None = None
-    peak_gib: float | None = None
-    fits: bool | None = None
-    gpu_busy_frac: float | None = None
-    epoch_steps: int | None = None
-    epoch_s: float | None = None
-    gpu_hours: float | None = None
-    largest_batch: int | None = None
-
-
-def measured_row(rec: RunRecord, capacity: float, best: ClassCell) -> AnswerRow:
-    st = steps.step_time(rec).median
-    ep = steps.epoch_time(rec)
-    gpus = rec.world_size or 1
-    extra = [f"{gpus} GPUs" if gpus > 1 else None,
-             f"{rec.global_steps} steps" if rec.is_cut_run and rec.global_steps else None,
-             "forced" if any(lab.startswith("forced") for lab in rec.labels) else None]
-    named = [x for x in extra if x]
-    return AnswerRow(hw=rec.hw or "", gpu=_gpu(rec.hw), source="measured", run=rec.run, host=rec.host_id, gpus=gpus,
-                     labels="; ".join(rec.labels), detail=" · ".join([_host(rec)] + named),
-                     ms_per_sample=steps.sample_ms(rec), ms_per_step=st * 1000 if st else None,
-                     tokens_per_s=throughput.throughput(rec).tokens_per_s, peak_gib=rec.peak_mem_gib,
-                     capacity_gib=capacity, gpu_busy_frac=profile.busy_fraction(rec), epoch_steps=ep.steps,
-                     epoch_s=ep.seconds, gpu_hours=ep.gpu_hours, best=best)
-
-
-def predicted_row(p: planner.PlanRow, best: ClassCell) -> AnswerRow:
-    """The planner's row: its time where it has one (the one estimator's, as `plan` prints it), else the roofline's;
-    the GPU's busy share is the roofline's."""
-    roof = p.roofline
-    timed = p.total_time_s is not None and p.step_time_s is not None
-    how = f"{p.time_kind} time ({p.time_source})" if timed else "roofline time"
-    return AnswerRow(hw=p.hw, gpu=_gpu(p.hw), source="predicted", run=None, host=None, gpus=1,
-                     labels=f"planner (analysis/estimate/planner.py): {how}, memory model",
-                     detail="planner" + ("" if p.fits else "; does NOT fit"),
-                     ms_per_sample=p.ms_per_sample if timed else roof.ms_per_sample,
-                     ms_per_step=(p.step_time_s if timed and p.step_time_s else roof.step_time_s) * 1000,
-                     tokens_per_s=p.tokens_per_s if timed else roof.tokens_per_s, peak_gib=p.logged_peak_gib,
-                     capacity_gib=p.capacity_gib, fits=p.fits, gpu_busy_frac=roof.gpu_busy_frac, epoch_steps=p.steps,
-                     epoch_s=p.total_time_s if timed else roof.total_time_s,
-                     gpu_hours=(p.total_time_s if timed and p.total_time_s else roof.total_time_s) / 3600,
-                     largest_batch=p.max_batch, best=best)
-
-
-def published_row(ctx: Context, hw: str, capacity: float) -> AnswerRow | None:
-    ms = P.value(ctx.pub, hw, "ms_per_step")
-    if ms is None:
-        return None
-    return AnswerRow(hw=hw, gpu=_gpu(hw), source="published", run="seeds/ms_swift_hw_test.yaml", host=None,
-                     labels="published (ms-swift hardware article; its 'step' is one sample)", detail="article",
-                     ms_per_sample=ms, capacity_gib=capacity, best=ClassCell(""))
-
-
-def answer_rows(ctx: Context) -> list[AnswerRow]:
-    """Per class: its measured seed-recipe runs (one per host), the planner's prediction, the article's figure."""
+def answer_rows(ctx: Context) -> list[SeedRow]:
+    """Per class: its measured seed-recipe runs (one per host), the planner's prediction, the article's figure
+    (analysis.judge.answer.seed_table's SeedRows)."""
     plans = predictions(ctx)
     per_class = {c.hw: c for c in ctx.answer().classes}
     measured = P.seed_runs(ctx.picked)
-    rows: list[AnswerRow] = []
+    rows: list[SeedRow] = []
     for hw in classes(ctx):
         cap = planner.capacity_gib(hardware.require(hw))
         best = class_cell(per_class.get(hw))
         runs = sorted([r for r in measured if r.hw == hw], key=lambda r: (r.host_id is None, r.host_id or "", r.run))
-        rows += [measured_row(r, cap, best) for r in runs]
+        rows += [seed_table.measured_row(r, cap, best.recipe, best.epoch_s) for r in runs]
         if hw in plans:
-            rows.append(predicted_row(plans[hw], best))
-        pub = published_row(ctx, hw, cap)
+            rows.append(seed_table.predicted_row(plans[hw], best.recipe, best.epoch_s))
+        pub = seed_table.published_row(hw, P.value(ctx.pub, hw, "ms_per_step"), cap)
         if pub:
             rows.append(pub)
     return rows
 
 
-def frame(rows: list[AnswerRow]) -> pd.DataFrame:
-    """The rows as the CSV keeps them."""
-    out = []
-    for r in rows:
-        d = asdict(r)
-        out.append({**{k: d[k] for k in CSV_COLUMNS if k in d}, "class_recipe": r.best.recipe,
-                    "class_recipe_epoch_s": r.best.epoch_s})
-    return pd.DataFrame(out, columns=CSV_COLUMNS)
-
-
-def _cell(r: AnswerRow, column: str) -> str:
-    """One measured column of the seed table, formatted."""
-    if column == "peak / capacity GiB":
-        peak = "illegible" if r.source == "published" else H.fmt(r.peak_gib, "{:.1f}")
-        return f"{peak} / {r.capacity_gib:.0f}"
-    value, fmt = {"ms / sample": (r.ms_per_sample, "{:,.0f}"), "ms / step": (r.ms_per_step, "{:,.0f}"),
-                  "tokens/s": (r.tokens_per_s, "{:,.0f}"), "GPU busy": (r.gpu_busy_frac, "{:.0%}"),
-                  "GPU\u2011h": (r.gpu_hours, "{:.2f}")}.get(column, (None, ""))
-    return _minutes(r.epoch_s) if column == "epoch" else H.fmt(value, fmt)
+CSV_FIELDS = tuple(f.name for f in fields(SeedRow) if f.name != "detail")  # answer.csv: every figure, not the words
 
 
 def class_cell(c: ClassAnswer | None) -> ClassCell:
@@ -241,29 +138,46 @@ def _best_cell(best: ClassCell) -> str:
             f"<small>{H.e(best.how)}</small>")
 
 
-def table_html(rows: list[AnswerRow]) -> str:
+_F = {f.name: f for f in fields(SeedRow)}
+# the table's columns: fields shown by view_render.cell; the composite ones below word their heads from the fields'
+VALUE_FIELDS = ("ms_per_sample", "ms_per_step", "tokens_per_s")
+PEAK_HEAD = f"{_F['peak_gib'].metadata['label']} / {view_render.head(_F['capacity_gib'])}"
+EPOCH_HEAD = f"{_F['steady_extrapolated_s'].metadata['label']} / {_F['planner_epoch_s'].metadata['label']}"
+BEST_HEAD = f"{_F['class_recipe'].metadata['label']} · {_F['class_recipe_epoch_s'].metadata['label']}"
+HEADS = [view_render.head(_F["gpu"]), view_render.head(_F["source"]), *(view_render.head(_F[n]) for n in VALUE_FIELDS),
+         PEAK_HEAD, view_render.head(_F["gpu_busy_frac"]), EPOCH_HEAD, view_render.head(_F["gpu_hours"]), BEST_HEAD]
+
+
+def _td(head: str, text: str) -> str:
+    return f'<td data-col="{H.e(head)}">{H.e(text)}</td>'
+
+
+def table_html(rows: list[SeedRow], best: dict[str, ClassCell]) -> str:
     """The answer table: one group of rows per class (measured, predicted, published), the class and its best
-    recipe once per group; rows say their class and source in data attributes."""
-    head = "".join(f"<th>{H.e(c)}</th>" for c in COLUMNS)
+    recipe (BEST: per class) once per group; rows say their class and source in data attributes."""
+    head = "".join(f"<th>{H.e(c)}</th>" for c in HEADS)
     body = []
     for i, r in enumerate(rows):
         first = i == 0 or rows[i - 1].hw != r.hw
         n = sum(1 for x in rows if x.hw == r.hw)
         tds = []
-        for c in COLUMNS:
-            if c == "GPU":
-                if first:
-                    tds.append(f'<td rowspan="{n}" class="sb-gpu" data-col="GPU">{H.e(r.gpu)}<br><small>'
-                               f'{H.e(hardware.require(r.hw).memory_gb)} GB</small></td>')
-            elif c == "source":
-                detail = {"measured": r.detail, "predicted": "planner" if r.fits in (None, True)
-                          else "planner · does NOT fit", "published": "article"}[r.source]
-                tds.append(f'<td data-col="source">{H.e(r.source)} <small>{H.e(detail)}</small></td>')
-            elif c.startswith("the class's recipe"):
-                if first:
-                    tds.append(f'<td rowspan="{n}" class="sb-best" data-col="best">{_best_cell(r.best)}</td>')
-            else:
-                tds.append(f'<td data-col="{H.e(c)}">{H.e(_cell(r, c))}</td>')
+        if first:
+            tds.append(f'<td rowspan="{n}" class="sb-gpu" data-col="{H.e(HEADS[0])}">{H.e(r.gpu)}<br><small>'
+                       f'{H.e(hardware.require(r.hw).memory_gb)} GB</small></td>')
+        detail = {"measured": r.detail, "predicted": "planner" if r.fits in (None, True)
+                  else "planner · does NOT fit", "published": "article"}[r.source]
+        tds.append(f'<td data-col="{H.e(HEADS[1])}">{H.e(r.source)} <small>{H.e(detail)}</small></td>')
+        tds += [_td(view_render.head(_F[n]), H.fmt(getattr(r, n), _F[n].metadata["fmt"])) for n in VALUE_FIELDS]
+        peak = "illegible" if r.source == "published" else H.fmt(r.peak_gib, _F["peak_gib"].metadata["fmt"])
+        tds.append(_td(PEAK_HEAD, f"{peak} / {_F['capacity_gib'].metadata['fmt'].format(r.capacity_gib)}"))
+        tds.append(_td(view_render.head(_F["gpu_busy_frac"]),
+                       H.fmt(r.gpu_busy_frac, _F["gpu_busy_frac"].metadata["fmt"])))
+        epoch = r.steady_extrapolated_s if r.steady_extrapolated_s is not None else r.planner_epoch_s
+        tds.append(_td(EPOCH_HEAD, _minutes(epoch)))
+        tds.append(_td(view_render.head(_F["gpu_hours"]), H.fmt(r.gpu_hours, _F["gpu_hours"].metadata["fmt"])))
+        if first:
+            tds.append(f'<td rowspan="{n}" class="sb-best" data-col="best">'
+                       f'{_best_cell(best[r.hw] if r.source != "published" else ClassCell(""))}</td>')
         cls = f"sb-{r.source}" + (" sb-group" if first else "")
         body.append(f'<tr class="{cls}" data-hw="{H.e(r.hw)}" data-source="{H.e(r.source)}">'
                     + "".join(tds) + "</tr>")
@@ -400,7 +314,9 @@ def recipes_detail_html(ctx: Context) -> str:
 
 def answer_section(ctx: Context) -> str:
     rows = answer_rows(ctx)
-    df = frame(rows)
+    df = view_render.to_frame(rows, SeedRow, columns=CSV_FIELDS)
+    per_class = {c.hw: c for c in ctx.answer().classes}
+    best = {hw: class_cell(per_class.get(hw)) for hw in classes(ctx)}
     err = planner_error(ctx.estimates())
     kw = seed_recipe(ctx)
     measured = P.seed_runs(ctx.picked)
@@ -420,8 +336,9 @@ def answer_section(ctx: Context) -> str:
             "memory model; analysis/estimate/planner.py; most of each predicted step is its host overhead, "
             "measured on the H200's hosts: no prediction for another GPU has been checked on that GPU); "
             "<b>published</b>: the ms-swift hardware article, ms per sample only (its tokens/s assume "
-            "2,048 tokens a sample; its memory column is illegible). <i>epoch</i>: the epoch at the steady median "
-            "step; <i>GPU-h</i> x your price per GPU-hour = its cost (the recommended recipe's table above prices "
+            "2,048 tokens a sample; its memory column is illegible). <i>steady x steps</i>: a measured run's steady "
+            "median step x the epoch's steps (warm-up, evaluations and saves left out); <i>planner's epoch</i>: the "
+            "planner's; <i>GPU-h</i> x your price per GPU-hour = its cost (the recommended recipe's table above prices "
             "it); <i>GPU busy</i>: share of a step the GPU computes (measured: two profiled steps; predicted: the "
             "roofline's). <i>the class's recipe</i>: the fastest matrix recipe shown to fit the class's memory "
             "(the recommendation's table above), with its epoch there.")
@@ -429,7 +346,7 @@ def answer_section(ctx: Context) -> str:
         recommendation_html(ctx),
         H.p(f"For {recipe}: what each GPU class gives. Then the claims, the details of speed, memory and loss, "
             "published against measured, utilisation, the planner's validation and the environment."),
-        '<div class="sb-answer-row"><div class="sb-answer-table">' + table_html(rows)
+        '<div class="sb-answer-row"><div class="sb-answer-table">' + table_html(rows, best)
         + f'<p class="sb-note">{note}</p></div><div class="sb-answer-figure">{figure}</div></div>',
         H.csv(ctx, df, "answer.csv"),
         recipes_detail_html(ctx),

@@ -3,24 +3,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.present import plots
+from analysis.judge.answer.run_tables import ConvergenceRow
+from analysis.measure import run_views
+from analysis.present import plots, view_render
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 
-FORMATS = {"final_train_loss": "{:.4f}", "final_eval_loss": "{:.4f}", "eval_token_acc": "{:.4f}",
-           "loss_drop_per_100_steps": "{:.3f}", "steps": "{:.0f}", "steps_to_50pct_drop": "{:.0f}",
-           "steps_to_90pct_drop": "{:.0f}", "wall_time_to_last_eval_s": "{:.1f}"}
-COLUMNS = ["experiment", "name", "hw", "run", "split", "step", "loss"]
-
 
 def loss_frame(records) -> pd.DataFrame:
-    pts = []
-    for r in records:
-        for split, curve in (("train", r.train_loss), ("eval", r.eval_loss)):
-            for step, value in curve:
-                pts.append({"experiment": r.experiment, "name": r.name, "hw": r.hw, "run": r.run, "split": split,
-                            "step": step, "loss": value})
-    return pd.DataFrame(pts, columns=COLUMNS)
+    """Every logged train and eval loss (analysis.measure.run_views.loss_points)."""
+    return view_render.to_frame(run_views.loss_points(records), run_views.LossPoint)
 
 
 COINCIDE_LOSS = 0.02  # train losses this close at every common logged step draw as one line in the loss figure
@@ -64,7 +56,7 @@ def convergence_section(ctx: Context) -> str:
                 "and seed), so their curves lie on top of each other: " + H.e("; ".join(same)) + ".") if same else ""),
         H.csv(ctx, df, "loss_curves.csv"),
         H.fold(f"the convergence table ({len(ctx.conv)} rows: final losses, accuracy, steps to 50 / 90 % of the drop)",
-               H.html_table(ctx.conv, FORMATS)),
+               H.html_table(ctx.conv, view_render.formats(ConvergenceRow))),
         H.csv(ctx, ctx.conv, "convergence.csv"),
         H.note("Published rows: the article's final losses and accuracies lost their integer parts in the "
                "extraction (only the digits after the point survive), so they are text, not numbers."),

@@ -4,20 +4,15 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.judge.answer import published as P
-from analysis.present import plots
+from analysis.measure import run_views
+from analysis.present import plots, view_render
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 
-COLUMNS = ["name", "hw", "experiment", "run", "labels", "per_device_batch", "grad_accum", "max_length",
-           "gradient_checkpointing", "peak_gib"]
-
 
 def memory_frame(ctx: Context, records) -> pd.DataFrame:
-    mem = pd.DataFrame([{"name": r.name, "hw": r.hw, "experiment": r.experiment, "run": r.run,
-                         "labels": "; ".join(r.labels), "per_device_batch": r.per_device_batch,
-                         "grad_accum": r.grad_accum, "max_length": r.max_length,
-                         "gradient_checkpointing": r.gradient_checkpointing, "peak_gib": r.peak_mem_gib}
-                        for r in records], columns=COLUMNS)
+    """Each run's peak (analysis.measure.run_views.MemoryRow), and whether it fits each class's capacity."""
+    mem = view_render.to_frame(run_views.memory_rows(records), run_views.MemoryRow)
     for gib, _ in ctx.capacities():
         mem[f"fits {gib:.1f} GiB"] = ["yes" if p < gib else "no" for p in mem["peak_gib"]]
     return mem
@@ -42,8 +37,8 @@ def memory_section(ctx: Context) -> str:
             + ". <i>fits</i> = peak below the capacity, "
             "without headroom for the context."),
         H.figure(ctx, fig, "memory.png", "Peak reserved GiB per run; dashed lines: GPU class capacities. " + labels),
-        H.fold(f"peak and fits per run ({len(mem)} runs)", H.html_table(mem.drop(columns=["name"]),
-                                                                          {"peak_gib": "{:.2f}"})),
+        H.fold(f"peak and fits per run ({len(mem)} runs)", H.html_table(
+            mem, {"peak_gib": view_render.formats(run_views.MemoryRow)["peak_gib"]}, columns=list(mem.columns[1:]))),
         H.csv(ctx, mem, "memory.csv"),
         "" if peak_legible else H.note(
             "The article's peak-memory column is illegible (seeds: legible none), so there is no published memory "

@@ -6,7 +6,7 @@ import pandas as pd
 
 from analysis.judge.answer import published as P
 from analysis.measure import steps
-from analysis.present import plots
+from analysis.present import plots, view_render
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 
@@ -110,15 +110,11 @@ def published_section(ctx: Context) -> str:
         H.csv(ctx, comp, "published_vs_measured.csv"),
     ]
     pub_hw = P.hardware_with(ctx.pub, "ms_per_step")
-    plot_rows = [{"name": f"{h} published", "ms": P.value(ctx.pub, h, "ms_per_step"), "kind": "published step"}
-                 for h in pub_hw]
+    plot_rows = P.step_points(ctx.pub, ctx.picked)
     seeds = [r for r in P.seed_runs(ctx.picked) if steps.micro_step_ms(r)]
-    for r in seeds:
-        plot_rows.append({"name": f"{r.name} micro-step", "ms": steps.micro_step_ms(r), "kind": "our micro-step"})
-        plot_rows.append({"name": f"{r.name} optimizer step", "ms": P.ms_per_step(r), "kind": "our optimizer step"})
     if plot_rows:
         labels = ctx.labels_of(seeds) + " Grey: published (article), not measured here."
-        fig = plots.published_vs_measured(pd.DataFrame(plot_rows),
+        fig = plots.published_vs_measured(view_render.to_frame(plot_rows, P.StepPoint),
                                           "Published step times beside our micro-step and optimizer step", labels)
         parts.append(H.figure(ctx, fig, "published_vs_measured.png",
                               f"Published ms per step ({', '.join(P.short(h) for h in pub_hw)}) and our seed runs per "

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.judge.answer.run_tables import ScalingRow, SpeedRow, baseline_name
 from analysis.measure import compare, steps, throughput
 from analysis.parse.record import RunRecord
-from analysis.present import plots
+from analysis.present import plots, view_render
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
-from analysis.present.tables import baseline_name
 from experiments.base import hardware
 
-SPEED_FORMATS = {
-    "ms_per_sample": "{:.1f}", "ms_per_step": "{:.1f}", "ms_per_micro_step": "{:.1f}", "tokens_per_s": "{:,.0f}",
-    "tokens_per_s_low": "{:,.0f}",
-    "tokens_per_s_high": "{:,.0f}", "samples_per_s": "{:.2f}", "peak_gib": "{:.2f}", "mfu": "{:.2%}",
-    "speedup": "{:.2f}", "published_ms_per_sample": "{:.0f}", "measured_over_published": "{:.3f}",
-    "gpu_busy_ms_per_step": "{:.1f}", "host_ms_per_step": "{:.1f}", "gpu_busy_frac": "{:.0%}",
-    "gpm_busy_ms_per_step": "{:.1f}", "gpm_host_ms_per_step": "{:.1f}", "gpm_busy_frac": "{:.0%}",
-    "gpm_steps": "{:.0f}", "gpm_over_profiler": "{:.2f}",
-    "host_python_ns": "{:.1f}", "host_dispatch_us": "{:.2f}", "host_lora_ms": "{:.3f}",
-}
 HIDDEN = ("status", "samples_per_s")
 
 
@@ -31,7 +21,7 @@ def baselines(ctx: Context) -> dict[tuple[str | None, str], tuple[str, float, Ru
     by_id = {(r.hw, r.experiment, r.run): r for r in ctx.picked}
     out = {}
     for _, row in ctx.speed.iterrows():
-        is_base = row["baseline"] is not None and baseline_name(row) == row["baseline"]
+        is_base = row["baseline"] is not None and baseline_name(row["hw"], row.get("host")) == row["baseline"]
         if is_base and not H.missing(row["ms_per_sample"]):
             rec = by_id.get((row["hw"], row["experiment"], row["run"])) if row["source"] == "measured" else None
             out[(row["experiment"], row["source"])] = (row["baseline"], float(row["ms_per_sample"]), rec)
@@ -108,7 +98,8 @@ def speed_section(ctx: Context) -> str:
                    "where tiny kernels leave the engine active between them). <i>tokens_per_s_low/high</i>: 95 % "
                    "bootstrap range; <i>tokens_source</i>: counted tokens (tokens.jsonl) or mean length x samples "
                    "per step.")
-               + H.html_table(ctx.speed, SPEED_FORMATS, columns=[c for c in ctx.speed.columns if c not in HIDDEN])),
+               + H.html_table(ctx.speed, view_render.formats(SpeedRow),
+                              columns=[c for c in ctx.speed.columns if c not in HIDDEN])),
         H.csv(ctx, ctx.speed, "speedup.csv"),
         scaling_block(ctx),
     ])
@@ -122,20 +113,17 @@ def scaling_block(ctx: Context) -> str:
     sc = scaling_table(ctx.picked)
     if sc.empty:
         return ""
-    sc = sc.assign(name=[f"{r.experiment} · {r.parallel} · {r.gpus_from}->{r.gpus_to} GPUs · host {str(r.host)[:6]}"
-                         for r in sc.itertuples()])
+    named = sc.assign(name=[f"{r.experiment} · {r.parallel} · {r.gpus_from}->{r.gpus_to} GPUs · host "
+                            f"{str(r.host)[:6]}" for r in sc.itertuples()])  # the figure's bars
     recs = [r for r in ctx.picked if r.run in set(sc["run_to"]) | set(sc["run_from"])]
     labels = ctx.labels_of(recs)
-    fig = plots.scaling_bars(sc, "Several GPUs: scaling efficiency", labels)
+    fig = plots.scaling_bars(named, "Several GPUs: scaling efficiency", labels)
     return H.join([
         H.figure(ctx, fig, "scaling.png", "Scaling efficiency of every N-GPU run over the 1-GPU run of the same "
                  "recipe on the same host, made one right after the other (global batch kept: grad-accum or the "
                  "per-device batch divided by N); 95 % range from bootstrapping both runs' steady intervals. "
                  + labels),
         H.fold(f"the scaling table ({len(sc)} rows)",
-               H.html_table(sc.drop(columns=["name"]), {"speedup": "{:.2f}", "efficiency": "{:.0%}",
-                                                        "efficiency_low": "{:.0%}", "efficiency_high": "{:.0%}",
-                                                        "tokens_per_s_from": "{:,.0f}", "tokens_per_s_to": "{:,.0f}",
-                                                        "comm_ms_per_step": "{:.1f}", "gpu_busy_frac": "{:.0%}"})),
-        H.csv(ctx, sc.drop(columns=["name"]), "scaling.csv"),
+               H.html_table(sc, view_render.formats(ScalingRow))),
+        H.csv(ctx, sc, "scaling.csv"),
     ])

@@ -1,0 +1,182 @@
+"""The report's per-run tables and figure data as typed views (issue 46): one frozen row per run, interval, group
+or loss point, each field's column words in its metadata (analysis.core.viewfield.col), built here from the
+measures and rendered by analysis.present.view_render (its frames feed the report's HTML tables, CSV files and
+figures). Every number is a measure's: steps (step time, intervals), throughput, compare (a time speed-up), jobtime
+(the epoch), repeats (harness, place, probes), the run's own logged peak and losses.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from analysis.core.viewfield import col
+from analysis.measure import compare, jobtime, repeats, steps, throughput
+from analysis.parse.record import RunRecord
+
+
+def _ms(seconds: float | None) -> float | None:
+    return seconds * 1000 if seconds is not None else None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One matrix run (picked for the tables or not): its step time with the 95 % range, throughput and peak."""
+
+    hw: str | None = col("GPU class")
+    experiment: str | None = col("recipe")
+    run: str = col("run", default="")
+    status: str | None = col("status")
+    labels: str = col("labels", default="")
+    in_tables: bool = col("in the tables", default=False)
+    steps: int | None = col("steps", "", "{:.0f}")
+    complete: bool | None = col("complete")
+    ms_per_step: float | None = col("optimizer step", "ms", "{:.1f}")
+    ms_ci95_low: float | None = col("optimizer step 95 % low", "ms", "{:.1f}")
+    ms_ci95_high: float | None = col("optimizer step 95 % high", "ms", "{:.1f}")
+    steady_intervals: int | None = col("steady intervals", "", "{:.0f}")
+    ms_per_micro_step: float | None = col("micro-step", "ms", "{:.1f}")
+    tokens_per_s: float | None = col("throughput", "tokens/s", "{:,.0f}")
+    peak_gib: float | None = col("peak", "GiB", "{:.2f}")
+
+
+def run_rows(records: list[RunRecord], in_tables: Callable[[RunRecord], bool]) -> tuple[RunRow, ...]:
+    """Each of RECORDS as a RunRow; IN_TABLES: whether the tables use the run (analysis.judge.answer.run_use)."""
+    out = []
+    for r in records:
+        st = steps.step_time(r)
+        out.append(RunRow(
+            hw=r.hw, experiment=r.experiment, run=r.run, status=r.status, labels="; ".join(r.labels),
+            in_tables=in_tables(r), steps=r.global_steps, complete=r.complete, ms_per_step=_ms(st.median),
+            ms_ci95_low=_ms(st.ci95_low), ms_ci95_high=_ms(st.ci95_high), steady_intervals=st.n_intervals,
+            ms_per_micro_step=steps.micro_step_ms(r), tokens_per_s=throughput.throughput(r).tokens_per_s,
+            peak_gib=r.peak_mem_gib))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SpreadRow:
+    """The runs of one hardware, experiment and GPU layout: each run's median ms per step, the fastest and slowest,
+    and how much faster the fastest is (compare.time_speedup(slowest, fastest).pct)."""
+
+    hw: str | None = col("GPU class")
+    experiment: str | None = col("recipe")
+    gpus: str = col("GPUs", default="")
+    runs: int = col("runs", "", "{:d}", default=0)
+    ms_per_step_of_each_run: str = col("each run's optimizer step", "ms", default="")
+    min: float = col("fastest run's optimizer step", "ms", "{:.1f}", default=0.0)
+    max: float = col("slowest run's optimizer step", "ms", "{:.1f}", default=0.0)
+    spread_pct: float | None = col("fastest over slowest", "%", "{:.1f} %")
+    same_steps: bool = col("same steps", default=False)
+
+
+def spread_rows(records: list[RunRecord]) -> tuple[SpreadRow, ...]:
+    """Per hardware, experiment and GPU layout (GPU count and parallel mode: a 2-GPU step is another quantity, and
+    mixing the two made the seed's spread 120 %) with two runs or more."""
+    groups: dict[tuple, list[tuple[RunRecord, float]]] = {}
+    for r in records:
+        median = steps.step_time(r).median
+        if median:
+            groups.setdefault((r.hw, r.experiment, r.layout), []).append((r, median * 1000))
+    out = []
+    for (hw, exp, _), runs in groups.items():
+        if len(runs) < 2:
+            continue
+        slowest, fastest = max(runs, key=lambda x: x[1]), min(runs, key=lambda x: x[1])
+        gpus = runs[0][0].gpus
+        out.append(SpreadRow(
+            hw=hw, experiment=exp, gpus=f"{gpus:g}" + (f" ({runs[0][0].parallel})" if gpus > 1 else ""),
+            runs=len(runs), ms_per_step_of_each_run=", ".join(f"{ms:.1f} ({r.run})" for r, ms in runs),
+            min=fastest[1], max=slowest[1], spread_pct=compare.time_speedup(slowest[1], fastest[1]).pct,
+            same_steps=len({r.global_steps for r, _ in runs}) == 1))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class IntervalRow:
+    """One logged interval of a run: its steps, step time and whether it is steady (kept) or why not."""
+
+    name: str = col("run name", default="")
+    hw: str | None = col("GPU class")
+    experiment: str | None = col("recipe")
+    run: str = col("run", default="")
+    from_step: int = col("from step", "", "{:d}", default=0)
+    to_step: int = col("to step", "", "{:d}", default=0)
+    step_time_ms: float = col("step", "ms", "{:.1f}", default=0.0)
+    interval: str = col("interval", default="kept")
+
+
+def interval_rows(records: list[RunRecord]) -> tuple[IntervalRow, ...]:
+    return tuple(IntervalRow(name=r.name, hw=r.hw, experiment=r.experiment, run=r.run, from_step=iv.from_step,
+                             to_step=iv.to_step, step_time_ms=iv.step_time_s * 1000, interval=iv.excluded or "kept")
+                 for r in records for iv in steps.intervals(r))
+
+
+@dataclass(frozen=True)
+class RepeatPoint:
+    """One full-epoch single-GPU run of harness 2 or plain: its recipe and harness, host, round, epoch
+    (train_runtime) and host probe (the strip plot's points)."""
+
+    recipe: str = col("recipe (harness)", default="")
+    host: str = col("host", default="")
+    run: str = col("run", default="")
+    round: int | None = col("round", "", "{:d}")
+    epoch_s: float | None = col("epoch", "s", "{:.1f}")
+    probe_before: float | None = col("host probe before", "ns/iter", "{:.1f}")
+    probe_after: float | None = col("host probe after", "ns/iter", "{:.1f}")
+
+
+def repeat_points(records: list[RunRecord]) -> tuple[RepeatPoint, ...]:
+    out = []
+    for r in records:
+        kind = repeats.harness(r)
+        jt = jobtime.job_time(r)
+        if kind not in (repeats.LAUNCHER, repeats.PLAIN) or not jt.full_epoch or not r.host_id:
+            continue
+        pl, pr = repeats.place(r), repeats.probes(r)
+        out.append(RepeatPoint(recipe=f"{r.experiment} ({kind})", host=r.host_id[:8], run=r.run,
+                               round=pl.round if pl else None, epoch_s=jt.epoch_s, probe_before=pr.loop_before,
+                               probe_after=pr.loop_after))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class LossPoint:
+    """One logged loss of a run: train or eval, at an optimizer step."""
+
+    experiment: str | None = col("recipe")
+    name: str = col("run name", default="")
+    hw: str | None = col("GPU class")
+    run: str = col("run", default="")
+    split: str = col("split", default="train")
+    step: int = col("step", "", "{:d}", default=0)
+    loss: float = col("loss", "", "{:.4f}", default=0.0)
+
+
+def loss_points(records: list[RunRecord]) -> tuple[LossPoint, ...]:
+    return tuple(LossPoint(experiment=r.experiment, name=r.name, hw=r.hw, run=r.run, split=split, step=step,
+                           loss=value)
+                 for r in records for split, curve in (("train", r.train_loss), ("eval", r.eval_loss))
+                 for step, value in curve)
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One run's peak reserved memory (ms-swift's memory(GiB)) and the settings that set it."""
+
+    name: str = col("run name", default="")
+    hw: str | None = col("GPU class")
+    experiment: str | None = col("recipe")
+    run: str = col("run", default="")
+    labels: str = col("labels", default="")
+    per_device_batch: int | None = col("per-device batch", "", "{:d}")
+    grad_accum: int | None = col("gradient accumulation", "", "{:d}")
+    max_length: int | None = col("max length", "", "{:d}")
+    gradient_checkpointing: bool | None = col("gradient checkpointing")
+    peak_gib: float | None = col("peak", "GiB", "{:.2f}")
+
+
+def memory_rows(records: list[RunRecord]) -> tuple[MemoryRow, ...]:
+    return tuple(MemoryRow(name=r.name, hw=r.hw, experiment=r.experiment, run=r.run, labels="; ".join(r.labels),
+                           per_device_batch=r.per_device_batch, grad_accum=r.grad_accum, max_length=r.max_length,
+                           gradient_checkpointing=r.gradient_checkpointing, peak_gib=r.peak_mem_gib)
+                 for r in records)
