@@ -117,7 +117,9 @@ def _answer_table(results: Path, out: Path) -> str:
     from analysis.present.report.context import Context
 
     ctx = Context.load(results, out_dir=out)
-    return answer.table_html(answer.answer_rows(ctx))
+    per_class = {c.hw: c for c in ctx.answer().classes}
+    best = {hw: answer.class_cell(per_class.get(hw)) for hw in answer.classes(ctx)}
+    return answer.table_html(answer.answer_rows(ctx), best)
 
 
 def test_a_run_of_another_recipe_never_changes_the_answer(swift_output, results_tree, tmp_path):
