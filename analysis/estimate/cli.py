@@ -387,7 +387,7 @@ def _print_reproductions(results: str) -> None:
     print(f"{'workload':34} {'hw':6} {'steps':>5} {'tokens/s':>9} {'range':>13} {'published':>9} {'diff':>7}  basis")
     for a in runs:
         pub = f"{a.published:9.0f}" if a.published is not None else f"{'-':>9}"
-        diff = f"{a.tokens_per_s_padded / a.published - 1:+7.1%}" if a.published else f"{'-':>7}"
+        diff = f"{a.vs_published:+7.1%}" if a.vs_published is not None else f"{'-':>7}"
         print(f"{a.workload:34} {a.hw or '-':6} {a.n_steady:5d} {a.tokens_per_s_padded:9.0f} "
               f"{a.tokens_per_s_padded_min:6.0f}-{a.tokens_per_s_padded_max:<6.0f} {pub} {diff}  "
               f"incl. padding ({a.tokens_per_s_real:.0f} real); {a.label}")

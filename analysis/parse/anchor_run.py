@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.base import runfiles
+from analysis.parse import sidefiles
+from experiments.base import runfiles, userfiles
 from experiments.base.errors import InputError
 from experiments.base.runfolder import AnchorStep, Run
 
@@ -58,32 +59,15 @@ class AnchorRun:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(path, f"cannot read: {e}") from None
+    data = userfiles.read_json(path, runfiles.max_bytes(path))
     if not isinstance(data, dict):
         raise InputError(path, "not a JSON object")
     return data
 
 
 def read_steps(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(path, f"cannot read: {e.strerror or e}") from None
-    rows = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            if i == len(text.splitlines()):  # a last line cut by a stopped run
-                break
-            raise InputError(path, f"line {i} is not JSON", i) from None
-        rows.append(row)
-    return rows
+    """steps.jsonl's lines (a last line cut by a stopped run left out; one cut before another is bad input)."""
+    return [d for _, d in sidefiles.only_last_torn(path, sidefiles.jsonl(path))]
 
 
 def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
