@@ -158,3 +158,19 @@ def test_no_module_of_present_but_the_renderer_words_the_answers_columns():
         if hits:
             found[name] = sorted(hits)
     assert not found, f"the answer's column labels belong to analysis/judge/answer/view.py's metadata: {found}"
+
+
+def test_a_measured_class_in_the_gpu_clause_says_how_many_runs_it_rests_on():
+    """The GPU clause's figures carry their basis: 'measured, 1 run' (issue 47: one run is said to be one run)."""
+    from analysis.estimate.epoch import EpochEstimate
+    from analysis.judge.answer.classes import Option
+    from analysis.present.recommend_view import _how
+
+    def option(runs: int, hosts: int, kind: str = "measured") -> Option:
+        est = EpochEstimate("h100", 42.2, 42.2, 42.2, kind, "b", "r", runs, hosts, None, "")
+        return Option("fast", True, 20.0, "", 42.2, 42.2, 42.2, kind == "measured", "b", "r", est)
+
+    assert _how(option(1, 1)) == "measured, 1 run"
+    assert _how(option(6, 3)) == "measured, 6 runs on 3 hosts"
+    assert _how(option(3, 1)) == "measured, 3 runs"
+    assert _how(option(0, 0, "profiled")) == "modelled"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.judge.answer import view
-from analysis.judge.answer.classes import ClassAnswer, compare_classes
+from analysis.judge.answer.classes import ClassAnswer, Option, compare_classes
 from analysis.judge.answer.published import SEED_EXPERIMENT, short
 from analysis.judge.answer.recommend import HostEpochs, Recommendation
 from analysis.measure import repeats
@@ -120,6 +120,17 @@ def _x_seed(rec: Recommendation, d: HostEpochs) -> str:
             f"({d.epoch_x_seed:.1f}x sooner{over})")
 
 
+def _how(option: Option) -> str:
+    """'measured, 1 run' / 'measured, 6 runs on 3 hosts' / 'modelled': a figure says what it rests on."""
+    if not option.measured:
+        return "modelled"
+    est = option.estimate
+    if est is None:
+        return "measured"
+    hosts = f" on {est.hosts} hosts" if est.hosts > 1 else ""
+    return f"measured, {est.runs} run{'s' if est.runs != 1 else ''}{hosts}"
+
+
 def gpu_clause(classes: list[ClassAnswer]) -> str:
     """Then the GPU: every class's recipe, the soonest and the cheapest, and how sure
     (analysis.judge.answer.classes.compare_classes decides; this words it)."""
@@ -131,12 +142,12 @@ def gpu_clause(classes: list[ClassAnswer]) -> str:
     text = f"; then the GPU: {len(v.timed)} of the {len(classes)} classes shown have a recipe that fits"
     text += f" (none: {', '.join(short(c.hw) for c in v.untimed)})" if v.untimed else ""
     soon = v.soonest.choice
-    how = "measured" if soon.measured else "modelled"
-    text += f"; the {short(v.soonest.hw)} finishes soonest ({seconds_text(soon.epoch_s)}, {how}, {soon.experiment})"
+    text += (f"; the {short(v.soonest.hw)} finishes soonest ({seconds_text(soon.epoch_s)}, {_how(soon)}, "
+             f"{soon.experiment})")
     if v.within_reach:
         text += " with the " + ", ".join(
-            f"{short(c.hw)}'s {'measured' if c.choice.measured else 'modelled'} "
-            f"{band_text(c.choice.epoch_s, c.choice.low_s, c.choice.high_s)} within reach"
+            f"{short(c.hw)}'s {band_text(c.choice.epoch_s, c.choice.low_s, c.choice.high_s)} "
+            f"({_how(c.choice)}) within reach"
             for c in v.within_reach if c.choice is not None)
     cheap = v.cheapest
     if cheap is not None:
