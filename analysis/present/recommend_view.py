@@ -149,6 +149,8 @@ def gpu_clause(classes: list[ClassAnswer]) -> str:
             f"{short(c.hw)}'s {band_text(c.choice.epoch_s, c.choice.low_s, c.choice.high_s)} "
             f"({_how(c.choice)}) within reach"
             for c in v.within_reach if c.choice is not None)
+        if soon.measured and any(c.choice is not None and c.choice.measured for c in v.within_reach):
+            text += " (measured on different machines: the order between them is the hosts' as much as the GPUs')"
     cheap = v.cheapest
     if cheap is not None:
         rng = cheap.cost_range
