@@ -207,14 +207,16 @@ def test_plan_json_for_the_bs16_recipe_h200_over_h100_within_10_percent_of_milab
 
 
 def test_check_5_sets_the_h100_runs_beside_the_model_by_hand(records):
-    """(5): the committed H100 runs of fast and fast-gc (host 1b39dfffce17, 2026-12-05) against the model. By hand from
-    the logs: fast's epoch is its train_runtime 42.1797 s; fast-gc's class figure the median of 44.2211 and 45.6924
-    = 44.95675 s; each row's model step is the recipe's profiled H200 run carried to the H100 by step_on."""
+    """(5): the committed H100 runs of fast and fast-gc (hosts 1b39dfffce17, 2026-12-05, and 24ed97d1a61b, 2026-12-06)
+    against the model. By hand from the logs' train_runtime: fast's class figure is the median of 42.1797, 35.329,
+    30.7578 and 30.684 = (30.7578 + 35.329) / 2; fast-gc's the median of 44.2211, 45.6924, 39.3256, 39.5516 and
+    39.4273 = 39.5516; each figure sits on the class's newest full epoch; each row's model step is the recipe's
+    profiled H200 run carried to the H100 by step_on."""
     rows = {m.run: m for m in run_checks(RESULTS).measured}
-    fast = rows["h100/fast/20261205-151835-1b39dfffce17"]
-    gc = rows["h100/fast-gc/20261205-152502-1b39dfffce17"]
-    assert fast.epoch_s == pytest.approx(42.1797) and gc.epoch_s == pytest.approx((44.2211 + 45.6924) / 2)
-    assert rows["h100/fast-gc/20261205-152038-1b39dfffce17"].epoch_s is None  # the class figure sits on the newest
+    fast = rows["h100/fast/20261206-001802-24ed97d1a61b"]
+    gc = rows["h100/fast-gc/20261206-001924-24ed97d1a61b"]
+    assert fast.epoch_s == pytest.approx((30.7578 + 35.329) / 2) and gc.epoch_s == pytest.approx(39.5516)
+    assert rows["h100/fast/20261205-151835-1b39dfffce17"].epoch_s is None  # the class figure sits on the newest
     by_run = {f"{r.hw}/{r.experiment}/{r.run}": r for r in records}
     for m in (fast, gc):
         assert m.steady_s == pytest.approx(step_time(by_run[m.run]).median)
@@ -223,7 +225,8 @@ def test_check_5_sets_the_h100_runs_beside_the_model_by_hand(records):
             transfer.step_on(transfer.profile_step(prof), "h100").total_s)
         assert m.step_error == pytest.approx(m.predicted_step_s / m.steady_s - 1)
         assert m.within_band == (m.predicted_low_s <= m.epoch_s <= m.predicted_high_s)
-    assert fast.within_band and not gc.within_band  # +2.9 % in the band, +21.7 % outside it (the answer's band)
+    # the model keeps the H200 host's time: on host 24ed97d1 (faster host work) both fall outside the band
+    assert not fast.within_band and not gc.within_band and (fast.epoch_error or 0) > 0.25
 
 
 def test_check_6_reads_the_committed_anchor_runs_by_hand():
