@@ -390,7 +390,7 @@ def test_claims_does_not_import_ms_swift():
 
 def test_the_ms_swift_snapshot_is_what_the_installed_ms_swift_says():
     """data/swift_sft.json against the installed ms-swift (it imports ms-swift: seconds). A claims.yaml that
-    asks a new flag, or another ms-swift, makes this fail until `python -m analysis.judge.audit.swift_info` rewrites
+    asks a new flag, or another ms-swift, makes this fail until `swiftbench claims swift-facts` rewrites
     it."""
     import json
 
@@ -401,7 +401,7 @@ def test_the_ms_swift_snapshot_is_what_the_installed_ms_swift_says():
     committed = json.loads(swift_info.FACTS_FILE.read_text())
     if committed["swift_version"] != swift_info.swift_version():
         pytest.fail(f"data/swift_sft.json is of ms-swift {committed['swift_version']}, the installed one is "
-                    f"{swift_info.swift_version()}: run python -m analysis.judge.audit.swift_info")
+                    f"{swift_info.swift_version()}: run swiftbench claims swift-facts")
     assert json.loads(json.dumps(swift_info.snapshot().as_json(), default=str)) == committed
     for key, report in committed["flag_reports"].items():  # and the reports the claims get are the snapshot's
         flag, _, value = key.partition("=")

@@ -8,6 +8,9 @@
     swiftbench claims resolve (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]
         write the resolved recipe of `combine` experiment NAME (every one with --all) that the runner reads
         (RESULTS/resolved/<hw>/<name>.yaml); a different one already there is kept (exit code 1) unless --force
+    swiftbench claims swift-facts
+        rewrite data/swift_sft.json (the installed ms-swift's flags, which the tooling claims read) from the installed
+        ms-swift (analysis.judge.audit.swift_info)
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ DEFAULT_RESULTS = "results"
 LINE_WIDTH = 160  # one claim per line of a terminal or a review comment
 KEY_WIDTH = 70    # the key number's share of a line; the claim's text gets the rest
 USAGE = ("%(prog)s [RESULTS] [--hw HW] [--json] [--plan]\n"
-         "       %(prog)s resolve (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]")
+         "       %(prog)s resolve (NAME | --all) --hw HW [RESULTS | --results DIR] [--force]\n"
+         "       %(prog)s swift-facts")
 
 
 def register(sub) -> None:
@@ -64,6 +68,12 @@ def _resolve_parser(prog: str) -> OneLineParser:
 
 def run(args) -> int:
     words = list(args.words or [])
+    if words and words[0] == "swift-facts":
+        if len(words) > 1 or args.json or args.plan or args.hw:
+            raise InputError(None, "claims swift-facts takes no arguments")
+        from analysis.judge.audit import swift_info
+
+        return swift_info.main()
     if words and words[0] == "resolve":
         r = _resolve_parser(args._prog)
         a = r.parse_intermixed_args(words[1:], argparse.Namespace(hw=args.hw))

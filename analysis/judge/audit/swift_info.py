@@ -2,8 +2,8 @@
 
 Claims about flags (does --disable_cuda_graph exist?) and about padding-free batches are decided from ms-swift's own
 argument dataclass and parser, without building the arguments (nothing is loaded). Importing ms-swift takes seconds
-and prints its INFO lines, so what the claims ask of it is kept in data/swift_sft.json (`python -m
-analysis.judge.audit.swift_info` writes it from the installed ms-swift; tests/test_claims.py checks it against it): the
+and prints its INFO lines, so what the claims ask of it is kept in data/swift_sft.json (`swiftbench
+claims swift-facts` writes it from the installed ms-swift; tests/test_claims.py checks it against it): the
 reports come from there when the file is of the installed version and holds the question, else from ms-swift itself,
 imported lazily inside the functions that need it.
 """
@@ -295,7 +295,7 @@ def snapshot() -> Facts:
             padding[_padding_key(list(rule.flags), rule.attn_impl)] = (list(rule.flags), rule.attn_impl)
     pad = {key: replace(padding_free_report_live(fl, attn), flash_attn_importable=None)
            for key, (fl, attn) in sorted(padding.items())}
-    return Facts(swift_version(), "python -m analysis.judge.audit.swift_info (from the installed ms-swift)",
+    return Facts(swift_version(), "swiftbench claims swift-facts (from the installed ms-swift)",
                  {k: flag_report_live(*v) for k, v in sorted(flags_asked.items())}, pad)
 
 
@@ -306,7 +306,3 @@ def main() -> int:
     FACTS_FILE.write_text(json.dumps(data.as_json(), indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     print(f"wrote {FACTS_FILE} (ms-swift {data.swift_version})")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
