@@ -227,7 +227,8 @@ def record_from_log(log: RunLog, **identity) -> RunRecord:
     with gc_paused():
         facts = log_facts(log)
     key = (ident.get("run_status") or {}).get(Run.KEY) or {}
-    launch_options = sidefiles.read_launch_options(run_dir)  # a run made by the launcher alone: no run.json key
+    launch = sidefiles.read_launch(run_dir)  # read once: its options and the side files' records
+    launch_options = sidefiles.read_launch_options(run_dir, launch)  # a run made by the launcher alone: no run.json key
     launcher = key.get(Key.LAUNCHER) if isinstance(key.get(Key.LAUNCHER), dict) else launch_options or {}
     args = facts.args or {}
     bucket = None
@@ -238,7 +239,8 @@ def record_from_log(log: RunLog, **identity) -> RunRecord:
         bucket = (micro, env.get("SWIFTBENCH_PAD_MULTIPLE") or PAD_BUCKET_DEFAULT)
     cap = step_token_cap(facts.samples_per_step, facts.max_length, facts.train_tokens_max, bool(args.get("packing")),
                          launcher.get(Launcher.PAD_TO) if isinstance(launcher, dict) else None, bucket)
-    sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=cap, max_step=facts.max_steps)
+    sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=cap, max_step=facts.max_steps,
+                           launch=launch)
     return RunRecord(**ident, **vars(facts), **vars(sides))
 
 

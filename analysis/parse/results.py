@@ -163,12 +163,12 @@ def check_hardware(run_dir: Path, env: EnvJson, status: RunJson, folder_hw: str 
                                              f"{folder_hw}/ and run.json does not say the label was forced")
 
 
-def read_run(run_dir: str | Path) -> RunRecord:
+def read_run(run_dir: str | Path, status: RunJson | None = None) -> RunRecord:
     """The RunRecord of one run folder: run.json, env.json, and the log when there is one (a failed run without
-    a log comes back failed, with its reason)."""
+    a log comes back failed, with its reason). STATUS: run.json's read_status where the caller has it."""
     run_dir = Path(run_dir)
     env = read_env(run_dir)
-    status = read_status(run_dir)
+    status = read_status(run_dir) if status is None else status
     ident = identity(run_dir)
     if ident.hw is not None and status.get(Run.COMMAND) and not userfiles.present(run_dir / ENV_NAME):
         # the runner writes env.json before run.json names the command: without it the run's host and GPU are
@@ -220,8 +220,16 @@ class Scan:
             [userfiles.shown(f"note: {n}") for n in self.notes]
 
 
-def _why_unused(run_dir: Path) -> str | None:
-    """Why a run folder is outside what the tables and the report read, else None."""
+def _status_or_none(run_dir: Path) -> RunJson | None:
+    """read_status, or None where run.json is broken (reading the run says so, with its line)."""
+    try:
+        return read_status(run_dir)
+    except (InputError, OSError, UnicodeDecodeError):
+        return None
+
+
+def _why_unused(run_dir: Path, status: RunJson | None) -> str | None:
+    """Why a run folder is outside what the tables and the report read, else None (STATUS: _status_or_none's)."""
     try:
         str(run_dir).encode("utf-8")
     except UnicodeEncodeError:  # bytes that are no UTF-8 in a name: no table, JSON or report can hold it
@@ -238,10 +246,7 @@ def _why_unused(run_dir: Path) -> str | None:
         return (f"not in the <hw>/<experiment>/<run> layout ({run_dir.parent.parent.name!r} is not a class of "
                 "data/hardware.yaml)")
     experiment = str(ident.experiment)  # set with hw
-    try:
-        imported = read_status(run_dir).get(Run.IMPORTED)
-    except (InputError, OSError, UnicodeDecodeError):
-        imported = None  # a broken run.json: reading the run says so, with its line
+    imported = status.get(Run.IMPORTED) if status is not None else None
     if imported is not None:  # swiftbench import: a recipe's name only where args.json is that recipe
         return imported_label_problem(run_dir, experiment)
     if experiment not in known_experiments():
@@ -347,12 +352,13 @@ class _Folder:
     digest: str | None = None
     record: RunRecord | None = None
     error: str | None = None
+    status: RunJson | None = None  # run.json as read for the layout check (read once)
 
     def read(self, run_dir: Path) -> RunRecord | None:
         """The folder's record (read_run, once); None with ERROR set when it cannot be read."""
         if self.record is None and self.error is None:
             try:
-                self.record = read_run(run_dir)
+                self.record = read_run(run_dir, self.status)
             except (InputError, OSError, UnicodeDecodeError) as exc:
                 self.error = skip_reason(run_dir, exc)
         return self.record
@@ -390,11 +396,12 @@ def _cached_folder(run_dir: Path, cache: dict[str, tuple[tuple, _Folder]]) -> _F
 
 def _read_folder(run_dir: Path) -> _Folder:
     """Why RUN_DIR is not used, else its digest (its record is read when scan() keeps it: a copy is not read)."""
-    why = _why_unused(run_dir)
+    status = _status_or_none(run_dir) if identity(run_dir).hw is not None else None
+    why = _why_unused(run_dir, status)
     if why is not None:
         return _Folder(why=why)
     try:
-        return _Folder(digest=digest(run_dir))
+        return _Folder(digest=digest(run_dir), status=status)
     except (InputError, OSError, UnicodeDecodeError) as exc:
         return _Folder(why=skip_reason(run_dir, exc))
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import sys
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -40,8 +39,8 @@ def fields(obj: T) -> T:
         if cls is str:
             value = sys.intern(value)
         elif (cls is dict or cls is list) and value:
-            digest = hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode(), usedforsecurity=False)
-            value = memo.setdefault(("value", digest.digest()), value)
+            # repr tells 1, 1.0 and True apart as == does not, and is C code (a sorted JSON dump hashed took 3x)
+            value = memo.setdefault(("value", repr(value)), value)
         out[sys.intern(key) if key.__class__ is str else key] = value
     return out  # type: ignore[return-value]  # a dict as OBJ was
 

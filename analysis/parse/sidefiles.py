@@ -222,10 +222,10 @@ def read_quick(run_dir: str | Path, launch: dict | None = None) -> QuickStop | N
     return cast("QuickStop", quick) if isinstance(quick, dict) else None
 
 
-def read_launch_options(run_dir: str | Path) -> LauncherOptions | None:
+def read_launch_options(run_dir: str | Path, launch: dict | None = None) -> LauncherOptions | None:
     """launch.json's `options` (the launcher's command line, parsed): for a run made by the launcher alone, without
-    the runner's run.json key. None without the file."""
-    launch = read_launch(run_dir)
+    the runner's run.json key. None without the file. LAUNCH: the file's object where the caller has read it."""
+    launch = read_launch(run_dir) if launch is None else launch
     options = launch.get("options") if launch else None
     return cast("LauncherOptions", options) if isinstance(options, dict) else None
 
@@ -274,10 +274,11 @@ def read_harness(launch: dict) -> int | None:
 
 
 def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] | None = None,
-         max_step: int | None = None) -> SideFiles:
-    """The side files of RUN_DIR (RESUMED, STEP_CAP, MAX_STEP: read_tokens')."""
+         max_step: int | None = None, launch: dict | None = None) -> SideFiles:
+    """The side files of RUN_DIR (RESUMED, STEP_CAP, MAX_STEP: read_tokens'; LAUNCH: launch.json's object where the
+    caller has read it)."""
     real, padded = read_tokens(run_dir, resumed, step_cap, max_step)
-    launch = read_launch(run_dir) or {}  # read once for both records it holds
+    launch = (read_launch(run_dir) if launch is None else launch) or {}  # read once for the records it holds
     return SideFiles(tokens_by_step=real, padded_by_step=padded, profile=read_profile(run_dir),
                      schedule=read_schedule(run_dir), quick=read_quick(run_dir, launch),
                      gpm_by_step=read_gpm(run_dir, resumed), mem_cap=read_mem_cap(run_dir, launch),

@@ -218,6 +218,7 @@ def host_epochs(records: list[RunRecord], timed_only: bool = True) -> list[HostE
     TIMED_ONLY: the runs counted() keeps (else every run, made before the harness fix or not)."""
     full = full_epoch_runs(records, timed_only)
     seeds = seed_epochs(records, timed_only)
+    kept = counted(records)  # once: round_pairs below runs per group
     groups: dict[tuple[str, str, str], list[RunRecord]] = {}
     for r in full:
         groups.setdefault((str(r.hw), str(r.experiment), str(r.host_id)), []).append(r)
@@ -249,17 +250,20 @@ def host_epochs(records: list[RunRecord], timed_only: bool = True) -> list[HostE
             in_band=lc.counts if lc else None, seed=seed,
             labels="; ".join(first.labels), swift_version=first.swift_version, epochs=epochs,
             steady=repeats.spread(steps.step_time(r).median for r in runs), harness=repeats.harness(first),
-            round_x_seed=tuple(p.ratio for p in round_pairs(records, exp, SEED_EXPERIMENT, hw) if p.host == host)))
+            round_x_seed=tuple(p.ratio for p in round_pairs(records, exp, SEED_EXPERIMENT, hw, kept)
+                               if p.host == host)))
     return sorted(rows, key=lambda r: (r.hw, r.host, r.epoch_s))
 
 
-def _round_epochs(records: list[RunRecord], exp: str, hw: str) -> dict[tuple[str, int, str], tuple[float, bool]]:
-    """(set, round, host) -> EXP's epoch in that round: a full epoch's train_runtime, or for the seed recipe a cut
-    run's lower bound (steady step x the epoch's steps; False: a bound)."""
+def _round_epochs(kept: list[RunRecord], exp: str, hw: str) -> dict[tuple[str, int, str], tuple[float, bool]]:
+    """(set, round, host) -> EXP's epoch in that round among KEPT (counted()'s runs): a full epoch's train_runtime,
+    or for the seed recipe a cut run's lower bound (steady step x the epoch's steps; False: a bound)."""
     out: dict[tuple[str, int, str], tuple[float, bool]] = {}
-    for r in counted(records):
+    for r in kept:
+        if r.hw != hw or r.experiment != exp or not r.ok:
+            continue
         pl = repeats.place(r)
-        if pl is None or r.hw != hw or r.experiment != exp or not r.ok:
+        if pl is None:
             continue
         jt = jobtime.job_time(r)
         if jt.full_epoch:
@@ -269,9 +273,12 @@ def _round_epochs(records: list[RunRecord], exp: str, hw: str) -> dict[tuple[str
     return out
 
 
-def round_pairs(records: list[RunRecord], a: str, b: str, hw: str) -> list[paired.Pair]:
-    """Every round of an interleaved set on HW holding a run of A and one of B, as analysis.judge.answer.pairs' Pair."""
-    ea, eb = _round_epochs(records, a, hw), _round_epochs(records, b, hw)
+def round_pairs(records: list[RunRecord], a: str, b: str, hw: str,
+                kept: list[RunRecord] | None = None) -> list[paired.Pair]:
+    """Every round of an interleaved set on HW holding a run of A and one of B, as analysis.judge.answer.pairs' Pair.
+    KEPT: counted(RECORDS) where the caller has it already."""
+    kept = counted(records) if kept is None else kept
+    ea, eb = _round_epochs(kept, a, hw), _round_epochs(kept, b, hw)
     return [paired.Pair(k[0], k[1], k[2], ea[k][0], eb[k][0], ea[k][1], eb[k][1])
             for k in sorted(ea.keys() & eb.keys())]
 
