@@ -33,7 +33,6 @@ LEFT: dict[str, Counter] = {  # module -> kinds of finding still there (issue 46
     "analysis/present/report/html.py": Counter({"COLUMNS literal": 1, "rename": 1}),
     "analysis/present/report/section_hardware.py": Counter({"frame": 4, "rename": 2, "columns literal": 1}),
     "analysis/present/report/section_utilisation.py": Counter({"COLUMNS literal": 3, "frame": 3, "assign": 1}),
-    "analysis/present/report/speed.py": Counter({"frame": 1, "assign": 1}),
 }
 
 
