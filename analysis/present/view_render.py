@@ -6,9 +6,10 @@ no column's words and computes no number, and no other module of present/ words 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -31,12 +32,12 @@ def head(f: dataclasses.Field) -> str:
     return f"{f.metadata['label']} {unit}" if unit else str(f.metadata["label"])
 
 
-def value_text(v: Any, fmt: str) -> str:
-    """V with FMT; an en dash where there is none."""
+def value_text(v: Any, fmt: str, scale: float | None = None) -> str:
+    """V (times SCALE, where given) with FMT; an en dash where there is none."""
     if v is None:
         return MISSING
     try:
-        return fmt.format(v)
+        return fmt.format(v * scale if scale is not None else v)
     except (ValueError, TypeError):
         return str(v)
 
@@ -45,9 +46,9 @@ def cell(row: Any, f: dataclasses.Field) -> str:
     """One cell: the value in its format, its band '(low-high)' where the two differ, its note, its mark."""
     m = f.metadata
     v = getattr(row, f.name)
-    text = value_text(v, m["fmt"])
+    text = value_text(v, m["fmt"], m.get("scale"))
     if v is not None and m.get("band"):
-        lo, hi = (value_text(getattr(row, n), m["fmt"]) for n in m["band"])
+        lo, hi = (value_text(getattr(row, n), m["fmt"], m.get("scale")) for n in m["band"])
         if MISSING not in (lo, hi) and lo != hi:
             text += f" ({lo}-{hi})"
     if v is not None and m.get("note") and getattr(row, m["note"]):
@@ -128,7 +129,18 @@ def frame_text(df: pd.DataFrame, fmt: str) -> str:
     return shown.to_markdown(index=False, floatfmt=".4g", missingval="–")
 
 
-def formats(cls: type) -> dict[str, str]:
+def _scaled(v: Any, fmt: str, scale: float) -> str:
+    return value_text(v, fmt, scale)
+
+
+def formats(cls: type) -> dict[str, str | Callable[[Any], str]]:
     """Field name -> its format, for the fields that have one (a frame's columns, as the report's tables format
-    them)."""
-    return {f.name: f.metadata["fmt"] for f in dataclasses.fields(cls) if f.metadata.get("fmt", "{}") != "{}"}
+    them); a scaled field's is a function (the value times its scale, formatted)."""
+    out: dict[str, str | Callable[[Any], str]] = {}
+    for f in dataclasses.fields(cls):
+        fmt, scale = f.metadata.get("fmt", "{}"), f.metadata.get("scale")
+        if scale is not None:
+            out[f.name] = functools.partial(_scaled, fmt=fmt, scale=scale)
+        elif fmt != "{}":
+            out[f.name] = fmt
+    return out

@@ -18,7 +18,7 @@ from analysis.judge.answer.classes import Answer, answer
 from analysis.judge.answer.published import short
 from analysis.judge.audit.seed_checks import load_seeds
 from analysis.measure import steps
-from analysis.measure import utilisation as U
+from analysis.measure import utilisation_view as UV
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Roots, collect, is_matrix, latest_per_group
 from analysis.present import plots, view_render
@@ -49,9 +49,10 @@ class Context:
     conv: pd.DataFrame                  # analysis.present.tables.convergence_table of the picked runs
     pub: pd.DataFrame                   # the seeds' published figures
     seeds: dict[str, SeedFile]          # every seed file by name
-    util: pd.DataFrame                  # analysis.measure.utilisation.summary of the matrix runs
+    util: pd.DataFrame                  # the utilisation table of the matrix runs (util_rows as a frame)
     prices: Path | None = None          # the price table for costs (data/prices.yaml unless given)
     speed_rows: tuple = ()              # the speed table's typed rows (analysis.judge.answer.run_tables.SpeedRow)
+    util_rows: tuple = ()               # the utilisation table's (analysis.measure.utilisation_view)
     files: list[str] = field(default_factory=list)  # written into OUT, in order
     _cache: dict = field(default_factory=dict, repr=False)  # stage outputs two sections share, made once
 
@@ -74,13 +75,15 @@ class Context:
         plots.setup()
         pub = published_figures(seeds_dir)
         speed_rows = RT.speed_rows(picked, pub, baseline)
+        util_rows = UV.utilisation_views(matrix)
         return cls(
             results_dir=results_dir, seeds_dir=seeds_dir, out=out, baseline=baseline,
             hardware=wanted + sorted({r.hw for r in matrix if r.hw and r.hw not in wanted}),
             records=records, matrix=matrix, picked=picked,
             speed=view_render.to_frame(speed_rows, RT.SpeedRow), speed_rows=speed_rows,
             conv=convergence_table(results_dir, seeds_dir, records=picked),
-            pub=pub, seeds=load_seeds(seeds_dir), util=U.summary(matrix),
+            pub=pub, seeds=load_seeds(seeds_dir), util=view_render.to_frame(util_rows, UV.UtilisationView),
+            util_rows=util_rows,
             prices=Path(prices) if prices else price_tables.DEFAULT_PRICES)
 
     # ------------------------------------------------------------------------------------ the runs
