@@ -26,9 +26,6 @@ RENDERERS = {"analysis/present/view_render.py"}
 FRAME_CALLS = {"DataFrame", "concat", "from_records", "from_dict"}
 
 LEFT: dict[str, Counter] = {  # module -> kinds of finding still there (issue 46: to move into typed views)
-    "analysis/present/report/claims.py": Counter({"COLUMNS literal": 1, "assign": 1, "columns literal": 3, "frame": 1,
-                                                  "list subscript": 2}),
-    "analysis/present/report/html.py": Counter({"COLUMNS literal": 1, "rename": 1}),
     "analysis/present/report/section_hardware.py": Counter({"frame": 4, "rename": 2, "columns literal": 1}),
 }
 
@@ -117,7 +114,7 @@ def _views():
     for mod in ("analysis.judge.answer.view", "analysis.judge.answer.seed_table", "analysis.judge.answer.run_tables",
                 "analysis.judge.answer.published",
                 "analysis.measure.repeats", "analysis.measure.run_views", "analysis.measure.utilisation_view",
-                "analysis.estimate.views"):
+                "analysis.estimate.estimate_views", "analysis.judge.audit.claim_views", "analysis.judge.audit.frames"):
         m = importlib.import_module(mod)
         for obj in vars(m).values():
             if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == mod:

@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import html
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -116,6 +117,59 @@ def to_frame(rows: Sequence[Any], cls: type, columns: Sequence[str] | None = Non
     the figures' data."""
     names = list(columns) if columns is not None else [f.name for f in dataclasses.fields(cls)]
     return pd.DataFrame(to_records(rows), columns=names)
+
+
+# the report's HTML tables: these fields' text is kept wide enough to read (a narrow column of long text is a tower)
+WIDE = frozenset({"labels", "what", "english", "meaning", "evidence", "comparison", "quantity", "why"})
+
+
+def missing(v: Any) -> bool:
+    """None, NaN or pandas' NA (not an empty list or string)."""
+    if v is None:
+        return True
+    if isinstance(v, float) and math.isnan(v):
+        return True
+    try:
+        return bool(pd.isna(v)) if not isinstance(v, (list, tuple, dict, str)) else False
+    except (TypeError, ValueError):
+        return False
+
+
+def frame_cell(v: Any, spec: str | Callable[[Any], str] | None) -> str:
+    """V with SPEC (a format string or a function; none: as text); an en dash when missing."""
+    if missing(v):
+        return MISSING
+    if spec is None:
+        return str(v)
+    if callable(spec):
+        return spec(v)
+    try:
+        return spec.format(v)
+    except (ValueError, TypeError):
+        return str(v)
+
+
+def frame_html(df: pd.DataFrame, formats: dict | None = None, columns: Sequence[str] | None = None,
+               heads: dict[str, str] | None = None) -> str:
+    """A frame as the report's HTML table: its COLUMNS (default all) formatted per column (FORMATS), missing values
+    as an en dash, the WIDE fields' long text kept readable; HEADS: column -> its head (default the column's name)."""
+    d = df[list(columns)].copy() if columns else df.copy()
+    for c in d.columns:
+        spec, wide = (formats or {}).get(c), str(c) in WIDE
+        d[c] = d[c].map(lambda v, s=spec, w=wide: _wide(frame_cell(v, s), w))
+    d.columns = [html.escape(str((heads or {}).get(c, c))) for c in d.columns]
+    return ('<div class="sb-scroll">' + d.to_html(index=False, escape=False, border=0, classes="sb-table")
+            + "</div>")
+
+
+def _wide(text: str, wide: bool) -> str:
+    return f'<div class="sb-wide">{html.escape(text)}</div>' if wide and len(text) > 30 else html.escape(text)
+
+
+def table_html(rows: Sequence[Any], cls: type, columns: Sequence[str] | None = None) -> str:
+    """ROWS as the report's HTML table, CLS's shown fields (or COLUMNS, field names), each headed by its label."""
+    fs = chosen(cls, columns)
+    return frame_html(to_frame(rows, cls, [f.name for f in fs]), formats(cls), heads={f.name: head(f) for f in fs})
 
 
 def frame_text(df: pd.DataFrame, fmt: str) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.estimate import estimate_views as EV
 from analysis.estimate import quick_check as Q
-from analysis.estimate import views as EV
 from analysis.estimate.validate import planner_error
 from analysis.present import plots, view_render
 from analysis.present.report import html as H
