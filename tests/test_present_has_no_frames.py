@@ -26,7 +26,6 @@ RENDERERS = {"analysis/present/view_render.py"}
 FRAME_CALLS = {"DataFrame", "concat", "from_records", "from_dict"}
 
 LEFT: dict[str, Counter] = {  # module -> kinds of finding still there (issue 46: to move into typed views)
-    "analysis/present/report/section_hardware.py": Counter({"frame": 4, "rename": 2, "columns literal": 1}),
 }
 
 

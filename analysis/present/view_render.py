@@ -172,6 +172,22 @@ def table_html(rows: Sequence[Any], cls: type, columns: Sequence[str] | None = N
     return frame_html(to_frame(rows, cls, [f.name for f in fs]), formats(cls), heads={f.name: head(f) for f in fs})
 
 
+def grid_frame(columns: dict[str, dict[str, Any]], corner: str, together: bool = False) -> pd.DataFrame:
+    """A table whose columns are runs (COLUMNS: head -> item -> value; the items are the runs' own keys, as
+    env.json's packages): one row per item, headed CORNER, rows empty in every column dropped; TOGETHER: where every
+    column is the same, one column for all."""
+    df = pd.DataFrame(columns)
+    if together and df.shape[1] > 1 and all(df.iloc[:, 0].equals(df.iloc[:, i]) for i in range(1, df.shape[1])):
+        df = df.iloc[:, :1].set_axis([f"all {df.shape[1]} runs"], axis=1)
+    df = df.dropna(how="all")
+    return df.rename_axis(corner).reset_index()
+
+
+def records_frame(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Rows whose keys are the runs' own (env.json's): a column per key any row has (a CSV file)."""
+    return pd.DataFrame(list(records))
+
+
 def frame_text(df: pd.DataFrame, fmt: str) -> str:
     """A frame as `swiftbench tables` prints it: csv, json (every digit) or md (a pipe table, missing as an en
     dash)."""

@@ -11,10 +11,11 @@ from importlib import resources
 import pandas as pd
 from PIL import Image
 
+from analysis.judge.answer import published as P
 from analysis.present import view_render
 
 CSS_FILE = "report.css"
-LINE_BREAK = "⏎"  # marks a line break of a seed's extracted text, where characters may have been lost
+LINE_BREAK = P.LINE_BREAK  # marks a line break of a seed's extracted text, where characters may have been lost
 
 
 def missing(v) -> bool:
