@@ -75,25 +75,25 @@ def recipes_figure(ctx: Context, rows: tuple[frames.RecipeClaimRow, ...], seed: 
                f"{H.e(seed.host or 'unknown')}). " + cut
                + "<i>other host</i>: made on another machine than the baseline (the host column), which matters for "
                "host-bound steps.") if seed_tps else "",
-        break_even_note(rows),
+        break_even_note(rec),
         H.fold(f"throughput recipes: the table ({len(rows)} rows)", H.html_table(view_render.to_frame(
             rows, frames.RecipeClaimRow, [f.name for f in view_render.shown(frames.RecipeClaimRow)]))),
         H.csv(ctx, rec, "claims_recipes.csv"),
     ]
 
 
-def break_even_note(rows: tuple[frames.RecipeClaimRow, ...]) -> str:
+def break_even_note(rec: pd.DataFrame) -> str:
     """Per compiled recipe: its compile seconds, and the step count where it finishes together with its eager twin
-    (the recipes' break_even_steps, analysis.measure.jobtime)."""
+    (the recipes frame's break_even_steps, analysis.measure.jobtime)."""
+    if "break_even_steps" not in rec:
+        return ""
     parts = []
-    for r in rows:
-        if r.break_even_vs is None:
-            continue
-        n = r.break_even_steps
+    for _, r in rec[rec["break_even_vs"].notna()].iterrows():
+        n = r["break_even_steps"]
         when = ("never (its steady step is not faster)" if n == float("inf")
                 else "–" if H.missing(n) else f"after {n:,.0f} optimizer steps")
-        parts.append(f"<b>{H.e(r.recipe)}</b> compiles for {H.fmt(r.compile_s, '{:.0f}')} s and pays against "
-                     f"{H.e(r.break_even_vs)} {when} (its {r.steps:.0f} steps took {r.train_runtime_s:.1f} s "
+        parts.append(f"<b>{H.e(r['recipe'])}</b> compiles for {H.fmt(r['compile_s'], '{:.0f}')} s and pays against "
+                     f"{H.e(r['break_even_vs'])} {when} (its {r['steps']:.0f} steps took {r['train_runtime_s']:.1f} s "
                      "of train_runtime)")
     return H.note("Where compiling pays (break-even: compile seconds / (eager step - compiled step)): "
                   + "; ".join(parts) + ".") if parts else ""
