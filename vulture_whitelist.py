@@ -21,6 +21,14 @@ est_full_tokens_per_s_low, est_full_tokens_per_s_high, tokens_per_s_from, tokens
 host_epoch_s, load_low_s, load_high_s, probe_loop_ns_low, probe_loop_ns_high, run_names, launcher_x_plain
 ms_ci95_high, ms_ci95_low, ms_per_step_of_each_run, probe_after, probe_before, spread_pct, step_time_ms
 peak_tflops, comm_frac, gpm_sm_util_pct, gpm_tensor_util_pct, main_package, token_acc  # measure, parse
+# the report sections' typed views (issue 46: analysis.measure.utilisation_view, analysis.estimate.estimate_views,
+# analysis.judge.audit.claim_views and frames, run_tables' SpeedPoint): read through dataclasses.asdict by
+# view_render.to_frame, the fields' names listed as columns (utilisation_view.SHOWN, MAIN, ENERGY) or read by the
+# figures (analysis.present.plots)
+nvml_samples, util_mean_pct, power_mean_w, power_median_w, power_capped_pct, sm_clock_mean_mhz, sm_clock_median_mhz
+tokens_steady, util_gpu_pct, sm_clock_mhz, steady_busy_frac, same_steps_gpu_ratio, same_steps_host_ratio
+ms_lo, ms_hi, tok_lo, tok_hi, english, data_in_this_report, steady_x_seed, steady_x_seed_hosts, loss_counts
+gpu_busy_s, median_unprofiled_step_s, top_op
 
 # what a sweep recorded, kept beside the figures the nccl_env verdict reads (analysis.parse.bench,
 # analysis.measure.interconnect)

@@ -136,7 +136,6 @@ def _strings(tree: ast.AST) -> set[str]:
 
 OTHER_TABLES = {  # other stages' tables whose own columns share an answer column's words (not the answer's)
     "analysis/present/parse_view.py": {"eval loss", "peak GiB"},  # `swiftbench parse`'s run summary
-    "analysis/present/report/section_hardware.py": {"host id", "peak GiB"},  # the report's runs per host
 }
 
 

@@ -26,14 +26,6 @@ RENDERERS = {"analysis/present/view_render.py"}
 FRAME_CALLS = {"DataFrame", "concat", "from_records", "from_dict"}
 
 LEFT: dict[str, Counter] = {  # module -> kinds of finding still there (issue 46: to move into typed views)
-    "analysis/present/report/claims.py": Counter({"COLUMNS literal": 1, "assign": 1, "columns literal": 3, "frame": 1,
-                                                  "list subscript": 2}),
-    "analysis/present/report/estimates.py": Counter({"columns literal": 1, "frame": 4, "COLUMNS literal": 2,
-                                                     "assign": 1}),
-    "analysis/present/report/html.py": Counter({"COLUMNS literal": 1, "rename": 1}),
-    "analysis/present/report/section_hardware.py": Counter({"frame": 4, "rename": 2, "columns literal": 1}),
-    "analysis/present/report/section_utilisation.py": Counter({"COLUMNS literal": 3, "frame": 3, "assign": 1}),
-    "analysis/present/report/speed.py": Counter({"frame": 1, "assign": 1}),
 }
 
 
@@ -120,7 +112,8 @@ def _views():
     out = []
     for mod in ("analysis.judge.answer.view", "analysis.judge.answer.seed_table", "analysis.judge.answer.run_tables",
                 "analysis.judge.answer.published",
-                "analysis.measure.repeats", "analysis.measure.run_views"):
+                "analysis.measure.repeats", "analysis.measure.run_views", "analysis.measure.utilisation_view",
+                "analysis.estimate.estimate_views", "analysis.judge.audit.claim_views", "analysis.judge.audit.frames"):
         m = importlib.import_module(mod)
         for obj in vars(m).values():
             if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == mod:
@@ -143,3 +136,16 @@ def test_every_view_has_one_label_per_quantity():
         for f in dataclasses.fields(v):
             band = f.metadata.get("band")
             assert band is None or all(n in {g.name for g in dataclasses.fields(v)} for n in band), (v, f.name)
+
+
+def test_the_utilisation_view_is_the_utilisation_table():
+    """The view's fields are run_utilisation's keys in order (the report's frame of it is the table), and a scaled
+    share renders as the table always showed it ("31 %")."""
+    from analysis.measure import utilisation as U
+    from analysis.measure.utilisation_view import UtilisationView
+    from analysis.present import view_render
+
+    assert [f.name for f in dataclasses.fields(UtilisationView)] == U.COLUMNS
+    fmt = view_render.formats(UtilisationView)
+    assert fmt["power_fraction"](0.314) == "31 %" and fmt["mfu"](0.0456) == "4.6 %"
+    assert view_render.cell(UtilisationView(mfu=0.0456), dataclasses.fields(UtilisationView)[24]) == "4.6 %"

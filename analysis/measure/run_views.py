@@ -180,3 +180,36 @@ def memory_rows(records: list[RunRecord]) -> tuple[MemoryRow, ...]:
                            per_device_batch=r.per_device_batch, grad_accum=r.grad_accum, max_length=r.max_length,
                            gradient_checkpointing=r.gradient_checkpointing, peak_gib=r.peak_mem_gib)
                  for r in records)
+
+
+# env.json's items as the report's environment table words them: (label, env.json key)
+ENVIRONMENT = (("GPU", "gpu_name"), ("GPUs", "gpu_count"), ("GPU memory (MiB)", "gpu_memory_mib"),
+               ("driver", "driver"), ("CUDA (driver)", "cuda_driver"), ("CUDA (torch build)", "cuda_torch"),
+               ("CPU", "cpu_model"), ("CPU cores", "cpu_count"), ("RAM (GiB)", "ram_gib"), ("Python", "python"),
+               ("platform", "platform"))
+CLASS_RUNS = ("run", "experiment", "status", "labels", "steps", "ms_per_step", "peak_gib")  # a class's runs (report)
+
+
+def environment(rec: RunRecord) -> dict[str, object]:
+    """A run's environment, by label: env.json's ENVIRONMENT items, its host id and probe, the GPU check and every
+    package's version (one column of the report's environment table: its keys are the run's own)."""
+    out: dict[str, object] = {label: rec.env.get(key) for label, key in ENVIRONMENT}
+    out["host id"] = rec.host_id
+    probe = rec.host_probe
+    if probe.measured():
+        out["host probe (Python ns/iter, dispatch us/op, LoRA ms)"] = (
+            f"{probe.python_ns}, {probe.dispatch_us}, {probe.lora_ms}")
+    check = rec.env.get("gpu_check") or {}
+    if check:
+        out["GPU check"] = f"matched {check.get('matched_hw')}" + (" (FORCED)" if check.get("forced") else "")
+    for pkg, v in (rec.env.get("packages") or {}).items():
+        out[pkg] = v
+    return out
+
+
+def environment_record(rec: RunRecord, hw: str) -> dict[str, object]:
+    """A run's env.json flat (environment.csv's row: its keys are the run's own), with its host probe and packages."""
+    return {"hw": hw, "experiment": rec.experiment, "run": rec.run,
+            **{k: v for k, v in rec.env.items() if k not in ("topology", "gpus", "packages", "gpu_check", "host")},
+            "host_id": rec.host_id, **{f"host_probe:{k}": v for k, v in vars(rec.host_probe).items()},
+            **{f"pkg:{k}": v for k, v in (rec.env.get("packages") or {}).items()}}

@@ -334,3 +334,31 @@ def step_points(pub: pd.DataFrame, picked: list[RunRecord]) -> tuple[StepPoint, 
             out += [StepPoint(f"{r.name} micro-step", steps.micro_step_ms(r), "our micro-step"),
                     StepPoint(f"{r.name} optimizer step", ms_per_step(r), "our optimizer step")]
     return tuple(out)
+
+
+LINE_BREAK = "⏎"  # marks a line break of a seed's extracted text, where characters may have been lost
+
+
+@dataclass(frozen=True)
+class PublishedRow:
+    """One figure the article publishes for a GPU class: its metric, the value (or, where illegible, the text as
+    extracted, its line breaks as LINE_BREAK), unit, legibility and meaning (the seeds' published figures)."""
+
+    id: str = col("id", default="")
+    metric: str = col("metric", default="")
+    value_text: str = col("value or extracted text", default="")
+    unit: str | None = col("unit")
+    legible: str | None = col("legible")
+    meaning: str | None = col("meaning")
+
+
+def published_rows(pub: pd.DataFrame, hw: str) -> tuple[PublishedRow, ...]:
+    """PUB's figures for HW, in its order."""
+    def shown(v, t) -> str:
+        if v is not None and not (isinstance(v, float) and math.isnan(v)):
+            return f"{v:g}"
+        return f"illegible: '{None if t is None or t != t else str(t).replace(chr(10), LINE_BREAK)}'"
+
+    return tuple(PublishedRow(id=r["id"], metric=r["metric"], value_text=shown(r["value"], r["text"]), unit=r["unit"],
+                              legible=r["legible"], meaning=r["meaning"])
+                 for r in pub[pub["hw"] == hw].to_dict("records"))

@@ -9,6 +9,7 @@ figures (seeds/). A field a row of its kind does not have stays None (an empty c
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -207,6 +208,69 @@ def speed_rows(records: list[RunRecord], pub: pd.DataFrame, baseline: str) -> tu
     return tuple(sorted(out, key=lambda r: _order((r.experiment, r.source, r.hw))))
 
 
+def speed_baselines(rows: tuple[SpeedRow, ...] | list[SpeedRow], records: list[RunRecord]
+                    ) -> dict[tuple[str | None, str], tuple[str, float, RunRecord | None]]:
+    """(experiment, source) -> (baseline, its ms per sample, its run record among RECORDS; None for published rows):
+    the rows of ROWS (speed_rows) that are their experiment's baseline."""
+    by_id: dict[tuple, RunRecord] = {(r.hw, r.experiment, r.run): r for r in records}
+    out = {}
+    for row in rows:
+        if row.baseline is not None and baseline_name(row.hw, row.host) == row.baseline \
+                and row.ms_per_sample is not None:
+            rec = by_id.get((row.hw, row.experiment, row.run)) if row.source == "measured" else None
+            out[(row.experiment, row.source)] = (row.baseline, float(row.ms_per_sample), rec)
+    return out
+
+
+@dataclass(frozen=True)
+class SpeedPoint:
+    """One bar of the speed figure: a successful run's (or a published row's) ms per sample and tokens/s with their
+    95 % ranges, and its speed-up against its experiment's baseline (analysis.measure.compare.speedup)."""
+
+    name: str = col("bar", default="")
+    hw: str | None = col("GPU class")
+    experiment: str | None = col("recipe")
+    run: str | None = col("run")
+    source: str = col("source", default="measured")
+    labels: str | None = col("labels")
+    in_tables: bool = col("in the tables", default=True)
+    ms: float | None = col("per sample", "ms", "{:.1f}")
+    ms_lo: float | None = col("per sample 95 % low", "ms", "{:.1f}")
+    ms_hi: float | None = col("per sample 95 % high", "ms", "{:.1f}")
+    n_intervals: int | None = col("steady intervals", "", "{:d}")
+    tok: float | None = col("throughput", "tokens/s", "{:,.0f}")
+    tok_lo: float | None = col("throughput low", "tokens/s", "{:,.0f}")
+    tok_hi: float | None = col("throughput high", "tokens/s", "{:,.0f}")
+    baseline: str | None = col("baseline")
+    speedup: float | None = col("speed-up", "", "{:.2f}")
+    speedup_hosts: str | None = col("speed-up hosts")
+
+
+def speed_points(records: list[RunRecord], rows: tuple[SpeedRow, ...] | list[SpeedRow],
+                 in_tables: Callable[[RunRecord], bool], hw_rank: Callable[[str | None], int],
+                 picked: list[RunRecord]) -> tuple[SpeedPoint, ...]:
+    """Each of RECORDS (successful runs) by experiment, hardware (HW_RANK) and run, then the published rows of ROWS
+    (speed_rows of PICKED) by hardware; measured speed-ups against the baseline run of ROWS."""
+    base = speed_baselines(rows, picked)
+    out = []
+    for r in sorted(records, key=lambda r: (r.experiment, hw_rank(r.hw), r.run)):
+        st, tp = steps.step_time(r), throughput.throughput(r)
+        b = base.get((r.experiment, "measured"))
+        per_sample = steps.sample_time_ms(r)
+        sp = compare.speedup(b[2], r) if b and b[2] else None
+        out.append(SpeedPoint(
+            name=f"{r.name} · {'host ' + r.host_id[:6] if r.host_id else 'host ?'}", hw=r.hw,
+            experiment=r.experiment, run=r.run, source="measured", labels="; ".join(r.labels),
+            in_tables=in_tables(r), ms=per_sample.median, ms_lo=per_sample.ci95_low, ms_hi=per_sample.ci95_high,
+            n_intervals=st.n_intervals, tok=tp.tokens_per_s, tok_lo=tp.low, tok_hi=tp.high,
+            baseline=b[0] if b else None, speedup=sp.factor if sp else None, speedup_hosts=sp.hosts if sp else None))
+    for p in sorted((p for p in rows if p.source == "published"), key=lambda p: hw_rank(p.hw)):
+        out.append(SpeedPoint(name=f"{p.hw} · published (per sample)", hw=p.hw, experiment=p.experiment, run=p.run,
+                              source="published", labels=p.labels, in_tables=True, ms=p.ms_per_sample,
+                              tok=p.tokens_per_s, baseline=p.baseline, speedup=p.speedup))
+    return tuple(out)
+
+
 # ------------------------------------------------------------------------------------------ scaling
 
 
@@ -250,6 +314,23 @@ def scaling_rows(records: list[RunRecord]) -> tuple[ScalingRow, ...]:
             tokens_per_s_to=throughput.throughput(many).tokens_per_s, comm_ms_per_step=share.comm_ms,
             gpu_busy_frac=share.gpu_busy_frac, run_from=one.run, run_to=many.run, labels=labels_text(many)))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class ScalingBar:
+    """One bar of the scaling figure: an N-GPU run's efficiency over its 1-GPU run (a ScalingRow's), with its range."""
+
+    name: str = col("bar", default="")
+    efficiency: float | None = col("efficiency", "", "{:.0%}")
+    efficiency_low: float | None = col("efficiency low", "", "{:.0%}")
+    efficiency_high: float | None = col("efficiency high", "", "{:.0%}")
+
+
+def scaling_bars(rows: tuple[ScalingRow, ...]) -> tuple[ScalingBar, ...]:
+    """Each of ROWS (scaling_rows) as a bar named by its recipe, parallel mode, GPU counts and host."""
+    return tuple(ScalingBar(name=f"{r.experiment} · {r.parallel} · {r.gpus_from}->{r.gpus_to} GPUs · host "
+                                 f"{str(r.host)[:6]}", efficiency=r.efficiency, efficiency_low=r.efficiency_low,
+                            efficiency_high=r.efficiency_high) for r in rows)
 
 
 # ------------------------------------------------------------------------------------------ convergence

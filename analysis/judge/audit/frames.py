@@ -6,6 +6,9 @@ profiled steps and busy shares from measure.profile, eval losses through the see
 """
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
+from analysis.core.viewfield import col
 from analysis.judge.audit import config
 from analysis.judge.audit.select import hw_choice, profiled, seed_baseline
 from analysis.judge.band import Runs, loss_check, pick, records_of, rnd, runs_by_experiment
@@ -24,14 +27,58 @@ def _runs(results_dir, hw: str | None, records: list[RunRecord] | None) -> Runs:
     return runs_by_experiment(results_dir, hw or hw_choice(recs), recs)
 
 
-def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
+@dataclass(frozen=True)
+class RecipeClaimRow:
+    """One throughput recipe's run (claims.yaml figures.recipes.runs): tokens/s with its 95 % range and the multiple
+    of the seed recipe's, peak, the time it took, where compiling pays, the eval loss against the seed band; PATH: its
+    folder relative to the checkout, RUN: the folder's name (the report's table; the recipes frame's `run` is PATH)."""
+
+    recipe: str = col("recipe", default="")
+    label: str = col("bar", default="")
+    flags: str = col("flags", default="")
+    cap_gib: float | None = col("allocator cap", "GiB", "{:g}")
+    tokens_per_s: float | None = col("throughput", "tokens/s", "{:,.1f}", band=("low", "high"))
+    low: float | None = col("throughput low", "tokens/s", "{:,.1f}")
+    high: float | None = col("throughput high", "tokens/s", "{:,.1f}")
+    steady_x_seed: float | None = col("x seed", "", "{:.2f}")
+    steady_x_seed_hosts: str | None = col("x seed hosts")
+    steady_steps: int | None = col("steady steps", "", "{:d}")
+    tokens_source: str | None = col("tokens counted from")
+    peak_gib: float | None = col("peak", "GiB", "{:.2f}")
+    steps: int | None = col("optimizer steps", "", "{:d}")
+    train_runtime_s: float | None = col("train_runtime", "s", "{:.1f}")
+    load_s: float | None = col("start-up", "s", "{:.1f}")
+    compile_s: float | None = col("compile", "s", "{:.0f}")
+    break_even_vs: str | None = col("break-even against")
+    break_even_steps: float | None = col("break-even after", "steps", "{:,.0f}")
+    eval_step: int | None = col("eval step", "", "{:d}")
+    eval_loss: float | None = col("eval loss", "", "{:.4f}")
+    loss_counts: bool | None = col("eval loss in the seed band")
+    gpu_busy_frac: float | None = col("GPU busy share (profiled)", "", "{:.0%}")
+    host: str | None = col("host")
+    labels: str = col("labels", show=False, default="")
+    path: str = col("run folder", show=False, default="")
+    run: str = col("run", default="")
+
+
+
+
+@dataclass(frozen=True)
+class SeedRecipe:
+    """The seed recipe's run the throughput recipes are held against: its tokens/s, folder and host."""
+
+    tokens_per_s: float | None = None
+    run: str | None = None
+    host: str | None = None
+
+
+def recipe_claim_rows(results_dir, hw: str | None = None, records: list[RunRecord] | None = None
+                      ) -> tuple[tuple[RecipeClaimRow, ...], SeedRecipe]:
     """One row per throughput recipe that has a run (claims.yaml figures.recipes.runs): measured tokens/s with its
     95 % range, the multiple of the seed recipe's tokens/s, peak memory, the eval loss at its last eval step and
     whether it stays in the seed band; the time it took (train_runtime over its steps, start-up beside it) and, for a
     compiled recipe with an eager one named in figures.recipes.eager_of, the step count where compiling pays
-    (measure.jobtime.break_even). attrs: seed_tokens_per_s, seed_run, seed_host."""
-    import pandas as pd
-
+    (measure.jobtime.break_even); and the seed recipe's run they are held against."""
     fig = config.recipes_figure()
     runs = _runs(results_dir, hw, records)
     seed = seed_baseline(fig.seed_runs, runs)
@@ -56,32 +103,61 @@ def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] |
         jt = job_time(rec)
         eager = pick(runs, eager_of[name]) if name in eager_of else None
         be = break_even(rec, eager) if eager is not None else None
-        table.append({"recipe": name, "label": label,
-                      "flags": ", ".join(f"{k}={v}" for k, v in flags.items()) or f"({fig.baseline_label})",
-                      "cap_gib": cap, "tokens_per_s": rnd(t.tokens_per_s, 1), "low": rnd(t.low, 1),
-                      "high": rnd(t.high, 1), "steady_x_seed": rnd(xs.factor if xs else None, 2),
-                      "steady_x_seed_hosts": xs.hosts if xs else None,
-                      "steady_steps": t.steady_steps, "tokens_source": t.source,
-                      "peak_gib": rec.peak_mem_gib, "steps": jt.steps, "train_runtime_s": jt.train_runtime_s,
-                      "load_s": rnd(jt.load_s, 1), "compile_s": rnd(be.compile_s if be else None, 1),
-                      "break_even_vs": eager_of.get(name) if eager is not None else None,
-                      "break_even_steps": rnd(be.break_even_steps if be else None, 0),
-                      "eval_step": lc.eval_step, "eval_loss": lc.eval_loss,
-                      "loss_counts": lc.counts, "gpu_busy_frac": rnd(busy_fraction(rec), 3),
-                      "host": rec.host, "labels": "; ".join(rec.labels), "run": relative(rec.path)})
-    df = pd.DataFrame(table)
-    df.attrs["seed_tokens_per_s"] = seed_tps
-    df.attrs["seed_run"] = relative(seed.path) if seed else None
-    df.attrs["seed_host"] = seed.host if seed else None
+        path = relative(rec.path)
+        table.append(RecipeClaimRow(
+            recipe=name, label=label,
+            flags=", ".join(f"{k}={v}" for k, v in flags.items()) or f"({fig.baseline_label})",
+            cap_gib=cap, tokens_per_s=rnd(t.tokens_per_s, 1), low=rnd(t.low, 1), high=rnd(t.high, 1),
+            steady_x_seed=rnd(xs.factor if xs else None, 2), steady_x_seed_hosts=xs.hosts if xs else None,
+            steady_steps=t.steady_steps, tokens_source=t.source, peak_gib=rec.peak_mem_gib, steps=jt.steps,
+            train_runtime_s=jt.train_runtime_s, load_s=rnd(jt.load_s, 1),
+            compile_s=rnd(be.compile_s if be else None, 1),
+            break_even_vs=eager_of.get(name) if eager is not None else None,
+            break_even_steps=rnd(be.break_even_steps if be else None, 0), eval_step=lc.eval_step,
+            eval_loss=lc.eval_loss, loss_counts=lc.counts, gpu_busy_frac=rnd(busy_fraction(rec), 3), host=rec.host,
+            labels="; ".join(rec.labels), path=path, run=path.rsplit("/", 1)[-1]))
+    return tuple(table), SeedRecipe(seed_tps, relative(seed.path) if seed else None, seed.host if seed else None)
+
+
+def recipes_frame(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
+    """recipe_claim_rows as a frame (recipe_frame_of). attrs: seed_tokens_per_s, seed_run, seed_host."""
+    return recipe_frame_of(*recipe_claim_rows(results_dir, hw, records))
+
+
+def recipe_frame_of(rows: tuple[RecipeClaimRow, ...], seed: SeedRecipe):
+    """ROWS as the recipes frame (claims_recipes.csv): every field, `run` the folder relative to the checkout."""
+    import pandas as pd
+
+    df = pd.DataFrame([{**{k: v for k, v in asdict(r).items() if k not in ("path", "run")}, "run": r.path}
+                       for r in rows])
+    df.attrs["seed_tokens_per_s"] = seed.tokens_per_s
+    df.attrs["seed_run"] = seed.run
+    df.attrs["seed_host"] = seed.host
     return df
 
 
-def time_breakdown(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
-    """Where a step's time goes, from the profiled steps of claims.yaml figures.time_breakdown.runs: wall time, GPU
-    busy time (the union of kernels and copies), their ratio, and the operator with the most GPU time. Runs cut short
-    after profiling are included (marked)."""
-    import pandas as pd
+@dataclass(frozen=True)
+class TimeBreakdownRow:
+    """One profiled step of a claims.yaml figures.time_breakdown run: wall time, GPU busy time (the union of kernels
+    and copies), its share, the host's seconds, the run's unprofiled median step and the operator with the most GPU
+    time; PATH: the run's folder (the CSV)."""
 
+    run: str = col("run", default="")
+    step: int = col("step", "", "{:d}", default=0)
+    wall_s: float | None = col("wall", "s", "{:.4f}")
+    gpu_busy_s: float = col("GPU busy", "s", "{:.4f}", default=0.0)
+    gpu_busy_frac: float | None = col("GPU busy share", "", "{:.0%}")
+    host_s: float | None = col("host", "s", "{:.4f}")
+    median_unprofiled_step_s: float | None = col("unprofiled step (median)", "s", "{:.4f}")
+    top_op: str | None = col("top GPU operator")
+    note: str = col("note", default="")
+    path: str = col("run folder", show=False, default="")
+
+
+def time_breakdown_rows(results_dir, hw: str | None = None, records: list[RunRecord] | None = None
+                        ) -> tuple[TimeBreakdownRow, ...]:
+    """Where a step's time goes, from the profiled steps of claims.yaml figures.time_breakdown.runs. Runs cut short
+    after profiling are included (marked)."""
     runs = _runs(results_dir, hw, records)
     table = []
     for name in config.time_breakdown_figure().runs:
@@ -91,13 +167,19 @@ def time_breakdown(results_dir, hw: str | None = None, records: list[RunRecord] 
         median = rnd(step_time(rec).median, 4)
         for st in profiled_steps(rec):
             ops = st.get("top_gpu_ops") or []
-            table.append({"run": name, "step": st["step"], "wall_s": st.get("wall_s"), "gpu_busy_s": st["gpu_busy_s"],
-                          "gpu_busy_frac": st.get("gpu_busy_frac"), "host_s": rnd(st["host_s"], 4),
-                          "median_unprofiled_step_s": median,
-                          "top_op": f"{ops[0]['op']} {ops[0]['gpu_ms']:.0f} ms" if ops else None,
-                          "note": f"run cut short afterwards ({rec.failure})" if cut else "",
-                          "path": relative(rec.path)})
-    return pd.DataFrame(table)
+            table.append(TimeBreakdownRow(
+                run=name, step=st["step"], wall_s=st.get("wall_s"), gpu_busy_s=st["gpu_busy_s"],
+                gpu_busy_frac=st.get("gpu_busy_frac"), host_s=rnd(st["host_s"], 4), median_unprofiled_step_s=median,
+                top_op=f"{ops[0]['op']} {ops[0]['gpu_ms']:.0f} ms" if ops else None,
+                note=f"run cut short afterwards ({rec.failure})" if cut else "", path=relative(rec.path)))
+    return tuple(table)
+
+
+def time_breakdown(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):
+    """time_breakdown_rows as a frame."""
+    import pandas as pd
+
+    return pd.DataFrame([asdict(r) for r in time_breakdown_rows(results_dir, hw, records)])
 
 
 def host_time_frame(results_dir, hw: str | None = None, records: list[RunRecord] | None = None):

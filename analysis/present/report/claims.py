@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.judge.audit import claim_views as V
 from analysis.judge.audit import config, frames, rulespec
-from analysis.present import plots
+from analysis.present import plots, view_render
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base.paths import relative
@@ -27,8 +28,6 @@ CLAIM_EVIDENCE = {
     "speed.rtx4090_vs_a10_and_a100": "Consistency of the published figures",
     "speed.table_speedups": "Consistency of the published figures",
 }
-CLIP = 150  # characters of a verdict's detail on its one line
-SEED_COLUMNS = ["seed", "claim", "kind", "english", "testable here", "data in this report", "status"]
 
 
 def verdicts(ctx: Context) -> pd.DataFrame:
@@ -48,12 +47,14 @@ def _common_labels(records) -> str:
     return "; ".join(common)
 
 
-def recipes_figure(ctx: Context, rec: pd.DataFrame) -> tuple[str, list[str]]:
+def recipes_figure(ctx: Context, rows: tuple[frames.RecipeClaimRow, ...], seed: frames.SeedRecipe
+                   ) -> tuple[str, list[str]]:
     """The recipes figure, and what goes under it (the baseline, the table: folded)."""
     by_path = {relative(r.path): r for r in ctx.records}
-    runs = [by_path[p] for p in rec["run"] if p in by_path]
+    runs = [by_path[r.path] for r in rows if r.path in by_path]
     labels = plots.labels_text([(f"{r.experiment} · {r.run}", r.labels) for r in runs])
-    seed_tps, factor = rec.attrs.get("seed_tokens_per_s"), target_factor()
+    rec = frames.recipe_frame_of(rows, seed)
+    seed_tps, factor = seed.tokens_per_s, target_factor()
     hws = sorted({r.hw for r in runs if r.hw})
     batches = sorted({r.samples_per_step for r in runs if r.samples_per_step})
     title = ("Throughput recipes" + (f" at global batch {batches[0]}" if len(batches) == 1 else "")
@@ -70,13 +71,13 @@ def recipes_figure(ctx: Context, rec: pd.DataFrame) -> tuple[str, list[str]]:
                    + (f" and the {factor:g}x bar" if factor else "")
                    + "; colour: eval loss inside or outside the seed band at the recipe's last eval step")
     return fig, [
-        H.note(f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({H.e(rec.attrs.get('seed_run'))}, host "
-               f"{H.e(rec.attrs.get('seed_host') or 'unknown')}). " + cut
+        H.note(f"Seed recipe baseline: {seed_tps:,.1f} tokens/s ({H.e(seed.run)}, host "
+               f"{H.e(seed.host or 'unknown')}). " + cut
                + "<i>other host</i>: made on another machine than the baseline (the host column), which matters for "
                "host-bound steps.") if seed_tps else "",
         break_even_note(rec),
-        H.fold(f"throughput recipes: the table ({len(rec)} rows)", H.html_table(
-            rec.drop(columns=["run", "labels"]).assign(run=[p.rsplit("/", 1)[-1] for p in rec["run"]]))),
+        H.fold(f"throughput recipes: the table ({len(rows)} rows)", H.html_table(view_render.to_frame(
+            rows, frames.RecipeClaimRow, [f.name for f in view_render.shown(frames.RecipeClaimRow)]))),
         H.csv(ctx, rec, "claims_recipes.csv"),
     ]
 
@@ -102,17 +103,18 @@ def claims_figures(ctx: Context) -> list[str]:
     """Throughput recipes and the capacity probes of the claims audit side by side, then where a step's time goes;
     their tables folded."""
     figs, out = [], []
-    rec = frames.recipes_frame(ctx.results_dir, records=ctx.records)
-    if not rec.empty:
-        fig, under = recipes_figure(ctx, rec)
+    rows, seed = frames.recipe_claim_rows(ctx.results_dir, records=ctx.records)
+    if rows:
+        fig, under = recipes_figure(ctx, rows, seed)
         figs.append(fig)
         out += under
-    tb = frames.time_breakdown(ctx.results_dir, records=ctx.records)
-    if not tb.empty:
+    tb = frames.time_breakdown_rows(ctx.results_dir, records=ctx.records)
+    if tb:
         out += [H.fold("<b>Where a step's time goes</b> (torch.profiler over the profiled steps; GPU busy = union of "
                        "kernel and copy intervals; the profiler itself slows the host side, so wall time here is "
-                       "above the unprofiled median)", H.html_table(tb.drop(columns=["path"]))),
-                H.csv(ctx, tb, "claims_time_breakdown.csv")]
+                       "above the unprofiled median)", H.html_table(view_render.to_frame(
+                           tb, frames.TimeBreakdownRow, [f.name for f in view_render.shown(frames.TimeBreakdownRow)]))),
+                H.csv(ctx, view_render.to_frame(tb, frames.TimeBreakdownRow), "claims_time_breakdown.csv")]
     host = frames.host_time_frame(ctx.results_dir, records=ctx.records)
     if not host.empty:
         by_path = {relative(r.path): r for r in ctx.records}
@@ -138,66 +140,30 @@ def claims_figures(ctx: Context) -> list[str]:
     return figs + out  # one page-wide figure each: side by side they showed at half their size
 
 
-def audited(table: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """(seed file, seed claim id) -> the audit's verdict of the claim that covers it."""
-    verdict_of = dict(zip(table["id"], table["verdict"]))
-    out = {}
-    for c in config.claims():
-        for cid in [c.source.claim, *c.source.also]:
-            out[(c.source.file, cid)] = f"{verdict_of.get(c.id, '?')} (audit row {c.id})"
-    return out
-
-
-def seed_claims_frame(ctx: Context, status: dict[tuple[str, str], str]) -> pd.DataFrame:
-    rows = []
-    for fname, data in ctx.seeds.items():
-        for c in data.get("claims", []):
-            ev = CLAIM_EVIDENCE.get(c["id"]) if fname == RECIPE_SEED else None
-            rows.append({"seed": fname, "claim": c["id"], "kind": c["kind"],
-                         "english": " ".join(c["english"].split()), "testable here": c["testable_here"],
-                         "data in this report": ev or "–",
-                         "status": status.get((fname, c["id"]), "not in the claims audit")})
-    return pd.DataFrame(rows, columns=SEED_COLUMNS)
-
-
 def verdict_tables(table: pd.DataFrame) -> list[str]:
     """Per origin (config.ORIGINS: the articles' claims first), its heading and one row per claim: the articles' with
-    their text and key number, the findings with the first words of their detail."""
+    their text and key number, the findings with the first words of their detail (analysis.judge.audit.claim_views)."""
     out = []
     for origin, heading in config.ORIGINS.items():
-        rows = table[table["origin"] == origin] if "origin" in table else table.iloc[:0]
-        if rows.empty:
+        rows: tuple = V.article_rows(table) if origin == "article" else V.finding_rows(table, origin)
+        if not rows:
             continue
-        why = [r if isinstance(r, str) and v != "holds" else "" for r, v in zip(rows.get("reason", [""] * len(rows)),
-                                                                                 rows["verdict"])]
-        if origin == "article":
-            brief = rows[["id", "claim", "verdict", "key", "detail"]].copy()
-            brief["key"] = [k if isinstance(k, str) else H.clip(d, CLIP // 2) for k, d in zip(brief["key"],
-                                                                                             brief["detail"])]
-            brief = brief.drop(columns=["detail"])
-            brief.insert(4, "reason", why)
-            rename = {"key": "key number", "reason": "why"}
-        else:
-            brief = rows[["id", "verdict", "detail"]].copy()
-            brief["detail"] = brief["detail"].map(lambda t: H.clip(t, CLIP))
-            brief.insert(2, "reason", why)
-            rename = {"detail": "detail (first words)", "reason": "why"}
-        counts = ", ".join(f"{n} {H.e(v)}" for v, n in rows["verdict"].value_counts().items())
+        counts = ", ".join(f"{n} {H.e(v)}" for v, n in pd.Series([r.verdict for r in rows]).value_counts().items())
         title = f"<b>{H.e(heading)}</b>: {len(rows)} ({counts})"
+        shown = view_render.table_html(rows, type(rows[0]))
         if origin == "article":  # the articles' claims shown; the project's own findings one click away
-            out += [H.p(title), H.html_table(brief, rename=rename)]
+            out += [H.p(title), shown]
         else:
-            out.append(H.fold(title, H.html_table(brief, rename=rename)))
+            out.append(H.fold(title, shown))
     return out
 
 
 def claims_section(ctx: Context) -> str:
     table = verdicts(ctx)
-    keep = [c for c in ("id", "origin", "claim", "verdict", "key", "detail", "runs") if c in table.columns]
-    shown = table[keep].copy()
-    if "runs" in shown:  # run folders one per line, not a Python list
-        shown["runs"] = [" ".join(r) if isinstance(r, (list, tuple)) else r for r in shown["runs"]]
-    df = seed_claims_frame(ctx, audited(table))
+    shown = view_render.to_frame(V.verdict_rows(table), V.VerdictRow)
+    evidence = {(RECIPE_SEED, cid): where for cid, where in CLAIM_EVIDENCE.items()}
+    seed_rows = V.seed_claim_rows(ctx.seeds, V.audited(table), evidence)
+    df = view_render.to_frame(seed_rows, V.SeedClaimRow)
     return H.join([
         H.p(f"<b>{len(table)} claims</b>. Verdicts of analysis/judge over the committed results (the claims in "
             "analysis/judge/audit/claims.yaml, their experiments in experiments/recipes/claims/); <i>not run yet</i>: "
@@ -208,8 +174,8 @@ def claims_section(ctx: Context) -> str:
         H.fold("every verdict with its claim, whole detail and run folders", H.html_table(shown)),
         H.csv(ctx, table, "claims_verdicts.csv"),
         *claims_figures(ctx),
-        H.fold(f"the seed articles' {len(df)} claims ({int(df['testable here'].sum()) if len(df) else 0} marked "
+        H.fold(f"the seed articles' {len(seed_rows)} claims ({sum(bool(r.testable_here) for r in seed_rows)} marked "
                "testable on the hardware here), where this report has data on each and the audit's verdict",
-               H.html_table(df)),
+               view_render.table_html(seed_rows, V.SeedClaimRow)),
         H.csv(ctx, df, "claims_untested.csv"),
     ])

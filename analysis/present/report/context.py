@@ -13,15 +13,16 @@ import pandas as pd
 from analysis.core.seed_rows import SeedFile
 from analysis.core.seeds import DEFAULT_SEEDS_DIR, published_figures
 from analysis.estimate import prices as price_tables
+from analysis.judge.answer import run_tables as RT
 from analysis.judge.answer.classes import Answer, answer
 from analysis.judge.answer.published import short
 from analysis.judge.audit.seed_checks import load_seeds
 from analysis.measure import steps
-from analysis.measure import utilisation as U
+from analysis.measure import utilisation_view as UV
 from analysis.parse.record import RunRecord
 from analysis.parse.results import Roots, collect, is_matrix, latest_per_group
-from analysis.present import plots
-from analysis.present.tables import convergence_table, speedup_table
+from analysis.present import plots, view_render
+from analysis.present.tables import convergence_table
 from experiments.base import hardware
 from experiments.base.hardware import DEFAULT_BASELINE
 
@@ -44,12 +45,14 @@ class Context:
     records: list[RunRecord]            # every run of the results tree (the claims runs too)
     matrix: list[RunRecord]             # the runs of the hardware matrix's experiments
     picked: list[RunRecord]             # one matrix run per (hw, experiment): the tables' rows
-    speed: pd.DataFrame                 # analysis.present.tables.speedup_table of the picked runs
+    speed: pd.DataFrame                 # the speed table of the picked runs (speed_rows as a frame)
     conv: pd.DataFrame                  # analysis.present.tables.convergence_table of the picked runs
     pub: pd.DataFrame                   # the seeds' published figures
     seeds: dict[str, SeedFile]          # every seed file by name
-    util: pd.DataFrame                  # analysis.measure.utilisation.summary of the matrix runs
+    util: pd.DataFrame                  # the utilisation table of the matrix runs (util_rows as a frame)
     prices: Path | None = None          # the price table for costs (data/prices.yaml unless given)
+    speed_rows: tuple = ()              # the speed table's typed rows (analysis.judge.answer.run_tables.SpeedRow)
+    util_rows: tuple = ()               # the utilisation table's (analysis.measure.utilisation_view)
     files: list[str] = field(default_factory=list)  # written into OUT, in order
     _cache: dict = field(default_factory=dict, repr=False)  # stage outputs two sections share, made once
 
@@ -70,13 +73,17 @@ class Context:
         matrix = [r for r in records if is_matrix(r)]  # claims runs: the Claims section
         picked = latest_per_group(matrix)
         plots.setup()
+        pub = published_figures(seeds_dir)
+        speed_rows = RT.speed_rows(picked, pub, baseline)
+        util_rows = UV.utilisation_views(matrix)
         return cls(
             results_dir=results_dir, seeds_dir=seeds_dir, out=out, baseline=baseline,
             hardware=wanted + sorted({r.hw for r in matrix if r.hw and r.hw not in wanted}),
             records=records, matrix=matrix, picked=picked,
-            speed=speedup_table(results_dir, baseline, seeds_dir, records=picked),
+            speed=view_render.to_frame(speed_rows, RT.SpeedRow), speed_rows=speed_rows,
             conv=convergence_table(results_dir, seeds_dir, records=picked),
-            pub=published_figures(seeds_dir), seeds=load_seeds(seeds_dir), util=U.summary(matrix),
+            pub=pub, seeds=load_seeds(seeds_dir), util=view_render.to_frame(util_rows, UV.UtilisationView),
+            util_rows=util_rows,
             prices=Path(prices) if prices else price_tables.DEFAULT_PRICES)
 
     # ------------------------------------------------------------------------------------ the runs

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.estimate import estimate_views as EV
 from analysis.estimate import quick_check as Q
 from analysis.estimate.validate import planner_error
-from analysis.parse.record import RunRecord
-from analysis.present import plots
+from analysis.present import plots, view_render
 from analysis.present.report import html as H
 from analysis.present.report.answer import error_text
 from analysis.present.report.context import Context
@@ -25,9 +25,7 @@ def anchors_frame(ctx: Context) -> pd.DataFrame:
     from analysis.estimate import anchors
 
     checks = anchors.anchor_checks(anchors.reference_run(ctx.records))
-    return pd.DataFrame([{"source": c.source, "pair": c.pair, "comparable": c.comparable, "published": c.published,
-                          "predicted": c.predicted, "error": c.error} for c in checks],
-                        columns=["source", "pair", "comparable", "published", "predicted", "error"])
+    return view_render.to_frame(EV.anchor_rows(checks), EV.AnchorRow)
 
 
 def anchors_html(ctx: Context) -> str:
@@ -46,7 +44,7 @@ def anchors_html(ctx: Context) -> str:
             "carried kernel by kernel to each class, the predicted time ratio beside the same source's published "
             f"throughput ratio. The errors set the band every modelled time carries: {low:+.1%} .. {high:+.1%}. "
             "Lambda's pairs are a proxy workload (BERT-large), not LoRA of a 7-8B model."),
-        H.html_table(df, {"published": "{:.3f}", "predicted": "{:.3f}", "error": "{:+.1%}"}),
+        H.html_table(df, view_render.formats(EV.AnchorRow)),
         H.csv(ctx, df, "time_model_anchors.csv"),
     ])
 
@@ -73,53 +71,21 @@ def estimates_section(ctx: Context) -> str:
     ])
 
 
-ROW_COLUMNS = ["experiment", "quick_run", "first_on_host", "full_first", "quick_steps", "fit_steps", "form",
-               "predicted_train_s", "low", "high", "measured_train_s", "error_pct", "inside"]
-PART_COLUMNS = ["to_anchor_s", "steps_s", "events_s"]  # analysis.estimate.quick_check.ErrorParts
-QUICK_COLUMNS = [*ROW_COLUMNS, *PART_COLUMNS, "same_steps_ratio", "same_steps_gpu_ratio", "same_steps_host_ratio"]
-# shown on the page; the error's parts and the GPM ratios are in the folded table and quick_runs.csv
-QUICK_BRIEF = ["experiment", "quick_run", "quick_steps", "predicted_train_s", "low", "high", "measured_train_s",
-               "error_pct", "inside", "same_steps_ratio"]
-
-
-def quick_frame(rows: list[dict]) -> pd.DataFrame:
-    """analysis.estimate.quick_check.comparison_table's rows (as_json), flat: the error's parts and the same-steps
-    ratios as columns."""
-    flat = []
-    for r in rows:
-        parts, same = r.get("error_parts") or {}, r.get("same_steps") or {}
-        flat.append({**{k: r.get(k) for k in ROW_COLUMNS}, **{k: parts.get(k) for k in PART_COLUMNS},
-                     "same_steps_ratio": same.get("ratio"), "same_steps_gpu_ratio": same.get("busy_ratio"),
-                     "same_steps_host_ratio": same.get("host_ratio"), "hw": r.get("hw"),
-                     "full_run": r.get("full_run")})
-    return pd.DataFrame(flat, columns=[*QUICK_COLUMNS, "hw", "full_run"])
-
-
 def quick_section(ctx: Context) -> list[str]:
     """The quick runs (docs/quick-runs.md): each estimate with its range and the steps behind it, against the full
     run made after it on the same host, the error split into its parts, and a figure of the steps both runs have."""
-    rows = [Q.as_json(r) for r in Q.comparison_table(records=ctx.records)]
-    if not rows:
+    comparisons = Q.comparison_table(records=ctx.records)
+    if not comparisons:
         return [H.p("<b>Quick runs.</b> None in these results (<code>make run-all ... QUICK=1</code>).")]
-    df = quick_frame(rows)
-    by_run: dict[tuple, RunRecord] = {(r.hw, r.experiment, r.run): r for r in ctx.records}
-    frames, runs = [], []
-    for r in rows:
-        q, full = by_run.get((r["hw"], r["experiment"], r["quick_run"])), by_run.get(
-            (r["hw"], r["experiment"], r.get("full_run")))
-        if q is None or full is None:
-            continue
-        steps = Q.same_step_rows(q, full)
-        if steps:
-            runs += [q, full]
-            frames.append(pd.DataFrame(steps).assign(name=f"{r['hw']} · {r['experiment']} · {r['quick_run']}",
-                                                     ratio=(r.get("same_steps") or {}).get("ratio")))
-    formats = {c: "{:,.4g}" for c in df.select_dtypes("number").columns}
-    formats.update(error_pct="{:+.2f}", to_anchor_s="{:+.1f}", steps_s="{:+.1f}", events_s="{:+.1f}")
+    rows = EV.quick_rows(comparisons)
+    df = view_render.to_frame(rows, EV.QuickRow)
+    points, runs = EV.pair_step_points(comparisons, ctx.records)
+    formats = view_render.formats(EV.QuickRow)
+    made = tuple(r for r in rows if r.measured_train_s is not None)
     parts = [
         H.p(f"<b>Quick runs.</b> {len(df)} quick runs (<code>swiftbench quick</code>): each one's estimate of the full "
             "run's training time with its 95 % range and the steps behind it, against the full run made after it on "
-            f"the same host ({int(df['measured_train_s'].notna().sum())} made, shown here; <i>full_first</i>: the "
+            f"the same host ({len(made)} made, shown here; <i>full_first</i>: the "
             "full run was made before the quick run, on a machine that had already run the recipe to the end). The "
             "error (predicted - measured) is split into its parts (folded table): the measured part up to the anchor "
             "step, the modelled steps after it, the evaluations and saves. <i>same_steps_ratio</i>: the full run's "
@@ -129,15 +95,15 @@ def quick_section(ctx: Context) -> list[str]:
             "its range. The range covers the quick run's own step noise, not how the next run on the host will go: "
             "where the step is host-bound, the full run's host seconds over the very same batches differed from the "
             "quick run's (docs/quick-runs.md)."),
-        H.html_table(df[df["measured_train_s"].notna()], formats, columns=QUICK_BRIEF),
+        H.html_table(view_render.to_frame(made, EV.QuickRow), formats, columns=list(EV.QUICK_BRIEF)),
         H.fold(f"every quick run ({len(df)}), the error's parts and the GPM ratios",
-               H.html_table(df, formats, columns=QUICK_COLUMNS)),
+               H.html_table(df, formats, columns=[f.name for f in view_render.shown(EV.QuickRow)])),
         H.csv(ctx, df, "quick_runs.csv"),
     ]
-    if frames:
+    if points:
         labels = ctx.labels_of(runs)
-        fig = plots.quick_pair_steps(pd.concat(frames, ignore_index=True), "A quick run and the full run after it: "
-                                     "the same steps", labels)
+        fig = plots.quick_pair_steps(view_render.to_frame(points, EV.PairStepPoint), "A quick run and the full run "
+                                     "after it: the same steps", labels)
         parts.append(H.figure(ctx, fig, "quick_pairs.png", "Each steady interval both runs of a pair have (the same "
                               "batches, the same host, minutes apart): the quick run solid, the full run dashed; "
                               "where both have GPM counters, the GPU-active seconds below "

@@ -1,43 +1,31 @@
-"""HTML of the report page: tables from DataFrames, cell formatting, escaping, file links and the page's CSS.
+"""HTML of the report page: paragraphs, folds, figures, escaping, file links and the page's CSS; its tables are
+analysis.present.view_render's.
 
 The styles live in report.css beside this module (package data, read when the page is made).
 """
 from __future__ import annotations
 
 import html
-import math
 from importlib import resources
 
 import pandas as pd
 from PIL import Image
 
+from analysis.judge.answer import published as P
+from analysis.present import view_render
+
 CSS_FILE = "report.css"
-LINE_BREAK = "⏎"  # marks a line break of a seed's extracted text, where characters may have been lost
-LONG_TEXT_COLUMNS = {"labels", "what", "english", "meaning", "evidence", "comparison", "quantity", "why"}
+LINE_BREAK = P.LINE_BREAK  # marks a line break of a seed's extracted text, where characters may have been lost
 
 
 def missing(v) -> bool:
     """None, NaN or pandas' NA (not an empty list or string)."""
-    if v is None:
-        return True
-    if isinstance(v, float) and math.isnan(v):
-        return True
-    try:
-        return bool(pd.isna(v)) if not isinstance(v, (list, tuple, dict, str)) else False
-    except (TypeError, ValueError):
-        return False
+    return view_render.missing(v)
 
 
 def fmt(v, spec) -> str:
     """V with SPEC (a format string or a function); an en dash when missing."""
-    if missing(v):
-        return "–"
-    if callable(spec):
-        return spec(v)
-    try:
-        return spec.format(v)
-    except (ValueError, TypeError):
-        return str(v)
+    return view_render.frame_cell(v, spec)
 
 
 def e(text) -> str:
@@ -67,24 +55,10 @@ def breaks(text) -> str | None:
     return None if missing(text) else str(text).replace("\n", LINE_BREAK)
 
 
-def _cell(text: str, wide: bool) -> str:
-    return f'<div class="sb-wide">{e(text)}</div>' if wide and len(text) > 30 else e(text)
-
-
-def html_table(df: pd.DataFrame, formats: dict | None = None, rename: dict | None = None,
-               columns: list[str] | None = None) -> str:
-    """A DataFrame as an HTML table: numbers formatted per column, missing values as an en dash, long text
-    columns kept wide enough to read."""
-    d = df[columns].copy() if columns else df.copy()
-    for col in d.columns:
-        spec = (formats or {}).get(col)
-        wide = str(col) in LONG_TEXT_COLUMNS
-        d[col] = d[col].map(lambda v, s=spec, w=wide: _cell(
-            fmt(v, s) if s is not None else ("–" if missing(v) else str(v)), w))
-    d = d.rename(columns=rename or {})
-    d.columns = [e(c) for c in d.columns]
-    return ('<div class="sb-scroll">' + d.to_html(index=False, escape=False, border=0, classes="sb-table")
-            + "</div>")
+def html_table(df: pd.DataFrame, formats: dict | None = None, columns: list[str] | None = None) -> str:
+    """A frame as an HTML table (analysis.present.view_render.frame_html: numbers formatted per column, missing
+    values as an en dash, long text kept wide enough to read)."""
+    return view_render.frame_html(df, formats, columns)
 
 
 def css() -> str:

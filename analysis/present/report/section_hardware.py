@@ -13,10 +13,11 @@ import pandas as pd
 
 from analysis.core.seeds import published_recipe
 from analysis.judge.answer import published as P
-from analysis.measure import steps
+from analysis.measure import run_views
 from analysis.measure import utilisation as U
 from analysis.parse.record import RunRecord
 from analysis.parse.results import matrix_experiments
+from analysis.present import view_render
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base import hardware, paths, runfiles, userfiles
@@ -124,16 +125,13 @@ def recipe_html(ctx: Context, runs: list[RunRecord]) -> str:
             shells.append(f"<p>{H.e(r.name)}</p><pre class=\"sb-cmd\">"
                           f"{H.e(shell.replace(str(paths.ROOT) + '/', ''))}</pre>")
     keys = list(article) + [k for f in cols.values() for k in f if k not in article]
-    rows = []
-    for k in dict.fromkeys(keys):
-        values = {c: f.get(k) for c, f in cols.items() if f}
-        if all(same(article.get(k), v) for v in values.values()):
-            continue
-        rows.append({"flag": f"--{k}", "article": article.get(k),
-                     **{c: short_flag(k, f.get(k)) if f else NO_COMMAND for c, f in cols.items()}})
+    differ = [k for k in dict.fromkeys(keys)
+              if not all(same(article.get(k), f.get(k)) for f in cols.values() if f)]
+    grid = {"article": {f"--{k}": article.get(k) for k in differ},
+            **{c: {f"--{k}": short_flag(k, f.get(k)) if f else NO_COMMAND for k in differ} for c, f in cols.items()}}
     parts = [H.p("Flags where a run differs from the article's command (" + H.e("; ".join(sorted(sources)))
                  + "); every other flag is the article's. Local paths are shortened to file names."),
-             H.html_table(pd.DataFrame(rows, columns=["flag", "article", *cols]))]
+             H.html_table(view_render.grid_frame(grid, "flag"))]
     if notes:
         parts.append('<ul class="sb-note">' + "".join(f"<li>{H.e(n)}</li>" for n in notes) + "</ul>")
     if shells:
@@ -145,29 +143,9 @@ def recipe_html(ctx: Context, runs: list[RunRecord]) -> str:
 
 
 def env_frame(runs: list[RunRecord]) -> pd.DataFrame:
-    fields = [("GPU", "gpu_name"), ("GPUs", "gpu_count"), ("GPU memory (MiB)", "gpu_memory_mib"),
-              ("driver", "driver"), ("CUDA (driver)", "cuda_driver"), ("CUDA (torch build)", "cuda_torch"),
-              ("CPU", "cpu_model"), ("CPU cores", "cpu_count"), ("RAM (GiB)", "ram_gib"),
-              ("Python", "python"), ("platform", "platform")]
-    cols = {}
-    for r in runs:
-        col = {label: r.env.get(key) for label, key in fields}
-        col["host id"] = r.host_id
-        probe = r.host_probe
-        if probe.measured():
-            col["host probe (Python ns/iter, dispatch us/op, LoRA ms)"] = (
-                f"{probe.python_ns}, {probe.dispatch_us}, {probe.lora_ms}")
-        check = r.env.get("gpu_check") or {}
-        if check:
-            col["GPU check"] = f"matched {check.get('matched_hw')}" + (" (FORCED)" if check.get("forced") else "")
-        for pkg, v in (r.env.get("packages") or {}).items():
-            col[pkg] = v
-        cols[r.run] = col
-    df = pd.DataFrame(cols)
-    if df.shape[1] > 1 and all(df.iloc[:, 0].equals(df.iloc[:, i]) for i in range(1, df.shape[1])):
-        df = df.iloc[:, :1].rename(columns={df.columns[0]: f"all {len(runs)} runs"})
-    df = df.dropna(how="all")
-    return df.reset_index().rename(columns={"index": "environment (env.json)"})
+    """Each run's environment (analysis.measure.run_views.environment) as a column, one column where all agree."""
+    return view_render.grid_frame({r.run: run_views.environment(r) for r in runs}, "environment (env.json)",
+                                  together=True)
 
 
 def measured_list(ctx: Context, hw: str, runs: list[RunRecord]) -> str:
@@ -205,26 +183,19 @@ def measured_list(ctx: Context, hw: str, runs: list[RunRecord]) -> str:
 
 
 def published_html(ctx: Context, hw: str) -> str:
-    part = ctx.pub[ctx.pub["hw"] == hw].copy()
-    if part.empty:
+    rows = P.published_rows(ctx.pub, hw)
+    if not rows:
         return H.note("The article publishes nothing for this class.")
-    part["value or extracted text"] = [f"{v:g}" if not H.missing(v) else f"illegible: '{H.breaks(t)}'"
-                                       for v, t in zip(part["value"], part["text"])]
     return ('<div class="sb-pub"><p><b>Published, not measured here</b> (ms-swift hardware article, '
             f"seeds/ms_swift_hw_test.yaml; {H.LINE_BREAK} marks a line break of the extracted text where characters "
             "were lost):</p>"
-            + H.html_table(part, columns=["id", "metric", "value or extracted text", "unit", "legible", "meaning"])
+            + view_render.table_html(rows, P.PublishedRow)
             + "</div>")
 
 
-def runs_frame(runs: list[RunRecord]) -> pd.DataFrame:
-    rows = []
-    for r in runs:
-        median = steps.step_time(r).median
-        rows.append({"run": r.run, "experiment": r.experiment, "status": r.status, "labels": "; ".join(r.labels),
-                     "steps": r.global_steps, "ms/step": median * 1000 if median else None,
-                     "peak GiB": r.peak_mem_gib})
-    return pd.DataFrame(rows)
+def runs_frame(ctx: Context, runs: list[RunRecord]) -> pd.DataFrame:
+    """A class's runs: status, steps, step time and peak (analysis.measure.run_views.RunRow)."""
+    return view_render.to_frame(run_views.run_rows(runs, ctx.in_tables), run_views.RunRow, run_views.CLASS_RUNS)
 
 
 def env_summary(runs: list[RunRecord]) -> str:
@@ -263,23 +234,17 @@ def hardware_sections(ctx: Context) -> str:
                          f"({H.e(spec.source) if spec else ''}). Environment: {H.e(env_summary(runs))}."))
         parts.append(measured_list(ctx, hw, runs))
         parts.append(H.fold(f"its {len(runs)} runs: status, steps, ms/step, peak",
-                            H.html_table(runs_frame(runs), {"ms/step": "{:.1f}", "peak GiB": "{:.2f}",
-                                                            "steps": "{:.0f}"})))
+                            H.html_table(runs_frame(ctx, runs), view_render.formats(run_views.RunRow))))
         parts.append(H.fold("<b>Recipe</b>: the flags where a run differs from the article's command (as each run "
                             "recorded it: run.json, command.sh)", recipe_html(ctx, runs)))
         parts.append(H.fold("<b>Environment</b> of each run (env.json): GPU, driver, CUDA, CPU, host probe, packages",
                             H.html_table(env_frame(runs))))
-        for r in runs:
-            env_rows.append({"hw": hw, "experiment": r.experiment, "run": r.run,
-                             **{k: v for k, v in r.env.items() if k not in ("topology", "gpus", "packages",
-                                                                            "gpu_check", "host")},
-                             "host_id": r.host_id, **{f"host_probe:{k}": v for k, v in vars(r.host_probe).items()},
-                             **{f"pkg:{k}": v for k, v in (r.env.get("packages") or {}).items()}})
+        env_rows += [run_views.environment_record(r, hw) for r in runs]
         if hw not in ctx.published_hw:
             parts.append(H.note(f"{H.e(P.short(hw))} is not in the article; the nearest published class is "
                                 f"{H.e(P.nearest(hw, ctx.pub)[0] or 'none')} (see Published vs measured)."))
         else:
             parts.append(H.fold(f"the article's figures for {H.e(P.short(hw))}", published_html(ctx, hw)))
-    parts.append(H.csv(ctx, pd.DataFrame(env_rows), "environment.csv"))
+    parts.append(H.csv(ctx, view_render.records_frame(env_rows), "environment.csv"))
     parts.append(H.csv(ctx, ctx.pub, "published_figures.csv"))
     return H.join(parts)

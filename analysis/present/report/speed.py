@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.judge.answer.run_tables import ScalingRow, SpeedRow, baseline_name
-from analysis.measure import compare, steps, throughput
-from analysis.parse.record import RunRecord
+from analysis.judge.answer import run_tables as RT
 from analysis.present import plots, view_render
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
@@ -15,51 +13,16 @@ from experiments.base import hardware
 HIDDEN = ("status", "samples_per_s")
 
 
-def baselines(ctx: Context) -> dict[tuple[str | None, str], tuple[str, float, RunRecord | None]]:
-    """(experiment, source) -> (baseline, its ms per sample, its run record; None for published rows), as the speed
-    table chose them."""
-    by_id = {(r.hw, r.experiment, r.run): r for r in ctx.picked}
-    out = {}
-    for _, row in ctx.speed.iterrows():
-        is_base = row["baseline"] is not None and baseline_name(row["hw"], row.get("host")) == row["baseline"]
-        if is_base and not H.missing(row["ms_per_sample"]):
-            rec = by_id.get((row["hw"], row["experiment"], row["run"])) if row["source"] == "measured" else None
-            out[(row["experiment"], row["source"])] = (row["baseline"], float(row["ms_per_sample"]), rec)
-    return out
-
-
 def speed_frame(ctx: Context) -> pd.DataFrame:
-    """Every successful matrix run (and the published rows): ms per step and tokens/s with their ranges, and the
-    speed-up against the table's baseline of its experiment (the figure's data)."""
-    base = baselines(ctx)
-    rows = []
-    for r in sorted(ctx.ok_records(), key=lambda r: (r.experiment, ctx.hw_rank(r.hw), r.run)):
-        st, tp = steps.step_time(r), throughput.throughput(r)
-        b = base.get((r.experiment, "measured"))
-        per_sample = steps.sample_time_ms(r)
-        sp = compare.speedup(b[2], r) if b and b[2] else None
-        rows.append({
-            "name": f"{r.name} · {'host ' + r.host_id[:6] if r.host_id else 'host ?'}", "hw": r.hw,
-            "experiment": r.experiment, "run": r.run, "source": "measured",
-            "labels": "; ".join(r.labels), "in_tables": ctx.in_tables(r),
-            "ms": per_sample.median, "ms_lo": per_sample.ci95_low, "ms_hi": per_sample.ci95_high,
-            "n_intervals": st.n_intervals, "tok": tp.tokens_per_s, "tok_lo": tp.low, "tok_hi": tp.high,
-            "baseline": b[0] if b else None, "speedup": sp.factor if sp else None,
-            "speedup_hosts": sp.hosts if sp else None,
-        })
-    for _, p in ctx.speed[ctx.speed["source"] == "published"].sort_values(
-            "hw", key=lambda s: s.map(ctx.hw_rank)).iterrows():
-        rows.append({"name": f"{p['hw']} · published (per sample)", "hw": p["hw"], "experiment": p["experiment"],
-                     "run": p["run"], "source": "published", "labels": p["labels"], "in_tables": True,
-                     "ms": p["ms_per_sample"], "ms_lo": None, "ms_hi": None, "n_intervals": None,
-                     "tok": p["tokens_per_s"], "tok_lo": None, "tok_hi": None, "baseline": p["baseline"],
-                     "speedup": p["speedup"]})
-    return pd.DataFrame(rows)
+    """Every successful matrix run (and the published rows): ms per sample and tokens/s with their ranges, and the
+    speed-up against the table's baseline of its experiment (the figure's data: run_tables.speed_points)."""
+    return view_render.to_frame(RT.speed_points(ctx.ok_records(), ctx.speed_rows, ctx.in_tables, ctx.hw_rank,
+                                                ctx.picked), RT.SpeedPoint)
 
 
 def baseline_note(ctx: Context) -> str:
     notes = []
-    for (exp, src), (hw, ms, _) in sorted(baselines(ctx).items()):
+    for (exp, src), (hw, ms, _) in sorted(RT.speed_baselines(ctx.speed_rows, ctx.picked).items()):
         why = "" if hw == ctx.baseline else f" ({ctx.baseline} has no {src} row)"
         notes.append(f"{exp}/{src}: {hw} {ms:,.1f} ms per sample{why}")
     return "Speedup (xN) against: " + "; ".join(notes) + "." if notes else ""
@@ -98,7 +61,7 @@ def speed_section(ctx: Context) -> str:
                    "where tiny kernels leave the engine active between them). <i>tokens_per_s_low/high</i>: 95 % "
                    "bootstrap range; <i>tokens_source</i>: counted tokens (tokens.jsonl) or mean length x samples "
                    "per step.")
-               + H.html_table(ctx.speed, view_render.formats(SpeedRow),
+               + H.html_table(ctx.speed, view_render.formats(RT.SpeedRow),
                               columns=[c for c in ctx.speed.columns if c not in HIDDEN])),
         H.csv(ctx, ctx.speed, "speedup.csv"),
         scaling_block(ctx),
@@ -107,23 +70,22 @@ def speed_section(ctx: Context) -> str:
 
 def scaling_block(ctx: Context) -> str:
     """Several GPUs: every N-GPU run against the 1-GPU run of the same recipe on the same host
-    (analysis.present.tables.scaling_table, numbers from analysis.measure.compare.scaling)."""
-    from analysis.present.tables import scaling_table
-
-    sc = scaling_table(ctx.picked)
-    if sc.empty:
+    (analysis.judge.answer.run_tables.scaling_rows, numbers from analysis.measure.compare.scaling)."""
+    rows = RT.scaling_rows(ctx.picked)
+    if not rows:
         return ""
-    named = sc.assign(name=[f"{r.experiment} · {r.parallel} · {r.gpus_from}->{r.gpus_to} GPUs · host "
-                            f"{str(r.host)[:6]}" for r in sc.itertuples()])  # the figure's bars
-    recs = [r for r in ctx.picked if r.run in set(sc["run_to"]) | set(sc["run_from"])]
+    sc = view_render.to_frame(rows, RT.ScalingRow)
+    ran = {r.run_to for r in rows} | {r.run_from for r in rows}
+    recs = [r for r in ctx.picked if r.run in ran]
     labels = ctx.labels_of(recs)
-    fig = plots.scaling_bars(named, "Several GPUs: scaling efficiency", labels)
+    fig = plots.scaling_bars(view_render.to_frame(RT.scaling_bars(rows), RT.ScalingBar),
+                             "Several GPUs: scaling efficiency", labels)
     return H.join([
         H.figure(ctx, fig, "scaling.png", "Scaling efficiency of every N-GPU run over the 1-GPU run of the same "
                  "recipe on the same host, made one right after the other (global batch kept: grad-accum or the "
                  "per-device batch divided by N); 95 % range from bootstrapping both runs' steady intervals. "
                  + labels),
         H.fold(f"the scaling table ({len(sc)} rows)",
-               H.html_table(sc, view_render.formats(ScalingRow))),
+               H.html_table(sc, view_render.formats(RT.ScalingRow))),
         H.csv(ctx, sc, "scaling.csv"),
     ])
