@@ -325,6 +325,7 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
         "anchor": spec.get("anchor"),
         "source_config": spec.get("source_config"),
         "published": spec.get("published"),
+        "published_notes": spec.get("published_notes") or {},
         "label": standin.LABEL + ("; tiny model (test)" if tiny else ""),
         "harness": "torchtune recipe lora_finetune_single_device (LoRAFinetuneRecipeSingleDevice), its config "
                    f"{spec['base_config']} with the workload's overrides; random base weights (no checkpoint read or "
