@@ -300,6 +300,8 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
         warmup: int | None = None, tiny: bool = False, hw: str | None = None,
         sets: list[str] | None = None, profile_steps: int = 0, profile_warmup: int = 1,
         profile_activities: str = "kernels") -> dict[str, Any]:
+    """One anchor run into OUT (the module docstring); run.json's record is returned. Stays whole: one run's record
+    is written as it goes (started, set up, done or stopped), each stage beside the figures it adds."""
     import torch
     from omegaconf import OmegaConf
     from torchtune import config as tt_config
