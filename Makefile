@@ -45,7 +45,7 @@ BUCKET      ?=
 IMAGE       ?=
 DRYRUN      ?=
 
-.PHONY: chromium help venv lint test test-fast tables claims parse estimator-data run-all claims-gpu report wheelhouse wheelhouse-lite install-offline fixtures clean fleet fleet-collect
+.PHONY: chromium help venv lint test test-fast tables claims parse estimator-data run-all claims-gpu report wheelhouse wheelhouse-lite anchor-cache install-offline fixtures clean fleet fleet-collect
 
 help:
 	@echo "make test                         set up .venv (CPU torch, ms-swift), lint, and run every test"
@@ -58,6 +58,7 @@ help:
 	@echo "make claims-gpu CALL=N [DEADLINE=s] one device call of the claims plan (experiments/recipes/claims/plan.yaml), one lane per GPU"
 	@echo "make run-all HW=h100 [MODEL=dummy] [DATA=dir] [MAX_STEPS=N] [EXPERIMENTS=a,b] [FORCE=1] [TIMEOUT=s] [GPUS=1,2] [PARALLEL=ddp,zero3] [QUICK=1|BUDGET=180s] [REPEAT=1] [REPEATS=3 [PLAIN=fast]] [PROFILE=1]"
 	@echo "make wheelhouse / install-offline wheels for an air-gapped GPU host, and their offline install"
+	@echo "make anchor-cache                 .cache/anchor44: wheels and data experiments/cloud/anchor_gpu.sh carries"
 	@echo "make fleet HW=a10,rtx4090,a100,h100 BUCKET=s3://b [IMAGE=reg/img:tag] [DRYRUN=1]  SkyPilot managed jobs, one per class"
 	@echo "make fleet-collect BUCKET=s3://b  the bucket's runs into RESULTS (never overwriting; a run already there is skipped)"
 
@@ -179,6 +180,19 @@ wheelhouse-lite:
 	@req=$$(mktemp); sed -E '$(LITE_DROP)' experiments/setup/requirements-gpu.txt >$$req; \
 	python3 -m analysis.cli wheelhouse --dest wheelhouse-lite --requirements $$req; rc=$$?; rm -f $$req; \
 	[ $$rc -eq 0 ] || [ $$rc -eq 1 ]  # 1: the check names jedi and debugpy, left out on purpose
+
+# Issue 44's anchor runs carry ANCHOR_DIR (experiments/cloud/anchor_gpu.sh): the wheels its header names, for the
+# device image's Python (3.12, manylinux x86_64), and the stand-in tokenizer and alpaca rows; under 16 MiB.
+ANCHOR_DIR    ?= .cache/anchor44
+ANCHOR_PY     ?= 3.12
+ANCHOR_WHEELS := torchtune==0.6.1 torchao==0.13.0 torchdata==0.11.0 omegaconf==2.4.0 datasets==4.8.4 dill==0.4.1 \
+                 multiprocess==0.70.19
+anchor-cache:
+	$(VPY) -m pip download -q --no-deps --only-binary=:all: --python-version $(ANCHOR_PY) --implementation cp \
+	  --platform manylinux_2_28_x86_64 --platform any -d $(ANCHOR_DIR)/whl $(ANCHOR_WHEELS)
+	$(VPY) -m experiments.anchors.standin tokenizer --out $(ANCHOR_DIR)/data/tokenizer.model
+	$(VPY) -m experiments.anchors.standin data --out $(ANCHOR_DIR)/data
+	@du -sh $(ANCHOR_DIR); test "$$(du -sm $(ANCHOR_DIR) | cut -f1)" -lt 16 || { echo "$(ANCHOR_DIR) is 16 MiB or more" >&2; exit 1; }
 
 install-offline:
 	$(PYTHON) -m analysis.cli wheelhouse install --from $(WHEELHOUSE) $(if $(TARGET),--target $(TARGET))

@@ -122,3 +122,33 @@ def test_runner_end_to_end_tiny_cpu(tmp_path, workload):
     parsed = anchor_run.parse(run)
     assert parsed.n_steady == 2 and parsed.tokens_per_s_padded > 0
     assert "torchtune.models.llama3_1.lora_llama3_1" in (run / "config.yaml").read_text()
+
+
+def test_runner_profiles_steps_after_the_reported_ones_tiny_cpu(tmp_path):
+    """--profile-steps: 1 step more under the profiler unmeasured, 1 profiled, after the 3 reported; profile.json in the
+    launcher's format (on CPU: no GPU kernels), and the parser's steady steps leave the profiled ones out."""
+    pytest.importorskip("torchtune")
+    pytest.importorskip("torchdata")
+    from experiments.anchors import tt_run
+    from experiments.offline.dummy import qwen_tiktoken_path
+
+    try:
+        tiktoken_file = qwen_tiktoken_path()
+    except InputError:
+        pytest.skip("qwen.tiktoken (dashscope) is not installed")
+    data = tmp_path / "data"
+    standin.write_standin_tokenizer(data / "tokenizer.model", tiktoken_file)
+    rows = [{"instruction": f"Say {i} words.", "input": "", "output": "word " * (i % 5 + 1)} for i in range(12)]
+    (data / standin.DATA_FILE).write_text(json.dumps(rows))
+    run = tmp_path / "run"
+    sets = ["batch_size=1", "gradient_accumulation_steps=1", "tokenizer.max_seq_len=64"]
+    rc = tt_run.main(["--workload", "milabench-llm-lora-single", "--out", str(run), "--data", str(data), "--device",
+                      "cpu", "--tiny", "--steps", "3", "--warmup", "1", "--profile-steps", "1",
+                      *(f"--set={s}" for s in sets)])
+    assert rc == 0
+    rec = json.loads((run / "run.json").read_text())
+    assert rec["steps_total"] == 5 and rec["profile"]["excluded_steps"] == [4, 5]
+    prof = json.loads((run / "profile.json").read_text())
+    assert [(s["step"], bool(s.get("warmup"))) for s in prof["steps"]] == [(4, True), (5, False)]
+    parsed = anchor_run.parse(run)
+    assert parsed.steady_steps == (2, 3) and parsed.profile is not None and parsed.steps_logged == 5

@@ -393,6 +393,30 @@ def _print_reproductions(results: str) -> None:
               f"incl. padding ({a.tokens_per_s_real:.0f} real); {a.label}")
     if not runs:
         print("none under results/anchors/")
+        return
+    _print_carried(runs)
+
+
+def _print_carried(runs) -> None:
+    """(6) Each anchor run's profile carried to the anchor's other GPUs (time_checks.carried)."""
+    from analysis.estimate.time_checks import carried
+
+    print("the model from each anchor run to the anchor's other GPUs: its profiled kernels x the spec-sheet ratio of "
+          "their kind from the run's own class, host time kept, tokens per step unchanged; checked on the ratio to "
+          "the run's class where the anchor publishes that class, else on tokens/s")
+    print(f"{'run':58} {'GPU':10} {'model tok/s':>11} {'published':>9} {'model ratio':>11} {'published':>9} "
+          f"{'error':>7}  basis")
+    for c in carried(runs):
+        if c.missing:
+            print(f"{c.run:58} {c.missing}")
+            continue
+        for p in c.predictions:
+            pub = f"{p.published:9.0f}" if p.published is not None else f"{'-':>9}"
+            pub_ratio = f"{p.published_ratio:9.3f}" if p.published_ratio is not None else f"{'-':>9}"
+            err = f"{p.error:+7.1%}" if p.error is not None else f"{'-':>7}"
+            basis = {"ratio": f"ratio to {p.src}", "absolute": "tokens/s", None: "no figure"}[p.basis]
+            print(f"{p.run:58} {p.dst:10} {p.tokens_per_s:11.0f} {pub} {p.ratio:11.3f} {pub_ratio} {err}  {basis}"
+                  + (f"; {p.note}" if p.note else ""))
 
 
 def _print_measured_check(checks) -> None:

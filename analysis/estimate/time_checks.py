@@ -7,7 +7,8 @@ ratios are predicted from the reference bs16 run (analysis.estimate.anchors), an
 (5) Where a recipe also ran on a class the model predicts, its measured steady step and epoch stand beside what the
 model carries there from the recipe's profiled run (a ratio across hosts: the host part is the profiled run's).
 (6) The published workloads reproduced (results/anchors/, torchtune's own recipe): each run's steady tokens/s beside
-the anchor's figure for the same GPU where it has one: the reproduction's difference, apart from the model's.
+the anchor's figure for the same GPU where it has one: the reproduction's difference, apart from the model's. Where a
+run has a profile, the model carries it to the anchor's other GPUs (analysis.estimate.anchor_transfer).
 """
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.estimate import anchors, epoch, planner, scaled, transfer
+from analysis.estimate import anchor_transfer, anchors, epoch, planner, scaled, transfer
 from analysis.estimate.lengths import BatchStats
 from analysis.measure.steps import steady_steps, step_time
 from analysis.parse import anchor_run
 from analysis.parse.record import RunRecord
 from analysis.parse.results import ANCHORS_DIR, collect
 from experiments.base import hardware
+from experiments.base.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,32 @@ def reproductions(results: str | Path = "results") -> list[anchor_run.AnchorRun]
     base = Path(results) / ANCHORS_DIR
     folders = sorted(p for p in base.glob("*/*/*") if (p / anchor_run.RUN_FILE).is_file()) if base.is_dir() else []
     return [anchor_run.parse(p) for p in folders]
+
+
+@dataclass(frozen=True)
+class AnchorCarried:
+    """(6) One anchor run's predictions on the anchor's other GPUs, or why there are none (a one-line reason)."""
+
+    workload: str
+    run: str
+    predictions: tuple[anchor_transfer.AnchorPrediction, ...] = ()
+    missing: str | None = None
+
+
+def carried(runs: list[anchor_run.AnchorRun]) -> list[AnchorCarried]:
+    """(6) Each anchor run carried to its targets (anchor_transfer.predict); a run without a kernel-level profile
+    says so instead."""
+    out = []
+    for r in runs:
+        label = anchor_transfer.run_label(r)
+        if r.profile is None:
+            out.append(AnchorCarried(r.workload, label, missing=anchor_transfer.NO_PROFILE))
+            continue
+        try:
+            out.append(AnchorCarried(r.workload, label, tuple(anchor_transfer.predict(r))))
+        except InputError as e:
+            out.append(AnchorCarried(r.workload, label, missing=f"{anchor_transfer.NO_PROFILE} ({e.message})"))
+    return out
 
 
 def measured_checks(records: list[RunRecord]) -> list[MeasuredCheck]:

@@ -25,12 +25,13 @@ from __future__ import annotations
 import functools
 import re
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.estimate.constants import Constants, read_constants
 from analysis.measure.jobtime import job_time
-from analysis.measure.profile import measured_windows, steady_share
+from analysis.measure.profile import profile_windows, steady_share
 from analysis.measure.steps import epoch_steps, steady_steps, step_time
 from analysis.parse.record import RunRecord
 from analysis.parse.runfile_rows import ProfileJson
@@ -170,7 +171,7 @@ def _kernel_level(profile: ProfileJson) -> bool:
                    for st in profile.get("steps", []) for op in st.get("top_gpu_ops") or [])
 
 
-def _mean_tokens(by_step: dict[int, int], steps) -> float | None:
+def _mean_tokens(by_step: Mapping[int, int], steps) -> float | None:
     values = [by_step[s] for s in steps if s in by_step]
     return statistics.mean(values) if values else None
 
@@ -178,14 +179,26 @@ def _mean_tokens(by_step: dict[int, int], steps) -> float | None:
 def profile_step(rec: RunRecord) -> ProfiledStep:
     """REC's profiled step in kernel groups (mean over its measured windows), carried to its steady steps' tokens
     and reconciled with its steady median (the host's part). InputError without a kernel-level profile."""
-    label = f"{rec.hw}/{rec.experiment}/{rec.run}"
-    profile = rec.profile or {}
-    windows = [w for w in measured_windows(rec) if w.get("gpu_busy_s") is not None and w.get("top_gpu_ops")]
+    gpm = steady_share(rec)
+    return step_from_profile(
+        f"{rec.hw}/{rec.experiment}/{rec.run}", str(rec.hw), rec.profile or {},
+        rec.padded_by_step or rec.tokens_by_step or {},  # what the GPU processed: padding included
+        steady_steps(rec), step_time(rec).median, path=rec.path,
+        gpm_host_s=gpm.gpm_host_ms / 1000 if gpm.gpm_host_ms is not None else None, world_size=rec.world_size or 1)
+
+
+def step_from_profile(label: str, hw: str, profile: ProfileJson, tokens_by_step: Mapping[int, int],
+                      steady: Sequence[int], median: float | None, *, path: str | Path | None = None,
+                      gpm_host_s: float | None = None, world_size: int = 1) -> ProfiledStep:
+    """profile_step for any run folder with a launcher-format profile.json (the anchor runs' too): PROFILE's measured
+    windows in kernel groups, scaled from the profiled steps' tokens to the STEADY steps' (TOKENS_BY_STEP), the host
+    the steady MEDIAN leaves beside them (without a median: the profiled steps' own host time)."""
+    windows = [w for w in profile_windows(profile) if w.get("gpu_busy_s") is not None and w.get("top_gpu_ops")]
     if not windows:
-        raise InputError(rec.path, f"{label}: no profiled step with GPU kernels (profile.json)")
+        raise InputError(path, f"{label}: no profiled step with GPU kernels (profile.json)")
     if not _kernel_level(profile):
-        raise InputError(rec.path, f"{label}: profile.json lists operators, not kernels only (a launcher before "
-                                   "--profile-activities kernels): no kernel-level time to carry over")
+        raise InputError(path, f"{label}: profile.json lists operators, not kernels only (a launcher before "
+                               "--profile-activities kernels): no kernel-level time to carry over")
     n = len(windows)
     calls: dict[str, float] = {}
     seconds: dict[str, float] = {}
@@ -205,23 +218,19 @@ def profile_step(rec: RunRecord) -> ProfiledStep:
     groups.append(KernelGroup("other kernels", "memory", rest_calls / n, rest_s / n))
     wall = statistics.mean(float(w["wall_s"]) for w in windows)
     busy_p = statistics.mean(float(w["gpu_busy_s"]) for w in windows)
-    by_step = rec.padded_by_step or rec.tokens_by_step or {}  # what the GPU processed: padding included
-    prof_tokens = _mean_tokens(by_step, [w["step"] for w in windows])
-    steady_tokens = _mean_tokens(by_step, steady_steps(rec))
+    prof_tokens = _mean_tokens(tokens_by_step, [w["step"] for w in windows])
+    steady_tokens = _mean_tokens(tokens_by_step, steady)
     scale = steady_tokens / prof_tokens if prof_tokens and steady_tokens else 1.0
     floor = model_constants()["kernel_floor_us"] * 1e-6
     busy = 0.0
     for g in groups:
         base, work = split(g, floor)
         busy += base + work * scale
-    median = step_time(rec).median
     host = max(median - busy, 0.0) if median else wall - busy_p
-    gpm = steady_share(rec)
-    gpm_host = gpm.gpm_host_ms / 1000 if gpm.gpm_host_ms is not None else None
-    return ProfiledStep(run=label, hw=str(rec.hw), groups=tuple(groups), windows=n, profiled_wall_s=wall,
+    return ProfiledStep(run=label, hw=hw, groups=tuple(groups), windows=n, profiled_wall_s=wall,
                         profiled_busy_s=busy_p, profiled_tokens=prof_tokens, steady_tokens=steady_tokens,
                         token_scale=scale, steady_step_s=median, busy_s=busy, host_s=host,
-                        profile_only_s=(wall - busy_p) + busy, gpm_host_s=gpm_host, world_size=rec.world_size or 1)
+                        profile_only_s=(wall - busy_p) + busy, gpm_host_s=gpm_host_s, world_size=world_size)
 
 
 # ------------------------------------------------------------------------------------------- classes

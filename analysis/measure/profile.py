@@ -9,13 +9,18 @@ from typing import Any, Literal
 
 from analysis.measure.steps import steady_steps, step_time
 from analysis.parse.record import RunRecord
-from analysis.parse.runfile_rows import GpmRow, HostStacks, ProfiledStep, ProfileWindow, ShareRow
+from analysis.parse.runfile_rows import GpmRow, HostStacks, ProfiledStep, ProfileJson, ProfileWindow, ShareRow
 
 
 def measured_windows(rec: RunRecord) -> list[ProfileWindow]:
+    """REC's profile.json windows less the warm-up ones (profile_windows)."""
+    return profile_windows(rec.profile or {})
+
+
+def profile_windows(profile: ProfileJson) -> list[ProfileWindow]:
     """profile.json's windows less the warm-up ones (the launcher's --profile-warmup: they absorb the first window's
     one-time cost and count in no figure)."""
-    return [s for s in (rec.profile or {}).get("steps", []) if not s.get("warmup")]
+    return [s for s in profile.get("steps", []) if not s.get("warmup")]
 
 
 def busy_fraction(rec: RunRecord) -> float | None:

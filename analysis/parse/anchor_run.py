@@ -3,8 +3,11 @@
 steps.jsonl has one line per optimizer step: ``wall_s`` (the time since the previous step's log, both taken right
 after the recipe's ``loss.item()``), ``tokens_padded`` (batch x padded length, summed over the step's micro-batches:
 milabench's "tokens/s including padding" counts these) and ``tokens_real`` (labels not ignored). The first
-``warmup_steps`` steps (run.json) are left out; step 1 has no wall time of its own. Each steady step gives a rate; the
-headline is their median, with the pooled rate (all tokens / all time) beside it.
+``warmup_steps`` steps (run.json) are left out, and so are the steps run under the profiler (run.json's
+``profile.excluded_steps``: tt_run.py's ``--profile-steps``, after the reported ones); step 1 has no wall time of its
+own. Each steady step gives a rate; the headline is their median, with the pooled rate (all tokens / all time) beside
+it. profile.json, where the run has one, is read with the launcher's reader (sidefiles.read_profile): the time model
+carries its kernels to other GPUs (analysis/estimate/anchor_transfer.py).
 
     python -m analysis.parse.anchor_run RUN_FOLDER
 """
@@ -13,12 +16,13 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from analysis.parse import sidefiles
-from experiments.base import runfiles, userfiles
+from analysis.parse.runfile_rows import ProfileJson
+from experiments.base import hardware, runfiles, userfiles
 from experiments.base.errors import InputError
 from experiments.base.runfolder import AnchorStep, Run
 
@@ -49,6 +53,14 @@ class AnchorRun:
     peak_allocated_gib: float | None
     published: float | None  # the anchor's own figure for this hw class, if it has one
     published_metric: str | None
+    folder: str = ""
+    steady_steps: tuple[int, ...] = ()
+    excluded_steps: tuple[int, ...] = ()  # run under the profiler (run.json's profile.excluded_steps)
+    padded_by_step: dict[int, int] = field(default_factory=dict)  # every logged step's tokens_padded
+    real_by_step: dict[int, int] = field(default_factory=dict)  # and tokens_real
+    published_all: dict[str, float] = field(default_factory=dict)  # the anchor's figures by GPU (run.json)
+    published_notes: dict[str, str] = field(default_factory=dict)  # what a figure's own setup changed (run.json)
+    profile: ProfileJson | None = None  # profile.json (tt_run.py --profile-steps), None without one
 
     @property
     def vs_published(self) -> float | None:
@@ -76,8 +88,9 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
     run = _read_json(folder / RUN_FILE)
     steps = read_steps(folder / STEPS_FILE)
     warm = int(run.get("warmup_steps", 0) if warmup_steps is None else warmup_steps)
-    steady = [s for s in steps
-              if int(s[AnchorStep.STEP]) > warm and s.get(AnchorStep.WALL_S) and float(s[AnchorStep.WALL_S]) > 0]
+    excluded = {int(s) for s in (run.get("profile") or {}).get("excluded_steps") or []}
+    steady = [s for s in steps if int(s[AnchorStep.STEP]) > warm and int(s[AnchorStep.STEP]) not in excluded
+              and s.get(AnchorStep.WALL_S) and float(s[AnchorStep.WALL_S]) > 0]
     if not steady:
         raise InputError(folder / STEPS_FILE, f"no steady step after {warm} warm-up steps ({len(steps)} logged)")
     pad = [float(s[AnchorStep.TOKENS_PADDED]) / float(s[AnchorStep.WALL_S]) for s in steady]
@@ -87,7 +100,7 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
     sum_t = sum(float(s[AnchorStep.WALL_S]) for s in steady)
     hw = run.get(Run.HW)
     pub = run.get("published") or {}
-    published = pub.get(str(hw).lower()) if hw else None
+    published = published_for(pub, hw) if hw else None
     return AnchorRun(
         workload=str(run.get("workload")),
         hw=hw,
@@ -106,9 +119,28 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
         padded_tokens_per_step_median=statistics.median(float(s[AnchorStep.TOKENS_PADDED]) for s in steady),
         padding_overhead=sum_pad / sum_real - 1 if sum_real else float("nan"),
         peak_allocated_gib=run.get("peak_allocated_gib"),
-        published=float(published) if published is not None else None,
+        published=published,
         published_metric=pub.get("metric"),
+        folder=str(folder),
+        steady_steps=tuple(int(s[AnchorStep.STEP]) for s in steady),
+        excluded_steps=tuple(sorted(excluded)),
+        padded_by_step={int(s[AnchorStep.STEP]): int(s[AnchorStep.TOKENS_PADDED]) for s in steps},
+        real_by_step={int(s[AnchorStep.STEP]): int(s[AnchorStep.TOKENS_REAL]) for s in steps},
+        published_all={str(k): float(v) for k, v in pub.items() if k != "metric" and v is not None},
+        published_notes={str(k): str(v) for k, v in (run.get("published_notes") or {}).items()},
+        profile=sidefiles.read_profile(folder),
     )
+
+
+def published_for(published: dict[str, Any], hw: str) -> float | None:
+    """The anchor's figure for class HW: workloads.yaml's `published` keys name GPUs as people write them (rtxa6000,
+    h100), matched to hardware.yaml's classes as every command matches a name (hardware.resolve)."""
+    key = hardware.resolve(str(hw))
+    for name, value in published.items():
+        if name != "metric" and value is not None and (name == str(hw).lower() or
+                                                       key is not None and hardware.resolve(name) == key):
+            return float(value)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps({**asdict(r), "vs_published": r.vs_published}, indent=1))
+    out = {**asdict(r), "vs_published": r.vs_published, "profile": r.profile is not None}
+    out.pop("padded_by_step")
+    out.pop("real_by_step")
+    print(json.dumps(out, indent=1))
     return 0
 
 

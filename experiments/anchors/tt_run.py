@@ -13,9 +13,15 @@ The data are local alpaca rows (experiments/anchors/standin.py), repeated so tha
 an epoch, read through torchtune's own AlpacaToMessages and the model tokenizer, in torchtune's SFTDataset (and
 PackedDataset where the workload packs).
 
+With ``--profile-steps N`` the run takes ``--profile-warmup`` + N optimizer steps more after its own, under
+torch.profiler (experiments/launch/profiler.py's windows, driven from the step logger): profile.json, in the launcher's
+format, gives the kernel-level step the time model carries to other GPUs (analysis/estimate/anchor_transfer.py). Those
+steps run after the reported ones, so the tracer never slows a step whose tokens/s is reported; run.json's
+``profile.excluded_steps`` names them and analysis/parse/anchor_run.py leaves them out.
+
 Run folder (``--out``): run.json (workload, labels, versions, setup and train times, peak memory, data statistics),
-config.yaml (the torchtune config that ran), steps.jsonl (one line per optimizer step), and what the shell script adds
-(env.json, nvml.csv, nvidia-smi.txt, console.log).
+config.yaml (the torchtune config that ran), steps.jsonl (one line per optimizer step), profile.json (with
+``--profile-steps``), and what the shell script adds (env.json, nvml.csv, nvidia-smi.txt, console.log).
 
     python -m experiments.anchors.tt_run --workload milabench-llm-lora-single --out RUN --data DIR --device cuda
 """
@@ -28,6 +34,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +46,7 @@ from experiments.base.runfolder import AnchorStep, Run
 IGNORE_INDEX = -100
 STEPS_FILE = "steps.jsonl"
 RUN_FILE = runfiles.RUN_JSON
+PROFILE_FILE = runfiles.PROFILE_JSON
 CONFIG_FILE = "config.yaml"
 NVML_FILE = runfiles.NVML_CSV
 # A tiny Llama-3.1-shaped model with the real vocabulary, for CPU tests of the whole path.
@@ -156,6 +164,7 @@ class StepLogger:
         self._fh = self.path.open("w", encoding="utf-8")
         self.micro: list[tuple[int, int, Any]] = []  # (batch, seq_len, real tokens as a tensor) since the last step
         self.t_last: float | None = None
+        self.profiler: Any = None  # experiments.launch.profiler's step profiler where the run profiles (run() sets it)
 
     def log_config(self, config: Any) -> None:  # the run folder's config.yaml is written by main()
         pass
@@ -182,6 +191,8 @@ class StepLogger:
         self.t_last = now
         self._fh.write(json.dumps(line) + "\n")
         self._fh.flush()
+        if self.profiler is not None:  # after the step's line: the window's processing falls in a later step
+            self.profiler.after_step(int(step))
 
     def close(self) -> None:
         if not self._fh.closed:
@@ -262,16 +273,44 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
+@dataclass(frozen=True)
+class ProfilePlan:
+    """Where the profiler's window sits: after the run's own BASE steps, WARMUP steps under the profiler but
+    unmeasured (the first window's one-time cost, profiler.make_profiler_callback), then STEPS measured ones."""
+
+    base: int
+    steps: int
+    warmup: int
+
+    @property
+    def skip(self) -> int:
+        return self.base + self.warmup
+
+    @property
+    def total(self) -> int:
+        return self.skip + self.steps
+
+    @property
+    def excluded(self) -> list[int]:
+        """The steps run under the profiler, warm-up included: none of them counts in the steady figures."""
+        return list(range(self.base + 1, self.total + 1)) if self.steps > 0 else []
+
+
 def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | None = None,
         warmup: int | None = None, tiny: bool = False, hw: str | None = None,
-        sets: list[str] | None = None) -> dict[str, Any]:
+        sets: list[str] | None = None, profile_steps: int = 0, profile_warmup: int = 1,
+        profile_activities: str = "kernels") -> dict[str, Any]:
+    """One anchor run into OUT (the module docstring); run.json's record is returned. Stays whole: one run's record
+    is written as it goes (started, set up, done or stopped), each stage beside the figures it adds."""
     import torch
     from omegaconf import OmegaConf
     from torchtune import config as tt_config
 
     spec = standin.workload(workload)
     warmup = int(spec["warmup_steps"] if warmup is None else warmup)
-    total = int(warmup + spec["steady_steps"] if steps is None else steps)
+    plan = ProfilePlan(int(warmup + spec["steady_steps"] if steps is None else steps), max(0, int(profile_steps)),
+                       max(0, int(profile_warmup)))
+    total = plan.total if plan.steps else plan.base
     data_file, tokenizer_file = data_dir / standin.DATA_FILE, data_dir / "tokenizer.model"
     rows = len(standin.read_rows(data_file))
     out.mkdir(parents=True, exist_ok=True)
@@ -288,6 +327,7 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
         "anchor": spec.get("anchor"),
         "source_config": spec.get("source_config"),
         "published": spec.get("published"),
+        "published_notes": spec.get("published_notes") or {},
         "label": standin.LABEL + ("; tiny model (test)" if tiny else ""),
         "harness": "torchtune recipe lora_finetune_single_device (LoRAFinetuneRecipeSingleDevice), its config "
                    f"{spec['base_config']} with the workload's overrides; random base weights (no checkpoint read or "
@@ -301,6 +341,7 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
         "versions": _versions(),
         Run.STATUS: "started",
     }
+    prof = _profiler(plan, out, record, device, profile_activities) if plan.steps else None
     run_file = out / RUN_FILE
 
     def save() -> None:
@@ -319,6 +360,7 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
     t0 = time.perf_counter()
     recipe = recipe_class(spec["recipe"])(cfg=cfg)
     recipe.setup(cfg=cfg)
+    recipe._metric_logger.profiler = prof
     record["setup_s"] = round(time.perf_counter() - t0, 3)
     if device.startswith("cuda"):
         record["memory_after_setup_gib"] = round(torch.cuda.memory_allocated() / 2**30, 3)
@@ -326,9 +368,13 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
     save()
     t1 = time.perf_counter()
     try:
+        if prof is not None:
+            prof.begin()
         recipe.train()
         record[Run.STATUS] = "done"
     finally:
+        if prof is not None:
+            prof.end()
         record["train_s"] = round(time.perf_counter() - t1, 3)
         if device.startswith("cuda"):
             record["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
@@ -338,6 +384,19 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
             sampler.stop()
         save()
     return record
+
+
+def _profiler(plan: ProfilePlan, out: Path, record: dict[str, Any], device: str, activities: str) -> Any:
+    """The launcher's step profiler over PLAN's window (profile.json in OUT); run.json's `profile` says which steps
+    it ran in."""
+    from experiments.launch.profiler import step_profiler
+
+    prof = step_profiler(plan.steps, plan.skip, out / PROFILE_FILE, record, which=activities, warmup=plan.warmup,
+                         cuda=device.startswith("cuda"))
+    record["profile"].update({"warmup": plan.warmup, "activities": activities, "excluded_steps": plan.excluded,
+                              "note": "steps run under torch.profiler after the reported ones: left out of the "
+                                      "steady figures"})
+    return prof
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -352,11 +411,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny", action="store_true", help="a tiny Llama-3.1-shaped model (tests)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="a torchtune config override (OmegaConf dotlist), after the workload's; said in run.json")
+    p.add_argument("--profile-steps", type=int, default=0, metavar="N",
+                   help="profile N optimizer steps after the run's own (profile.json; default none)")
+    p.add_argument("--profile-warmup", type=int, default=1, metavar="W",
+                   help="steps under the profiler before the measured ones, unmeasured (default 1)")
+    p.add_argument("--profile-activities", default="kernels", choices=("all", "cuda", "kernels"),
+                   help="what the profiler records (experiments/launch/profiler.py; default kernels: what the time "
+                        "model reads)")
     a = p.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         rec = run(a.workload, Path(a.out), Path(a.data), device=a.device, steps=a.steps, warmup=a.warmup,
-                  tiny=a.tiny, hw=a.hw, sets=a.sets)
+                  tiny=a.tiny, hw=a.hw, sets=a.sets, profile_steps=a.profile_steps,
+                  profile_warmup=a.profile_warmup, profile_activities=a.profile_activities)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

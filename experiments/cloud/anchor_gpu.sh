@@ -9,11 +9,17 @@
 #       DEADLINE_S default 440: seconds from the script's start after which the running training process is stopped
 #                  (SIGINT); what it wrote stays, and the workloads not started are skipped
 #   DEVICE (default cuda) and TT_ARGS (more tt_run.py arguments, e.g. "--tiny --steps 2") serve CPU dry runs.
+#   PROFILE_STEPS (default 3; 0: none): after the run's reported steps, 1 more under torch.profiler unmeasured and
+#   this many profiled (tt_run.py --profile-steps): profile.json, the kernels the time model carries to other GPUs
+#   (`plan --checks` (6)); those steps count in no tokens/s figure (run.json profile.excluded_steps).
+#
+# `make anchor-cache` builds $ANCHOR_DIR on a machine with the package index (wheels for the device's Python 3.12).
 #
 # Needs, carried to the GPU host: $ANCHOR_DIR (default .cache/anchor44) with whl/ (torchtune 0.6.1, torchao 0.13.0,
-# torchdata 0.11.0, omegaconf 2.4.0, datasets 4.8.4, dill, multiprocess) and data/ (alpaca-gpt4-en.json and the
-# stand-in tokenizer.model, experiments/anchors/standin.py). The wheels go to /tmp/site, never into the image's Python.
-# Run folder: run.json, config.yaml, steps.jsonl, nvml.csv (tt_run.py), env.json, nvidia-smi.txt, console.log (here).
+# torchdata 0.11.0, omegaconf 2.4.0, datasets 4.8.4, dill 0.4.1, multiprocess 0.70.19) and data/ (alpaca-gpt4-en.json
+# and the stand-in tokenizer.model, experiments/anchors/standin.py). The wheels go to /tmp/site, never into the image's
+# Python. Run folder: run.json, config.yaml, steps.jsonl, profile.json, nvml.csv (tt_run.py), env.json,
+# nvidia-smi.txt, console.log (here).
 set -u
 OUT=${OUT:-/tmp/anchor-out}
 WORKLOADS=${1:-milabench-llm-lora-single}
@@ -22,6 +28,7 @@ ANCHOR_DIR=${ANCHOR_DIR:-.cache/anchor44}
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
 TT_ARGS=${TT_ARGS:-}
+PROFILE_STEPS=${PROFILE_STEPS:-3}
 T0=$SECONDS
 
 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
@@ -60,7 +67,8 @@ for W in ${WORKLOADS//,/ }; do
   echo "anchor_gpu: env.json at ${SECONDS}s" >>"$LOG"
   LEFT=$((DEADLINE_S - SECONDS + T0))
   timeout --signal=INT --kill-after=20 "$LEFT" "$PY" -m experiments.anchors.tt_run --workload "$W" \
-    --out "$RUN" --data "$ANCHOR_DIR/data" --device "$DEVICE" --hw "$HW" $TT_ARGS >>"$LOG" 2>&1
+    --out "$RUN" --data "$ANCHOR_DIR/data" --device "$DEVICE" --hw "$HW" \
+    --profile-steps "$PROFILE_STEPS" $TT_ARGS >>"$LOG" 2>&1
   R=$?; [ "$R" -eq 0 ] || RC=$R
   echo "anchor_gpu: tt_run exit $R at ${SECONDS}s (script start $T0)" >>"$LOG"
   {

@@ -266,17 +266,29 @@ class _StepProfiler:
         self.w.out_file.write_text(json.dumps(self.data, indent=2))
 
     def on_train_begin(self, args, state, control, **kwargs):
-        if self.w.skip - self.w.warmup == 0 and self.w.steps > 0:
-            self._start(state.global_step + 1)
+        self.begin(state.global_step)
 
     def on_step_end(self, args, state, control, **kwargs):
-        g = state.global_step  # the optimizer step that just ended
-        if self.prof is not None:
-            self._finish()
-        if self.w.skip - self.w.warmup <= g < self.w.skip + self.w.steps:
-            self._start(g + 1)
+        self.after_step(state.global_step)
 
     def on_train_end(self, args, state, control, **kwargs):
+        self.end()
+
+    # The hooks without transformers: a training loop of its own (experiments/anchors/tt_run.py) calls these.
+    def begin(self, step: int = 0) -> None:
+        """Training starts after optimizer step STEP (0 for a fresh run): a window from the first step opens."""
+        if self.w.skip - self.w.warmup == 0 and self.w.steps > 0:
+            self._start(step + 1)
+
+    def after_step(self, step: int) -> None:
+        """Optimizer step STEP has just ended (its loss synced): close its window, open the next one's."""
+        if self.prof is not None:
+            self._finish()
+        if self.w.skip - self.w.warmup <= step < self.w.skip + self.w.steps:
+            self._start(step + 1)
+
+    def end(self) -> None:
+        """Training ended: a window still open is dropped, profile.json written."""
         if self.prof is not None:  # training ended inside a window: drop it
             self.prof.stop()
             self.prof = None
@@ -301,12 +313,21 @@ def make_profiler_callback(steps: int, skip: int, out_file: Path, record: dict, 
     the seed recipe's steady step on five of eight runs, the second ~1.0 (a one-time cost of the first window).
     HOST_STACKS: each measured step also samples every Python thread's stack (experiments/launch/hoststacks.py), stored
     as the step's `host_stacks`."""
-    warmup = max(0, min(int(warmup), skip))
-    import torch
     from transformers import TrainerCallback
 
-    cuda = torch.cuda.is_available()
-    activities, names, note = profiler_activities(torch, which, cuda)
     cls = type("StepProfiler", (_StepProfiler, TrainerCallback), {})
+    return step_profiler(steps, skip, out_file, record, which, warmup, host_stacks, cls=cls)
+
+
+def step_profiler(steps: int, skip: int, out_file: Path, record: dict, which: str = "all", warmup: int = 0,
+                  host_stacks: bool = False, cuda: bool | None = None, cls: type = _StepProfiler) -> _StepProfiler:
+    """make_profiler_callback's profiler without transformers, for a training loop that calls begin / after_step /
+    end itself (the anchor runs' torchtune recipe): the same windows, the same profile.json. CUDA: whether the run's
+    device is a GPU (default: torch.cuda.is_available())."""
+    warmup = max(0, min(int(warmup), skip))
+    import torch
+
+    cuda = torch.cuda.is_available() if cuda is None else cuda
+    activities, names, note = profiler_activities(torch, which, cuda)
     return cls(Window(steps, skip, warmup, bool(host_stacks), Path(out_file)), record, torch, cuda, activities, names,
                note)

@@ -1,0 +1,120 @@
+"""A reproduced published workload (an anchor run, analysis.parse.anchor_run) carried to the anchor's other GPUs.
+
+The anchor run's profile.json (tt_run.py --profile-steps) is taken apart as a committed run's is
+(transfer.step_from_profile) and carried with transfer.step_on from the run's OWN class (its run.json hw), not
+time_model.yaml's profiled_class: every kernel group's work x its kind's spec-sheet ratio, floors and the host's idle
+time kept, tokens per step unchanged. Nothing here is fitted to the published figures it is checked against:
+
+    tokens/s on DST   = tokens per steady step / step_on(step, DST)
+    ratio DST / SRC   = step_on(step, SRC) / step_on(step, DST)       (SRC's step is the run's steady median)
+    error             = ratio / (published DST / published SRC) - 1   where the anchor has a figure for SRC
+                      = tokens/s on DST / published DST - 1           where it has none
+
+Tokens are counted as the anchor's metric counts them: with padding for `*_incl_padding` (milabench), else the labelled
+tokens (torchtune's tokens_per_second_per_gpu: labels not ignored).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from analysis.estimate import transfer
+from analysis.parse.anchor_run import AnchorRun
+from experiments.base import hardware
+from experiments.base.errors import InputError
+
+EXTRA_TARGETS = ("a10", "a100")  # classes printed for every anchor beside its published ones (no figure to check)
+NO_PROFILE = "no profile: run anchor_gpu.sh with profiling"
+
+
+@dataclass(frozen=True)
+class AnchorPrediction:
+    """One anchor run's workload on class DST: the model's step there beside the anchor's published figures."""
+
+    workload: str
+    run: str
+    src: str
+    dst: str
+    metric: str
+    tokens_per_step: float  # steady steps' mean, as the metric counts tokens
+    src_step_s: float       # the model's step on the run's own class (its steady median)
+    step_s: float           # the model's step on DST
+    published: float | None      # the anchor's figure for DST
+    published_src: float | None  # the anchor's figure for the run's own class
+    note: str | None = None      # what the figure's own run changed (workloads.yaml published_notes)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.step_s
+
+    @property
+    def ratio(self) -> float:
+        """DST's throughput over the run's own class's, as the model has it."""
+        return self.src_step_s / self.step_s
+
+    @property
+    def basis(self) -> str | None:
+        """'ratio' (both classes published), 'absolute' (DST only) or None (nothing to check)."""
+        if self.published is None:
+            return None
+        return "ratio" if self.published_src is not None else "absolute"
+
+    @property
+    def published_ratio(self) -> float | None:
+        if self.published is None or self.published_src is None:
+            return None
+        return self.published / self.published_src
+
+    @property
+    def error(self) -> float | None:
+        """predicted / published - 1 on the basis the anchor allows (module docstring)."""
+        if self.published is None:
+            return None
+        if self.published_ratio is not None:
+            return self.ratio / self.published_ratio - 1
+        return self.tokens_per_s / self.published - 1
+
+
+def run_label(run: AnchorRun) -> str:
+    """hw/workload/run-id of RUN's folder."""
+    parts = run.folder.rstrip("/").split("/")
+    return "/".join(parts[-3:]) if len(parts) >= 3 else run.folder
+
+
+def anchor_step(run: AnchorRun) -> transfer.ProfiledStep:
+    """RUN's profiled step in kernel groups on its own class (InputError without a kernel-level profile.json)."""
+    src = hardware.resolve(str(run.hw))
+    if src is None:
+        raise InputError(run.folder, f"{run_label(run)}: hw {run.hw!r} is no hardware.yaml class")
+    return transfer.step_from_profile(run_label(run), src, run.profile or {}, run.padded_by_step, run.steady_steps,
+                                      run.step_s_median, path=run.folder)
+
+
+def _published(run: AnchorRun, key: str) -> tuple[float | None, str | None]:
+    """The anchor's figure and note for class KEY (published keys matched as hardware.resolve matches names)."""
+    value = next((v for k, v in run.published_all.items() if hardware.resolve(k) == key), None)
+    note = next((v for k, v in run.published_notes.items() if hardware.resolve(k) == key), None)
+    return value, note
+
+
+def targets(run: AnchorRun) -> list[str]:
+    """The classes the anchor publishes a figure for, then EXTRA_TARGETS: each once, in that order."""
+    keys = [hardware.resolve(k) for k in run.published_all]
+    return list(dict.fromkeys(k for k in [*keys, *EXTRA_TARGETS] if k is not None))
+
+
+def predict(run: AnchorRun) -> list[AnchorPrediction]:
+    """RUN's workload on each of its targets but its own class (InputError without a kernel-level profile)."""
+    step = anchor_step(run)
+    by_step = run.padded_by_step if "padding" in str(run.published_metric or "") else run.real_by_step
+    tokens = statistics.fmean(by_step[s] for s in run.steady_steps)
+    src_step = transfer.step_on(step, step.hw).total_s
+    pub_src, _ = _published(run, step.hw)
+    out = []
+    for dst in (k for k in targets(run) if k != step.hw):  # its own class: the reproduction itself, (6)'s first table
+        pub, note = _published(run, dst)
+        out.append(AnchorPrediction(workload=run.workload, run=step.run, src=step.hw, dst=dst,
+                                    metric=str(run.published_metric or ""), tokens_per_step=tokens,
+                                    src_step_s=src_step, step_s=transfer.step_on(step, dst).total_s, published=pub,
+                                    published_src=pub_src, note=note))
+    return out
