@@ -155,3 +155,39 @@ def test_profiler_window_writes_what_the_parser_reads(tmp_path, monkeypatch):
     assert {g.name: (g.kind, g.calls) for g in step.groups} == {
         "nvjet_sm90_gemm": ("gemm", 4), "vectorized_elementwise_kernel": ("memory", 40), "other kernels": ("memory", 0)}
     assert math.isclose(sum(g.seconds for g in step.groups), 0.0045)  # 3 + 1 ms named, 0.5 ms the rest
+
+
+README_RUN = (Path(__file__).resolve().parents[1] / "results/anchors/h100/torchtune-readme-8b-lora-packed"
+              / "20261206T032551Z-243730")
+
+
+def test_a_published_figure_above_the_card_s_peak_is_no_check():
+    """The committed profiled README run (config.yaml: Llama-3.1-8B, LoRA r8 on q/v/output_proj and the MLP,
+    checkpointing on). By hand: LoRA 8 x ((4096+4096) + (4096+1024) + (4096+4096) + 3 x (4096+14336)) x 32 layers =
+    19,660,800; matmul weights 7,504,658,432 (models.yaml); hardware FLOPs/token 4 x 7,504,658,432 + 6 x 19,660,800
+    + 2 x 7,504,658,432 = 45,145,915,392. The RTX A6000's 4,699 tokens/s need 4,699 x 45.146e9 / 154.8e12 = 137.0 %
+    of its dense bf16 peak: no check; the RTX 4090's 3,083 need 3,083 x 45.146e9 / 165.2e12 = 84.3 %."""
+    run = anchor_run.parse(README_RUN)
+    assert run.model is not None and run.model.checkpointing and run.model.lora_rank == 8
+    shapes = hardware.lookup_model(run.model.builder)
+    assert shapes is not None and anchor_transfer.lora_params(run.model, shapes) == 19_660_800
+    assert anchor_transfer.hardware_flops_per_token(run) == 45_145_915_392
+    by_dst = {p.dst: p for p in anchor_transfer.predict(run)}
+    assert by_dst["rtx-a6000"].published_use == pytest.approx(4699 * 45_145_915_392 / 154.8e12)
+    assert by_dst["rtx-a6000"].published_use == pytest.approx(1.370, abs=5e-4) and not by_dst["rtx-a6000"].feasible
+    assert by_dst["rtx4090"].published_use == pytest.approx(0.8425, abs=5e-4) and by_dst["rtx4090"].feasible
+    assert by_dst["a10"].published_use is None and by_dst["a10"].feasible  # no figure: nothing to judge
+
+
+def test_a_run_without_config_yaml_has_no_use_figure(tmp_path):
+    run = anchor_run.parse(_write(tmp_path / "r", README))
+    assert run.model is None and anchor_transfer.hardware_flops_per_token(run) is None
+    assert all(p.published_use is None and p.feasible for p in anchor_transfer.predict(run))
+
+
+def test_a_config_yaml_that_is_not_yaml_is_bad_input_with_its_line(tmp_path):
+    folder = _write(tmp_path / "r", README)
+    (folder / "config.yaml").write_text("model:\n  lora_rank: 8\n  x: [unclosed\n")
+    with pytest.raises(InputError) as e:
+        anchor_run.parse(folder)
+    assert "config.yaml" in str(e.value) and "not YAML" in str(e.value)

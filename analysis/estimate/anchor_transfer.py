@@ -12,6 +12,11 @@ time kept, tokens per step unchanged. Nothing here is fitted to the published fi
 
 Tokens are counted as the anchor's metric counts them: with padding for `*_incl_padding` (milabench), else the labelled
 tokens (torchtune's tokens_per_second_per_gpu: labels not ignored).
+
+A published figure is first checked for being this workload at all: the hardware FLOPs it implies (published tokens/s
+x the run's hardware FLOPs per token, analysis.measure.flops, from config.yaml's model, LoRA and checkpointing) over
+DST's dense bf16 peak (hardware.yaml). Above 1 the card cannot have run the workload as reproduced (another
+configuration, or tokens counted otherwise): the figure is printed, its error is no check (`feasible`).
 """
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ import statistics
 from dataclasses import dataclass
 
 from analysis.estimate import transfer
-from analysis.parse.anchor_run import AnchorRun
+from analysis.measure import flops
+from analysis.parse.anchor_run import AnchorModel, AnchorRun
 from experiments.base import hardware
 from experiments.base.errors import InputError
 
@@ -42,6 +48,13 @@ class AnchorPrediction:
     published: float | None      # the anchor's figure for DST
     published_src: float | None  # the anchor's figure for the run's own class
     note: str | None = None      # what the figure's own run changed (workloads.yaml published_notes)
+    published_use: float | None = None  # the share of DST's dense bf16 peak the published figure needs (module doc)
+    flops_per_token: float | None = None  # the run's hardware FLOPs per token it rests on
+
+    @property
+    def feasible(self) -> bool:
+        """False where the published figure needs more than DST's dense bf16 peak (no check of the model)."""
+        return self.published_use is None or self.published_use <= 1.0
 
     @property
     def tokens_per_s(self) -> float:
@@ -73,6 +86,38 @@ class AnchorPrediction:
         if self.published_ratio is not None:
             return self.ratio / self.published_ratio - 1
         return self.tokens_per_s / self.published - 1
+
+
+def lora_params(model: AnchorModel, shapes: hardware.ModelShapes) -> int:
+    """LoRA's trainable weights: rank x (in + out) of each targeted linear, torchtune's names (q/k/v/output_proj,
+    the MLP's w1/w2/w3, the output head)."""
+    h, inter = shapes["hidden_size"], shapes["intermediate_size"]
+    q = shapes["num_attention_heads"] * shapes["head_dim"]
+    kv = shapes["num_key_value_heads"] * shapes["head_dim"]
+    attn = {"q_proj": h + q, "k_proj": h + kv, "v_proj": h + kv, "output_proj": q + h}
+    per_layer = sum(attn.get(m, 0) for m in model.lora_attn_modules) + (3 * (h + inter) if model.lora_mlp else 0)
+    head = h + shapes["vocab_size"] if model.lora_output else 0
+    return model.lora_rank * (per_layer * shapes["num_hidden_layers"] + head)
+
+
+def hardware_flops_per_token(run: AnchorRun) -> float | None:
+    """The run's hardware FLOPs per token (checkpointing's recomputed forward included); None where config.yaml or
+    the model's shapes (data/models.yaml, by torchtune's builder name) are missing."""
+    if run.model is None:
+        return None
+    shapes = hardware.lookup_model(run.model.builder)
+    if shapes is None:
+        return None
+    f = flops.flops_per_token(hardware.matmul_params(shapes), lora_params(run.model, shapes), "lora",
+                              run.model.checkpointing)
+    return float(f.hardware)
+
+
+def published_use(published: float | None, flops_per_token: float | None, dst: str) -> float | None:
+    """The share of DST's dense bf16 peak that PUBLISHED tokens/s needs at FLOPS_PER_TOKEN."""
+    if published is None or flops_per_token is None:
+        return None
+    return published * flops_per_token / (hardware.require(dst).peak_tflops * 1e12)
 
 
 def run_label(run: AnchorRun) -> str:
@@ -110,11 +155,13 @@ def predict(run: AnchorRun) -> list[AnchorPrediction]:
     tokens = statistics.fmean(by_step[s] for s in run.steady_steps)
     src_step = transfer.step_on(step, step.hw).total_s
     pub_src, _ = _published(run, step.hw)
+    fpt = hardware_flops_per_token(run)
     out = []
     for dst in (k for k in targets(run) if k != step.hw):  # its own class: the reproduction itself, (6)'s first table
         pub, note = _published(run, dst)
         out.append(AnchorPrediction(workload=run.workload, run=step.run, src=step.hw, dst=dst,
                                     metric=str(run.published_metric or ""), tokens_per_step=tokens,
                                     src_step_s=src_step, step_s=transfer.step_on(step, dst).total_s, published=pub,
-                                    published_src=pub_src, note=note))
+                                    published_src=pub_src, note=note, published_use=published_use(pub, fpt, dst),
+                                    flops_per_token=fpt))
     return out

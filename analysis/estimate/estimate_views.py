@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from analysis.core.viewfield import col, hidden
 from analysis.estimate import quick_check as Q
+from analysis.estimate.anchor_transfer import AnchorPrediction
 from analysis.estimate.anchors import AnchorCheck
 from analysis.parse.record import RunRecord
 
@@ -29,6 +30,38 @@ class AnchorRow:
 def anchor_rows(checks: list[AnchorCheck]) -> tuple[AnchorRow, ...]:
     return tuple(AnchorRow(source=c.source, pair=c.pair, comparable=c.comparable, published=c.published,
                            predicted=c.predicted, error=c.error) for c in checks)
+
+
+@dataclass(frozen=True)
+class CarriedRow:
+    """A published workload reproduced on one class and carried by the model to another (anchor_transfer): the
+    model's tokens/s and ratio beside the anchor's figures, the share of the card's peak the figure needs, the error
+    and whether it is a check (docs/time-model.md, check 6)."""
+
+    workload: str = col("workload", default="")
+    run: str = col("reproduced in", default="")
+    dst: str = col("GPU", default="")
+    model_tokens_per_s: float = col("model tokens/s", "", "{:,.0f}", default=0.0)
+    published: float | None = col("published tokens/s", "", "{:,.0f}")
+    needs: float | None = col("published figure needs of the peak", "", "{:.0%}")
+    model_ratio: float = col("model ratio", "", "{:.3f}", default=0.0)
+    published_ratio: float | None = col("published ratio", "", "{:.3f}")
+    error: float | None = col("error", "", "{:+.1%}")
+    basis: str = col("basis", default="")
+
+
+def carried_rows(predictions: list[AnchorPrediction]) -> tuple[CarriedRow, ...]:
+    """One row per prediction with a published figure (the A10 / A100 rows have none to check)."""
+    def basis(p: AnchorPrediction) -> str:
+        if not p.feasible:
+            return f"no check: the figure needs {p.published_use:.0%} of the card's dense bf16 peak"
+        text = f"ratio to {p.src}" if p.basis == "ratio" else "tokens/s"
+        return f"{text}; {p.note}" if p.note else text
+
+    return tuple(CarriedRow(workload=p.workload, run=p.run, dst=p.dst, model_tokens_per_s=p.tokens_per_s,
+                            published=p.published, needs=p.published_use, model_ratio=p.ratio,
+                            published_ratio=p.published_ratio, error=p.error, basis=basis(p))
+                 for p in predictions if p.published is not None)
 
 
 NUM = "{:,.4g}"

@@ -28,6 +28,44 @@ from experiments.base.runfolder import AnchorStep, Run
 
 STEPS_FILE = "steps.jsonl"
 RUN_FILE = runfiles.RUN_JSON
+CONFIG_FILE = "config.yaml"  # the torchtune config that ran (tt_run.py)
+
+
+@dataclass(frozen=True)
+class AnchorModel:
+    """What the workload's FLOPs per token rest on, from config.yaml: the model builder (models.yaml knows its
+    shapes by that name), LoRA's rank and targets, and activation checkpointing (one more forward per step)."""
+
+    builder: str
+    lora_rank: int
+    lora_attn_modules: tuple[str, ...]
+    lora_mlp: bool
+    lora_output: bool
+    checkpointing: bool
+
+
+def read_model(folder: Path) -> AnchorModel | None:
+    """config.yaml's model and checkpointing (None without the file or where it names no LoRA model); a file that is
+    not YAML is bad input."""
+    import yaml
+
+    path = folder / CONFIG_FILE
+    if not userfiles.present(path):
+        return None
+    try:
+        cfg = yaml.safe_load(userfiles.read_text(path, runfiles.max_bytes(path)))
+    except yaml.YAMLError as e:
+        line = getattr(getattr(e, "problem_mark", None), "line", None)
+        raise InputError(path, "not YAML", line + 1 if line is not None else None) from None
+    model = cfg.get("model") if isinstance(cfg, dict) else None
+    if not isinstance(model, dict) or not isinstance(model.get("lora_rank"), int):
+        return None
+    return AnchorModel(builder=str(model.get("_component_", "")).rsplit(".", 1)[-1],
+                       lora_rank=int(model["lora_rank"]),
+                       lora_attn_modules=tuple(str(m) for m in model.get("lora_attn_modules") or ()),
+                       lora_mlp=bool(model.get("apply_lora_to_mlp")),
+                       lora_output=bool(model.get("apply_lora_to_output")),
+                       checkpointing=bool(cfg.get("enable_activation_checkpointing")))
 
 
 @dataclass(frozen=True)
@@ -61,6 +99,7 @@ class AnchorRun:
     published_all: dict[str, float] = field(default_factory=dict)  # the anchor's figures by GPU (run.json)
     published_notes: dict[str, str] = field(default_factory=dict)  # what a figure's own setup changed (run.json)
     profile: ProfileJson | None = None  # profile.json (tt_run.py --profile-steps), None without one
+    model: AnchorModel | None = None  # config.yaml's model and checkpointing, None without the file
 
     @property
     def vs_published(self) -> float | None:
@@ -129,6 +168,7 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
         published_all={str(k): float(v) for k, v in pub.items() if k != "metric" and v is not None},
         published_notes={str(k): str(v) for k, v in (run.get("published_notes") or {}).items()},
         profile=sidefiles.read_profile(folder),
+        model=read_model(folder),
     )
 
 

@@ -4,6 +4,8 @@
 run against the full runs made after them (analysis.estimate.quick)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from analysis.estimate import estimate_views as EV
@@ -49,6 +51,29 @@ def anchors_html(ctx: Context) -> str:
     ])
 
 
+def carried_html(ctx: Context) -> str:
+    """(6) The published workloads reproduced here, carried by the model to the anchors' other GPUs
+    (analysis.estimate.time_checks.carried), one row per published figure."""
+    from analysis.estimate.time_checks import carried, reproductions
+
+    runs = reproductions(Path(ctx.results_dir))  # a Roots: its primary tree, where results/anchors/ lies
+    preds = [p for c in carried(runs) for p in c.predictions]
+    if not preds:
+        return H.p("<b>Published workloads carried to their other GPUs.</b> No profiled anchor run in these results "
+                   "(<code>experiments/cloud/anchor_gpu.sh</code>).")
+    rows = EV.carried_rows(preds)
+    df = view_render.to_frame(rows, EV.CarriedRow)
+    return H.join([
+        H.p("<b>Published workloads carried to their other GPUs</b> (docs/time-model.md, check 6): a published "
+            "LoRA workload reproduced with its own software on one GPU here (dummy weights, stand-in tokenizer, "
+            "profiled), its kernels carried by the model to each GPU the source publishes. A figure that needs "
+            "more than the card's dense bf16 peak at the run's FLOPs per token is no check of the model: another "
+            "configuration made it."),
+        view_render.table_html(rows, EV.CarriedRow),
+        H.csv(ctx, df, "time_model_published_workloads.csv"),
+    ])
+
+
 def estimates_section(ctx: Context) -> str:
     df = ctx.estimates()
     err = planner_error(df)
@@ -67,6 +92,7 @@ def estimates_section(ctx: Context) -> str:
         H.fold(f"every run ({len(df)}), every column", H.html_table(df, formats)),
         H.csv(ctx, df, "estimates_vs_measurements.csv"),
         anchors_html(ctx),
+        carried_html(ctx),
         *quick_section(ctx),
     ])
 
