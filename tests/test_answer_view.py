@@ -171,5 +171,5 @@ def test_a_measured_class_in_the_gpu_clause_says_how_many_runs_it_rests_on():
 
     assert _how(option(1, 1)) == "measured, 1 run"
     assert _how(option(6, 3)) == "measured, 6 runs on 3 hosts"
-    assert _how(option(3, 1)) == "measured, 3 runs"
+    assert _how(option(3, 1)) == "measured, 3 runs, one host"
     assert _how(option(0, 0, "profiled")) == "modelled"

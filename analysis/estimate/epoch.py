@@ -55,6 +55,19 @@ class EpochEstimate:
         """What a user waits for and pays: start-up + epoch."""
         return self.epoch_s + (self.startup_s or 0.0)
 
+    @property
+    def rests_on(self) -> str:
+        """'1 run', '3 runs, one host', '6 runs on 3 hosts': the words every command and the answer print for what a
+        figure rests on (one producer)."""
+        return runs_text(self.runs, self.hosts)
+
+
+def runs_text(runs: int, hosts: int) -> str:
+    """RUNS full epochs on HOSTS hosts in words (EpochEstimate.rests_on)."""
+    if runs == 1:
+        return "1 run"
+    return f"{runs} runs on {hosts} hosts" if hosts > 1 else f"{runs} runs, one host"
+
 
 
 def countable(records: list[RunRecord], timed_only: bool = True) -> list[RunRecord]:

@@ -488,8 +488,7 @@ def _class_row(job: _Job, key: str) -> PlanRow:
             t, step_s, time_note = _modelled_step(job, key, measured, step_s, time_note, roof_step)
         based = next((r for r in job.same_data if r.run == est.run), None)
         label = _run_label(based) if based is not None else str(est.run)
-        source = (f"measured: {est.runs} run{'s' if est.runs != 1 else ''} on {est.hosts} host"
-                  f"{'s' if est.hosts != 1 else ''}" if est.measured else f"profile of {transfer.without_host(label)}")
+        source = f"measured: {est.rests_on}" if est.measured else f"profile of {transfer.without_host(label)}"
     job_s = total_s + (startup_s or 0.0) if total_s is not None else None
     price = job.price_table.get(key)
     rates = _rates(step_s, n, job.mean, job.steps) if step_s is not None else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.estimate.epoch import runs_text
 from analysis.judge.answer import view
 from analysis.judge.answer.classes import ClassAnswer, Option, compare_classes
 from analysis.judge.answer.published import SEED_EXPERIMENT, short
@@ -121,14 +122,14 @@ def _x_seed(rec: Recommendation, d: HostEpochs) -> str:
 
 
 def _how(option: Option) -> str:
-    """'measured, 1 run' / 'measured, 6 runs on 3 hosts' / 'modelled': a figure says what it rests on."""
+    """'measured, 1 run' / 'measured, 6 runs on 3 hosts' / 'modelled': a figure says what it rests on
+    (EpochEstimate.rests_on's words)."""
     if not option.measured:
         return "modelled"
     est = option.estimate
     if est is None:
         return "measured"
-    hosts = f" on {est.hosts} hosts" if est.hosts > 1 else ""
-    return f"measured, {est.runs} run{'s' if est.runs != 1 else ''}{hosts}"
+    return f"measured, {est.rests_on}"
 
 
 def gpu_clause(classes: list[ClassAnswer]) -> str:
@@ -169,15 +170,15 @@ def sentence(rec: Recommendation, classes: list[ClassAnswer] | None = None) -> s
     est = next((c.choice.estimate for c in classes or [] if c.hw == rec.hw and c.choice is not None
                 and c.choice.experiment == rec.experiment and c.choice.estimate is not None), None)
     if est is not None:  # the estimator's figure, the class table's: every host's full epochs
-        hosts = f"{est.hosts} host{'s' if est.hosts != 1 else ''}"
-        when = (f"{span(est.low_s, est.high_s)} s on the {gpu} (median {seconds_text(est.epoch_s)}, {est.runs} runs "
-                f"on {hosts}" if est.runs > 1 else f"{seconds_text(est.epoch_s)} on the {gpu} (one run")
+        when = (f"{span(est.low_s, est.high_s)} s on the {gpu} (median {seconds_text(est.epoch_s)}, {est.rests_on}"
+                if est.runs > 1 else f"{seconds_text(est.epoch_s)} on the {gpu} ({est.rests_on}")
         if est.startup_s is not None:
             when += f"; start-up {seconds_text(est.startup_s)} before it"
     else:
         runs = d.epoch_spread
-        when = (f"{span(runs.low, runs.high)} s on the {gpu} (median {seconds_text(runs.median)}, {runs.n} runs, "
-                "one host" if runs is not None and runs.n > 1 else f"{seconds_text(d.epoch_s)} on the {gpu} (one run")
+        when = (f"{span(runs.low, runs.high)} s on the {gpu} (median {seconds_text(runs.median)}, "
+                f"{runs_text(runs.n, 1)}" if runs is not None and runs.n > 1
+                else f"{seconds_text(d.epoch_s)} on the {gpu} ({runs_text(1, 1)}")
     over = ")"
     if rec.experiment == SEED_EXPERIMENT:
         head = f"For this job, the published recipe ({rec.experiment}) is the fastest measured"
