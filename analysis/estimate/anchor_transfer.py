@@ -52,6 +52,12 @@ class AnchorPrediction:
     flops_per_token: float | None = None  # the run's hardware FLOPs per token it rests on
 
     @property
+    def counts(self) -> bool:
+        """A check of the model: a published figure of this workload (feasible) whose own run changed nothing the
+        anchor notes."""
+        return self.error is not None and self.feasible and self.note is None
+
+    @property
     def feasible(self) -> bool:
         """False where the published figure needs more than DST's dense bf16 peak (no check of the model)."""
         return self.published_use is None or self.published_use <= 1.0

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from analysis.estimate import transfer
+from analysis.estimate.anchor_transfer import AnchorPrediction
 from analysis.parse.record import RunRecord
 from experiments.base import hardware
 from experiments.base.errors import InputError
@@ -119,3 +120,18 @@ def derive_band(checks: list[AnchorCheck]) -> tuple[float, float]:
     """(low, high): the smallest and largest error over the checks, 0 included (a band holds its prediction)."""
     errors = [c.error for c in checks]
     return min([*errors, 0.0]), max([*errors, 0.0])
+
+
+def derive_family_bands(checks: list[AnchorCheck], carried: list[AnchorPrediction],
+                        band: tuple[float, float]) -> dict[str, tuple[float, float]]:
+    """{family: (low, high)} over the published checks that involve a class of the family (CHECKS' pairs, CARRIED's
+    predictions that count), never narrower than BAND (the cross-GPU band); a family without a check is absent."""
+    errors: dict[str, list[float]] = {}
+    for c in checks:
+        for key in {c.fast_hw, c.slow_hw}:
+            errors.setdefault(transfer.family(key), []).append(c.error)
+    for p in carried:
+        if p.counts:
+            for key in {p.src, p.dst}:
+                errors.setdefault(transfer.family(key), []).append(float(p.error or 0.0))
+    return {fam: (min([band[0], *errs]), max([band[1], *errs])) for fam, errs in sorted(errors.items())}

@@ -373,6 +373,23 @@ def _print_checks(results: str, as_json: bool) -> None:
     _print_memory_check(results)
     _print_measured_check(checks)
     _print_reproductions(results)
+    _print_family_bands(checks)
+
+
+def _print_family_bands(checks) -> None:
+    """The band per architecture family (checks 2 and 6), derived now beside time_model.yaml's family_band."""
+    print()
+    print("the band per GPU family: the published checks that involve a class of the family (2 and 6; a figure that "
+          "is no check of this workload left out), never narrower than the cross-GPU band")
+    from analysis.estimate import transfer
+    from experiments.base import hardware
+
+    shown = {transfer.family(k) for k in hardware.shown()}
+    for fam in sorted({*checks.family_bands, *checks.family_bands_in_data, *shown}):
+        got, data = checks.family_bands.get(fam), checks.family_bands_in_data.get(fam)
+        now = f"{got[0]:+.1%} .. {got[1]:+.1%}" if got else "no published check"
+        yaml_text = f"{data[0]:+.1%} .. {data[1]:+.1%}" if data else "none (the cross-GPU band assumed)"
+        print(f"{fam:8} checks: {now:22} time_model.yaml family_band: {yaml_text}")
 
 
 def _print_reproductions(results: str) -> None:

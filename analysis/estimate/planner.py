@@ -193,7 +193,7 @@ def _class_time(key: str, measured: RunRecord | None, profiled: ProfiledStep | N
                          f"{'; '.join(measured.labels)})", None)
     if profiled is not None:
         parts = transfer.step_on(profiled, key)
-        low, high = transfer.band_range(parts.total_s)
+        low, high = transfer.band_range(parts.total_s, key=key)
         return ClassTime(parts.total_s, low, high, "profiled", f"profile of {transfer.without_host(profiled.run)}",
                          f"{profiled.run}'s profiled step carried to {key} kernel by kernel (docs/time-model.md); "
                          f"host {parts.host_s:.3f} s as measured on the {profiled.hw} (same host assumed)", parts)

@@ -13,7 +13,7 @@ run has a profile, the model carries it to the anchor's other GPUs (analysis.est
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.estimate import anchor_transfer, anchors, epoch, planner, scaled, transfer
@@ -115,6 +115,8 @@ class TimeModelChecks:
     scaled_band: tuple[float, float] = (0.0, 0.0)          # derived now: scaled H200 errors x the anchors' band
     scaled_band_in_data: tuple[float, float] = (0.0, 0.0)  # time_model.yaml's scaled.band
     measured: tuple[MeasuredCheck, ...] = ()
+    family_bands: dict[str, tuple[float, float]] = field(default_factory=dict)  # derived now (checks 2 and 6)
+    family_bands_in_data: dict[str, tuple[float, float]] = field(default_factory=dict)  # time_model.yaml's
 
 
 def run_checks(results: str | Path = "results") -> TimeModelChecks:
@@ -139,7 +141,17 @@ def run_checks(results: str | Path = "results") -> TimeModelChecks:
                            reference_parts=transfer.step_on(transfer.profile_step(ref), str(ref.hw)),
                            band=band, band_in_data=transfer.band(), scaled=tuple(scaled_rows),
                            scaled_band=derive_scaled_band(scaled_rows, band),
-                           scaled_band_in_data=transfer.band("scaled"), measured=tuple(measured_checks(records)))
+                           scaled_band_in_data=transfer.band("scaled"), measured=tuple(measured_checks(records)),
+                           family_bands=anchors.derive_family_bands(
+                               checks, [p for c in carried(reproductions(results)) for p in c.predictions], band),
+                           family_bands_in_data=family_bands_in_data())
+
+
+def family_bands_in_data() -> dict[str, tuple[float, float]]:
+    """time_model.yaml's family_band entries, {family: (low, high)}."""
+    c = transfer.model_constants()
+    return {name.split(".", 1)[1]: (float(v["low"]), float(v["high"])) for name, v in c.values.items()
+            if name.startswith("family_band.")}
 
 
 def reproductions(results: str | Path = "results") -> list[anchor_run.AnchorRun]:

@@ -315,18 +315,42 @@ def _key(hw: str) -> str:
     return key
 
 
-def band(kind: str = "profiled") -> tuple[float, float]:
+def family(key: str) -> str:
+    """Class KEY's architecture family (hardware.yaml arch's first word, lower case: hopper, ampere, ada)."""
+    return _arch(hardware.require(key))
+
+
+def band(kind: str = "profiled", key: str | None = None) -> tuple[float, float]:
     """(low, high) relative error a predicted time carries (time_model.yaml): `profiled`, a committed profile carried
-    to another class (the published cross-GPU ratios' errors, analysis.estimate.anchors); `scaled`, a step built from
-    the reference profiles (its errors on the committed H200 runs compounded with those). A predicted time T stands
-    for T / (1 + high) .. T / (1 + low), widened to hold T itself."""
-    b = model_constants()["band" if kind == "profiled" else "scaled.band"]
+    to another class (the published cross-GPU ratios' errors, analysis.estimate.anchors; for class KEY its family's
+    band where its family has published checks, family_band); `scaled`, a step built from the reference profiles
+    (its errors on the committed H200 runs compounded with those). A predicted time T stands for T / (1 + high) ..
+    T / (1 + low), widened to hold T itself."""
+    c = model_constants()
+    own = c.get(f"family_band.{family(key)}") if kind == "profiled" and key is not None else None
+    b = own if own is not None else c["band" if kind == "profiled" else "scaled.band"]
     return float(b["low"]), float(b["high"])
 
 
-def band_range(seconds: float, kind: str = "profiled") -> tuple[float, float]:
-    """(low, high) seconds of a predicted SECONDS (band)."""
-    low, high = band(kind)
+def band_checked(key: str) -> str:
+    """Whether class KEY's family has published checks, in words: 'Ampere band checked on the A100 only (...)' /
+    'no published check of Ada cards' (family_band's checked_on)."""
+    own = model_constants().get(f"family_band.{family(key)}")
+    fam = family(key).title()
+    return f"{fam} band checked on {own['checked_on']}" if own is not None else f"no published check of {fam} cards"
+
+
+def band_words(key: str) -> str:
+    """What the band of a time carried to class KEY rests on: its family's published checks, or none."""
+    low, high = band("profiled", key)
+    how = "from published checks" if model_constants().get(f"family_band.{family(key)}") is not None \
+        else "the cross-GPU band assumed"
+    return f"band {low:+.1%}..{high:+.1%} {how} ({band_checked(key)})"
+
+
+def band_range(seconds: float, kind: str = "profiled", key: str | None = None) -> tuple[float, float]:
+    """(low, high) seconds of a predicted SECONDS (band; KEY: the class it is predicted on)."""
+    low, high = band(kind, key)
     return seconds / (1 + max(high, 0.0)), seconds / (1 + min(low, 0.0))
 
 
@@ -355,7 +379,7 @@ def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
                                step_s=step.steady_step_s, steps=n, parts=parts, measured=True,
                                basis=f"measured: steady median step of {step.run} x {n} steps",
                                epoch_s=epoch * factor if factor else None)
-    low, high = band()
+    low, high = band("profiled", key)
     epoch = parts.total_s * n
     gpus = f" per GPU of {step.world_size}" if step.world_size > 1 else ""
     return EpochPrediction(
@@ -363,7 +387,7 @@ def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
         high_s=epoch / (1 + min(low, 0.0)), step_s=parts.total_s, steps=n, parts=parts, measured=False,
         basis=(f"modelled from {step.run}'s profile{gpus}: GEMM/attention by effective FLOPs, memory-bound kernels by "
                f"bandwidth, host {parts.host_s:.3f} s as measured on the {step.hw} ({HOST_LABEL}); "
-               f"band {low:+.0%}..{high:+.0%} from the published cross-GPU ratios"),
+               f"{band_words(key)}"),
         epoch_s=epoch * factor if factor else None)
 
 

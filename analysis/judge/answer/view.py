@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from analysis.core.viewfield import col, hidden
+from analysis.estimate import transfer
 from analysis.judge.answer.classes import ClassAnswer
 from analysis.judge.answer.published import short
 from analysis.judge.answer.recommend import HostEpochs, Recommendation
@@ -100,13 +101,16 @@ class RecipeRow:
     swift_version: str | None = hidden("ms-swift")
 
 
-def how_text(measured: bool | None, basis: str | None) -> str | None:
-    """The class row's 'time' cell: a measured basis' first clause, or that the time model carried the profile."""
+def how_text(measured: bool | None, basis: str | None, hw: str | None = None) -> str | None:
+    """The class row's 'time' cell: a measured basis' first clause, or that the time model carried the profile and
+    whether its band was checked on the class's family (transfer.band_checked)."""
     if not isinstance(basis, str):
         return None
     if measured:
         return basis.split(" (")[0]
-    return "modelled from the H200 run's profile" if basis.startswith("modelled") else basis
+    if not basis.startswith("modelled"):
+        return basis
+    return "modelled from the H200 run's profile" + (f"; {transfer.band_checked(hw)}" if hw else "")
 
 
 def class_rows(classes: list[ClassAnswer] | tuple[ClassAnswer, ...]) -> tuple[ClassRow, ...]:
@@ -122,7 +126,7 @@ def class_rows(classes: list[ClassAnswer] | tuple[ClassAnswer, ...]) -> tuple[Cl
             measured=ch.measured if ch else None, basis=ch.basis if ch else None, run=ch.run if ch else None,
             startup_s=ch.startup_s if ch else None, job_s=ch.job_s if ch else None, gpu_hours=c.gpu_hours,
             price_per_gpu_hour=c.price_per_gpu_hour, currency=c.currency, cost=c.cost,
-            how=how_text(ch.measured, ch.basis) if ch else None, close=", ".join(c.close) or None,
+            how=how_text(ch.measured, ch.basis, c.hw) if ch else None, close=", ".join(c.close) or None,
             command=c.command))
     return tuple(out)
 
