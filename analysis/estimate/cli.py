@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict
 from typing import cast
 
-from analysis.estimate import planner
+from analysis.estimate import planner, transfer
 from analysis.estimate.jobinputs import JobArgs
 from analysis.estimate.planner import METHODS, PlanRow, estimate
 from analysis.estimate.prices import DEFAULT_PRICES, price_currency, price_source
@@ -381,7 +381,6 @@ def _print_family_bands(checks) -> None:
     print()
     print("the band per GPU family: the published checks that involve a class of the family (2 and 6; a figure that "
           "is no check of this workload left out), never narrower than the cross-GPU band")
-    from analysis.estimate import transfer
     from experiments.base import hardware
 
     shown = {transfer.family(k) for k in hardware.shown()}
@@ -465,7 +464,10 @@ def _print_measured_check(checks) -> None:
     epochs = [m.epoch_error for m in checks.measured if m.epoch_error is not None]
     print(f"{len(steps)} runs: step errors {min(steps):+.1%} .. {max(steps):+.1%}"
           + (f"; epoch errors {min(epochs):+.1%} .. {max(epochs):+.1%}" if epochs else "")
-          + f"; the band the answer prints: {checks.band_in_data[0]:+.1%} .. {checks.band_in_data[1]:+.1%}")
+          + "; the band the answer prints: " + "; ".join(
+              f"{hw} {lo:+.1%} .. {hi:+.1%}" for hw, (lo, hi) in
+              sorted({hw: transfer.band("profiled", hw) for hw in {m.run.split("/")[0] for m in checks.measured}}
+                     .items())))
 
 
 def _print_memory_check(results: str) -> None:
