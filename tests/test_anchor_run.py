@@ -82,6 +82,12 @@ def test_workloads_define_the_anchor_shapes():
     assert w["published"]["h200"] == 7640.55 and w["published"]["h100"] == 7021.84
     packed = standin.workload("torchtune-readme-8b-lora-packed")["overrides"]
     assert (packed["batch_size"], packed["compile"], packed["tokenizer"]["max_seq_len"]) == (2, True, 2048)
+    # the README's RTX A6000 row as its memory and speed say it ran: the same workload, checkpointing off
+    no_ac = standin.workload("torchtune-readme-8b-lora-packed-no-ac")
+    assert {k: v for k, v in no_ac["overrides"].items() if k not in ("enable_activation_checkpointing",
+                                                                      "enable_activation_offloading")} == packed
+    assert no_ac["overrides"]["enable_activation_checkpointing"] is False
+    assert {k: v for k, v in no_ac["published"].items() if k != "metric"} == {"rtxa6000": 4699}
     with pytest.raises(InputError, match="no workload"):
         standin.workload("nope")
 
