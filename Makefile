@@ -97,7 +97,8 @@ chromium:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "chromium not installed: the browser test will skip"; }
 
-# ruff and mypy, their settings in pyproject.toml; `make test` runs it first (so CI does: .ci/run calls `make test`).
+# ruff and mypy, their settings in pyproject.toml; `make test` runs it beside the tests (so CI does: .ci/run calls
+# `make test`); its exit code counts first.
 lint: $(STAMP)
 	$(VPY) -m ruff check experiments analysis tests notebooks seeds swiftbench
 	$(VPY) -m mypy
@@ -105,16 +106,19 @@ lint: $(STAMP)
 
 # The two venvs are independent: built side by side. The slow tests (real CPU trainings through run-all, each in its
 # own tmp folders) run beside the others, the tiny stand-in model built once before (both would build it); the
-# exit code is the worse of the two, the slow tests' report printed after the others'.
+# exit code is lint's, else the worse of the two; lint (ruff, mypy, vulture) runs beside them, its output and the slow
+# tests' report printed after the others'.
 test: chromium
 	$(MAKE) -j2 $(STAMP) $(FLEET_STAMP)
-	$(MAKE) lint
 	$(VPY) -c "from experiments.run.prepare import resolve_model; resolve_model('dummy:tiny', 'cpu')"
-	@rm -f .pytest-slow.log; \
+	@rm -f .pytest-slow.log .lint.log; \
+	$(MAKE) --no-print-directory lint >.lint.log 2>&1 & lint=$$!; \
 	$(VPY) -m pytest -q -p no:cacheprovider -m slow --durations=10 >.pytest-slow.log 2>&1 & slow=$$!; \
 	$(VPY) -m pytest -q -p no:cacheprovider -m "not slow" --durations=15; fast=$$?; \
-	wait $$slow; rc=$$?; echo "--- slow tests (run beside the others) ---"; cat .pytest-slow.log; \
-	exit $$(( fast != 0 ? fast : rc ))
+	wait $$slow; rc=$$?; wait $$lint; lrc=$$?; \
+	echo "--- lint (run beside the tests) ---"; cat .lint.log; \
+	echo "--- slow tests (run beside the others) ---"; cat .pytest-slow.log; \
+	exit $$(( lrc != 0 ? lrc : fast != 0 ? fast : rc ))
 
 test-fast: $(STAMP) $(FLEET_STAMP)
 	$(VPY) -m pytest -q -m "not slow and not browser"
