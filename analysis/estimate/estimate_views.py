@@ -35,32 +35,36 @@ def anchor_rows(checks: list[AnchorCheck]) -> tuple[AnchorRow, ...]:
 @dataclass(frozen=True)
 class CarriedRow:
     """A published workload reproduced on one class and carried by the model to another (anchor_transfer): the
-    model's tokens/s and ratio beside the anchor's figures, the share of the card's peak the figure needs, the error
-    and whether it is a check (docs/time-model.md, check 6)."""
+    time model's tokens/s beside the anchor's figure, the share of the card's peak that figure needs, and the error
+    where the figure is a check (docs/time-model.md, check 6)."""
 
     workload: str = col("workload", default="")
     run: str = col("reproduced in", default="")
-    dst: str = col("GPU", default="")
-    model_tokens_per_s: float = col("model tokens/s", "", "{:,.0f}", default=0.0)
+    dst: str = col("carried to", default="")
+    model_tokens_per_s: float = col("time model's tokens/s", "", "{:,.0f}", default=0.0)
     published: float | None = col("published tokens/s", "", "{:,.0f}")
-    needs: float | None = col("published figure needs of the peak", "", "{:.0%}")
-    model_ratio: float = col("model ratio", "", "{:.3f}", default=0.0)
-    published_ratio: float | None = col("published ratio", "", "{:.3f}")
+    needs: float | None = col("peak share the published figure needs", "", "{:.0%}")
+    model_ratio: float = col("time model's ratio to the run's GPU", "", "{:.3f}", default=0.0)
+    published_ratio: float | None = col("published ratio to the run's GPU", "", "{:.3f}")
+    check: str = col("a check?", default="")
     error: float | None = col("error", "", "{:+.1%}")
-    basis: str = col("basis", default="")
+    basis: str = col("error on", default="")
 
 
 def carried_rows(predictions: list[AnchorPrediction]) -> tuple[CarriedRow, ...]:
-    """One row per prediction with a published figure (the A10 / A100 rows have none to check)."""
-    def basis(p: AnchorPrediction) -> str:
+    """One row per prediction with a published figure (the A10 / A100 rows have none to check); the error only where
+    the figure counts as a check (AnchorPrediction.counts)."""
+    def check(p: AnchorPrediction) -> str:
         if not p.feasible:
-            return f"no check: the figure needs {p.published_use:.0%} of the card's dense bf16 peak"
-        text = f"ratio to {p.src}" if p.basis == "ratio" else "tokens/s"
-        return f"{text}; {p.note}" if p.note else text
+            return f"no: the figure needs {p.published_use:.0%} of the card's dense bf16 peak (another configuration)"
+        if p.note:
+            return f"no: {p.note}"
+        return "yes"
 
     return tuple(CarriedRow(workload=p.workload, run=p.run, dst=p.dst, model_tokens_per_s=p.tokens_per_s,
                             published=p.published, needs=p.published_use, model_ratio=p.ratio,
-                            published_ratio=p.published_ratio, error=p.error, basis=basis(p))
+                            published_ratio=p.published_ratio, check=check(p), error=p.error if p.counts else None,
+                            basis=("the ratio to " + p.src if p.basis == "ratio" else "tokens/s") if p.counts else "")
                  for p in predictions if p.published is not None)
 
 

@@ -333,19 +333,16 @@ def band(kind: str = "profiled", key: str | None = None) -> tuple[float, float]:
 
 
 def band_checked(key: str) -> str:
-    """Whether class KEY's family has published checks, in words: 'Ampere band checked on the A100 only (...)' /
-    'no published check of Ada cards' (family_band's checked_on)."""
+    """What the band of a time carried to class KEY rests on, in words: 'band -8.6%..+8.9% from Ampere checks on the
+    A100 only (...)' / 'band -8.6%..+8.9% assumed: no published check of an Ada card' (family_band's checked_on)."""
     own = model_constants().get(f"family_band.{family(key)}")
     fam = family(key).title()
-    return f"{fam} band checked on {own['checked_on']}" if own is not None else f"no published check of {fam} cards"
-
-
-def band_words(key: str) -> str:
-    """What the band of a time carried to class KEY rests on: its family's published checks, or none."""
     low, high = band("profiled", key)
-    how = "from published checks" if model_constants().get(f"family_band.{family(key)}") is not None \
-        else "the cross-GPU band assumed"
-    return f"band {low:+.1%}..{high:+.1%} {how} ({band_checked(key)})"
+    if own is not None:
+        return f"band {low:+.1%}..{high:+.1%} from {fam} checks on {own['checked_on']}"
+    return f"band {low:+.1%}..{high:+.1%} assumed: no published check of an {fam} card" if fam[0] in "AEIOU" \
+        else f"band {low:+.1%}..{high:+.1%} assumed: no published check of a {fam} card"
+
 
 
 def band_range(seconds: float, kind: str = "profiled", key: str | None = None) -> tuple[float, float]:
@@ -387,7 +384,7 @@ def predict_epoch(rec: RunRecord, hw: str) -> EpochPrediction:
         high_s=epoch / (1 + min(low, 0.0)), step_s=parts.total_s, steps=n, parts=parts, measured=False,
         basis=(f"modelled from {step.run}'s profile{gpus}: GEMM/attention by effective FLOPs, memory-bound kernels by "
                f"bandwidth, host {parts.host_s:.3f} s as measured on the {step.hw} ({HOST_LABEL}); "
-               f"{band_words(key)}"),
+               f"{band_checked(key)}"),
         epoch_s=epoch * factor if factor else None)
 
 

@@ -110,9 +110,10 @@ def _x_seed(rec: Recommendation, d: HostEpochs) -> str:
         return ""
     per_round = d.x_seed_spread
     if per_round is not None and per_round.n > 1:
-        return (f" against {seconds_text(seed.seconds)} for the published seed recipe on host {d.host[:8]} "
-                f"({per_round.median:.1f}x sooner, median of {per_round.n} paired rounds there, "
-                f"{span(per_round.low, per_round.high)}x)")
+        bound = "" if seed.full else f", a lower bound from a {seed.steps_run}-step cut run"
+        return (f" against {'' if seed.full else 'at least '}{seconds_text(seed.seconds)} for the published seed "
+                f"recipe on host {d.host[:8]}{bound} ({per_round.median:.1f}x sooner, median of {per_round.n} paired "
+                f"rounds there, {span(per_round.low, per_round.high)}x)")
     where = ("the same host" if seed.full else
              f"the same host, whose seed epoch is a lower bound from a {seed.steps_run}-step cut run")
     over = (f"; {span(*xs)}x over the {sum(1 for r in rec.chosen if r.epoch_x_seed)} hosts with a seed epoch"
@@ -156,6 +157,7 @@ def gpu_clause(classes: list[ClassAnswer]) -> str:
     if cheap is not None:
         rng = cheap.cost_range
         text += (f", the {short(cheap.hw)} costs least ({money(cheap.cost, cheap.currency)}"
+                 + (f", {_how(cheap.choice)}" if cheap.choice is not None else "")
                  + (f", {span(*rng, fmt='{:.4f}')} with the model's band" if rng and rng[0] != rng[1] else "")
                  + " at the price table's rate)")
     return text
@@ -187,7 +189,8 @@ def sentence(rec: Recommendation, classes: list[ClassAnswer] | None = None) -> s
                 f"{rec.experiment} finishes the epoch in {when}{over}" + _x_seed(rec, d))
     loss = ""
     if d.eval_loss is not None and d.seed_eval_loss is not None and d.seed_range is not None:
-        loss = (f", at equal eval loss ({d.eval_loss:.4f} vs {d.seed_eval_loss:.4f} at step {d.eval_step}, "
+        dummy = " on dummy weights" if "dummy weights" in (d.labels or "") else ""
+        loss = (f", at equal eval loss{dummy} ({d.eval_loss:.4f} vs {d.seed_eval_loss:.4f} at step {d.eval_step}, "
                 f"within the seeds' range {d.seed_range:.4f})")
     order = ""
     others_names = sorted({r.experiment for r in rec.rows if r.experiment != rec.experiment})
