@@ -1,6 +1,8 @@
 """The run-folder contract typed on both sides (issue 46): no key of experiments/base/runfolder.py is spelled as a
-string literal both by a writer (experiments/record, experiments/run) and by a reader (analysis/parse), and each
-reader's TypedDict names only keys its file's class declares.
+string literal both by a writer (experiments/record, experiments/run, the launcher experiments/launch, the anchor
+runner experiments/anchors) and by a reader (analysis/parse, and the analysis modules that read a run-folder file's
+keys themselves: profile.json's windows, nvml.csv's columns, launch.json's records), and each reader's TypedDict names
+only keys its file's class declares.
 
 A literal is a dict display's key, a subscript (`d["key"]`) or the first argument of `.get`/`.pop`/`.setdefault`
 that equals a key of the contract. One side spelling a key is allowed (a dict of its own that shares a name); both
@@ -15,8 +17,16 @@ from analysis.parse import runfile_rows
 from experiments.base import runfolder
 
 ROOT = Path(__file__).resolve().parents[1]
-WRITERS = ("experiments/record", "experiments/run")
-READERS = ("analysis/parse",)
+WRITERS = ("experiments/record", "experiments/run", "experiments/launch", "experiments/anchors")
+READERS = ("analysis/parse",
+           # profile.json's windows, kernels, host stacks
+           "analysis/measure/profile.py", "analysis/estimate/transfer.py", "analysis/estimate/scaled.py",
+           "analysis/judge/audit/rules_tooling.py", "analysis/present/profile_view.py",
+           # nvml.csv's columns (and run.json's times)
+           "analysis/measure/utilisation.py", "analysis/measure/utilisation_view.py",
+           # launch.json's allocator cap and quick stop, schedule.jsonl's counts, the launcher's options
+           "analysis/estimate/epoch.py", "analysis/judge/audit/card.py", "analysis/estimate/quick.py",
+           "analysis/judge/answer/run_tables.py")
 _KEY_METHODS = ("get", "pop", "setdefault")
 
 
@@ -39,10 +49,11 @@ def literal_keys(tree: ast.AST, names: set[str]) -> list[tuple[str, int]]:
 
 
 def spelled(root: Path, folders: tuple[str, ...], names: set[str]) -> dict[str, list[str]]:
-    """{key: ["file:line", ...]} of the literals of NAMES under FOLDERS."""
+    """{key: ["file:line", ...]} of the literals of NAMES under FOLDERS (a folder, or one .py file)."""
     out: dict[str, list[str]] = {}
     for folder in folders:
-        for path in sorted((root / folder).rglob("*.py")):
+        where = root / folder
+        for path in [where] if where.is_file() else sorted(where.rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
             for key, line in literal_keys(tree, names):
                 out.setdefault(key, []).append(f"{path.relative_to(root)}:{line}")
@@ -76,7 +87,17 @@ def test_readers_typeddicts_name_only_contract_keys():
     pairs = [(runfile_rows.EnvJson, runfolder.Env), (runfile_rows.RunJson, runfolder.Run),
              (runfile_rows.RunKey, runfolder.RunKey), (runfile_rows.GpuCheck, runfolder.GpuCheck),
              (runfile_rows.HostJson, runfolder.Host), (runfile_rows.ResumeEntry, runfolder.Resume),
-             (runfile_rows.RoundPlace, runfolder.Round), (runfile_rows.ScheduleStep, runfolder.Tokens)]
+             (runfile_rows.RoundPlace, runfolder.Round), (runfile_rows.ScheduleStep, runfolder.Tokens),
+             (runfile_rows.LauncherOptions, runfolder.Launcher),
+             # profile.json and what its windows hold
+             (runfile_rows.ProfileJson, runfolder.Profile), (runfile_rows.ProfileWindow, runfolder.ProfileWindow),
+             (runfile_rows.GpuOpRow, runfolder.GpuOp), (runfile_rows.GcRow, runfolder.GcSummary),
+             (runfile_rows.GpmRow, runfolder.Gpm), (runfile_rows.HostStacks, runfolder.HostStacks),
+             (runfile_rows.ThreadRow, runfolder.StackThread), (runfile_rows.ShareRow, runfolder.StackShare),
+             (runfile_rows.CpuRow, runfolder.TaskCpu),
+             # launch.json and its records
+             (runfile_rows.LaunchJson, runfolder.Launch), (runfile_rows.QuickStop, runfolder.Quick),
+             (runfile_rows.MemCap, runfolder.MemCap)]
     for typed, keys in pairs:
         extra = set(typed.__annotations__) - set(runfolder.keys(keys).values())
         assert not extra, f"{typed.__name__} reads keys {sorted(extra)} that runfolder.{keys.__name__} lacks"
@@ -89,3 +110,30 @@ def test_schemas_name_only_contract_keys():
                          (runschema.ARGS_JSON, runfolder.Args), (runschema.PROFILE_JSON, runfolder.Profile),
                          (runschema.TOKENS_LINE, runfolder.Tokens)]:
         assert set(schema.fields) <= set(runfolder.keys(keys).values())
+
+
+def test_every_contract_class_is_scanned():
+    """all_keys() holds every class of the contract module, the launcher's and the anchor runner's files' included."""
+    import inspect
+
+    classes = {c for _, c in inspect.getmembers(runfolder, inspect.isclass) if c.__module__ == runfolder.__name__}
+    assert classes == set(runfolder.FILES)
+    for cls in (runfolder.Launch, runfolder.MemCap, runfolder.Quick, runfolder.ProfileWindow, runfolder.GpuOp,
+                runfolder.Nvml, runfolder.Anchor, runfolder.AnchorStep):
+        assert set(runfolder.keys(cls).values()) <= runfolder.all_keys(), cls.__name__
+
+
+def test_nvml_columns_are_the_contracts():
+    """nvml.csv's header is runfolder.Nvml's columns, in order, and every one of them is a constant of the class."""
+    from experiments.record import gpu
+
+    assert gpu.NVML_FIELDS == list(runfolder.Nvml.COLUMNS) == [
+        "time_s", "gpu", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "util_gpu_pct", "util_mem_pct",
+        "mem_used_mib", "throttle_reasons", "throttle", "energy_j"]  # the header of every nvml.csv written so far
+    assert set(runfolder.Nvml.COLUMNS) == set(runfolder.keys(runfolder.Nvml).values())
+
+
+def test_readers_exist():
+    """Every folder and file the scan reads is there (a renamed module would leave the scan blind to it)."""
+    missing = [p for p in WRITERS + READERS if not (ROOT / p).exists()]
+    assert not missing, missing

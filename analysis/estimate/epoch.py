@@ -24,6 +24,7 @@ from analysis.estimate import transfer
 from analysis.measure import jobtime, repeats
 from analysis.parse.record import RunRecord
 from experiments.base.errors import InputError
+from experiments.base.runfolder import MemCap
 
 MEASURED, PROFILED = "measured", "profiled"  # as planner.ClassTime.kind names them
 
@@ -165,8 +166,8 @@ def try_epoch_on(runs: list[RunRecord], hw: str) -> tuple[EpochEstimate | None, 
 def cap_gib(rec: RunRecord) -> float | None:
     """The allocator cap a run trained under (GiB), None where it had none."""
     cap = rec.mem_cap
-    if isinstance(cap, dict) and cap.get("applied") and isinstance(cap.get("requested_gib"), (int, float)):
-        return float(cap["requested_gib"])
+    if isinstance(cap, dict) and cap.get(MemCap.APPLIED) and isinstance(cap.get(MemCap.REQUESTED_GIB), (int, float)):
+        return float(cap[MemCap.REQUESTED_GIB])
     return None
 
 

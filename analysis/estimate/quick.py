@@ -26,16 +26,18 @@ from analysis.measure import steps as measure_steps
 from analysis.measure.stats import N_BOOT
 from analysis.parse.record import RunRecord
 from analysis.parse.runfile_rows import ScheduleStep
+from experiments.base.runfolder import Args, Launcher, Quick, Tokens
 
+# a form's columns: schedule.jsonl's counts by their names (Tokens), and pad = padded - real tokens
 FORMS: dict[str, tuple[str, ...]] = {
-    "fixed": ("micro_batches",),
-    "real": ("micro_batches", "tokens"),
-    "real+pad": ("micro_batches", "tokens", "pad"),
-    "padded": ("micro_batches", "padded_tokens"),
+    "fixed": (Tokens.MICRO_BATCHES,),
+    "real": (Tokens.MICRO_BATCHES, Tokens.TOKENS),
+    "real+pad": (Tokens.MICRO_BATCHES, Tokens.TOKENS, "pad"),
+    "padded": (Tokens.MICRO_BATCHES, Tokens.PADDED_TOKENS),
 }
 PADDING_FORMS = ("real+pad", "padded")
-COEF_NAMES = {"micro_batches": "s_per_micro_batch", "tokens": "s_per_real_token", "pad": "s_per_padding_token",
-              "padded_tokens": "s_per_padded_token"}
+COEF_NAMES = {Tokens.MICRO_BATCHES: "s_per_micro_batch", Tokens.TOKENS: "s_per_real_token",
+              "pad": "s_per_padding_token", Tokens.PADDED_TOKENS: "s_per_padded_token"}
 MIN_INTERVALS = 3  # a fit needs at least this many steady intervals (and more than the form's parameters + 1)
 OUTLIER_MADS = 5.0    # slow_outliers: this many robust standard deviations above the model ...
 OUTLIER_SHARE = 0.25  # ... and this share of the modelled time above it
@@ -46,8 +48,8 @@ OUTLIER_SHARE = 0.25  # ... and this share of the modelled time above it
 
 def features(step: Mapping[str, Any], columns: tuple[str, ...]) -> np.ndarray:
     """A schedule step's values of COLUMNS (pad = padded - real tokens)."""
-    row = {"micro_batches": step["micro_batches"], "tokens": step["tokens"],
-           "padded_tokens": step["padded_tokens"], "pad": step["padded_tokens"] - step["tokens"]}
+    row = {Tokens.MICRO_BATCHES: step[Tokens.MICRO_BATCHES], Tokens.TOKENS: step[Tokens.TOKENS],
+           Tokens.PADDED_TOKENS: step[Tokens.PADDED_TOKENS], "pad": step[Tokens.PADDED_TOKENS] - step[Tokens.TOKENS]}
     return np.array([float(row[c]) for c in columns])
 
 
@@ -134,8 +136,8 @@ def fit_intervals(intervals: list[tuple[int, int, float]], schedule: list[Schedu
     """The chosen model for INTERVALS ((from_step, to_step, seconds): steps from_step+1 .. to_step) of a run whose
     steps are SCHEDULE, fitted without its slow outliers (slow_outliers of a first fit of the richest form); also the
     arrays behind it (for the bootstrap) and the outliers left out."""
-    by_step = {s["step"]: s for s in schedule}
-    padded = any(s["padded_tokens"] != s["tokens"] for s in schedule)
+    by_step = {s[Tokens.STEP]: s for s in schedule}
+    padded = any(s[Tokens.PADDED_TOKENS] != s[Tokens.TOKENS] for s in schedule)
     forms = forms or tuple(f for f in FORMS if padded or f not in PADDING_FORMS)
     y = np.array([sec for _, _, sec in intervals], float)
     n = np.array([b - a for a, b, _ in intervals], float)
@@ -236,7 +238,7 @@ def measured_event_costs(rec: RunRecord, model: StepModel, schedule: list[Schedu
     """Seconds of each evaluation and save the run made, in order: an eval = its eval line's time - its step's train
     line; a save = the next step's train line - (the eval line, or the train line) - that step's modelled time; the
     last step's = train_runtime - its eval line (the save there and the end of training)."""
-    by_step = {s["step"]: s for s in schedule}
+    by_step = {s[Tokens.STEP]: s for s in schedule}
     line = line_elapsed(rec)
     last = max(line) if line else None
     evals = [(e, rec.eval_elapsed[e] - line[e]) for e in sorted(rec.eval_elapsed) if e in line]
@@ -280,14 +282,15 @@ def budget_advice(rec: RunRecord) -> str:
     plain = sorted(iv.seconds / (iv.to_step - iv.from_step) for iv, p in zip(ivs, with_profile) if not p)
     profiled = sum(iv.seconds for iv, p in zip(ivs, with_profile) if p)
     at = max(line_elapsed(rec) or {0: 0.0})
-    budget = quick.get("budget_s")
+    budget = quick.get(Quick.BUDGET_S)
     if not plain or not budget:
         return f"stopped at step {at}"
     step_s = plain[len(plain) // 2]
     first_steady = max(measure_steps.WARMUP_MAX_STEPS, max(rec.profiled_steps or {0})) + 1
     more = max(first_steady + FIT_STEPS - at, 0)
-    return (f"stopped at step {at} ({quick.get('why') or 'budget'}) of a {budget:g} s budget: {step_s:.1f} s per step, "
-            f"{profiled:.0f} s in the profiled steps; steady steps start after step {first_steady - 1}, so "
+    return (f"stopped at step {at} ({quick.get(Quick.WHY) or 'budget'}) of a {budget:g} s budget: "
+            f"{step_s:.1f} s per step, {profiled:.0f} s in the profiled steps; steady steps start after step "
+            f"{first_steady - 1}, so "
             f"--budget {math.ceil((budget + more * step_s) / 10) * 10:.0f} would give about {FIT_STEPS} to fit on")
 
 
@@ -295,7 +298,7 @@ def warmup_excess(rec: RunRecord, model: StepModel, schedule: list[ScheduleStep]
     """Seconds the quick run REC spent in its warm-up beyond MODEL (module docstring), 0 when none: its first line's
     time and its "first interval" / "warm-up" intervals (analysis.measure.steps) without a profiled step, each less the
     model over its steps."""
-    by_step = {s["step"]: s for s in schedule}
+    by_step = {s[Tokens.STEP]: s for s in schedule}
     points = sorted(line_elapsed(rec).items())
     if not points:
         return 0.0
@@ -324,7 +327,7 @@ def _steady_steps(rec: RunRecord, schedule: list[ScheduleStep], evals: list[int]
     """Steps in the steady intervals of the full run (analysis.measure.steps on the full run's log lines: the cut
     run's logging_steps, the full schedule's events)."""
     last = len(schedule)
-    every = int((rec.args or {}).get("logging_steps") or 1)
+    every = int((rec.args or {}).get(Args.LOGGING_STEPS) or 1)
     every = every if every >= 1 else 1
     logged = sorted(set(range(every, last + 1, every)) | {1, last})
     fake = dataclasses.replace(rec, elapsed=[(s, float(s)) for s in logged], max_steps=last, global_steps=last,
@@ -351,8 +354,8 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[ScheduleStep] 
     out.steps_run = max(line)
     if rec.tokens_by_step:
         common = [s for s in rec.tokens_by_step if s <= len(schedule) and s <= out.steps_run]
-        same = sum(rec.tokens_by_step[s] == schedule[s - 1]["tokens"] and (
-            rec.padded_by_step is None or rec.padded_by_step.get(s) == schedule[s - 1]["padded_tokens"])
+        same = sum(rec.tokens_by_step[s] == schedule[s - 1][Tokens.TOKENS] and (
+            rec.padded_by_step is None or rec.padded_by_step.get(s) == schedule[s - 1][Tokens.PADDED_TOKENS])
             for s in common)
         out.schedule_checked = (same, len(common))
         if same != len(common):
@@ -369,14 +372,14 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[ScheduleStep] 
     out.model, out.fit_steps = model, model.n_steps
 
     # measured up to the anchor, modelled after it
-    decided = (rec.quick or {}).get("decided_at")
+    decided = (rec.quick or {}).get(Quick.DECIDED_AT)
     anchor = decided if decided in line else out.steps_run
     out.anchor_step = anchor
     args = rec.args or {}
     has_eval = bool(rec.eval_elapsed) or bool(rec.val_samples)
     full_evals, full_saves = events(args, len(schedule), has_eval)
     run_saves = sorted(set(s for s in events(args, out.steps_run, False)[1] if s < out.steps_run)
-                       | set((rec.quick or {}).get("event_steps") or []))
+                       | set((rec.quick or {}).get(Quick.EVENT_STEPS) or []))
     costs = measured_event_costs(rec, model, schedule, run_saves)
     future = schedule[anchor:]
     x_future = np.array([features(s, model.columns) for s in future]).reshape(len(future), len(model.columns))
@@ -390,8 +393,8 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[ScheduleStep] 
     if not costs.saves and mid_saves:
         out.notes.append("no save measured before the end: mid-run saves charged the end's cost")
     launcher = rec.launcher
-    profiled_to = int(launcher.get("profile_skip") or 1) + int(launcher.get("profile_steps") or 0)
-    if launcher.get("profile_steps") and profiled_to > anchor:
+    profiled_to = int(launcher.get(Launcher.PROFILE_SKIP) or 1) + int(launcher.get(Launcher.PROFILE_STEPS) or 0)
+    if launcher.get(Launcher.PROFILE_STEPS) and profiled_to > anchor:
         out.notes.append("the full run's profiled steps come after the measured part: modelled as ordinary steps")
     prefix = line[anchor]
     warm = warmup_excess(rec, model, schedule)
@@ -409,7 +412,7 @@ def estimate(rec: RunRecord, n_boot: int = N_BOOT, schedule: list[ScheduleStep] 
     # steady tokens/s of the full run
     steady = _steady_steps(rec, schedule, full_evals, full_saves)
     x_steady = np.array([features(schedule[s - 1], model.columns) for s in steady]).reshape(len(steady), -1)
-    tok_steady = float(sum(schedule[s - 1]["tokens"] for s in steady))
+    tok_steady = float(sum(schedule[s - 1][Tokens.TOKENS] for s in steady))
     coef = np.array(model.coef)
     if steady and x_steady.sum(axis=0) @ coef > 0:
         out.tokens_per_s = tok_steady / float(x_steady.sum(axis=0) @ coef)

@@ -23,6 +23,8 @@ from analysis.measure.steps import steady_steps
 from analysis.parse.record import RunRecord
 from experiments.base import hardware
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Profile
+from experiments.base.runfolder import ProfileWindow as W
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,8 @@ def _reference(rec: RunRecord, name: str) -> Reference:
         row_sq = statistics.mean((t / micro) ** 2 * micro for t in steady)
     else:                     # B rows of the micro-batch's padded length
         row_sq = statistics.mean(recipe.batch * (t / micro / recipe.batch) ** 2 * micro for t in steady)
-    windows = [w for w in (rec.profile or {}).get("steps", []) if not w.get("warmup") and w.get("gpu_events")]
-    events = statistics.mean(w["gpu_events"] for w in windows) / micro if windows else 0.0
+    windows = [w for w in (rec.profile or {}).get(Profile.STEPS, []) if not w.get(W.WARMUP) and w.get(W.GPU_EVENTS)]
+    events = statistics.mean(w[W.GPU_EVENTS] for w in windows) / micro if windows else 0.0
     return Reference(name=name, step=step, step_s=step.steady_step_s, shapes=shapes, recipe=recipe,
                      tokens_per_step=tokens, row_sq_per_step=row_sq, events_per_micro=events)
 

@@ -37,6 +37,8 @@ from analysis.parse.record import RunRecord
 from analysis.parse.runfile_rows import ProfileJson
 from experiments.base import hardware
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Args, GpuOp, Profile
+from experiments.base.runfolder import ProfileWindow as W
 
 TIME_MODEL_FILE = hardware.DATA / "time_model.yaml"
 KINDS = ("gemm", "attention", "memory", "communication")
@@ -165,10 +167,10 @@ def split(g: KernelGroup, floor_s: float) -> tuple[float, float]:
 def _kernel_level(profile: ProfileJson) -> bool:
     """A profile whose top list names GPU kernels only (the launcher's --profile-activities kernels, recorded with
     `activities`); older profiles list operators with nested, overlapping times."""
-    if not profile.get("activities"):
+    if not profile.get(Profile.ACTIVITIES):
         return False
-    return not any(str(op.get("op", "")).startswith(OPERATOR_PREFIXES)
-                   for st in profile.get("steps", []) for op in st.get("top_gpu_ops") or [])
+    return not any(str(op.get(GpuOp.OP, "")).startswith(OPERATOR_PREFIXES)
+                   for st in profile.get(Profile.STEPS, []) for op in st.get(W.TOP_GPU_OPS) or [])
 
 
 def _mean_tokens(by_step: Mapping[int, int], steps) -> float | None:
@@ -193,7 +195,7 @@ def step_from_profile(label: str, hw: str, profile: ProfileJson, tokens_by_step:
     """profile_step for any run folder with a launcher-format profile.json (the anchor runs' too): PROFILE's measured
     windows in kernel groups, scaled from the profiled steps' tokens to the STEADY steps' (TOKENS_BY_STEP), the host
     the steady MEDIAN leaves beside them (without a median: the profiled steps' own host time)."""
-    windows = [w for w in profile_windows(profile) if w.get("gpu_busy_s") is not None and w.get("top_gpu_ops")]
+    windows = [w for w in profile_windows(profile) if w.get(W.GPU_BUSY_S) is not None and w.get(W.TOP_GPU_OPS)]
     if not windows:
         raise InputError(path, f"{label}: no profiled step with GPU kernels (profile.json)")
     if not _kernel_level(profile):
@@ -204,21 +206,21 @@ def step_from_profile(label: str, hw: str, profile: ProfileJson, tokens_by_step:
     seconds: dict[str, float] = {}
     rest_calls = rest_s = 0.0
     for w in windows:
-        ops = w["top_gpu_ops"]
+        ops = w[W.TOP_GPU_OPS]
         for op in ops:
-            calls[op["op"]] = calls.get(op["op"], 0.0) + float(op.get("calls") or 0)
-            seconds[op["op"]] = seconds.get(op["op"], 0.0) + float(op["gpu_ms"]) / 1000
+            calls[op[GpuOp.OP]] = calls.get(op[GpuOp.OP], 0.0) + float(op.get(GpuOp.CALLS) or 0)
+            seconds[op[GpuOp.OP]] = seconds.get(op[GpuOp.OP], 0.0) + float(op[GpuOp.GPU_MS]) / 1000
         # busy is the union of kernel intervals; the top list sums kernel durations (overlapping streams of a 2-GPU
         # run can make the sum larger: then no rest)
-        rest_s += max(float(w["gpu_busy_s"]) - sum(float(op["gpu_ms"]) / 1000 for op in ops), 0.0)
-        events = w.get("gpu_events")
+        rest_s += max(float(w[W.GPU_BUSY_S]) - sum(float(op[GpuOp.GPU_MS]) / 1000 for op in ops), 0.0)
+        events = w.get(W.GPU_EVENTS)
         if isinstance(events, int):
-            rest_calls += max(events - sum(int(op.get("calls") or 0) for op in ops), 0)
+            rest_calls += max(events - sum(int(op.get(GpuOp.CALLS) or 0) for op in ops), 0)
     groups = [KernelGroup(name, kernel_kind(name), calls[name] / n, seconds[name] / n) for name in seconds]
     groups.append(KernelGroup("other kernels", "memory", rest_calls / n, rest_s / n))
-    wall = statistics.mean(float(w["wall_s"]) for w in windows)
-    busy_p = statistics.mean(float(w["gpu_busy_s"]) for w in windows)
-    prof_tokens = _mean_tokens(tokens_by_step, [w["step"] for w in windows])
+    wall = statistics.mean(float(w[W.WALL_S]) for w in windows)
+    busy_p = statistics.mean(float(w[W.GPU_BUSY_S]) for w in windows)
+    prof_tokens = _mean_tokens(tokens_by_step, [w[W.STEP] for w in windows])
     steady_tokens = _mean_tokens(tokens_by_step, steady)
     scale = steady_tokens / prof_tokens if prof_tokens and steady_tokens else 1.0
     floor = model_constants()["kernel_floor_us"] * 1e-6
@@ -428,7 +430,7 @@ def gemm_floor_ms(rec: RunRecord) -> tuple[float, float] | None:
     forward and input-gradient GEMMs measured on this project's GPU kind for the model's shapes (time_model.yaml
     gemm_floor), scaled to REC's mean padded tokens over its steady steps. None for another class or model."""
     c = model_constants()
-    model = Path(str((rec.args or {}).get("model") or "")).name.lower()
+    model = Path(str((rec.args or {}).get(Args.MODEL) or "")).name.lower()
     if rec.hw != c["gemm_floor.hw"] or not model.startswith(c["gemm_floor.model"]):
         return None
     padded, real = rec.padded_by_step or {}, rec.tokens_by_step or {}

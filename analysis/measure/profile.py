@@ -10,6 +10,12 @@ from typing import Any, Literal
 from analysis.measure.steps import steady_steps, step_time
 from analysis.parse.record import RunRecord
 from analysis.parse.runfile_rows import GpmRow, HostStacks, ProfiledStep, ProfileJson, ProfileWindow, ShareRow
+from experiments.base.runfolder import GcSummary, Gpm, Profile, TaskCpu
+from experiments.base.runfolder import GpuOp as Op
+from experiments.base.runfolder import HostStacks as HS
+from experiments.base.runfolder import ProfileWindow as W
+from experiments.base.runfolder import StackShare as Share
+from experiments.base.runfolder import StackThread as Thread
 
 
 def measured_windows(rec: RunRecord) -> list[ProfileWindow]:
@@ -20,12 +26,12 @@ def measured_windows(rec: RunRecord) -> list[ProfileWindow]:
 def profile_windows(profile: ProfileJson) -> list[ProfileWindow]:
     """profile.json's windows less the warm-up ones (the launcher's --profile-warmup: they absorb the first window's
     one-time cost and count in no figure)."""
-    return [s for s in profile.get("steps", []) if not s.get("warmup")]
+    return [s for s in profile.get(Profile.STEPS, []) if not s.get(W.WARMUP)]
 
 
 def busy_fraction(rec: RunRecord) -> float | None:
     """Median over the profiled steps of GPU busy time (union of kernels and copies) / the step's wall time."""
-    fr = [s["gpu_busy_frac"] for s in measured_windows(rec) if s.get("gpu_busy_frac") is not None]
+    fr = [s[W.GPU_BUSY_FRAC] for s in measured_windows(rec) if s.get(W.GPU_BUSY_FRAC) is not None]
     return statistics.median(fr) if fr else None
 
 
@@ -34,9 +40,9 @@ def profiled_steps(rec: RunRecord) -> list[ProfiledStep]:
     top_gpu_ops."""
     out: list[ProfiledStep] = []
     for st in measured_windows(rec):
-        if st.get("gpu_busy_s") is None:
+        if st.get(W.GPU_BUSY_S) is None:
             continue
-        out.append({**st, "host_s": st["wall_s"] - st["gpu_busy_s"]})
+        out.append({**st, "host_s": st[W.WALL_S] - st[W.GPU_BUSY_S]})
     return out
 
 
@@ -76,11 +82,11 @@ def step_share(rec: RunRecord) -> StepShare:
     steps = profiled_steps(rec)
     if not steps:
         return StepShare()
-    busy = statistics.median(s["gpu_busy_s"] for s in steps) * 1000
-    comm_s = [s["gpu_comm_s"] for s in steps if s.get("gpu_comm_s") is not None]
+    busy = statistics.median(s[W.GPU_BUSY_S] for s in steps) * 1000
+    comm_s = [s[W.GPU_COMM_S] for s in steps if s.get(W.GPU_COMM_S) is not None]
     comm = statistics.median(comm_s) * 1000 if comm_s else None
     host = statistics.median(s["host_s"] for s in steps) * 1000
-    wall = statistics.median(s["wall_s"] for s in steps) * 1000
+    wall = statistics.median(s[W.WALL_S] for s in steps) * 1000
     frac = busy_fraction(rec)
     median = step_time(rec).median
     return StepShare(busy, host, wall, frac, bound_label(frac), len(steps),
@@ -89,7 +95,7 @@ def step_share(rec: RunRecord) -> StepShare:
 
 
 def _gpm_busy_s(row: GpmRow) -> float:
-    return row["wall_s"] * row["graphics_util"] / 100
+    return row[Gpm.WALL_S] * row[Gpm.GRAPHICS_UTIL] / 100
 
 
 @dataclass(frozen=True)
@@ -112,8 +118,8 @@ def gpm_step_rows(rec: RunRecord) -> list[GpmStep]:
     by_step = rec.gpm_by_step or {}
     steady = set(steady_steps(rec))
     profiled = rec.profiled_steps
-    return [GpmStep(s, r["wall_s"], _gpm_busy_s(r), r["wall_s"] - _gpm_busy_s(r), r.get("sm_util"),
-                    r.get("tensor_util"), s in steady, s in profiled) for s, r in sorted(by_step.items())]
+    return [GpmStep(s, r[Gpm.WALL_S], _gpm_busy_s(r), r[Gpm.WALL_S] - _gpm_busy_s(r), r.get(Gpm.SM_UTIL),
+                    r.get(Gpm.TENSOR_UTIL), s in steady, s in profiled) for s, r in sorted(by_step.items())]
 
 
 @dataclass(frozen=True)
@@ -157,10 +163,11 @@ def steady_share(rec: RunRecord) -> SteadyShare:
 
     ratios = []
     for p in profiled_steps(rec):
-        own = p.get("gpm") if isinstance(p.get("gpm"), dict) else None
-        window = own if own and own.get("graphics_util") is not None and own.get("wall_s") else by_step.get(p["step"])
-        if window and p["gpu_busy_s"]:
-            ratios.append(_gpm_busy_s(window) / p["gpu_busy_s"])
+        own = p.get(W.GPM) if isinstance(p.get(W.GPM), dict) else None
+        window = own if own and own.get(Gpm.GRAPHICS_UTIL) is not None and own.get(Gpm.WALL_S) \
+            else by_step.get(p[W.STEP])
+        if window and p[W.GPU_BUSY_S]:
+            ratios.append(_gpm_busy_s(window) / p[W.GPU_BUSY_S])
     frac = busy / wall
     return SteadyShare(busy / len(rows) * 1000, (wall - busy) / len(rows) * 1000, wall / len(rows) * 1000, frac,
                        bound_label(frac), len(rows), weighted([(r.sm_util, r.wall_s) for r in rows]),
@@ -184,12 +191,12 @@ def _mean_shares(rows_per_window: Sequence[Sequence[Mapping[str, Any]]], key: st
 
 def _stack_windows(rec: RunRecord) -> list[ProfileWindow]:
     """The measured profiled steps that sampled host stacks (--profile-host-stacks)."""
-    return [s for s in measured_windows(rec) if s.get("host_stacks")]
+    return [s for s in measured_windows(rec) if s.get(W.HOST_STACKS)]
 
 
 def _main_rows(stacks: HostStacks, field: Literal["owner", "package"]) -> list[ShareRow]:
     """FIELD's rows of a window's main thread ([] when it had no busy sample)."""
-    main = next((t for t in stacks["threads"] if t["thread"] == "main"), None)
+    main = next((t for t in stacks[HS.THREADS] if t[Thread.THREAD] == "main"), None)
     return [] if main is None else main[field]
 
 
@@ -242,21 +249,22 @@ def host_breakdown(rec: RunRecord, top: int = 8) -> HostBreakdown | GcOnly | Non
     (GcOnly) where its windows timed them, else None."""
     windows = _stack_windows(rec)
     if not windows:
-        gc = [s["gc"] for s in measured_windows(rec) if s.get("gc")]
-        return None if not gc else GcOnly([], statistics.mean(g["seconds"] for g in gc))
-    stacks = [s["host_stacks"] for s in windows]
-    cpu = [h["cpu"] for h in stacks if h.get("cpu") is not None]
-    gc = [s["gc"] for s in windows if s.get("gc")]
+        gc = [s[W.GC] for s in measured_windows(rec) if s.get(W.GC)]
+        return None if not gc else GcOnly([], statistics.mean(g[GcSummary.SECONDS] for g in gc))
+    stacks = [s[W.HOST_STACKS] for s in windows]
+    cpu = [h[HS.CPU] for h in stacks if h.get(HS.CPU) is not None]
+    gc = [s[W.GC] for s in windows if s.get(W.GC)]
     return HostBreakdown(
-        steps=[s["step"] for s in windows],
-        rate_hz=statistics.mean(h["rate_hz"] for h in stacks if h.get("rate_hz")),
-        threads=[ThreadShare(*r) for r in _mean_shares([h["threads"] for h in stacks], "thread", "busy_share", top)],
-        main_owner=[FrameShare(*r) for r in _mean_shares([_main_rows(h, "owner") for h in stacks], "frame", "share",
-                                                         top)],
-        main_package=[FrameShare(*r) for r in _mean_shares([_main_rows(h, "package") for h in stacks], "frame",
-                                                           "share", top)],
-        cpu=[TaskShare(*r) for r in _mean_shares(cpu, "task", "cpu_share", top)] if cpu else None,
-        gc_seconds_per_step=statistics.mean(g["seconds"] for g in gc) if gc else None)
+        steps=[s[W.STEP] for s in windows],
+        rate_hz=statistics.mean(h[HS.RATE_HZ] for h in stacks if h.get(HS.RATE_HZ)),
+        threads=[ThreadShare(*r) for r in _mean_shares([h[HS.THREADS] for h in stacks], Thread.THREAD,
+                                                       Thread.BUSY_SHARE, top)],
+        main_owner=[FrameShare(*r) for r in _mean_shares([_main_rows(h, Thread.OWNER) for h in stacks], Share.FRAME,
+                                                         Share.SHARE, top)],
+        main_package=[FrameShare(*r) for r in _mean_shares([_main_rows(h, Thread.PACKAGE) for h in stacks],
+                                                           Share.FRAME, Share.SHARE, top)],
+        cpu=[TaskShare(*r) for r in _mean_shares(cpu, TaskCpu.TASK, TaskCpu.CPU_SHARE, top)] if cpu else None,
+        gc_seconds_per_step=statistics.mean(g[GcSummary.SECONDS] for g in gc) if gc else None)
 
 
 @dataclass(frozen=True)
@@ -270,11 +278,11 @@ class GpuOp:
 
 def gpu_ops_per_step(rec: RunRecord, top: int = 8) -> list[GpuOp]:
     """The GPU kernels with the most time per measured profiled step (means over the steps), with calls per step."""
-    steps = [s for s in measured_windows(rec) if s.get("top_gpu_ops")]
+    steps = [s for s in measured_windows(rec) if s.get(W.TOP_GPU_OPS)]
     if not steps:
         return []
-    ms = _mean_shares([s["top_gpu_ops"] for s in steps], "op", "gpu_ms", top)
-    per = dict(_mean_shares([s["top_gpu_ops"] for s in steps], "op", "calls", 10**6))
+    ms = _mean_shares([s[W.TOP_GPU_OPS] for s in steps], Op.OP, Op.GPU_MS, top)
+    per = dict(_mean_shares([s[W.TOP_GPU_OPS] for s in steps], Op.OP, Op.CALLS, 10**6))
     return [GpuOp(op, gpu_ms, per.get(op)) for op, gpu_ms in ms]
 
 
@@ -314,17 +322,17 @@ def host_groups(rec: RunRecord) -> HostGroups | None:
     shares: dict[str, float] = {name: 0.0 for name, _ in HOST_GROUPS}
     shares["other"] = 0.0
     for s in windows:
-        main = next((t for t in s["host_stacks"]["threads"] if t["thread"] == "main"), None)
-        owners = main["owner"] if main else []
+        main = next((t for t in s[W.HOST_STACKS][HS.THREADS] if t[Thread.THREAD] == "main"), None)
+        owners = main[Thread.OWNER] if main else []
         listed = 0.0
         for row in owners:
-            group = next((name for name, marks in HOST_GROUPS if any(m in row["frame"] for m in marks)), "other")
-            shares[group] += row["share"] / len(windows)
-            listed += row["share"]
+            group = next((name for name, marks in HOST_GROUPS if any(m in row[Share.FRAME] for m in marks)), "other")
+            shares[group] += row[Share.SHARE] / len(windows)
+            listed += row[Share.SHARE]
         if main:  # owners past the sampler's top list, and busy samples it could not name
-            shares["other"] += max(main["busy_share"] - listed, 0.0) / len(windows)
+            shares["other"] += max(main[Thread.BUSY_SHARE] - listed, 0.0) / len(windows)
     share = step_share(rec)  # the profiled wall and GPU-busy figures have one producer
     if share.profiled_ms is None:
         return None
-    return HostGroups([s["step"] for s in windows], share.profiled_ms, share.gpu_busy_ms,
+    return HostGroups([s[W.STEP] for s in windows], share.profiled_ms, share.gpu_busy_ms,
                       {k: round(v, 4) for k, v in shares.items()})

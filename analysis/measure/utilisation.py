@@ -65,6 +65,7 @@ from analysis.parse.record import RunRecord
 from analysis.parse.results import read_status
 from experiments.base import hardware, runfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Nvml, Run
 
 NVML_NAME = runfiles.NVML_CSV
 
@@ -97,15 +98,16 @@ def read_nvml(run_dir: str | Path) -> pd.DataFrame | None:
         df = pd.read_csv(path, on_bad_lines="skip")
     except (pd.errors.EmptyDataError, pd.errors.ParserError):
         return None
-    if df.empty or "time_s" not in df.columns:
+    if df.empty or Nvml.TIME_S not in df.columns:
         return None
     for col in df.columns:
-        if col != "throttle":
+        if col != Nvml.THROTTLE:
             df[col] = pd.to_numeric(df[col], errors="coerce")
-    if "gpu" not in df.columns:
-        df["gpu"] = 0
-    df["throttle"] = df.get("throttle", pd.Series(index=df.index, dtype=object)).astype(object).fillna("").astype(str)
-    df = df.dropna(subset=["time_s"]).sort_values(["gpu", "time_s"], ignore_index=True)
+    if Nvml.GPU not in df.columns:
+        df[Nvml.GPU] = 0
+    throttle = df.get(Nvml.THROTTLE, pd.Series(index=df.index, dtype=object))
+    df[Nvml.THROTTLE] = throttle.astype(object).fillna("").astype(str)
+    df = df.dropna(subset=[Nvml.TIME_S]).sort_values([Nvml.GPU, Nvml.TIME_S], ignore_index=True)
     return df if len(df) else None
 
 
@@ -121,7 +123,7 @@ def _tensorboard_stamp(run_dir: Path) -> int | None:
 def _resumed(run_dir: Path) -> bool:
     """Did the runner resume this run from a checkpoint (run.json `resumes`)?"""
     try:
-        return bool(read_status(run_dir).get("resumes"))
+        return bool(read_status(run_dir).get(Run.RESUMES))
     except InputError:
         return False
 
@@ -130,8 +132,8 @@ def _sampler_start(run_dir: Path) -> float | None:
     """Unix time at which the NVML sampler started: run.json's finished - wall_s."""
     try:
         status = read_status(run_dir)
-        finished = dt.datetime.fromisoformat(status["finished"]).timestamp()
-        return finished - float(status["wall_s"])
+        finished = dt.datetime.fromisoformat(status[Run.FINISHED]).timestamp()
+        return finished - float(status[Run.WALL_S])
     except (InputError, ValueError, KeyError, TypeError):
         return None
 
@@ -152,18 +154,18 @@ def training_window(run_dir: str | Path, nv: pd.DataFrame, duration_s: float | N
     run_dir = Path(run_dir)
     if _resumed(run_dir):  # nvml.csv holds the last attempt's samples, the log's times span every attempt
         return None
-    t_last = float(nv["time_s"].max())
+    t_last = float(nv[Nvml.TIME_S].max())
     stamp, t0 = _tensorboard_stamp(run_dir), _sampler_start(run_dir)
     if stamp is not None and t0 is not None:
         start = stamp - t0
         if -2.0 <= start < t_last:
             start = max(start, 0.0)
             return TrainingWindow(start, start + duration_s, "tensorboard stamp")
-    mem = nv["mem_used_mib"] if "mem_used_mib" in nv else pd.Series(np.nan, index=nv.index)
-    busy = nv[(nv["util_gpu_pct"] > 0) & ((mem >= 0.5 * mem.max()) | mem.isna())]
+    mem = nv[Nvml.MEM_USED_MIB] if Nvml.MEM_USED_MIB in nv else pd.Series(np.nan, index=nv.index)
+    busy = nv[(nv[Nvml.UTIL_GPU_PCT] > 0) & ((mem >= 0.5 * mem.max()) | mem.isna())]
     if busy.empty:
         return None
-    end = float(busy["time_s"].max())
+    end = float(busy[Nvml.TIME_S].max())
     return TrainingWindow(max(end - duration_s, 0.0), end, "last busy sample")
 
 
@@ -175,16 +177,16 @@ def energy_between(nv: pd.DataFrame, t0: float, t1: float) -> float | None:
     if t1 <= t0:
         return 0.0
     total, any_gpu = 0.0, False
-    for _, g in nv.groupby("gpu"):
-        g = g.sort_values("time_s")
-        t = g["time_s"].to_numpy(float)
-        e = g["energy_j"].to_numpy(float) if "energy_j" in g else np.full(len(g), np.nan)
+    for _, g in nv.groupby(Nvml.GPU):
+        g = g.sort_values(Nvml.TIME_S)
+        t = g[Nvml.TIME_S].to_numpy(float)
+        e = g[Nvml.ENERGY_J].to_numpy(float) if Nvml.ENERGY_J in g else np.full(len(g), np.nan)
         ok = np.isfinite(e)
         if ok.sum() >= 2:
             total += float(np.interp(t1, t[ok], e[ok]) - np.interp(t0, t[ok], e[ok]))
             any_gpu = True
             continue
-        p = g["power_w"].to_numpy(float) if "power_w" in g else np.full(len(g), np.nan)
+        p = g[Nvml.POWER_W].to_numpy(float) if Nvml.POWER_W in g else np.full(len(g), np.nan)
         ok = np.isfinite(p)
         if ok.sum() >= 2:
             grid = np.concatenate([[t0], t[ok][(t[ok] > t0) & (t[ok] < t1)], [t1]])
@@ -195,9 +197,9 @@ def energy_between(nv: pd.DataFrame, t0: float, t1: float) -> float | None:
 
 
 def _energy_run(nv: pd.DataFrame) -> float | None:
-    if "energy_j" in nv and nv["energy_j"].notna().any():
-        return float(nv.groupby("gpu")["energy_j"].max().sum())
-    return energy_between(nv, float(nv["time_s"].min()), float(nv["time_s"].max()))
+    if Nvml.ENERGY_J in nv and nv[Nvml.ENERGY_J].notna().any():
+        return float(nv.groupby(Nvml.GPU)[Nvml.ENERGY_J].max().sum())
+    return energy_between(nv, float(nv[Nvml.TIME_S].min()), float(nv[Nvml.TIME_S].max()))
 
 
 # ------------------------------------------------------------------------------------------- verdict
@@ -254,15 +256,16 @@ def run_utilisation(rec: RunRecord) -> UtilisationRow:
     from analysis.measure.flops import mfu
 
     util = mfu(rec) if rec.has_log else None
-    out: UtilisationRow = {
-        "hw": rec.hw, "experiment": rec.experiment, "run": rec.run, "labels": "; ".join(rec.labels),
-        "nvml_samples": 0, "window_method": None, "train_start_s": None, "train_end_s": None, "train_s": None,
-        "util_mean_pct": None, "util_median_pct": None, "power_mean_w": None, "power_median_w": None,
-        "board_power_w": hardware.board_power().get(rec.hw) if rec.hw else None, "power_fraction": None,
-        "power_capped_pct": None, "sm_clock_mean_mhz": None, "sm_clock_median_mhz": None, "energy_run_j": None,
-        "energy_train_j": None, "steady_s": None, "energy_steady_j": None, "tokens_steady": None,
-        "j_per_1k_tokens": None, "mfu": util.mfu if util else None, "hfu": util.hfu if util else None,
-        "gpm_busy_pct": None, "verdict": None, "evidence": None}
+    # the module's own row (its columns), not keys of a run-folder file
+    out = UtilisationRow(
+        hw=rec.hw, experiment=rec.experiment, run=rec.run, labels="; ".join(rec.labels),
+        nvml_samples=0, window_method=None, train_start_s=None, train_end_s=None, train_s=None,
+        util_mean_pct=None, util_median_pct=None, power_mean_w=None, power_median_w=None,
+        board_power_w=hardware.board_power().get(rec.hw) if rec.hw else None, power_fraction=None,
+        power_capped_pct=None, sm_clock_mean_mhz=None, sm_clock_median_mhz=None, energy_run_j=None,
+        energy_train_j=None, steady_s=None, energy_steady_j=None, tokens_steady=None,
+        j_per_1k_tokens=None, mfu=util.mfu if util else None, hfu=util.hfu if util else None,
+        gpm_busy_pct=None, verdict=None, evidence=None)
     run_dir = Path(rec.path)
     nv = read_nvml(run_dir)
     if nv is None:
@@ -283,12 +286,12 @@ def run_utilisation(rec: RunRecord) -> UtilisationRow:
         return out
     t0, t1 = win.start_s, win.end_s
     out["window_method"], out["train_start_s"], out["train_end_s"], out["train_s"] = win.method, t0, t1, t1 - t0
-    w = nv[(nv["time_s"] >= t0) & (nv["time_s"] <= t1)]
-    out["util_mean_pct"], out["util_median_pct"] = _window_stats(w, "util_gpu_pct")
-    out["power_mean_w"], out["power_median_w"] = _window_stats(w, "power_w")
-    out["sm_clock_mean_mhz"], out["sm_clock_median_mhz"] = _window_stats(w, "sm_clock_mhz")
+    w = nv[(nv[Nvml.TIME_S] >= t0) & (nv[Nvml.TIME_S] <= t1)]
+    out["util_mean_pct"], out["util_median_pct"] = _window_stats(w, Nvml.UTIL_GPU_PCT)
+    out["power_mean_w"], out["power_median_w"] = _window_stats(w, Nvml.POWER_W)
+    out["sm_clock_mean_mhz"], out["sm_clock_median_mhz"] = _window_stats(w, Nvml.SM_CLOCK_MHZ)
     if len(w):
-        out["power_capped_pct"] = 100.0 * float(w["throttle"].str.contains(POWER_CAP_RE).mean())
+        out["power_capped_pct"] = 100.0 * float(w[Nvml.THROTTLE].str.contains(POWER_CAP_RE).mean())
     if out["power_median_w"] is not None and out["board_power_w"]:
         out["power_fraction"] = out["power_median_w"] / out["board_power_w"]
     out["energy_train_j"] = energy_between(nv, t0, t1)
@@ -329,8 +332,8 @@ def timeline(rec: RunRecord, t0: float | None, t1: float | None) -> pd.DataFrame
     if nv is None:
         return None
     nv = nv.copy()
-    nv["t_rel_s"] = nv["time_s"] - (t0 or 0.0)
-    nv["in_training"] = (nv["time_s"] >= t0) & (nv["time_s"] <= t1) if t0 is not None else False
+    nv["t_rel_s"] = nv[Nvml.TIME_S] - (t0 or 0.0)
+    nv["in_training"] = (nv[Nvml.TIME_S] >= t0) & (nv[Nvml.TIME_S] <= t1) if t0 is not None else False
     for key in ("hw", "experiment", "run"):
         nv[key] = getattr(rec, key)
     return nv

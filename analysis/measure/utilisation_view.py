@@ -11,6 +11,7 @@ from analysis.core.viewfield import col
 from analysis.measure import profile
 from analysis.measure import utilisation as U
 from analysis.parse.record import RunRecord
+from experiments.base.runfolder import Nvml
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,9 @@ def timeline_points(rec: RunRecord, row: UtilisationView | None) -> tuple[Timeli
     tl = U.timeline(rec, row.train_start_s if row else None, row.train_end_s if row else None)
     if tl is None:
         return ()
-    return tuple(TimelinePoint(name=rec.name, gpu=int(s.get("gpu", 0)), t_rel_s=s["t_rel_s"],
-                               in_training=bool(s["in_training"]), util_gpu_pct=s.get("util_gpu_pct"),
-                               power_w=s.get("power_w"), sm_clock_mhz=s.get("sm_clock_mhz"))
+    return tuple(TimelinePoint(name=rec.name, gpu=int(s.get(Nvml.GPU, 0)), t_rel_s=s["t_rel_s"],
+                               in_training=bool(s["in_training"]), util_gpu_pct=s.get(Nvml.UTIL_GPU_PCT),
+                               power_w=s.get(Nvml.POWER_W), sm_clock_mhz=s.get(Nvml.SM_CLOCK_MHZ))
                  for s in tl.to_dict("records"))
 
 

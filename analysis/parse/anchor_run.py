@@ -18,17 +18,31 @@ import statistics
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from analysis.parse import sidefiles
 from analysis.parse.runfile_rows import ProfileJson
 from experiments.base import hardware, runfiles, userfiles
 from experiments.base.errors import InputError
-from experiments.base.runfolder import AnchorStep, Run
+from experiments.base.runfolder import Anchor, AnchorStep, ProfileRecord
 
 STEPS_FILE = "steps.jsonl"
 RUN_FILE = runfiles.RUN_JSON
 CONFIG_FILE = "config.yaml"  # the torchtune config that ran (tt_run.py)
+
+
+class TorchtuneConfig:
+    """The keys read of config.yaml: torchtune's own config names (its recipes' and model builders'), which tt_run.py
+    copies from torchtune's shipped config rather than writing them itself. Not run-folder keys of
+    experiments/base/runfolder.py: `model` here is torchtune's model section, not run.json key's `model` (RunKey)."""
+
+    MODEL: Final = "model"
+    COMPONENT: Final = "_component_"
+    LORA_RANK: Final = "lora_rank"
+    LORA_ATTN_MODULES: Final = "lora_attn_modules"
+    APPLY_LORA_TO_MLP: Final = "apply_lora_to_mlp"
+    APPLY_LORA_TO_OUTPUT: Final = "apply_lora_to_output"
+    ENABLE_ACTIVATION_CHECKPOINTING: Final = "enable_activation_checkpointing"
 
 
 @dataclass(frozen=True)
@@ -57,15 +71,16 @@ def read_model(folder: Path) -> AnchorModel | None:
     except yaml.YAMLError as e:
         line = getattr(getattr(e, "problem_mark", None), "line", None)
         raise InputError(path, "not YAML", line + 1 if line is not None else None) from None
-    model = cfg.get("model") if isinstance(cfg, dict) else None
-    if not isinstance(model, dict) or not isinstance(model.get("lora_rank"), int):
+    tt = TorchtuneConfig
+    model = cfg.get(tt.MODEL) if isinstance(cfg, dict) else None
+    if not isinstance(model, dict) or not isinstance(model.get(tt.LORA_RANK), int):
         return None
-    return AnchorModel(builder=str(model.get("_component_", "")).rsplit(".", 1)[-1],
-                       lora_rank=int(model["lora_rank"]),
-                       lora_attn_modules=tuple(str(m) for m in model.get("lora_attn_modules") or ()),
-                       lora_mlp=bool(model.get("apply_lora_to_mlp")),
-                       lora_output=bool(model.get("apply_lora_to_output")),
-                       checkpointing=bool(cfg.get("enable_activation_checkpointing")))
+    return AnchorModel(builder=str(model.get(tt.COMPONENT, "")).rsplit(".", 1)[-1],
+                       lora_rank=int(model[tt.LORA_RANK]),
+                       lora_attn_modules=tuple(str(m) for m in model.get(tt.LORA_ATTN_MODULES) or ()),
+                       lora_mlp=bool(model.get(tt.APPLY_LORA_TO_MLP)),
+                       lora_output=bool(model.get(tt.APPLY_LORA_TO_OUTPUT)),
+                       checkpointing=bool(cfg.get(tt.ENABLE_ACTIVATION_CHECKPOINTING)))
 
 
 @dataclass(frozen=True)
@@ -126,8 +141,8 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
     folder = Path(folder)
     run = _read_json(folder / RUN_FILE)
     steps = read_steps(folder / STEPS_FILE)
-    warm = int(run.get("warmup_steps", 0) if warmup_steps is None else warmup_steps)
-    excluded = {int(s) for s in (run.get("profile") or {}).get("excluded_steps") or []}
+    warm = int(run.get(Anchor.WARMUP_STEPS, 0) if warmup_steps is None else warmup_steps)
+    excluded = {int(s) for s in (run.get(Anchor.PROFILE) or {}).get(ProfileRecord.EXCLUDED_STEPS) or []}
     steady = [s for s in steps if int(s[AnchorStep.STEP]) > warm and int(s[AnchorStep.STEP]) not in excluded
               and s.get(AnchorStep.WALL_S) and float(s[AnchorStep.WALL_S]) > 0]
     if not steady:
@@ -137,15 +152,15 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
     sum_pad = sum(float(s[AnchorStep.TOKENS_PADDED]) for s in steady)
     sum_real = sum(float(s[AnchorStep.TOKENS_REAL]) for s in steady)
     sum_t = sum(float(s[AnchorStep.WALL_S]) for s in steady)
-    hw = run.get(Run.HW)
-    pub = run.get("published") or {}
+    hw = run.get(Anchor.HW)
+    pub = run.get(Anchor.PUBLISHED) or {}
     published = published_for(pub, hw) if hw else None
     return AnchorRun(
-        workload=str(run.get("workload")),
+        workload=str(run.get(Anchor.WORKLOAD)),
         hw=hw,
-        gpu_name=run.get("gpu_name"),
-        label=str(run.get("label", "")),
-        status=str(run.get(Run.STATUS, "unknown")),
+        gpu_name=run.get(Anchor.GPU_NAME),
+        label=str(run.get(Anchor.LABEL, "")),
+        status=str(run.get(Anchor.STATUS, "unknown")),
         warmup_steps=warm,
         steps_logged=len(steps),
         n_steady=len(steady),
@@ -157,7 +172,7 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
         tokens_per_s_padded_max=max(pad),
         padded_tokens_per_step_median=statistics.median(float(s[AnchorStep.TOKENS_PADDED]) for s in steady),
         padding_overhead=sum_pad / sum_real - 1 if sum_real else float("nan"),
-        peak_allocated_gib=run.get("peak_allocated_gib"),
+        peak_allocated_gib=run.get(Anchor.PEAK_ALLOCATED_GIB),
         published=published,
         published_metric=pub.get("metric"),
         folder=str(folder),
@@ -166,7 +181,7 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
         padded_by_step={int(s[AnchorStep.STEP]): int(s[AnchorStep.TOKENS_PADDED]) for s in steps},
         real_by_step={int(s[AnchorStep.STEP]): int(s[AnchorStep.TOKENS_REAL]) for s in steps},
         published_all={str(k): float(v) for k, v in pub.items() if k != "metric" and v is not None},
-        published_notes={str(k): str(v) for k, v in (run.get("published_notes") or {}).items()},
+        published_notes={str(k): str(v) for k, v in (run.get(Anchor.PUBLISHED_NOTES) or {}).items()},
         profile=sidefiles.read_profile(folder),
         model=read_model(folder),
     )
@@ -193,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = {**asdict(r), "vs_published": r.vs_published, "profile": r.profile is not None}
+    # AnchorRun's fields by name (profile: whether the run has one), not run.json's keys
+    out = dict(asdict(r), vs_published=r.vs_published, profile=r.profile is not None)
     out.pop("padded_by_step")
     out.pop("real_by_step")
     print(json.dumps(out, indent=1))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from experiments.base import runfiles, userfiles
 from experiments.base.errors import InputError
-from experiments.base.runfolder import Env
+from experiments.base.runfolder import Allreduce, AllreduceSize, Env
 
 BENCH = "allreduce"
 FILE = runfiles.ALLREDUCE_JSON
@@ -67,8 +67,7 @@ def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[Sweep
             continue
         try:
             data = userfiles.read_json(f, runfiles.max_bytes(f))
-            sizes = [SweepSize(*(float(s[k]) for k in ("bytes", "mib", "time_us", "algbw_gbs", "busbw_gbs")))
-                     for s in data["sizes"]]
+            sizes = [SweepSize(*(float(s[k]) for k in AllreduceSize.FIELDS)) for s in data[Allreduce.SIZES]]
         except (InputError, ValueError, KeyError, TypeError) as exc:
             why = exc.message if isinstance(exc, InputError) else type(exc).__name__
             warnings.warn(f"{f}: skipped, not an all-reduce sweep ({why})", stacklevel=2)
@@ -80,7 +79,8 @@ def allreduce_runs(results_dir: str | Path, hw: str | None = None) -> list[Sweep
             log = ""
         env = runfiles.read_env_raw(folder)
         host = runfiles.host_id(env)
-        out.append(Sweep(folder, folder.parent.parent.name, folder.name, data.get("label") or "",
-                         int(data.get("ranks") or 0), data.get("nccl_version"), data.get("nccl_env") or {},
+        out.append(Sweep(folder, folder.parent.parent.name, folder.name, data.get(Allreduce.LABEL) or "",
+                         int(data.get(Allreduce.RANKS) or 0), data.get(Allreduce.NCCL_VERSION),
+                         data.get(Allreduce.NCCL_ENV) or {},
                          nccl_read_vars(log), host, env.get(Env.TOPOLOGY), env.get(Env.NVLINKS), sizes))
     return out

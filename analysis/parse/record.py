@@ -30,7 +30,7 @@ from analysis.parse.runfile_rows import (
     ScheduleStep,
 )
 from experiments.base import runfiles
-from experiments.base.runfolder import Args, Env, Host, Launcher, Probe, Profile, Run
+from experiments.base.runfolder import Args, Env, Host, Launcher, Probe, Profile, ProfileWindow, Run
 from experiments.base.runfolder import RunKey as Key
 
 
@@ -186,7 +186,8 @@ class RunRecord:
 
     @property
     def profiled_steps(self) -> set[int]:
-        return {int(s[Profile.STEP]) for s in (self.profile or {}).get(Profile.STEPS, []) if Profile.STEP in s}
+        return {int(s[ProfileWindow.STEP]) for s in (self.profile or {}).get(Profile.STEPS, [])
+                if ProfileWindow.STEP in s}
 
     @property
     def host_id(self) -> str | None:

@@ -238,6 +238,17 @@ class ScheduleStep(TypedDict, total=False):
     samples: int
 
 
+class LaunchJson(TypedDict, total=False):
+    """launch.json as the suite reads it (experiments/launch/launcher.py writes more): the launcher's options, a quick
+    run's stop, the allocator cap and the measuring design's version, each checked where it is read
+    (analysis/parse/sidefiles.py), as launch.json is written by other versions of the launcher too."""
+
+    options: object
+    quick: object
+    mem_cap: object
+    harness: object
+
+
 class QuickStop(TypedDict, total=False):
     """launch.json's record of a quick run's stop (experiments/launch/quick_stop.py)."""
 

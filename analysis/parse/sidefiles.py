@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from analysis.parse import shared
-from analysis.parse.runfile_rows import GpmRow, LauncherOptions, MemCap, ProfileJson, QuickStop, ScheduleStep
+from analysis.parse.runfile_rows import GpmRow, LauncherOptions, LaunchJson, ProfileJson, QuickStop, ScheduleStep
+from analysis.parse.runfile_rows import MemCap as MemCapRow
 from experiments.base import runfiles, runschema, userfiles
 from experiments.base.errors import InputError
 from experiments.base.runfiles import GPM as GPM_FILE
@@ -24,7 +25,7 @@ from experiments.base.runfiles import LAUNCH_JSON as LAUNCH_FILE
 from experiments.base.runfiles import PROFILE_JSON as PROFILE_FILE
 from experiments.base.runfiles import SCHEDULE as SCHEDULE_FILE
 from experiments.base.runfiles import TOKENS as TOKENS_FILE
-from experiments.base.runfolder import Gpm, Tokens
+from experiments.base.runfolder import Gpm, Launch, MemCap, Tokens
 
 
 def jsonl(path: Path, errors: str = "replace") -> Iterator[tuple[int, Any]]:
@@ -203,7 +204,7 @@ def _metric(line: dict, name: str) -> float | None:
     return float(v) if v is not None else None
 
 
-def read_launch(run_dir: str | Path) -> dict | None:
+def read_launch(run_dir: str | Path) -> LaunchJson | None:
     """launch.json's object (the launcher's record of a run: options, quick stop, memory cap); None without the file
     or where it is not an object. One cut short, not JSON or not a regular file is bad input, as a broken
     profile.json is."""
@@ -211,41 +212,41 @@ def read_launch(run_dir: str | Path) -> dict | None:
     if not userfiles.present(path):
         return None
     data = userfiles.read_json(path, runfiles.max_bytes(path))
-    return data if isinstance(data, dict) else None
+    return cast("LaunchJson", data) if isinstance(data, dict) else None
 
 
-def read_quick(run_dir: str | Path, launch: dict | None = None) -> QuickStop | None:
+def read_quick(run_dir: str | Path, launch: LaunchJson | None = None) -> QuickStop | None:
     """launch.json's record of a quick run's stop (experiments/launch/quick_stop.py); None for other runs and without
     the file. LAUNCH: the file's object where the caller has read it."""
     launch = read_launch(run_dir) if launch is None else launch
-    quick = launch.get("quick") if launch else None
+    quick = launch.get(Launch.QUICK) if launch else None
     return cast("QuickStop", quick) if isinstance(quick, dict) else None
 
 
-def read_launch_options(run_dir: str | Path, launch: dict | None = None) -> LauncherOptions | None:
+def read_launch_options(run_dir: str | Path, launch: LaunchJson | None = None) -> LauncherOptions | None:
     """launch.json's `options` (the launcher's command line, parsed): for a run made by the launcher alone, without
     the runner's run.json key. None without the file. LAUNCH: the file's object where the caller has read it."""
     launch = read_launch(run_dir) if launch is None else launch
-    options = launch.get("options") if launch else None
+    options = launch.get(Launch.OPTIONS) if launch else None
     return cast("LauncherOptions", options) if isinstance(options, dict) else None
 
 
-def read_mem_cap(run_dir: str | Path, launch: dict | None = None) -> MemCap | None:
+def read_mem_cap(run_dir: str | Path, launch: LaunchJson | None = None) -> MemCapRow | None:
     """launch.json's record of the allocator cap (experiments/launch/launcher.py apply_memory_cap): `requested_gib`,
     `applied`, and where applied `cap_bytes`; None when the run had no cap or the record is not of that shape (a
     memory verdict must not rest on a cap it cannot read). LAUNCH: the file's object where the caller has read it."""
     launch = read_launch(run_dir) if launch is None else launch
-    cap = launch.get("mem_cap") if launch else None
+    cap = launch.get(Launch.MEM_CAP) if launch else None
     if not isinstance(cap, dict):
         return None
-    requested, applied, cap_bytes = cap.get("requested_gib"), cap.get("applied"), cap.get("cap_bytes")
+    requested, applied, cap_bytes = cap.get(MemCap.REQUESTED_GIB), cap.get(MemCap.APPLIED), cap.get(MemCap.CAP_BYTES)
     if not isinstance(requested, (int, float)) or not _positive(requested) or not isinstance(applied, bool):
         return None
-    out: MemCap = {"requested_gib": float(requested), "applied": applied}
+    out: MemCapRow = {MemCap.REQUESTED_GIB: float(requested), MemCap.APPLIED: applied}
     if applied:
         if not _positive(cap_bytes) or not isinstance(cap_bytes, int):
             return None
-        out["cap_bytes"] = cap_bytes
+        out[MemCap.CAP_BYTES] = cap_bytes
     return out
 
 
@@ -263,18 +264,18 @@ class SideFiles:
     schedule: list[ScheduleStep] | None
     quick: QuickStop | None
     gpm_by_step: dict[int, GpmRow] | None
-    mem_cap: MemCap | None
+    mem_cap: MemCapRow | None
     harness: int | None  # launch.json's `harness` (runfiles.HARNESS_VERSION); None: made before it was recorded
 
 
-def read_harness(launch: dict) -> int | None:
+def read_harness(launch: LaunchJson) -> int | None:
     """launch.json's measuring-design version; None where absent or not a whole number >= 1."""
-    value = launch.get("harness")
+    value = launch.get(Launch.HARNESS)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] | None = None,
-         max_step: int | None = None, launch: dict | None = None) -> SideFiles:
+         max_step: int | None = None, launch: LaunchJson | None = None) -> SideFiles:
     """The side files of RUN_DIR (RESUMED, STEP_CAP, MAX_STEP: read_tokens'; LAUNCH: launch.json's object where the
     caller has read it)."""
     real, padded = read_tokens(run_dir, resumed, step_cap, max_step)

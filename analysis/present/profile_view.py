@@ -31,6 +31,8 @@ from analysis.parse.record import RunRecord
 from analysis.present.parse_view import records
 from experiments.base.errors import SKIPPED_EXIT
 from experiments.base.paths import relative
+from experiments.base.runfolder import Profile
+from experiments.base.runfolder import ProfileWindow as W
 from experiments.base.userfiles import shown
 
 
@@ -77,10 +79,11 @@ def profile_summary(rec: RunRecord, top: int) -> ProfileSummary | None:
     if not windows:
         return None
     floor = gemm_floor_ms(rec)
-    return ProfileSummary(relative(rec.path) if rec.path else None, rec.experiment, [s["step"] for s in windows],
+    return ProfileSummary(relative(rec.path) if rec.path else None, rec.experiment, [s[W.STEP] for s in windows],
                           step_share(rec), steady_share(rec), (step_time(rec).median or 0) * 1000 or None,
                           floor[0] if floor else None, floor[1] if floor else None,
-                          (rec.profile or {}).get("activities"), gpu_ops_per_step(rec, top), host_breakdown(rec, top))
+                          (rec.profile or {}).get(Profile.ACTIVITIES), gpu_ops_per_step(rec, top),
+                          host_breakdown(rec, top))
 
 
 def _pct(x) -> str:

@@ -41,7 +41,7 @@ from typing import Any
 from experiments.anchors import standin
 from experiments.base import runfiles
 from experiments.base.errors import InputError
-from experiments.base.runfolder import AnchorStep, Run
+from experiments.base.runfolder import Anchor, AnchorData, AnchorStep, ProfileRecord
 
 IGNORE_INDEX = -100
 STEPS_FILE = "steps.jsonl"
@@ -179,12 +179,12 @@ class StepLogger:
         real = int(sum(int(r) for _, _, r in micro))
         line = {
             AnchorStep.STEP: int(step),
-            "t": now,
+            AnchorStep.T: now,
             AnchorStep.WALL_S: None if self.t_last is None else now - self.t_last,
-            "micro_batches": len(micro),
+            AnchorStep.MICRO_BATCHES: len(micro),
             AnchorStep.TOKENS_PADDED: padded,
             AnchorStep.TOKENS_REAL: real,
-            "shapes": [[b, s] for b, s, _ in micro],
+            AnchorStep.SHAPES: [[b, s] for b, s, _ in micro],
         }
         for k, v in payload.items():
             line[k] = float(v) if hasattr(v, "__float__") else v
@@ -249,15 +249,15 @@ def data_stats(tokenizer: Any, path: Path, batch: int, seed: int = 0) -> dict[st
         real += sum(group)
     srt = sorted(lengths)
     return {
-        "rows": len(lengths),
-        "tokens_mean": round(statistics.fmean(lengths), 2),
-        "tokens_sd": round(statistics.pstdev(lengths), 2),
-        "tokens_min": srt[0],
-        "tokens_p50": srt[len(srt) // 2],
-        "tokens_p90": srt[min(len(srt) - 1, int(0.9 * len(srt)))],
-        "tokens_max": srt[-1],
-        "padding_batch": batch,
-        "padded_over_real_one_shuffle": round(padded / real, 4) if real else None,
+        AnchorData.ROWS: len(lengths),
+        AnchorData.TOKENS_MEAN: round(statistics.fmean(lengths), 2),
+        AnchorData.TOKENS_SD: round(statistics.pstdev(lengths), 2),
+        AnchorData.TOKENS_MIN: srt[0],
+        AnchorData.TOKENS_P50: srt[len(srt) // 2],
+        AnchorData.TOKENS_P90: srt[min(len(srt) - 1, int(0.9 * len(srt)))],
+        AnchorData.TOKENS_MAX: srt[-1],
+        AnchorData.PADDING_BATCH: batch,
+        AnchorData.PADDED_OVER_REAL_ONE_SHUFFLE: round(padded / real, 4) if real else None,
     }
 
 
@@ -323,23 +323,23 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
                                                    * per_item / rows) + 1)
     (out / CONFIG_FILE).write_text(OmegaConf.to_yaml(cfg), encoding="utf-8")
     record: dict[str, Any] = {
-        "workload": workload,
-        "anchor": spec.get("anchor"),
-        "source_config": spec.get("source_config"),
-        "published": spec.get("published"),
-        "published_notes": spec.get("published_notes") or {},
-        "label": standin.LABEL + ("; tiny model (test)" if tiny else ""),
-        "harness": "torchtune recipe lora_finetune_single_device (LoRAFinetuneRecipeSingleDevice), its config "
+        Anchor.WORKLOAD: workload,
+        Anchor.ANCHOR: spec.get("anchor"),
+        Anchor.SOURCE_CONFIG: spec.get("source_config"),
+        Anchor.PUBLISHED: spec.get("published"),
+        Anchor.PUBLISHED_NOTES: spec.get("published_notes") or {},
+        Anchor.LABEL: standin.LABEL + ("; tiny model (test)" if tiny else ""),
+        Anchor.HARNESS: "torchtune recipe lora_finetune_single_device (LoRAFinetuneRecipeSingleDevice), its config "
                    f"{spec['base_config']} with the workload's overrides; random base weights (no checkpoint read or "
                    "written); local alpaca-gpt4-en rows",
-        Run.HW: hw,
-        "device": device,
-        "steps_total": total,
-        "warmup_steps": warmup,
-        "data_repeat": repeat,
-        "sets": list(sets or []),
-        "versions": _versions(),
-        Run.STATUS: "started",
+        Anchor.HW: hw,
+        Anchor.DEVICE: device,
+        Anchor.STEPS_TOTAL: total,
+        Anchor.WARMUP_STEPS: warmup,
+        Anchor.DATA_REPEAT: repeat,
+        Anchor.SETS: list(sets or []),
+        Anchor.VERSIONS: _versions(),
+        Anchor.STATUS: "started",
     }
     prof = _profiler(plan, out, record, device, profile_activities) if plan.steps else None
     run_file = out / RUN_FILE
@@ -349,9 +349,9 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
 
     save()
     tokenizer = tt_config.instantiate(cfg.tokenizer)
-    record["data"] = data_stats(tokenizer, data_file, int(cfg.batch_size))
+    record[Anchor.DATA] = data_stats(tokenizer, data_file, int(cfg.batch_size))
     if device.startswith("cuda"):
-        record["gpu_name"] = torch.cuda.get_device_name()
+        record[Anchor.GPU_NAME] = torch.cuda.get_device_name()
     sampler = None
     if device.startswith("cuda"):
         from experiments.record.gpu import Sampler
@@ -361,9 +361,9 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
     recipe = recipe_class(spec["recipe"])(cfg=cfg)
     recipe.setup(cfg=cfg)
     recipe._metric_logger.profiler = prof
-    record["setup_s"] = round(time.perf_counter() - t0, 3)
+    record[Anchor.SETUP_S] = round(time.perf_counter() - t0, 3)
     if device.startswith("cuda"):
-        record["memory_after_setup_gib"] = round(torch.cuda.memory_allocated() / 2**30, 3)
+        record[Anchor.MEMORY_AFTER_SETUP_GIB] = round(torch.cuda.memory_allocated() / 2**30, 3)
         torch.cuda.reset_peak_memory_stats()
     save()
     t1 = time.perf_counter()
@@ -371,14 +371,14 @@ def run(workload: str, out: Path, data_dir: Path, *, device: str, steps: int | N
         if prof is not None:
             prof.begin()
         recipe.train()
-        record[Run.STATUS] = "done"
+        record[Anchor.STATUS] = "done"
     finally:
         if prof is not None:
             prof.end()
-        record["train_s"] = round(time.perf_counter() - t1, 3)
+        record[Anchor.TRAIN_S] = round(time.perf_counter() - t1, 3)
         if device.startswith("cuda"):
-            record["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
-            record["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
+            record[Anchor.PEAK_ALLOCATED_GIB] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
+            record[Anchor.PEAK_RESERVED_GIB] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
         recipe.cleanup()
         if sampler is not None:
             sampler.stop()
@@ -393,9 +393,11 @@ def _profiler(plan: ProfilePlan, out: Path, record: dict[str, Any], device: str,
 
     prof = step_profiler(plan.steps, plan.skip, out / PROFILE_FILE, record, which=activities, warmup=plan.warmup,
                          cuda=device.startswith("cuda"))
-    record["profile"].update({"warmup": plan.warmup, "activities": activities, "excluded_steps": plan.excluded,
-                              "note": "steps run under torch.profiler after the reported ones: left out of the "
-                                      "steady figures"})
+    # the step profiler filed its record as launch.json's `profile` (Launch.PROFILE): the same name as run.json's
+    record[Anchor.PROFILE].update({ProfileRecord.WARMUP: plan.warmup, ProfileRecord.ACTIVITIES: activities,
+                                   ProfileRecord.EXCLUDED_STEPS: plan.excluded,
+                                   ProfileRecord.NOTE: "steps run under torch.profiler after the reported ones: left "
+                                                       "out of the steady figures"})
     return prof
 
 
@@ -427,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps({k: rec.get(k) for k in ("workload", "status", "setup_s", "train_s", "peak_allocated_gib")}))
+    print(json.dumps({k: rec.get(k) for k in (Anchor.WORKLOAD, Anchor.STATUS, Anchor.SETUP_S, Anchor.TRAIN_S,
+                                              Anchor.PEAK_ALLOCATED_GIB)}))
     return 0
 
 

@@ -24,6 +24,7 @@ from experiments.base.runfolder import (
     Launcher,
     Probe,
     Profile,
+    ProfileWindow,
     Resume,
     Round,
     Run,
@@ -219,8 +220,8 @@ ARGS_JSON = Obj({
 PROFILE_JSON = Obj({
     Profile.PROFILE_STEPS: Int(0, STEPS), Profile.PROFILE_SKIP: Int(0, STEPS),
     Profile.MEDIAN_WALL_S: Num(0, SECONDS), Profile.MEDIAN_GPU_BUSY_FRAC: Num(0, 1.5),
-    Profile.STEPS: Arr(Obj({Profile.STEP: Int(0, STEPS, required=True), Profile.WALL_S: Num(0, SECONDS),
-                            Profile.GPU_BUSY_S: Num(0, SECONDS), Profile.GPU_BUSY_FRAC: Num(0, 1.5)},
+    Profile.STEPS: Arr(Obj({ProfileWindow.STEP: Int(0, STEPS, required=True), ProfileWindow.WALL_S: Num(0, SECONDS),
+                            ProfileWindow.GPU_BUSY_S: Num(0, SECONDS), ProfileWindow.GPU_BUSY_FRAC: Num(0, 1.5)},
                            required=True)),
 })
 

@@ -28,6 +28,8 @@ import sys
 import threading
 import time
 
+from experiments.base.runfolder import HostStacks, StackShare, StackThread, TaskCpu
+
 IDLE_FUNCS = frozenset({"wait", "_wait_for_tstate_lock", "select", "poll", "sleep", "get", "accept", "recv",
                         "recv_into", "read", "readline", "_recv", "_recv_bytes", "join", "epoll"})
 IDLE_FILES = ("threading.py", "queue.py", "selectors.py", "connection.py", "socket.py", "subprocess.py",
@@ -120,9 +122,10 @@ def cpu_between(before: dict | None, after: dict | None, wall_s: float, python_n
     for tid, (name, cpu) in after.items():
         used = cpu - before.get(tid, (name, 0.0))[1]
         if used > 0:
-            rows.append({"task": name, "python_thread": python_names.get(tid), "cpu_s": round(used, 3),
-                         "cpu_share": round(used / wall_s, 3) if wall_s > 0 else None})
-    rows.sort(key=lambda r: -r["cpu_s"])
+            rows.append({TaskCpu.TASK: name, TaskCpu.PYTHON_THREAD: python_names.get(tid),
+                         TaskCpu.CPU_S: round(used, 3),
+                         TaskCpu.CPU_SHARE: round(used / wall_s, 3) if wall_s > 0 else None})
+    rows.sort(key=lambda r: -r[TaskCpu.CPU_S])
     return rows[:top]
 
 
@@ -181,7 +184,7 @@ class StackSampler:
         names = {t.ident: t.name for t in threading.enumerate()}
         native = {t.native_id: ("main" if t is threading.main_thread() else t.name) for t in threading.enumerate()}
         cpu = cpu_between(self.cpu0, cpu1, self.t1 - self.t0, native, top=64)
-        cpu_of = {r["python_thread"]: r["cpu_share"] for r in cpu or [] if r["python_thread"]}
+        cpu_of = {r[TaskCpu.PYTHON_THREAD]: r[TaskCpu.CPU_SHARE] for r in cpu or [] if r[TaskCpu.PYTHON_THREAD]}
         main = threading.main_thread().ident
         rounds = max(self.rounds, 1)
         threads = []
@@ -194,15 +197,18 @@ class StackSampler:
             name = "main" if tid == main else names.get(tid, f"native thread {tid:#x}")
 
             def top(counter):
-                return [{"frame": k, "share": round(n / rounds, 4)} for k, n in counter.most_common(self.top)]
+                return [{StackShare.FRAME: k, StackShare.SHARE: round(n / rounds, 4)}
+                        for k, n in counter.most_common(self.top)]
 
             known = cpu is not None and (tid == main or tid in names)  # a Python thread: its OS thread is known
-            threads.append({"thread": name, "busy_share": round(busy / rounds, 4),
-                            "idle_share": round(c["idle"] / rounds, 4),
-                            "cpu_share": cpu_of.get(name, 0.0) if known else None,
-                            "package": top(c["package"]), "leaf": top(c["leaf"]), "owner": top(c["owner"])})
-        threads.sort(key=lambda t: -t["busy_share"])
+            threads.append({StackThread.THREAD: name, StackThread.BUSY_SHARE: round(busy / rounds, 4),
+                            StackThread.IDLE_SHARE: round(c["idle"] / rounds, 4),
+                            StackThread.CPU_SHARE: cpu_of.get(name, 0.0) if known else None,
+                            StackThread.PACKAGE: top(c["package"]), StackThread.LEAF: top(c["leaf"]),
+                            StackThread.OWNER: top(c["owner"])})
+        threads.sort(key=lambda t: -t[StackThread.BUSY_SHARE])
         wall = self.t1 - self.t0
-        return {"interval_s": self.interval_s, "rounds": self.rounds, "wall_s": round(wall, 6),
-                "rate_hz": round(self.rounds / wall, 1) if wall > 0 else None, "threads": threads,
-                "cpu": None if cpu is None else cpu[:8]}
+        return {HostStacks.INTERVAL_S: self.interval_s, HostStacks.ROUNDS: self.rounds,
+                HostStacks.WALL_S: round(wall, 6),
+                HostStacks.RATE_HZ: round(self.rounds / wall, 1) if wall > 0 else None, HostStacks.THREADS: threads,
+                HostStacks.CPU: None if cpu is None else cpu[:8]}

@@ -15,6 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from experiments.base import runfiles
+from experiments.base.runfolder import (
+    CompileCache,
+    Launch,
+    LongestFirst,
+    MemCap,
+    ProfileRecord,
+    Tokens,
+    TokensRecord,
+)
+from experiments.base.runfolder import StopAfter as StopRecord
 from experiments.launch.options import parse, swift_flag
 from experiments.launch.profiler import make_profiler_callback
 
@@ -41,9 +51,9 @@ def apply_memory_cap(cap_gib: float, torch_mod=None, device: int | None = None) 
     """Cap this process's CUDA caching allocator at CAP_GIB; without CUDA, say so and do nothing."""
     if torch_mod is None:
         import torch as torch_mod
-    info: dict = {"requested_gib": cap_gib, "applied": False}
+    info: dict = {MemCap.REQUESTED_GIB: cap_gib, MemCap.APPLIED: False}
     if not torch_mod.cuda.is_available():
-        info["reason"] = "no CUDA device in this process"
+        info[MemCap.REASON] = "no CUDA device in this process"
         print(f"launch: no CUDA device: --mem-cap-gib {cap_gib:g} is not applied", flush=True)
         return info
     if device is None:
@@ -52,14 +62,16 @@ def apply_memory_cap(cap_gib: float, torch_mod=None, device: int | None = None) 
     fraction = memory_fraction(cap_gib, total)
     if cap_gib * GIB >= total:
         print(f"launch: --mem-cap-gib {cap_gib:g} is not below the device's {total / GIB:.2f} GiB: no cap", flush=True)
-        info.update(total_bytes=total, fraction=1.0, reason="cap at or above the device's memory")
+        info.update({MemCap.TOTAL_BYTES: total, MemCap.FRACTION: 1.0,
+                     MemCap.REASON: "cap at or above the device's memory"})
         return info
     torch_mod.cuda.set_per_process_memory_fraction(fraction, device)
-    info.update(applied=True, device=device, total_bytes=total, total_gib=round(total / GIB, 3),
-                fraction=fraction, cap_bytes=int(fraction * total),
-                device_name=torch_mod.cuda.get_device_name(device))
+    info.update({MemCap.APPLIED: True, MemCap.DEVICE: device, MemCap.TOTAL_BYTES: total,
+                 MemCap.TOTAL_GIB: round(total / GIB, 3), MemCap.FRACTION: fraction,
+                 MemCap.CAP_BYTES: int(fraction * total),
+                 MemCap.DEVICE_NAME: torch_mod.cuda.get_device_name(device)})
     print(f"launch: allocator capped at {cap_gib:g} GiB = {fraction:.6f} of {total / GIB:.2f} GiB "
-          f"({info['device_name']}, device {device}; this process only)", flush=True)
+          f"({info[MemCap.DEVICE_NAME]}, device {device}; this process only)", flush=True)
     return info
 
 
@@ -86,7 +98,7 @@ def make_stop_callback(stop_after: int, record: dict):
     from transformers import TrainerCallback
     from transformers.trainer_utils import IntervalStrategy
 
-    record["stop_after"] = {"step": stop_after, "stopped": False}
+    record[Launch.STOP_AFTER] = {StopRecord.STEP: stop_after, StopRecord.STOPPED: False}
 
     class StopAfter(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -95,7 +107,8 @@ def make_stop_callback(stop_after: int, record: dict):
                 control.should_log = True
                 if args.eval_strategy == IntervalStrategy.STEPS:
                     control.should_evaluate = True
-                record["stop_after"].update(stopped=True, at_step=state.global_step, max_steps=state.max_steps)
+                record[Launch.STOP_AFTER].update({StopRecord.STOPPED: True, StopRecord.AT_STEP: state.global_step,
+                                                  StopRecord.MAX_STEPS: state.max_steps})
             return control
 
     return StopAfter()
@@ -157,15 +170,15 @@ def step_token_totals(batches: list):
 def _counts(gpu_values, host_values) -> dict:
     tokens, label_tokens = (int(v) for v in gpu_values)
     padded_total, micro = host_values
-    return {"micro_batches": int(micro), "tokens": tokens, "padded_tokens": int(padded_total),
-            "label_tokens": label_tokens}
+    return {Tokens.MICRO_BATCHES: int(micro), Tokens.TOKENS: tokens, Tokens.PADDED_TOKENS: int(padded_total),
+            Tokens.LABEL_TOKENS: label_tokens}
 
 
 def batch_token_counts(batches: list) -> dict:
     """Real, padded (input_ids size) and label tokens of the micro-batches of one optimizer step (read at once)."""
     totals = step_token_totals(batches)
     if totals is None:
-        return {"micro_batches": 0, "tokens": 0, "padded_tokens": 0, "label_tokens": 0}
+        return {Tokens.MICRO_BATCHES: 0, Tokens.TOKENS: 0, Tokens.PADDED_TOKENS: 0, Tokens.LABEL_TOKENS: 0}
     return _counts(totals[0].tolist(), totals[1])
 
 
@@ -244,7 +257,7 @@ def install_token_counter(out_file: Path, record: dict) -> None:
     from transformers import Trainer
 
     orig = Trainer.get_batch_samples
-    record["tokens"] = {"file": str(out_file)}
+    record[Launch.TOKENS] = {TokensRecord.FILE: str(out_file)}
     out_file.parent.mkdir(parents=True, exist_ok=True)
     log = TokenLog(out_file)
     TOKEN_LOG[:] = [log]
@@ -257,12 +270,12 @@ def install_token_counter(out_file: Path, record: dict) -> None:
             try:
                 totals = step_token_totals(batches)  # every rank calls it: the sum over ranks is collective
                 if totals is not None:
-                    line = {"step": int(self.state.global_step) + 1}
+                    line = {Tokens.STEP: int(self.state.global_step) + 1}
                     if world_size() > 1:
-                        line["ranks"] = world_size()
+                        line[Tokens.RANKS] = world_size()
                     log.add(line, totals)
             except Exception as exc:  # noqa: BLE001 - counting must never cost the training run
-                record["tokens"]["error"] = f"{type(exc).__name__}: {exc}"
+                record[Launch.TOKENS][TokensRecord.ERROR] = f"{type(exc).__name__}: {exc}"
         return batches, num_items
 
     Trainer.get_batch_samples = get_batch_samples  # type: ignore[method-assign]  # patching the library on purpose
@@ -307,7 +320,7 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
     if opts.longest_first:
         orig_loader = DataLoaderMixin.get_train_dataloader
         orig_iter = BatchSamplerShard.__iter__
-        record["longest_first"] = {"applied": False}
+        record[Launch.LONGEST_FIRST] = {LongestFirst.APPLIED: False}
 
         def get_train_dataloader(self, *args, **kwargs):
             loader = orig_loader(self, *args, **kwargs)
@@ -318,7 +331,7 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
                 lengths = [max(x) if isinstance(x, list) else x for x in dataset["lengths"]]
                 sampler._swiftbench_lengths = lengths
             else:
-                record["longest_first"]["reason"] = f"not applied: sampler {type(sampler).__name__}"
+                record[Launch.LONGEST_FIRST][LongestFirst.REASON] = f"not applied: sampler {type(sampler).__name__}"
             return loader
 
         def __iter__(self):
@@ -329,9 +342,10 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
             self._swiftbench_done = True  # the first pass (epoch) only
             batches = longest_first_order(list(orig_iter(self)), lengths, self.batch_size)
             if batches:
-                record["longest_first"].update(
-                    applied=True, first_batch=batches[0], first_batch_lengths=[lengths[i] for i in batches[0]],
-                    longest_in_data=max(lengths), batches=len(batches))
+                record[Launch.LONGEST_FIRST].update({
+                    LongestFirst.APPLIED: True, LongestFirst.FIRST_BATCH: batches[0],
+                    LongestFirst.FIRST_BATCH_LENGTHS: [lengths[i] for i in batches[0]],
+                    LongestFirst.LONGEST_IN_DATA: max(lengths), LongestFirst.BATCHES: len(batches)})
             yield from batches
 
         DataLoaderMixin.get_train_dataloader = get_train_dataloader
@@ -342,7 +356,7 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
             return partial(template.data_collator, padding_to=opts.pad_to)
 
         SwiftMixin._get_data_collator = _get_data_collator
-        record["pad_to"] = opts.pad_to
+        record[Launch.PAD_TO] = opts.pad_to
 
 
 def swift_list_flag(swift_args: list[str], name: str) -> list[str]:
@@ -367,7 +381,7 @@ def compile_cache_state(swift_args: list[str]) -> dict | None:
 
     folder = swift_plugin.inductor_cache_dir()
     files = sum(1 for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
-    return {"dir": str(folder), "files_before": files, "warm": files > 0}
+    return {CompileCache.DIR: str(folder), CompileCache.FILES_BEFORE: files, CompileCache.WARM: files > 0}
 
 
 def run_sft(swift_args: list[str]):
@@ -407,7 +421,7 @@ def _earlier_records(output_dir: str | None) -> list:
         old = json.loads((Path(output_dir or ".") / LAUNCH_FILE).read_text())
     except (OSError, ValueError):
         return []
-    return [*(old.pop("earlier", None) or []), old] if isinstance(old, dict) else []
+    return [*(old.pop(Launch.EARLIER, None) or []), old] if isinstance(old, dict) else []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -417,23 +431,24 @@ def main(argv: list[str] | None = None) -> int:
               "`torchrun --nproc_per_node N -m experiments.launch ...`", file=sys.stderr)
         return 2
     output_dir = swift_flag(swift_args, "output_dir")
-    record: dict = {"argv": sys.argv[1:] if argv is None else argv, "swift_args": swift_args, "pid": os.getpid(),
-                    "started": time.time(), "options": vars(opts), "harness": HARNESS}
+    record: dict = {Launch.ARGV: sys.argv[1:] if argv is None else argv, Launch.SWIFT_ARGS: swift_args,
+                    Launch.PID: os.getpid(), Launch.STARTED: time.time(), Launch.OPTIONS: vars(opts),
+                    Launch.HARNESS: HARNESS}
     t0 = time.monotonic()
     if opts.mem_cap_gib is not None:
-        record["mem_cap"] = apply_memory_cap(opts.mem_cap_gib)
+        record[Launch.MEM_CAP] = apply_memory_cap(opts.mem_cap_gib)
     cache = compile_cache_state(swift_args)
     if cache is not None:
-        record["compile_cache"] = cache
+        record[Launch.COMPILE_CACHE] = cache
     callbacks = []
-    record["rank"], record["world_size"] = rank(), world_size()
+    record[Launch.RANK], record[Launch.WORLD_SIZE] = rank(), world_size()
     resumed = resume_step(swift_args)
     if resumed is not None:  # the interrupted attempt's record stays in launch.json
-        record["resume_from_step"] = resumed
-        record["earlier"] = _earlier_records(output_dir)
+        record[Launch.RESUME_FROM_STEP] = resumed
+        record[Launch.EARLIER] = _earlier_records(output_dir)
     if opts.profile_steps and rank() == 0 and resumed is not None and resumed >= opts.profile_skip:
-        record["profile"] = {"skipped": f"resumed after step {resumed}: the profiled steps ran before the interrupt "
-                                        "(their profile.json is kept)"}
+        record[Launch.PROFILE] = {ProfileRecord.SKIPPED: f"resumed after step {resumed}: the profiled steps ran "
+                                                         "before the interrupt (their profile.json is kept)"}
     elif opts.profile_steps and rank() == 0:  # GPU 0's profile stands for the job's (ranks run the same step)
         out_dir = Path(opts.profile_out or output_dir or ".")
         callbacks.append(make_profiler_callback(opts.profile_steps, opts.profile_skip, out_dir / PROFILE_FILE, record,
@@ -464,17 +479,18 @@ def main(argv: list[str] | None = None) -> int:
         run_sft(swift_args)
     except BaseException as exc:  # noqa: BLE001 - report, record, exit non-zero (the runner reads the reason)
         traceback.print_exc()
-        record["error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
+        record[Launch.ERROR] = f"{type(exc).__name__}: {str(exc)[:2000]}"
         rc = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
         rc = rc or 1
     for log in TOKEN_LOG:
         try:
             log.flush()
         except Exception as exc:  # noqa: BLE001 - the run's own outcome is what the exit code says
-            record.setdefault("tokens", {})["error"] = f"{type(exc).__name__}: {exc}"
-    record.update(sft_s=round(time.monotonic() - t0, 3), returncode=rc, fast_exit=not opts.no_fast_exit)
+            record.setdefault(Launch.TOKENS, {})[TokensRecord.ERROR] = f"{type(exc).__name__}: {exc}"
+    record.update({Launch.SFT_S: round(time.monotonic() - t0, 3), Launch.RETURNCODE: rc,
+                   Launch.FAST_EXIT: not opts.no_fast_exit})
     _write_record(record, output_dir)
-    print(f"launch: sft {'returned' if rc == 0 else 'failed'} after {record['sft_s']:.1f} s", flush=True)
+    print(f"launch: sft {'returned' if rc == 0 else 'failed'} after {record[Launch.SFT_S]:.1f} s", flush=True)
     if not opts.no_fast_exit:
         sys.stdout.flush()
         sys.stderr.flush()

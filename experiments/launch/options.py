@@ -57,6 +57,8 @@ from __future__ import annotations
 
 import argparse
 
+from experiments.base.runfolder import Launcher, Quick
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments.launch", description=__doc__.splitlines()[0],
@@ -116,31 +118,31 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def option_argv(launcher: dict) -> list[str]:
     """Launcher options of a claims experiment (experiments/recipes/claims/ `launcher`) as command-line arguments."""
     out: list[str] = []
-    if launcher.get("mem_cap_gib") is not None:
-        out += ["--mem-cap-gib", f"{launcher['mem_cap_gib']:g}"]
-    if launcher.get("profile_steps"):
-        out += ["--profile-steps", str(int(launcher["profile_steps"]))]
-        if launcher.get("profile_skip") is not None:
-            out += ["--profile-skip", str(int(launcher["profile_skip"]))]
-        if launcher.get("profile_activities"):
-            out += ["--profile-activities", str(launcher["profile_activities"])]
-        if launcher.get("profile_warmup"):
-            out += ["--profile-warmup", str(int(launcher["profile_warmup"]))]
-        if launcher.get("profile_host_stacks"):
+    if launcher.get(Launcher.MEM_CAP_GIB) is not None:
+        out += ["--mem-cap-gib", f"{launcher[Launcher.MEM_CAP_GIB]:g}"]
+    if launcher.get(Launcher.PROFILE_STEPS):
+        out += ["--profile-steps", str(int(launcher[Launcher.PROFILE_STEPS]))]
+        if launcher.get(Launcher.PROFILE_SKIP) is not None:
+            out += ["--profile-skip", str(int(launcher[Launcher.PROFILE_SKIP]))]
+        if launcher.get(Launcher.PROFILE_ACTIVITIES):
+            out += ["--profile-activities", str(launcher[Launcher.PROFILE_ACTIVITIES])]
+        if launcher.get(Launcher.PROFILE_WARMUP):
+            out += ["--profile-warmup", str(int(launcher[Launcher.PROFILE_WARMUP]))]
+        if launcher.get(Launcher.PROFILE_HOST_STACKS):
             out.append("--profile-host-stacks")
-    if launcher.get("longest_first"):
+    if launcher.get(Launcher.LONGEST_FIRST):
         out.append("--longest-first")
-    if launcher.get("pad_to"):
-        out += ["--pad-to", str(int(launcher["pad_to"]))]
-    if launcher.get("stop_after"):
-        out += ["--stop-after", str(int(launcher["stop_after"]))]
-    if launcher.get("fast_exit") is False:
+    if launcher.get(Launcher.PAD_TO):
+        out += ["--pad-to", str(int(launcher[Launcher.PAD_TO]))]
+    if launcher.get(Launcher.STOP_AFTER):
+        out += ["--stop-after", str(int(launcher[Launcher.STOP_AFTER]))]
+    if launcher.get(Launcher.FAST_EXIT) is False:
         out.append("--no-fast-exit")
-    if launcher.get("schedule") is False:
+    if launcher.get(Launcher.SCHEDULE) is False:
         out.append("--no-schedule")
-    if launcher.get("quick"):  # experiments/launch/quick_stop.py
-        out += ["--quick-budget-s", f"{launcher['quick']['budget_s']:g}",
-                "--quick-max-steps", str(int(launcher["quick"]["max_steps"]))]
+    if launcher.get(Launcher.QUICK):  # experiments/launch/quick_stop.py
+        out += ["--quick-budget-s", f"{launcher[Launcher.QUICK][Quick.BUDGET_S]:g}",
+                "--quick-max-steps", str(int(launcher[Launcher.QUICK][Quick.MAX_STEPS]))]
     return out
 
 

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.base.runfolder import GcSummary, GpuOp, Launch, Profile, ProfileRecord
+from experiments.base.runfolder import ProfileWindow as W
+
 
 def union_ns(intervals: list[tuple[int, int]]) -> int:
     """Total length covered by [start, end) intervals (overlaps counted once)."""
@@ -68,8 +71,8 @@ def top_gpu_ops(by_name: dict[str, list], n: int = 15) -> list[dict]:
     """The N GPU kernels and copies with the most GPU time (where a step's GPU time goes), from _device_intervals'
     totals by name. Not prof.key_averages(): it builds the whole operator tree, 20-28 s per profiled step of the seed
     recipe's ~380,000 events on the H200 hosts (profile.json `processing_s`), charged to the step after the window."""
-    rows = [{"op": k, "gpu_ms": round(ns / 1e6, 3), "calls": c} for k, (ns, c) in by_name.items() if ns]
-    rows.sort(key=lambda r: -r["gpu_ms"])
+    rows = [{GpuOp.OP: k, GpuOp.GPU_MS: round(ns / 1e6, 3), GpuOp.CALLS: c} for k, (ns, c) in by_name.items() if ns]
+    rows.sort(key=lambda r: -r[GpuOp.GPU_MS])
     return rows[:n]
 
 
@@ -125,7 +128,8 @@ class GcTimer:
         return False
 
     def summary(self) -> dict:
-        return {"collections": {str(k): v for k, v in self.counts.items()}, "seconds": round(self.seconds, 4)}
+        return {GcSummary.COLLECTIONS: {str(k): v for k, v in self.counts.items()},
+                GcSummary.SECONDS: round(self.seconds, 4)}
 
 
 @dataclass(frozen=True)
@@ -153,14 +157,14 @@ class _StepProfiler:
         self.gc: GcTimer | None = None
         self.gpm: Any = None  # GPM over exactly this window (experiments/record/gpm.py), False where there is none
         self.start_error: str | None = None
-        self.data: dict = {"device": "cuda" if cuda else "cpu", "profile_steps": window.steps,
-                           "profile_skip": window.skip, "profile_warmup": window.warmup,
-                           "host_stacks": bool(window.host_stacks), "activities": names,
-                           **({"activities_note": note} if note else {}),
-                           "window": "end of the previous optimizer step -> end of this one (includes fetching its "
-                                     "batches)", "steps": []}
-        record["profile"] = {"file": str(window.out_file), "steps": window.steps, "skip": window.skip,
-                             "device": self.data["device"]}
+        self.data: dict = {Profile.DEVICE: "cuda" if cuda else "cpu", Profile.PROFILE_STEPS: window.steps,
+                           Profile.PROFILE_SKIP: window.skip, Profile.PROFILE_WARMUP: window.warmup,
+                           Profile.HOST_STACKS: bool(window.host_stacks), Profile.ACTIVITIES: names,
+                           **({Profile.ACTIVITIES_NOTE: note} if note else {}),
+                           Profile.WINDOW: "end of the previous optimizer step -> end of this one (includes "
+                                           "fetching its batches)", Profile.STEPS: []}
+        record[Launch.PROFILE] = {ProfileRecord.FILE: str(window.out_file), ProfileRecord.STEPS: window.steps,
+                                  ProfileRecord.SKIP: window.skip, ProfileRecord.DEVICE: self.data[Profile.DEVICE]}
 
     def _sync(self) -> None:
         if self.cuda:
@@ -173,7 +177,7 @@ class _StepProfiler:
             self.prof.start()
         except Exception as exc:  # noqa: BLE001 - no profile for this step, training goes on
             self.prof = None
-            self.data["steps"].append({"step": step, "error": f"{type(exc).__name__}: {exc}"})
+            self.data[Profile.STEPS].append({W.STEP: step, W.ERROR: f"{type(exc).__name__}: {exc}"})
             self._write()
             return
         self.step = step
@@ -211,15 +215,15 @@ class _StepProfiler:
     def _finish(self) -> None:
         self._sync()
         wall = time.perf_counter() - self.t0
-        entry: dict = {"step": self.step, "wall_s": round(wall, 6), "gpu_busy_s": None, "gpu_busy_frac": None}
+        entry: dict = {W.STEP: self.step, W.WALL_S: round(wall, 6), W.GPU_BUSY_S: None, W.GPU_BUSY_FRAC: None}
         m = self._gpm_mark()
         if m is not None:  # GPM over this window: the profiler's kernel union against the GPU's active time
-            entry["gpm"] = m
+            entry[W.GPM] = m
         self._finish_host(entry)
         if self.step is not None and self.step <= self.w.skip:  # a warm-up window: recorded, left out of figures
-            entry["warmup"] = True
+            entry[W.WARMUP] = True
         self._finish_kernels(entry, wall)
-        self.data["steps"].append(entry)
+        self.data[Profile.STEPS].append(entry)
         self.prof, self.step = None, None
         self._write()
 
@@ -228,14 +232,14 @@ class _StepProfiler:
         try:
             if self.gc is not None:
                 self.gc.__exit__(None, None, None)
-                entry["gc"] = self.gc.summary()
+                entry[W.GC] = self.gc.summary()
             if self.sampler is not None:
-                entry["host_stacks"] = self.sampler.stop()
+                entry[W.HOST_STACKS] = self.sampler.stop()
         except Exception as exc:  # noqa: BLE001 - as the profiler's own errors
-            entry["host_error"] = f"{type(exc).__name__}: {exc}"
+            entry[W.HOST_ERROR] = f"{type(exc).__name__}: {exc}"
         self.gc = self.sampler = None
         if self.start_error:
-            entry["host_error"] = self.start_error
+            entry[W.HOST_ERROR] = self.start_error
             self.start_error = None
 
     def _finish_kernels(self, entry: dict, wall: float) -> None:
@@ -246,22 +250,22 @@ class _StepProfiler:
             t_proc = time.perf_counter()
             gpu, host, comm, by_name = _device_intervals(self.prof)
             busy = union_ns(gpu) / 1e9 if self.cuda else None
-            entry.update({"gpu_busy_s": None if busy is None else round(busy, 6),
+            entry.update({W.GPU_BUSY_S: None if busy is None else round(busy, 6),
                           # NCCL kernels' time (overlapping compute or not): the step's communication on GPU 0
-                          "gpu_comm_s": None if busy is None else round(union_ns(comm) / 1e9, 6),
-                          "gpu_busy_frac": None if busy is None or wall <= 0 else round(busy / wall, 4),
-                          "gpu_events": len(gpu), "host_events": host,
-                          "top_gpu_ops": top_gpu_ops(by_name) if self.cuda else [],
-                          "processing_s": round(time.perf_counter() - t_proc, 3)})
+                          W.GPU_COMM_S: None if busy is None else round(union_ns(comm) / 1e9, 6),
+                          W.GPU_BUSY_FRAC: None if busy is None or wall <= 0 else round(busy / wall, 4),
+                          W.GPU_EVENTS: len(gpu), W.HOST_EVENTS: host,
+                          W.TOP_GPU_OPS: top_gpu_ops(by_name) if self.cuda else [],
+                          W.PROCESSING_S: round(time.perf_counter() - t_proc, 3)})
         except Exception as exc:  # noqa: BLE001
-            entry["error"] = f"{type(exc).__name__}: {exc}"
+            entry[W.ERROR] = f"{type(exc).__name__}: {exc}"
 
     def _write(self) -> None:
-        measured = [s for s in self.data["steps"] if not s.get("warmup")]
-        fr = [s["gpu_busy_frac"] for s in measured if s.get("gpu_busy_frac") is not None]
-        walls = [s["wall_s"] for s in measured if s.get("wall_s") is not None]
-        self.data["median_wall_s"] = statistics.median(walls) if walls else None
-        self.data["median_gpu_busy_frac"] = statistics.median(fr) if fr else None
+        measured = [s for s in self.data[Profile.STEPS] if not s.get(W.WARMUP)]
+        fr = [s[W.GPU_BUSY_FRAC] for s in measured if s.get(W.GPU_BUSY_FRAC) is not None]
+        walls = [s[W.WALL_S] for s in measured if s.get(W.WALL_S) is not None]
+        self.data[Profile.MEDIAN_WALL_S] = statistics.median(walls) if walls else None
+        self.data[Profile.MEDIAN_GPU_BUSY_FRAC] = statistics.median(fr) if fr else None
         self.w.out_file.parent.mkdir(parents=True, exist_ok=True)
         self.w.out_file.write_text(json.dumps(self.data, indent=2))
 

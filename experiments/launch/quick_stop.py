@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import time
 
+from experiments.base.runfolder import Args, Launch, Launcher, Quick
+
 BUDGET_S = 180.0   # the issue's 3 GPU-minutes: the launcher process, model load included
 MAX_STEPS = 40     # warm-up (10), the profiled steps (11-12) and ~25 steps to fit on
 # what stopping costs after the deciding step: two evaluations and saves, the exit (committed H200 runs: an evaluation
@@ -44,8 +46,8 @@ def budget_of(quick: bool, budget: str | float | None) -> float | None:
 
 def launcher_options(launcher: dict | None, budget_s: float, max_steps: int = MAX_STEPS) -> dict:
     """The launcher options of a quick run of an experiment whose own options are LAUNCHER."""
-    out = {k: v for k, v in (launcher or {}).items() if k != "stop_after"}
-    out["quick"] = {"budget_s": float(budget_s), "max_steps": int(max_steps)}
+    out = {k: v for k, v in (launcher or {}).items() if k != Launcher.STOP_AFTER}
+    out[Launcher.QUICK] = {Quick.BUDGET_S: float(budget_s), Quick.MAX_STEPS: int(max_steps)}
     return out
 
 
@@ -54,7 +56,7 @@ def apply(spec) -> None:
     if not getattr(spec, "budget_s", None):
         return
     spec.launcher = launcher_options(spec.launcher, spec.budget_s)
-    spec.overrides = {"logging_steps": 1, **(spec.overrides or {})}
+    spec.overrides = {Args.LOGGING_STEPS: 1, **(spec.overrides or {})}
 
 
 def process_start() -> float:
@@ -89,8 +91,9 @@ def make_callback(budget_s: float, max_steps: int, record: dict, reserve_s: floa
     from transformers.trainer_utils import IntervalStrategy
 
     started = process_start() if started is None else started
-    info = record.setdefault("quick", {})
-    info.update(budget_s=budget_s, max_steps=max_steps, reserve_s=reserve_s, stopped=False)
+    info = record.setdefault(Launch.QUICK, {})
+    info.update({Quick.BUDGET_S: budget_s, Quick.MAX_STEPS: max_steps, Quick.RESERVE_S: reserve_s,
+                 Quick.STOPPED: False})
 
     class QuickStop(TrainerCallback):
         def __init__(self):
@@ -112,8 +115,9 @@ def make_callback(budget_s: float, max_steps: int, record: dict, reserve_s: floa
                 if step >= self.stop_at and not control.should_training_stop:
                     control.should_training_stop = True
                     self._events_here(args, control)
-                    info.update(stopped=True, at_step=step, max_steps_of_schedule=state.max_steps,
-                                elapsed_s=round(now - started, 1))
+                    info.update({Quick.STOPPED: True, Quick.AT_STEP: step,
+                                 Quick.MAX_STEPS_OF_SCHEDULE: state.max_steps,
+                                 Quick.ELAPSED_S: round(now - started, 1)})
                 return control
             if step + 1 >= state.max_steps:  # the run ends by itself now
                 return control
@@ -121,8 +125,9 @@ def make_callback(budget_s: float, max_steps: int, record: dict, reserve_s: floa
             if agreed(step + 1 >= max_steps or elapsed + step_s + reserve_s >= budget_s):
                 self._events_here(args, control)
                 self.stop_at = step + 1
-                info.update(decided_at=step, event_steps=[step, step + 1], elapsed_at_decision_s=round(elapsed, 1),
-                            why="max steps" if step + 1 >= max_steps else "budget")
+                info.update({Quick.DECIDED_AT: step, Quick.EVENT_STEPS: [step, step + 1],
+                             Quick.ELAPSED_AT_DECISION_S: round(elapsed, 1),
+                             Quick.WHY: "max steps" if step + 1 >= max_steps else "budget"})
             return control
 
     return QuickStop()

@@ -21,6 +21,7 @@ from typing import Any
 
 from experiments.base.datafiles import read_yaml
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Launcher, RunKey
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 EXPERIMENTS_FILE = "experiments.yaml"
@@ -39,24 +40,24 @@ def recipe_of_key(key: Mapping[str, Any]) -> tuple[dict, dict, dict]:
     SWIFTBENCH_LIGER_CONFIG; env: the command's environment). A key without them comes back as it is."""
     import json
 
-    overrides = dict(key.get("overrides") or {})
-    launcher = dict(key.get("launcher") or {})
-    env = {k: str(v) for k, v in (key.get("env") or {}).items()}
+    overrides = dict(key.get(RunKey.OVERRIDES) or {})
+    launcher = dict(key.get(RunKey.LAUNCHER) or {})
+    env = {k: str(v) for k, v in (key.get(RunKey.ENV) or {}).items()}
     callbacks = list(overrides.get("callbacks") or [])
-    if launcher.pop("sdpa_padding_free", False):
+    if launcher.pop(Launcher.SDPA_PADDING_FREE, False):
         overrides["external_plugins"] = "swiftbench"
-    backends = launcher.pop("sdp_backends", None)
+    backends = launcher.pop(Launcher.SDP_BACKENDS, None)
     if backends and set(backends) == {"flash", "efficient", "math"}:
         overrides["external_plugins"] = "swiftbench"
         callbacks.append("sdpa_no_cudnn")
     elif backends:
         callbacks.append("sdp_backends:" + ",".join(backends))  # no plugin callback does this: never equal
-    liger = launcher.pop("liger_config", None)
+    liger = launcher.pop(Launcher.LIGER_CONFIG, None)
     if liger:
         overrides["external_plugins"] = "swiftbench"
         callbacks.append("liger_config")
         env["SWIFTBENCH_LIGER_CONFIG"] = json.dumps(liger, sort_keys=True)
-    env.update({k: str(v) for k, v in (launcher.pop("env", None) or {}).items()})
+    env.update({k: str(v) for k, v in (launcher.pop(Launcher.ENV, None) or {}).items()})
     if callbacks:
         overrides["callbacks"] = callbacks
     return overrides, launcher, env

@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 
 from experiments.base import runfiles
+from experiments.base.runfolder import Allreduce
+from experiments.base.runfolder import AllreduceSize as Size
 
 
 def busbw(algbw: float, ranks: int) -> float:
@@ -69,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.synchronize()
         t = start.elapsed_time(end) / 1000 / a.iters
         alg = nbytes / t / 1e9
-        rows.append({"bytes": nbytes, "mib": mib, "time_us": round(t * 1e6, 2), "algbw_gbs": round(alg, 3),
-                     "busbw_gbs": round(busbw(alg, n), 3)})
+        rows.append({Size.BYTES: nbytes, Size.MIB: mib, Size.TIME_US: round(t * 1e6, 2),
+                     Size.ALGBW_GBS: round(alg, 3), Size.BUSBW_GBS: round(busbw(alg, n), 3)})
         if rank == 0:
             print(f"{mib:8.0f} MiB  {t * 1e6:10.1f} us  algbw {alg:7.1f} GB/s  busbw {busbw(alg, n):7.1f} GB/s",
                   flush=True)
@@ -81,10 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         nccl_version = ".".join(map(str, torch.cuda.nccl.version()))
         env_vars = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
         (out / runfiles.ALLREDUCE_JSON).write_text(json.dumps({
-            "ranks": n, "dtype": "bfloat16", "iters": a.iters, "warmup": a.warmup, "label": a.label,
-            "nccl_version": nccl_version, "torch": torch.__version__, "nccl_env": env_vars,
-            "formula": "algbw = bytes / time; busbw = algbw * 2 (n - 1) / n (nccl-tests)",
-            "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "sizes": rows}, indent=2))
+            Allreduce.RANKS: n, Allreduce.DTYPE: "bfloat16", Allreduce.ITERS: a.iters, Allreduce.WARMUP: a.warmup,
+            Allreduce.LABEL: a.label, Allreduce.NCCL_VERSION: nccl_version, Allreduce.TORCH: torch.__version__,
+            Allreduce.NCCL_ENV: env_vars,
+            Allreduce.FORMULA: "algbw = bytes / time; busbw = algbw * 2 (n - 1) / n (nccl-tests)",
+            Allreduce.FINISHED: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            Allreduce.SIZES: rows}, indent=2))
         from experiments.record import gpu
 
         (out / runfiles.ENV_JSON).write_text(json.dumps(gpu.environment(os.environ.get("HW", "h200")), indent=2,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from experiments.base import runfiles
 from experiments.base.runfolder import Gpm as GpmLine
+from experiments.base.runfolder import GpmRecord, Launch
 
 GPM_FILE = runfiles.GPM
 FLUSH_EVERY = 50  # gpm.jsonl lines held before a write
@@ -104,7 +105,8 @@ def make_callback(out_file: Path, record: dict, lib=None):
     from transformers import TrainerCallback
 
     gpm, why = Gpm.open(lib)
-    record["gpm"] = {"file": str(out_file), "status": why, "index": getattr(gpm, "index", None)}
+    record[Launch.GPM] = {GpmRecord.FILE: str(out_file), GpmRecord.STATUS: why,
+                          GpmRecord.INDEX: getattr(gpm, "index", None)}
     if gpm is None:
         return None
 
@@ -118,14 +120,14 @@ def make_callback(out_file: Path, record: dict, lib=None):
             with open(out_file, "a") as f:
                 f.writelines(lines)
         except OSError as exc:  # a full disk ends the sampling, not the run
-            record["gpm"]["status"] = f"stopped: {type(exc).__name__}: {exc}"
+            record[Launch.GPM][GpmRecord.STATUS] = f"stopped: {type(exc).__name__}: {exc}"
         lines = []
 
     class GpmSteps(TrainerCallback):
         def _stop(self, why: str | None = None):
             nonlocal gpm
             if why is not None:
-                record["gpm"]["status"] = f"stopped: {why}"
+                record[Launch.GPM][GpmRecord.STATUS] = f"stopped: {why}"
             if gpm is not None:  # always: every caller checked
                 gpm.close()
             gpm = None

@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import cast
 
 from experiments.base import hardware
-from experiments.base.runfolder import Env, GpuCheck
+from experiments.base.runfolder import Env, GpuCheck, Nvml
 from experiments.record.nvml import _s, nvml, visible_indices  # noqa: F401 - re-exported
 
 PACKAGES = ["ms-swift", "torch", "transformers", "peft", "accelerate", "datasets", "trl", "modelscope",
             "liger-kernel", "papermill", "swiftbench"]
-NVML_FIELDS = ["time_s", "gpu", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "util_gpu_pct",
-               "util_mem_pct", "mem_used_mib", "throttle_reasons", "throttle", "energy_j"]
+NVML_FIELDS = list(Nvml.COLUMNS)
 
 
 class HardwareMismatch(RuntimeError):
@@ -241,16 +240,16 @@ class Sampler:
         mask = safe(lib.nvmlDeviceGetCurrentClocksThrottleReasons, h)
         energy = safe(lib.nvmlDeviceGetTotalEnergyConsumption, h)
         return {
-            "time_s": round(time.monotonic() - t0, 3), "gpu": i,
-            "power_w": None if power is None else power / 1000,
-            "sm_clock_mhz": safe(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_SM),
-            "mem_clock_mhz": safe(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_MEM),
-            "temp_c": safe(lib.nvmlDeviceGetTemperature, h, lib.NVML_TEMPERATURE_GPU),
-            "util_gpu_pct": None if util is None else util.gpu,
-            "util_mem_pct": None if util is None else util.memory,
-            "mem_used_mib": None if mem is None else mem.used // 2**20,
-            "throttle_reasons": mask, "throttle": "" if mask is None else _throttle_names(lib, mask),
-            "energy_j": None if energy is None or e0[i] is None else (energy - e0[i]) / 1000,
+            Nvml.TIME_S: round(time.monotonic() - t0, 3), Nvml.GPU: i,
+            Nvml.POWER_W: None if power is None else power / 1000,
+            Nvml.SM_CLOCK_MHZ: safe(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_SM),
+            Nvml.MEM_CLOCK_MHZ: safe(lib.nvmlDeviceGetClockInfo, h, lib.NVML_CLOCK_MEM),
+            Nvml.TEMP_C: safe(lib.nvmlDeviceGetTemperature, h, lib.NVML_TEMPERATURE_GPU),
+            Nvml.UTIL_GPU_PCT: None if util is None else util.gpu,
+            Nvml.UTIL_MEM_PCT: None if util is None else util.memory,
+            Nvml.MEM_USED_MIB: None if mem is None else mem.used // 2**20,
+            Nvml.THROTTLE_REASONS: mask, Nvml.THROTTLE: "" if mask is None else _throttle_names(lib, mask),
+            Nvml.ENERGY_J: None if energy is None or e0[i] is None else (energy - e0[i]) / 1000,
         }
 
     def _loop(self):

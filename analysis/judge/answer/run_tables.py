@@ -21,6 +21,7 @@ from analysis.judge.answer import your_runs
 from analysis.judge.answer.baseline import Candidate, pick_baseline
 from analysis.measure import compare, flops, loss, profile, steps, throughput
 from analysis.parse.record import RunRecord
+from experiments.base.runfolder import Quick
 
 SEED_EXPERIMENT = P.SEED_EXPERIMENT  # the experiment that reproduces the published recipe; published rows sit beside it
 PUBLISHED_RUN = "seeds/ms_swift_hw_test.yaml"
@@ -29,9 +30,9 @@ PUBLISHED_RUN = "seeds/ms_swift_hw_test.yaml"
 def labels_text(rec: RunRecord) -> str:
     """REC's labels in one cell, a quick run's stop and a failure said."""
     labels = list(rec.labels)
-    if rec.quick and rec.quick.get("at_step"):  # experiments/launch/quick_stop.py's stop, from launch.json
+    if rec.quick and rec.quick.get(Quick.AT_STEP):  # experiments/launch/quick_stop.py's stop, from launch.json
         q = rec.quick
-        labels.append(f"quick run (stopped after step {q['at_step']} of {q.get('max_steps_of_schedule')})")
+        labels.append(f"quick run (stopped after step {q[Quick.AT_STEP]} of {q.get(Quick.MAX_STEPS_OF_SCHEDULE)})")
     return "; ".join(labels) + (f"; failed: {rec.failure}" if rec.failure else "")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.parse.record import RunRecord
+from experiments.base.runfolder import MemCap
 
 GIB = 2**30
 ROUNDING_GIB = 0.005  # ms-swift logs memory(GiB) rounded to 2 decimals: a logged 22.35 may be 22.354
@@ -35,9 +36,9 @@ def run_cap_gib(rec: RunRecord) -> float | None:
     """The allocator cap REC ran under, in GiB, as its launch.json recorded it (cap_bytes where applied); None when
     no cap was applied or recorded."""
     cap = rec.mem_cap
-    if not cap or not cap.get("applied"):
+    if not cap or not cap.get(MemCap.APPLIED):
         return None
-    return cap["cap_bytes"] / GIB if cap.get("cap_bytes") else cap["requested_gib"]
+    return cap[MemCap.CAP_BYTES] / GIB if cap.get(MemCap.CAP_BYTES) else cap[MemCap.REQUESTED_GIB]
 
 
 @dataclass

@@ -19,6 +19,8 @@ from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
 from analysis.parse.record import RunRecord
 from experiments.base.paths import relative
+from experiments.base.runfolder import GpuOp
+from experiments.base.runfolder import ProfileWindow as W
 from experiments.recipes import catalog
 
 
@@ -166,11 +168,11 @@ def time_breakdown_rows(results_dir, hw: str | None = None, records: list[RunRec
             continue
         median = rnd(step_time(rec).median, 4)
         for st in profiled_steps(rec):
-            ops = st.get("top_gpu_ops") or []
+            ops = st.get(W.TOP_GPU_OPS) or []
             table.append(TimeBreakdownRow(
-                run=name, step=st["step"], wall_s=st.get("wall_s"), gpu_busy_s=st["gpu_busy_s"],
-                gpu_busy_frac=st.get("gpu_busy_frac"), host_s=rnd(st["host_s"], 4), median_unprofiled_step_s=median,
-                top_op=f"{ops[0]['op']} {ops[0]['gpu_ms']:.0f} ms" if ops else None,
+                run=name, step=st[W.STEP], wall_s=st.get(W.WALL_S), gpu_busy_s=st[W.GPU_BUSY_S],
+                gpu_busy_frac=st.get(W.GPU_BUSY_FRAC), host_s=rnd(st["host_s"], 4), median_unprofiled_step_s=median,
+                top_op=f"{ops[0][GpuOp.OP]} {ops[0][GpuOp.GPU_MS]:.0f} ms" if ops else None,
                 note=f"run cut short afterwards ({rec.failure})" if cut else "", path=relative(rec.path)))
     return tuple(table)
 

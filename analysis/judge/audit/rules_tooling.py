@@ -17,6 +17,8 @@ from analysis.judge.band import Runs, pick, rnd, seed_band
 from analysis.measure.loss import eval_at, final_eval_loss
 from analysis.measure.profile import bound_label, busy_fraction, measured_windows
 from analysis.parse.sidefiles import PROFILE_FILE
+from experiments.base.runfolder import Profile
+from experiments.base.runfolder import ProfileWindow as W
 
 
 @rulespec.kind("flags", rulespec.Flags)
@@ -75,16 +77,16 @@ def rule_bound(claim: Claim, runs: Runs, **_) -> Verdict:
     frac = busy_fraction(rec)
     prof = rec.profile or {}
     steps = measured_windows(rec)
-    nums: dict[str, Any] = {"gpu_busy_frac": rnd(frac, 3), "profiled_steps": [s.get("step") for s in steps],
-            "step_wall_s": [s.get("wall_s") for s in steps]}
+    nums: dict[str, Any] = {"gpu_busy_frac": rnd(frac, 3), "profiled_steps": [s.get(W.STEP) for s in steps],
+            "step_wall_s": [s.get(W.WALL_S) for s in steps]}
     if frac is None:
         return result("cannot be tested here",
-                      f"no GPU busy time in {PROFILE_FILE} ({prof.get('device', 'no profile')})", nums, [rec])
+                      f"no GPU busy time in {PROFILE_FILE} ({prof.get(Profile.DEVICE, 'no profile')})", nums, [rec])
     kind = bound_label(frac, rule.host_below, rule.gpu_from)
     nums["bound"] = kind
     detail = (f"GPU busy {frac:.1%} of each step's wall time: {kind}-bound" if kind != "mixed" else
               f"GPU busy {frac:.1%} of each step's wall time: mixed") + note
-    top = [op for st in steps for op in st.get("top_gpu_ops", [])[:1]]
+    top = [op for st in steps for op in st.get(W.TOP_GPU_OPS, [])[:1]]
     if top:
         nums["top_gpu_op"] = top[0]
     return result("holds" if kind == rule.expect else "does not hold", detail, nums, [rec])
