@@ -163,7 +163,7 @@ def test_a_measured_class_in_the_gpu_clause_says_how_many_runs_it_rests_on():
     """The GPU clause's figures carry their basis: 'measured, 1 run' (issue 47: one run is said to be one run)."""
     from analysis.estimate.epoch import EpochEstimate
     from analysis.judge.answer.classes import Option
-    from analysis.present.recommend_view import _how
+    from analysis.judge.answer.view import obtained_text as _how
 
     def option(runs: int, hosts: int, kind: str = "measured") -> Option:
         est = EpochEstimate("h100", 42.2, 42.2, 42.2, kind, "b", "r", runs, hosts, None, "")

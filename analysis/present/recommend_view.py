@@ -10,7 +10,7 @@ import pandas as pd
 
 from analysis.estimate.epoch import runs_text
 from analysis.judge.answer import view
-from analysis.judge.answer.classes import ClassAnswer, Option, compare_classes
+from analysis.judge.answer.classes import ClassAnswer, compare_classes
 from analysis.judge.answer.published import SEED_EXPERIMENT, short
 from analysis.judge.answer.recommend import HostEpochs, Recommendation
 from analysis.measure import repeats
@@ -122,17 +122,6 @@ def _x_seed(rec: Recommendation, d: HostEpochs) -> str:
             f"({d.epoch_x_seed:.1f}x sooner{over})")
 
 
-def _how(option: Option) -> str:
-    """'measured, 1 run' / 'measured, 6 runs on 3 hosts' / 'modelled': a figure says what it rests on
-    (EpochEstimate.rests_on's words)."""
-    if not option.measured:
-        return "modelled"
-    est = option.estimate
-    if est is None:
-        return "measured"
-    return f"measured, {est.rests_on}"
-
-
 def gpu_clause(classes: list[ClassAnswer]) -> str:
     """Then the GPU: every class's recipe, the soonest and the cheapest, and how sure
     (analysis.judge.answer.classes.compare_classes decides; this words it)."""
@@ -144,12 +133,12 @@ def gpu_clause(classes: list[ClassAnswer]) -> str:
     text = f"; then the GPU: {len(v.timed)} of the {len(classes)} classes shown have a recipe that fits"
     text += f" (none: {', '.join(short(c.hw) for c in v.untimed)})" if v.untimed else ""
     soon = v.soonest.choice
-    text += (f"; the {short(v.soonest.hw)} finishes soonest ({seconds_text(soon.epoch_s)}, {_how(soon)}, "
+    text += (f"; the {short(v.soonest.hw)} finishes soonest ({seconds_text(soon.epoch_s)}, {view.obtained_text(soon)}, "
              f"{soon.experiment})")
     if v.within_reach:
         text += " with the " + ", ".join(
             f"{short(c.hw)}'s {band_text(c.choice.epoch_s, c.choice.low_s, c.choice.high_s)} "
-            f"({_how(c.choice)}) within reach"
+            f"({view.obtained_text(c.choice)}) within reach"
             for c in v.within_reach if c.choice is not None)
         if soon.measured and any(c.choice is not None and c.choice.measured for c in v.within_reach):
             text += " (measured on different machines: the order between them is the hosts' as much as the GPUs')"
@@ -157,7 +146,7 @@ def gpu_clause(classes: list[ClassAnswer]) -> str:
     if cheap is not None:
         rng = cheap.cost_range
         text += (f", the {short(cheap.hw)} costs least ({money(cheap.cost, cheap.currency)}"
-                 + (f", {_how(cheap.choice)}" if cheap.choice is not None else "")
+                 + (f", {view.obtained_text(cheap.choice)}" if cheap.choice is not None else "")
                  + (f", {span(*rng, fmt='{:.4f}')} with the model's band" if rng and rng[0] != rng[1] else "")
                  + " at the price table's rate)")
     return text

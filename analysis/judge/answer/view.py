@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields
 
 from analysis.core.viewfield import col, hidden
 from analysis.estimate import transfer
-from analysis.judge.answer.classes import ClassAnswer
+from analysis.judge.answer.classes import ClassAnswer, Option
 from analysis.judge.answer.published import short
 from analysis.judge.answer.recommend import HostEpochs, Recommendation
 
@@ -44,6 +44,7 @@ class ClassRow:
     low_s: float | None = hidden("epoch low", "s", "{:.1f}")
     high_s: float | None = hidden("epoch high", "s", "{:.1f}")
     measured: bool | None = hidden("measured")
+    obtained: str | None = hidden("time")  # obtained_text: the first screen's short 'how' (the report)
     basis: str | None = hidden("how the epoch was obtained")
     run: str | None = hidden("run")
     startup_s: float | None = col("start-up", "s", "{:.1f}")
@@ -113,6 +114,15 @@ def how_text(measured: bool | None, basis: str | None, hw: str | None = None) ->
     return "modelled from the H200 run's profile" + (f"; {transfer.band_checked(hw)}" if hw else "")
 
 
+def obtained_text(option: Option) -> str:
+    """'measured, 1 run' / 'measured, 6 runs on 3 hosts' / 'modelled': what a class's figure rests on
+    (EpochEstimate.rests_on's words), as the answer's sentence and the report's first screen say it."""
+    if not option.measured:
+        return "modelled"
+    est = option.estimate
+    return f"measured, {est.rests_on}" if est is not None else "measured"
+
+
 def class_rows(classes: list[ClassAnswer] | tuple[ClassAnswer, ...]) -> tuple[ClassRow, ...]:
     """Each ClassAnswer as a ClassRow: its choice's fields (or why there is none), GPU-hours, price and cost."""
     out = []
@@ -124,6 +134,9 @@ def class_rows(classes: list[ClassAnswer] | tuple[ClassAnswer, ...]) -> tuple[Cl
             fit_basis=ch.fit_basis if ch else "no matrix recipe is shown to fit",
             epoch_s=ch.epoch_s if ch else None, low_s=ch.low_s if ch else None, high_s=ch.high_s if ch else None,
             measured=ch.measured if ch else None, basis=ch.basis if ch else None, run=ch.run if ch else None,
+            obtained=(obtained_text(ch) + ("" if ch.measured or "no published check" not in
+                                          transfer.band_checked(c.hw) else ", no published check of its family"))
+            if ch else None,
             startup_s=ch.startup_s if ch else None, job_s=ch.job_s if ch else None, gpu_hours=c.gpu_hours,
             price_per_gpu_hour=c.price_per_gpu_hour, currency=c.currency, cost=c.cost,
             how=how_text(ch.measured, ch.basis, c.hw) if ch else None, close=", ".join(c.close) or None,

@@ -219,7 +219,7 @@ def error_text(err: PlannerError) -> str:
 # ------------------------------------------------------------------------------------------ the recommendation
 
 
-FIRST_SCREEN_CLASSES = ("gpu", "recipe", "fits", "peak_gib", "epoch_s", "gpu_hours", "cost", "measured")  # fields
+FIRST_SCREEN_CLASSES = ("gpu", "recipe", "fits", "peak_gib", "epoch_s", "gpu_hours", "cost", "obtained")  # fields
 
 
 def classes_table_html(classes: list[ClassAnswer]) -> str:
