@@ -26,7 +26,14 @@ READERS = ("analysis/parse",
            "analysis/measure/utilisation.py", "analysis/measure/utilisation_view.py",
            # launch.json's allocator cap and quick stop, schedule.jsonl's counts, the launcher's options
            "analysis/estimate/epoch.py", "analysis/judge/audit/card.py", "analysis/estimate/quick.py",
-           "analysis/judge/answer/run_tables.py")
+           "analysis/judge/answer/run_tables.py",
+           # run.json's round, harness and probe_after, env.json's host probe, packages, GPU memory, run.json's command
+           # and notes, times and imported mark
+           "analysis/measure/repeats.py", "analysis/present/report/header.py",
+           "analysis/present/report/section_hardware.py", "analysis/present/report/section_memory.py",
+           "analysis/estimate/planner.py",
+           # the launcher's options (run.json key's launcher), schedule.jsonl's lines
+           "analysis/judge/audit/rules_card.py", "analysis/estimate/quick_check.py", "analysis/estimate/workload.py")
 _KEY_METHODS = ("get", "pop", "setdefault")
 
 

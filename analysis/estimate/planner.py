@@ -60,6 +60,7 @@ from analysis.parse.record import RunRecord
 from analysis.parse.results import collect
 from experiments.base import hardware, paths
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Run
 
 VALIDATED_METHODS = ("lora",)  # methods with committed measurements to check the memory model against
 
@@ -136,7 +137,7 @@ def _matching_runs(records: list[RunRecord], hw: str | None, model_name: str, me
     for r in records:
         if not r.ok or (hw is not None and r.hw != hw) or step_time(r).median is None:
             continue
-        if r.run_status.get("imported"):  # an imported log's GPU is its owner's word: "Your runs", not a class's time
+        if r.run_status.get(Run.IMPORTED):  # an imported log's GPU is its owner's word: "Your runs", not a class's time
             continue
         if (r.per_device_batch, r.grad_accum, r.max_length, r.gradient_checkpointing) \
                 != (batch, grad_accum, max_length, gradient_checkpointing):

@@ -12,6 +12,7 @@ from analysis.estimate.quick import EventCosts, QuickEstimate, estimate, events,
 from analysis.measure import steps as measure_steps
 from analysis.parse.record import RunRecord
 from analysis.parse.runfile_rows import ScheduleStep
+from experiments.base.runfolder import Tokens as T
 
 MIN_SAME_INTERVALS = 3  # same_steps: a ratio rests on at least this many steady intervals both runs have
 
@@ -30,9 +31,9 @@ class ScheduleCheck:
 def schedule_vs_tokens(schedule: list[ScheduleStep], full: RunRecord) -> ScheduleCheck:
     """The predicted per-step token counts against those FULL's tokens.jsonl recorded, step by step."""
     rec_tokens, rec_padded = full.tokens_by_step or {}, full.padded_by_step or {}
-    diff = [s["step"] for s in schedule if s["step"] in rec_tokens and (
-        rec_tokens[s["step"]] != s["tokens"] or rec_padded.get(s["step"], s["padded_tokens"]) != s["padded_tokens"])]
-    return ScheduleCheck(sum(1 for s in schedule if s["step"] in rec_tokens), diff, len(rec_tokens), len(schedule))
+    diff = [s[T.STEP] for s in schedule if s[T.STEP] in rec_tokens and (
+        rec_tokens[s[T.STEP]] != s[T.TOKENS] or rec_padded.get(s[T.STEP], s[T.PADDED_TOKENS]) != s[T.PADDED_TOKENS])]
+    return ScheduleCheck(sum(1 for s in schedule if s[T.STEP] in rec_tokens), diff, len(rec_tokens), len(schedule))
 
 
 @dataclass(frozen=True)

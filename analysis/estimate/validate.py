@@ -33,6 +33,7 @@ from analysis.parse.record import RunRecord
 from analysis.parse.results import collect
 from experiments.base import hardware
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Args, Launcher
 
 MIN_STEADY_INTERVALS = 3  # a step time checked against the estimate rests on at least this many steady intervals
 
@@ -149,7 +150,7 @@ def _validation_row(r: RunRecord, longest: dict[tuple, float], c: Constants) -> 
     tps, est_step = _roofline_step(r, shapes, method, gc, rank, mem, c)
     measured_step = step_time(r).median
     measured = r.peak_mem_gib
-    cap = r.launcher.get("mem_cap_gib")
+    cap = r.launcher.get(Launcher.MEM_CAP_GIB)
     check = _check_of(r, args, cap)
     if pf and longest_micro_batch(r) is None and not check.startswith("not modelled"):
         # a padding-free run without the launcher's token counts (a plain twin: no tokens.jsonl, no schedule.jsonl):
@@ -209,7 +210,7 @@ def _data_key(args: dict) -> tuple:
     sample counts (the runner copies them into a folder per run) and max_length."""
     data = args.get("dataset")
     names = tuple(sorted(Path(str(d)).name for d in data)) if isinstance(data, list) else (str(data),)
-    return (Path(str(args.get("model") or "")).name, names, args.get("max_length"))
+    return (Path(str(args.get(Args.MODEL) or "")).name, names, args.get(Args.MAX_LENGTH))
 
 
 def _longest_by_data(records: list[RunRecord]) -> dict[tuple, float]:

@@ -16,6 +16,7 @@ from analysis.measure import flops as measure_flops
 from analysis.parse.record import RunRecord
 from experiments.base import hardware
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Tokens
 
 CONSTANTS_FILE = hardware.DATA / "planner.yaml"
 GIB = 2 ** 30
@@ -341,7 +342,8 @@ def longest_micro_batch(rec: RunRecord, whole_epoch: bool = False) -> int | None
     ws = rec.world_size or 1
     rows: list[tuple[int, int]] = []  # (tokens of the step, micro-batches x GPUs)
     if whole_epoch and rec.schedule:
-        rows = [(s["padded_tokens"] if padded else s["tokens"], s["micro_batches"] * ws) for s in rec.schedule]
+        rows = [(s[Tokens.PADDED_TOKENS] if padded else s[Tokens.TOKENS], s[Tokens.MICRO_BATCHES] * ws)
+                for s in rec.schedule]
     else:
         by_step = (rec.padded_by_step if padded else rec.tokens_by_step) or {}
         ga = rec.grad_accum or 1

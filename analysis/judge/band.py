@@ -27,6 +27,7 @@ from analysis.parse.record import RunRecord
 from analysis.parse.results import collect
 from experiments.base.datafiles import read_yaml
 from experiments.base.errors import InputError
+from experiments.base.runfolder import RunKey
 from experiments.recipes import catalog
 
 CLAIMS_FILE = Path(__file__).resolve().parent / "audit" / "claims.yaml"  # the audit's data (audit.config checks it)
@@ -100,7 +101,7 @@ def defined_as(rec: RunRecord, name: str) -> bool:
         return all(launcher.get(k) == v for k, v in (e.get("launcher") or {}).items())
     got = {k: v for k, v in overrides.items() if k not in MACHINE_OVERRIDES}
     want_env = {k: str(v) for k, v in (e.get("env") or {}).items()}
-    return (got == dict(e.get("overrides") or {}) and "launcher" in rec.key and launcher == e.get("launcher")
+    return (got == dict(e.get("overrides") or {}) and RunKey.LAUNCHER in rec.key and launcher == e.get("launcher")
             and env == want_env)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from analysis.core.viewfield import col, hidden
 from analysis.parse.record import RunRecord
+from experiments.base.runfolder import Env, Host, Launcher, Probe, Round, Run, RunKey
 
 PLAIN, LAUNCHER, PROFILED, LAUNCHER_V1, IMPORTED = "plain", "launcher", "profiled", "launcher v1", "imported"
 
@@ -22,11 +23,11 @@ PLAIN, LAUNCHER, PROFILED, LAUNCHER_V1, IMPORTED = "plain", "launcher", "profile
 def harness(rec: RunRecord) -> str:
     """How REC was measured (the module's list)."""
     status = rec.run_status
-    if status.get("imported"):
+    if status.get(Run.IMPORTED):
         return IMPORTED
-    if status.get("harness") == PLAIN or (status.get("key") and "launcher" not in rec.key):
+    if status.get(Run.HARNESS) == PLAIN or (status.get(Run.KEY) and RunKey.LAUNCHER not in rec.key):
         return PLAIN
-    if rec.launcher.get("profile_steps"):
+    if rec.launcher.get(Launcher.PROFILE_STEPS):
         return PROFILED
     return LAUNCHER if (rec.harness or 0) >= 2 else LAUNCHER_V1
 
@@ -47,10 +48,10 @@ class Place:
 
 
 def place(rec: RunRecord) -> Place | None:
-    r = rec.run_status.get("round")
-    if not isinstance(r, dict) or not r.get("set") or not isinstance(r.get("round"), int):
+    r = rec.run_status.get(Run.ROUND)
+    if not isinstance(r, dict) or not r.get(Round.SET) or not isinstance(r.get(Round.ROUND), int):
         return None
-    return Place(str(r["set"]), int(r["round"]), r.get("of"), r.get("slot"))
+    return Place(str(r[Round.SET]), int(r[Round.ROUND]), r.get(Round.OF), r.get(Round.SLOT))
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,14 @@ class ProbePair:
 def _value(probe: object, part: str) -> float | None:
     if not isinstance(probe, dict):
         return None
-    v = (probe.get(part) or {}).get("value") if isinstance(probe.get(part), dict) else None
+    v = (probe.get(part) or {}).get(Probe.VALUE) if isinstance(probe.get(part), dict) else None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def probes(rec: RunRecord) -> ProbePair:
-    before = (rec.env.get("host") or {}).get("probe")
-    after = rec.run_status.get("probe_after")
-    return ProbePair(_value(before, "python_loop"), _value(after, "python_loop"))
+    before = (rec.env.get(Env.HOST) or {}).get(Host.PROBE)
+    after = rec.run_status.get(Run.PROBE_AFTER)
+    return ProbePair(_value(before, Probe.PYTHON_LOOP), _value(after, Probe.PYTHON_LOOP))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from analysis.core.viewfield import col
 from analysis.measure import compare, jobtime, repeats, steps, throughput
 from analysis.parse.record import RunRecord
+from experiments.base.runfolder import Env, GpuCheck
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -183,10 +184,10 @@ def memory_rows(records: list[RunRecord]) -> tuple[MemoryRow, ...]:
 
 
 # env.json's items as the report's environment table words them: (label, env.json key)
-ENVIRONMENT = (("GPU", "gpu_name"), ("GPUs", "gpu_count"), ("GPU memory (MiB)", "gpu_memory_mib"),
-               ("driver", "driver"), ("CUDA (driver)", "cuda_driver"), ("CUDA (torch build)", "cuda_torch"),
-               ("CPU", "cpu_model"), ("CPU cores", "cpu_count"), ("RAM (GiB)", "ram_gib"), ("Python", "python"),
-               ("platform", "platform"))
+ENVIRONMENT = (("GPU", Env.GPU_NAME), ("GPUs", Env.GPU_COUNT), ("GPU memory (MiB)", Env.GPU_MEMORY_MIB),
+               ("driver", Env.DRIVER), ("CUDA (driver)", Env.CUDA_DRIVER), ("CUDA (torch build)", Env.CUDA_TORCH),
+               ("CPU", Env.CPU_MODEL), ("CPU cores", Env.CPU_COUNT), ("RAM (GiB)", Env.RAM_GIB), ("Python", Env.PYTHON),
+               ("platform", Env.PLATFORM))
 CLASS_RUNS = ("run", "experiment", "status", "labels", "steps", "ms_per_step", "peak_gib")  # a class's runs (report)
 
 
@@ -199,10 +200,11 @@ def environment(rec: RunRecord) -> dict[str, object]:
     if probe.measured():
         out["host probe (Python ns/iter, dispatch us/op, LoRA ms)"] = (
             f"{probe.python_ns}, {probe.dispatch_us}, {probe.lora_ms}")
-    check = rec.env.get("gpu_check") or {}
+    check = rec.env.get(Env.GPU_CHECK) or {}
     if check:
-        out["GPU check"] = f"matched {check.get('matched_hw')}" + (" (FORCED)" if check.get("forced") else "")
-    for pkg, v in (rec.env.get("packages") or {}).items():
+        out["GPU check"] = f"matched {check.get(GpuCheck.MATCHED_HW)}" + (
+            " (FORCED)" if check.get(GpuCheck.FORCED) else "")
+    for pkg, v in (rec.env.get(Env.PACKAGES) or {}).items():
         out[pkg] = v
     return out
 
@@ -210,6 +212,7 @@ def environment(rec: RunRecord) -> dict[str, object]:
 def environment_record(rec: RunRecord, hw: str) -> dict[str, object]:
     """A run's env.json flat (environment.csv's row: its keys are the run's own), with its host probe and packages."""
     return {"hw": hw, "experiment": rec.experiment, "run": rec.run,
-            **{k: v for k, v in rec.env.items() if k not in ("topology", "gpus", "packages", "gpu_check", "host")},
+            **{k: v for k, v in rec.env.items()
+               if k not in (Env.TOPOLOGY, Env.GPUS, Env.PACKAGES, Env.GPU_CHECK, Env.HOST)},
             "host_id": rec.host_id, **{f"host_probe:{k}": v for k, v in vars(rec.host_probe).items()},
-            **{f"pkg:{k}": v for k, v in (rec.env.get("packages") or {}).items()}}
+            **{f"pkg:{k}": v for k, v in (rec.env.get(Env.PACKAGES) or {}).items()}}

@@ -19,7 +19,7 @@ from analysis.measure.steps import step_time
 from analysis.measure.throughput import throughput
 from analysis.parse.record import RunRecord
 from experiments.base.paths import relative
-from experiments.base.runfolder import GpuOp
+from experiments.base.runfolder import GpuOp, Launcher
 from experiments.base.runfolder import ProfileWindow as W
 from experiments.recipes import catalog
 
@@ -212,13 +212,13 @@ def capacity_frame(results_dir, hw: str | None = None, records: list[RunRecord] 
     runs = _runs(results_dir, hw, records)
     table = []
     for name, srch in catalog.load()["searches"].items():
-        cap = srch["launcher"]["mem_cap_gib"]
+        cap = srch["launcher"][Launcher.MEM_CAP_GIB]
         # one row of the figure per search: the cap, and what else differs from the seed recipe's shape
         what = [f"{cap:g} GiB cap"]
         if srch["overrides"].get("quant_bits") == 4:
             what.append("QLoRA 4-bit")
-        if srch["launcher"].get("pad_to"):
-            what.append(f"rows padded to {srch['launcher']['pad_to']}")
+        if srch["launcher"].get(Launcher.PAD_TO):
+            what.append(f"rows padded to {srch['launcher'][Launcher.PAD_TO]}")
         for b in srch["ladder"]:
             rec = pick(runs, catalog.probe_name(name, b), allow_oom=True)
             if rec is None:

@@ -13,6 +13,7 @@ from analysis.judge.audit.config import Claim
 from analysis.judge.audit.result import Verdict, result
 from analysis.judge.audit.rules_memory import capacity_lines, search_result
 from analysis.judge.band import Runs, pick, rnd
+from experiments.base.runfolder import Launcher
 from experiments.recipes import catalog
 
 
@@ -42,8 +43,9 @@ def rule_capped_fit(claim: Claim, runs: Runs, **_) -> Verdict:
         got = "records no applied allocator cap" if cap is None else f"was capped at {card.gib(cap)} GiB"
         return result("inconclusive", f"{none_yet} (refused: {name}'s cap is above it); {name} {rec.run} {got} in its "
                                       f"launch.json, not evidence for the card's {card_text}{context}", nums, [rec])
-    how = ", ".join(x for x in ("longest samples first" if rec.launcher.get("longest_first") else "",
-                                f"rows padded to {rec.launcher['pad_to']}" if rec.launcher.get("pad_to") else "") if x)
+    how = ", ".join(x for x in ("longest samples first" if rec.launcher.get(Launcher.LONGEST_FIRST) else "",
+                                f"rows padded to {rec.launcher[Launcher.PAD_TO]}"
+                                if rec.launcher.get(Launcher.PAD_TO) else "") if x)
     what = (f"bs {rec.per_device_batch}" if rec.per_device_batch else name) + (f" ({how})" if how else "")
     if rec.is_oom:
         return result("does not hold", f"{what} OOMed under a {card.gib(cap)} GiB cap ({name} {rec.run}): "

@@ -15,6 +15,7 @@ from analysis.measure.loss import eval_at
 from analysis.measure.memory import common_peaks
 from analysis.parse.record import RunRecord
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Launcher
 from experiments.recipes import catalog
 
 
@@ -108,7 +109,7 @@ def search_result(name: str, runs: Runs) -> SearchResult:
         bracketed = True
     if largest_ok == ladder[-1]:
         bracketed = True
-    return SearchResult(name, s["launcher"].get("mem_cap_gib"), largest_ok, first_oom, bracketed,
+    return SearchResult(name, s["launcher"].get(Launcher.MEM_CAP_GIB), largest_ok, first_oom, bracketed,
                         ok[largest_ok].peak_mem_gib if largest_ok else None,
                         [r for r in (ok.get(largest_ok) if largest_ok is not None else None,
                                      oom.get(first_oom) if first_oom is not None else None) if r],

@@ -14,6 +14,7 @@ from analysis.present import plots, view_render
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base.paths import relative
+from experiments.base.runfolder import Launcher
 
 RECIPE_SEED = "ms_swift_hw_test.yaml"
 # Claims of the recipe article for which this report shows data (the verdicts are for the Claims section).
@@ -59,8 +60,8 @@ def recipes_figure(ctx: Context, rows: tuple[frames.RecipeClaimRow, ...], seed: 
     batches = sorted({r.samples_per_step for r in runs if r.samples_per_step})
     title = ("Throughput recipes" + (f" at global batch {batches[0]}" if len(batches) == 1 else "")
              + (f" ({', '.join(h.upper() for h in hws)})" if hws else ""))
-    stops = sorted({stop for r in runs if (stop := r.launcher.get("stop_after"))})
-    full = sorted({r.max_steps for r in runs if r.launcher.get("stop_after") and r.max_steps})
+    stops = sorted({stop for r in runs if (stop := r.launcher.get(Launcher.STOP_AFTER))})
+    full = sorted({r.max_steps for r in runs if r.launcher.get(Launcher.STOP_AFTER) and r.max_steps})
     steps_text = (", ".join(map(str, stops[:-1])) + " or " + str(stops[-1])) if len(stops) > 1 else \
         "".join(map(str, stops))
     cut = (f"Cut runs stop after step {steps_text} of the full "

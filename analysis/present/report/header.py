@@ -10,6 +10,7 @@ from analysis.judge.answer.run_use import run_use
 from analysis.present.report.context import Context
 from analysis.present.report.html import e, join, style
 from experiments.base import paths
+from experiments.base.runfolder import Env, Run
 
 # why a run folder is not behind the report's numbers, in the order the header lists them
 NOT_USED = {
@@ -74,11 +75,11 @@ def runs_line(ctx: Context) -> str:
 
 def header(ctx: Context) -> str:
     versions = sorted({v for r in ctx.records
-                       if (v := (r.env.get("packages") or {}).get("ms-swift") or r.swift_version) is not None})
-    started = sorted(s for r in ctx.records if (s := r.run_status.get("started")))
+                       if (v := (r.env.get(Env.PACKAGES) or {}).get("ms-swift") or r.swift_version) is not None})
+    started = sorted(s for r in ctx.records if (s := r.run_status.get(Run.STARTED)))
     # a class is measured by this project's runs; an imported log's GPU is its owner's word ("Your runs")
-    measured_hw = sorted({r.hw for r in ctx.records if r.hw and not r.run_status.get("imported")}, key=ctx.hw_rank)
-    yours = sorted({r.hw for r in ctx.records if r.hw and r.run_status.get("imported")}, key=ctx.hw_rank)
+    measured_hw = sorted({r.hw for r in ctx.records if r.hw and not r.run_status.get(Run.IMPORTED)}, key=ctx.hw_rank)
+    yours = sorted({r.hw for r in ctx.records if r.hw and r.run_status.get(Run.IMPORTED)}, key=ctx.hw_rank)
     commit = git_commit()
     article_hw = in_words([P.short(h) for h in P.hardware_with(ctx.pub, "ms_per_step")])
     return join([

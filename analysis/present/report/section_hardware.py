@@ -22,6 +22,7 @@ from analysis.present.report import html as H
 from analysis.present.report.context import Context
 from experiments.base import hardware, paths, runfiles, userfiles
 from experiments.base.errors import InputError
+from experiments.base.runfolder import Env, Run
 
 COMMAND_FILE = runfiles.COMMAND_SH
 NO_COMMAND = "no command recorded"
@@ -72,9 +73,9 @@ def run_command(rec: RunRecord) -> tuple[dict | None, list[str], str | None, str
         shell = userfiles.read_text(cmd_file, runfiles.max_bytes(cmd_file)) if userfiles.present(cmd_file) else None
     except InputError:  # a command.sh that cannot be read shows no command; run.json's stands
         shell = None
-    command = rec.run_status.get("command")
+    command = rec.run_status.get(Run.COMMAND)
     if isinstance(command, list):
-        return argv_flags(command), list(rec.run_status.get("notes") or []), shell, "run.json / command.sh"
+        return argv_flags(command), list(rec.run_status.get(Run.NOTES) or []), shell, "run.json / command.sh"
     argv = shell_argv(shell) if shell else None
     if argv is not None and shell:  # a parsed argv: there was a shell line
         return argv_flags(argv), shell_notes(shell), shell, COMMAND_FILE
@@ -206,7 +207,7 @@ def env_summary(runs: list[RunRecord]) -> str:
         return " / ".join(found) if found else "?"
 
     def package(name: str):
-        return lambda r: (r.env.get("packages") or {}).get(name)
+        return lambda r: (r.env.get(Env.PACKAGES) or {}).get(name)
 
     hosts = {r.host_id for r in runs if r.host_id}
     return (f"GPU {values(lambda r: r.env.get('gpu_name'))}, driver {values(lambda r: r.env.get('driver'))}, CUDA "

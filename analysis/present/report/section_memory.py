@@ -8,6 +8,7 @@ from analysis.measure import run_views
 from analysis.present import plots, view_render
 from analysis.present.report import html as H
 from analysis.present.report.context import Context
+from experiments.base.runfolder import Env
 
 
 def memory_frame(ctx: Context, records) -> pd.DataFrame:
@@ -24,7 +25,7 @@ def memory_section(ctx: Context) -> str:
     caps = ctx.capacities()
     mem = memory_frame(ctx, runs)
     labels = ctx.labels_of(runs)
-    gpu_mib = next((r.env.get("gpu_memory_mib") for r in ctx.matrix if r.env.get("gpu_memory_mib")), None)
+    gpu_mib = next((r.env.get(Env.GPU_MEMORY_MIB) for r in ctx.matrix if r.env.get(Env.GPU_MEMORY_MIB)), None)
     enough = P.value(ctx.pub, None, "sufficient_gpu_mem_gb")
     fig = plots.memory_bars(mem, caps, "Memory: peak reserved per run against each GPU class", labels)
     peak_legible = P.hardware_with(ctx.pub, "peak_mem_gib")
