@@ -10,6 +10,9 @@ that read a file's keys themselves: profile.json's windows, nvml.csv, launch.jso
 both sides: tests/test_runfolder_contract.py scans the writers and readers for one, and checks that each reader's
 TypedDict names only keys of its file's class. Every class of this module is part of the contract (FILES,
 all_keys()). The file names themselves are experiments/base/runfiles.py's.
+
+Stays whole: the contract is one module by design (issue 46: "the run-folder contract once"): every writer and reader
+imports its names from one place, and all_keys() reads them all here.
 """
 from __future__ import annotations
 

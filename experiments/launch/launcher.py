@@ -15,15 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.base import runfiles
-from experiments.base.runfolder import (
-    CompileCache,
-    Launch,
-    LongestFirst,
-    MemCap,
-    ProfileRecord,
-    Tokens,
-    TokensRecord,
-)
+from experiments.base.runfolder import CompileCache, Launch, LongestFirst, MemCap, ProfileRecord, Tokens, TokensRecord
 from experiments.base.runfolder import StopAfter as StopRecord
 from experiments.launch.options import parse, swift_flag
 from experiments.launch.profiler import make_profiler_callback

@@ -44,7 +44,7 @@ class ClassRow:
     low_s: float | None = hidden("epoch low", "s", "{:.1f}")
     high_s: float | None = hidden("epoch high", "s", "{:.1f}")
     measured: bool | None = hidden("measured")
-    obtained: str | None = hidden("time")  # obtained_text: the first screen's short 'how' (the report)
+    obtained: str | None = hidden("obtained")  # obtained_text: the first screen's short 'how' (the report)
     basis: str | None = hidden("how the epoch was obtained")
     run: str | None = hidden("run")
     startup_s: float | None = col("start-up", "s", "{:.1f}")
