@@ -27,15 +27,20 @@ def _printed(text: str | None) -> str:
     parts = [t.strip() for t in str(text).split("\n") if t.strip()]
     if len(parts) < 2:
         return f"printed '{H.e(str(text).strip())}'"
-    return ("printed " + " and ".join(f"'{H.e(t)}'" for t in parts)
-            + " on separate lines of the extracted text, characters between them possibly lost")
+    return "printed " + " / ".join(f"'{H.e(t)}'" for t in parts) + SPLIT_MARK
+
+
+SPLIT_MARK = "*"  # a figure the extraction split over lines: _tokens_per_step says once what the pieces are
 
 
 def _tokens_per_step(facts: P.SpeedFacts) -> str:
     max_len = facts.max_length
     pieces = [f"{P.short(x.hw)} {max_len:,} x 1,000 / {x.ms:,.0f} = {x.tokens_per_s:,.0f} ({_printed(x.printed)})"
               for x in facts.published]
+    split = any(SPLIT_MARK + ")" in p for p in pieces)
     return (f"<li><b>Tokens per step.</b> The published tokens/s are {max_len:,} / step time: " + "; ".join(pieces)
+            + (" (*: the figure is printed over separate lines of the extracted text, its pieces shown; characters "
+               "between them may be lost)" if split else "")
             + f". Each matches the legible characters of the article's column, so the article assumes every step "
             f"holds {max_len:,} tokens, i.e. max_length.</li>")
 
