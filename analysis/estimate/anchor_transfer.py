@@ -94,15 +94,18 @@ class AnchorPrediction:
         return self.tokens_per_s / self.published - 1
 
 
+TORCHTUNE_ATTENTION = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "output_proj": "o_proj"}
+MLP = ("gate_proj", "up_proj", "down_proj")  # torchtune's w1, w3, w2
+
+
 def lora_params(model: AnchorModel, shapes: hardware.ModelShapes) -> int:
-    """LoRA's trainable weights: rank x (in + out) of each targeted linear, torchtune's names (q/k/v/output_proj,
-    the MLP's w1/w2/w3, the output head)."""
-    h, inter = shapes["hidden_size"], shapes["intermediate_size"]
-    q = shapes["num_attention_heads"] * shapes["head_dim"]
-    kv = shapes["num_key_value_heads"] * shapes["head_dim"]
-    attn = {"q_proj": h + q, "k_proj": h + kv, "v_proj": h + kv, "output_proj": q + h}
-    per_layer = sum(attn.get(m, 0) for m in model.lora_attn_modules) + (3 * (h + inter) if model.lora_mlp else 0)
-    head = h + shapes["vocab_size"] if model.lora_output else 0
+    """LoRA's trainable weights: rank x (in + out) of each targeted linear (hardware.linear_shapes; torchtune's
+    attention names mapped to Hugging Face's), the MLP's three where it is targeted, and the output head."""
+    linear = hardware.linear_shapes(shapes)
+    targets = [TORCHTUNE_ATTENTION[m] for m in model.lora_attn_modules if m in TORCHTUNE_ATTENTION]
+    targets += list(MLP) if model.lora_mlp else []
+    per_layer = sum(sum(linear[t]) for t in targets)
+    head = shapes["hidden_size"] + shapes["vocab_size"] if model.lora_output else 0
     return model.lora_rank * (per_layer * shapes["num_hidden_layers"] + head)
 
 

@@ -372,7 +372,7 @@ def _print_checks(results: str, as_json: bool) -> None:
               f"{dhi:+.1%})")
     _print_memory_check(results)
     _print_measured_check(checks)
-    _print_reproductions(results)
+    _print_reproductions(checks)
     _print_family_bands(checks)
 
 
@@ -391,11 +391,9 @@ def _print_family_bands(checks) -> None:
         print(f"{fam:8} checks: {now:22} time_model.yaml family_band: {yaml_text}")
 
 
-def _print_reproductions(results: str) -> None:
+def _print_reproductions(checks) -> None:
     """(6) The published workloads run here (time_checks.reproductions): the reproduction's own difference."""
-    from analysis.estimate.time_checks import reproductions
-
-    runs = reproductions(results)
+    runs = checks.reproduced
     print()
     print("(6) published LoRA workloads reproduced with their own software (torchtune 0.6.1's recipe, dummy weights, "
           "stand-in tokenizer, local alpaca rows): steady tokens/s (median of the steady steps, their range) beside "
@@ -410,13 +408,11 @@ def _print_reproductions(results: str) -> None:
     if not runs:
         print("none under results/anchors/")
         return
-    _print_carried(runs)
+    _print_carried(checks.carried)
 
 
-def _print_carried(runs) -> None:
+def _print_carried(carried) -> None:
     """(6) Each anchor run's profile carried to the anchor's other GPUs (time_checks.carried)."""
-    from analysis.estimate.time_checks import carried
-
     print("the model from each anchor run to the anchor's other GPUs: its profiled kernels x the spec-sheet ratio of "
           "their kind from the run's own class, host time kept, tokens per step unchanged; checked on the ratio to "
           "the run's class where the anchor publishes that class, else on tokens/s. 'needs': the share of the GPU's "
@@ -424,7 +420,7 @@ def _print_carried(runs) -> None:
           "no check)")
     print(f"{'run':58} {'GPU':10} {'model tok/s':>11} {'published':>9} {'needs':>6} {'model ratio':>11} "
           f"{'published':>9} {'error':>7}  basis")
-    for c in carried(runs):
+    for c in carried:
         if c.missing:
             print(f"{c.run:58} {c.missing}")
             continue

@@ -117,6 +117,8 @@ class TimeModelChecks:
     measured: tuple[MeasuredCheck, ...] = ()
     family_bands: dict[str, tuple[float, float]] = field(default_factory=dict)  # derived now (checks 2 and 6)
     family_bands_in_data: dict[str, tuple[float, float]] = field(default_factory=dict)  # time_model.yaml's
+    reproduced: tuple[anchor_run.AnchorRun, ...] = ()  # (6) the anchor runs (reproductions)
+    carried: tuple[AnchorCarried, ...] = ()            # (6) each carried to the anchor's other GPUs (carried)
 
 
 def run_checks(results: str | Path = "results") -> TimeModelChecks:
@@ -136,6 +138,8 @@ def run_checks(results: str | Path = "results") -> TimeModelChecks:
     checks = anchors.anchor_checks(ref)
     band = anchors.derive_band(checks)
     scaled_rows = scaled_checks(records)
+    runs = reproductions(results)
+    carried_runs = carried(runs)
     return TimeModelChecks(given_back=tuple(rows), anchors=tuple(checks),
                            reference_run=f"{ref.hw}/{ref.experiment}/{ref.run}",
                            reference_parts=transfer.step_on(transfer.profile_step(ref), str(ref.hw)),
@@ -143,8 +147,9 @@ def run_checks(results: str | Path = "results") -> TimeModelChecks:
                            scaled_band=derive_scaled_band(scaled_rows, band),
                            scaled_band_in_data=transfer.band("scaled"), measured=tuple(measured_checks(records)),
                            family_bands=anchors.derive_family_bands(
-                               checks, [p for c in carried(reproductions(results)) for p in c.predictions], band),
-                           family_bands_in_data=family_bands_in_data())
+                               checks, [p for c in carried_runs for p in c.predictions], band),
+                           family_bands_in_data=family_bands_in_data(), reproduced=tuple(runs),
+                           carried=tuple(carried_runs))
 
 
 def family_bands_in_data() -> dict[str, tuple[float, float]]:

@@ -334,6 +334,11 @@ def band(kind: str = "profiled", key: str | None = None) -> tuple[float, float]:
     return float(b["low"]), float(b["high"])
 
 
+def family_checked(key: str) -> bool:
+    """Whether class KEY's family has a band of its own from published checks (time_model.yaml family_band)."""
+    return model_constants().get(f"family_band.{family(key)}") is not None
+
+
 def band_checked(key: str) -> str:
     """What the band of a time carried to class KEY rests on, in words: 'band -8.6%..+8.9% from Ampere checks on the
     A100 only (...)' / 'band -8.6%..+8.9% assumed: no published check of an Ada card' (family_band's checked_on)."""
@@ -342,9 +347,8 @@ def band_checked(key: str) -> str:
     low, high = band("profiled", key)
     if own is not None:
         return f"band {low:+.1%}..{high:+.1%} from {fam} checks on {own['checked_on']}"
-    return f"band {low:+.1%}..{high:+.1%} assumed: no published check of an {fam} card" if fam[0] in "AEIOU" \
-        else f"band {low:+.1%}..{high:+.1%} assumed: no published check of a {fam} card"
-
+    article = "an" if fam[0] in "AEIOU" else "a"
+    return f"band {low:+.1%}..{high:+.1%} assumed: no published check of {article} {fam} card"
 
 
 def band_range(seconds: float, kind: str = "profiled", key: str | None = None) -> tuple[float, float]:

@@ -310,17 +310,19 @@ def model_shapes(args: dict, run_dir: Path | None = None) -> ModelShapes | None:
     return None
 
 
-def _linear_shapes(s: ModelShapes) -> list[tuple[int, int]]:
-    """(in, out) of every linear layer of one decoder block (Llama/Qwen2 family)."""
+def linear_shapes(s: ModelShapes) -> dict[str, tuple[int, int]]:
+    """(in, out) of every linear layer of one decoder block (Llama/Qwen2 family), by its Hugging Face name."""
     h, i = s["hidden_size"], s["intermediate_size"]
     q = s["num_attention_heads"] * s["head_dim"]
     kv = s["num_key_value_heads"] * s["head_dim"]
-    return [(h, q), (h, kv), (h, kv), (q, h), (h, i), (h, i), (i, h)]
+    return {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h), "gate_proj": (h, i),
+            "up_proj": (h, i), "down_proj": (i, h)}
+
 
 
 def matmul_params(s: ModelShapes) -> int:
     """Weights that take part in matrix multiplies: all decoder linears plus lm_head (embeddings excluded)."""
-    per_layer = sum(a * b for a, b in _linear_shapes(s))
+    per_layer = sum(a * b for a, b in linear_shapes(s).values())
     return per_layer * s["num_hidden_layers"] + s["hidden_size"] * s["vocab_size"]
 
 
@@ -332,14 +334,14 @@ def lora_params(s: ModelShapes, args: dict) -> int | None:
         targets = targets[0]
     if not isinstance(rank, int) or targets != "all-linear":
         return None
-    return rank * sum(a + b for a, b in _linear_shapes(s)) * s["num_hidden_layers"]
+    return rank * sum(a + b for a, b in linear_shapes(s).values()) * s["num_hidden_layers"]
 
 
 def total_params(s: ModelShapes) -> int:
     """All parameters with biases of q/k/v and RMSNorm weights (Qwen2 layout)."""
     h, kv = s["hidden_size"], s["num_key_value_heads"] * s["head_dim"]
     q = s["num_attention_heads"] * s["head_dim"]
-    per_layer = sum(a * b for a, b in _linear_shapes(s)) + (q + 2 * kv) + 2 * h
+    per_layer = sum(a * b for a, b in linear_shapes(s).values()) + (q + 2 * kv) + 2 * h
     embed = s["hidden_size"] * s["vocab_size"]
     return per_layer * s["num_hidden_layers"] + embed * (1 if s["tie_word_embeddings"] else 2) + h
 

@@ -134,9 +134,8 @@ def class_rows(classes: list[ClassAnswer] | tuple[ClassAnswer, ...]) -> tuple[Cl
             fit_basis=ch.fit_basis if ch else "no matrix recipe is shown to fit",
             epoch_s=ch.epoch_s if ch else None, low_s=ch.low_s if ch else None, high_s=ch.high_s if ch else None,
             measured=ch.measured if ch else None, basis=ch.basis if ch else None, run=ch.run if ch else None,
-            obtained=(obtained_text(ch) + ("" if ch.measured or "no published check" not in
-                                          transfer.band_checked(c.hw) else ", no published check of its family"))
-            if ch else None,
+            obtained=(obtained_text(ch) + ("" if ch.measured or transfer.family_checked(c.hw)
+                                          else ", no published check of its family")) if ch else None,
             startup_s=ch.startup_s if ch else None, job_s=ch.job_s if ch else None, gpu_hours=c.gpu_hours,
             price_per_gpu_hour=c.price_per_gpu_hour, currency=c.currency, cost=c.cost,
             how=how_text(ch.measured, ch.basis, c.hw) if ch else None, close=", ".join(c.close) or None,
