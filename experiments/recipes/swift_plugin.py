@@ -22,6 +22,8 @@ On import
     compile_layers   torch.compile of each decoder layer (static shapes: one graph per row length, shared by the
                      layers); evaluation runs eager. The inductor cache is kept in SWIFTBENCH_COMPILE_CACHE (default
                      ~/.cache/swiftbench/inductor), so a later run on the same host loads the compiled code.
+    compile_dynamic  compile_layers with the row length symbolic: one graph for every length, so rows need no padding
+                     (no pad_buckets); evaluation runs eager, as with compile_layers.
     liger_loss_only  With --use_liger_kernel true, only Liger's fused linear cross-entropy (no logits tensor), not
                      its RoPE, RMSNorm and SwiGLU kernels, which cut the compiled layers into pieces.
     liger_config     With --use_liger_kernel true, the kernels SWIFTBENCH_LIGER_CONFIG names (a JSON object of
@@ -29,7 +31,14 @@ On import
                      ms-swift's command line cannot pass that dict.
     no_host_sync     ms-swift checks the gradient norm for NaN with .item() after every step, which makes the host
                      wait for the GPU. This makes the same check on the GPU: a non-finite norm skips the optimizer
-                     update through the fused optimizer's found_inf (needs --optim adamw_torch_fused).
+                     update through the fused optimizer's found_inf (needs --optim adamw_torch_fused). Two more waits
+                     go: transformers' check whether a row holds one sequence or several (.all() on the GPU; the
+                     packed-row mask is used either way, the same mask for one sequence) and ms-swift's training
+                     token accuracy (argmax copied to the host every step; evaluation still reports it). It says which
+                     waits it cannot remove: --use_logits_to_keep (a boolean index of the labels every step) and
+                     Liger's fused linear cross-entropy (.item() on the label count).
+    sync_debug       Prints the Python stack of each distinct call that makes the host wait for the GPU in the
+                     optimizer steps SWIFTBENCH_SYNC_DEBUG names (e.g. 20-21; torch.cuda.set_sync_debug_mode).
 """
 from __future__ import annotations
 
@@ -40,6 +49,7 @@ from pathlib import Path
 CACHE_ENV = "SWIFTBENCH_COMPILE_CACHE"
 PAD_ENV = "SWIFTBENCH_PAD_MULTIPLE"
 LIGER_ENV = "SWIFTBENCH_LIGER_CONFIG"
+SYNC_ENV = "SWIFTBENCH_SYNC_DEBUG"
 DEFAULT_PAD_MULTIPLE = 1024
 RECOMPILE_LIMIT = 64  # graphs per compiled layer: one per row length (and grad mode); dynamo's default is 8
 
@@ -192,6 +202,8 @@ class PadBuckets(_Callback):
 
 
 class CompileLayers(_Callback):
+    dynamic = False  # static shapes: one graph per row length (pad_buckets keeps the lengths few)
+
     def __init__(self, args, trainer):
         super().__init__(args, trainer)
         import torch
@@ -209,24 +221,33 @@ class CompileLayers(_Callback):
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, RECOMPILE_LIMIT)
         self.compiled = 0
         files = sum(1 for p in cache.rglob("*") if p.is_file())
-        _log(f"compile_layers: inductor cache {cache} ({files} files before this run)")
+        _log(f"{self.name}: inductor cache {cache} ({files} files before this run)")
         evaluate = trainer.evaluate
 
-        def eager_evaluate(*a, **kw):  # eval batches have other lengths and no grad: no graphs for them
+        def eager_evaluate(*a, **kw):  # no grad: a graph of its own (a cold compile) for one or two batches
             with torch.compiler.set_stance("force_eager"):
                 return evaluate(*a, **kw)
 
         trainer.evaluate = eager_evaluate
+
+    @property
+    def name(self) -> str:
+        return "compile_dynamic" if self.dynamic else "compile_layers"
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         if self.compiled or model is None:
             return
         layers = decoder_layers(model)
         for layer in layers:
-            layer.compile(dynamic=False)
+            layer.compile(dynamic=self.dynamic)
         self.compiled = len(layers)
         kind = type(layers[0]).__name__ if layers else "-"
-        _log(f"compile_layers: {len(layers)} decoder layers compiled ({kind})")
+        shapes = "row length symbolic" if self.dynamic else "static shapes"
+        _log(f"{self.name}: {len(layers)} decoder layers compiled ({kind}, {shapes})")
+
+
+class CompileDynamic(CompileLayers):
+    dynamic = True
 
 
 class LigerLossOnly(_Callback):
@@ -247,10 +268,27 @@ class LigerConfig(_Callback):
         _log(f"liger_config: {cfg}")
 
 
+def packed_sequence_indices_no_sync(masking_utils):
+    """transformers' find_packed_sequence_indices without its `.all()` test for a row of one sequence (a host wait
+    every forward): the sequence-index tensor is returned either way; for one sequence it is all zeros, the same mask."""
+    orig = masking_utils.find_packed_sequence_indices
+    if getattr(orig, "_swiftbench", False):
+        return orig
+    import torch
+
+    def find_packed_sequence_indices(position_ids):
+        first = position_ids[:, :1] - 1
+        return (torch.diff(position_ids, prepend=first, dim=-1) != 1).cumsum(-1)
+
+    find_packed_sequence_indices._swiftbench = True  # type: ignore[attr-defined]
+    return find_packed_sequence_indices
+
+
 class NoHostSync(_Callback):
     def __init__(self, args, trainer):
         super().__init__(args, trainer)
         import torch
+        from transformers import masking_utils
 
         optim = getattr(args, "optim", "")
         optim = str(getattr(optim, "value", optim))
@@ -269,16 +307,108 @@ class NoHostSync(_Callback):
             return norm
 
         trainer._clip_grad_norm = _clip_grad_norm
-        _log("no_host_sync: non-finite gradient norms skip the update on the GPU (fused optimizer's found_inf)")
+        if hasattr(masking_utils, "find_packed_sequence_indices"):
+            masking_utils.find_packed_sequence_indices = packed_sequence_indices_no_sync(masking_utils)
+        compute_acc = getattr(trainer, "_compute_acc", None)
+        if compute_acc is not None:
+            def _compute_acc(*a, **kw):  # training token accuracy copies the argmax to the host every step
+                if not trainer.model.training:
+                    return compute_acc(*a, **kw)
+                return None
+
+            trainer._compute_acc = _compute_acc
+        _log("no_host_sync: non-finite gradient norms skip the update on the GPU (fused optimizer's found_inf); "
+             "packed rows masked without a host test; no training token accuracy")
+        for why in remaining_syncs(args):
+            _log(f"no_host_sync: still waits every step: {why}")
+
+
+def remaining_syncs(args) -> list[str]:
+    """The per-step host waits no_host_sync leaves, from the run's own flags."""
+    out = []
+    if getattr(args, "use_logits_to_keep", None) is not False:
+        out.append("--use_logits_to_keep (labels indexed by a boolean mask); pass --use_logits_to_keep false")
+    cfg = getattr(args, "liger_kernel_config", None) or {}
+    if getattr(args, "use_liger_kernel", False) and cfg.get("fused_linear_cross_entropy", True):
+        out.append("Liger's fused linear cross-entropy (.item() on the label count)")
+    return out
+
+
+def sync_debug_steps() -> range:
+    """SWIFTBENCH_SYNC_DEBUG as a range of optimizer steps ('20-21', or '20')."""
+    text = os.environ.get(SYNC_ENV, "").strip()
+    first, _, last = text.partition("-")
+    try:
+        lo, hi = int(first), int(last or first)
+    except ValueError:
+        raise ValueError(f"{SYNC_ENV}={text!r}: optimizer steps, e.g. 20-21") from None
+    if lo < 1 or hi < lo:
+        raise ValueError(f"{SYNC_ENV}={text!r}: steps from 1, first <= last")
+    return range(lo, hi + 1)
+
+
+class SyncDebug(_Callback):
+    """Each distinct stack that waits on the GPU in the chosen steps, printed once with how often it waited."""
+
+    MESSAGE = ".*synchroniz.*"
+
+    def __init__(self, args, trainer):
+        super().__init__(args, trainer)
+        import torch
+
+        self.steps = sync_debug_steps()
+        self.seen: dict[str, int] = {}
+        self.on = False
+        self._show = None
+        if not torch.cuda.is_available():
+            self.steps = range(0)
+            _log("sync_debug: no CUDA device, no host waits to print")
+            return
+        _log(f"sync_debug: host waits in steps {self.steps.start}-{self.steps.stop - 1} are printed")
+
+    def _hook(self, message, category, filename, lineno, file=None, line=None):
+        import traceback
+
+        if "synchroniz" not in str(message):
+            return self._show(message, category, filename, lineno, file, line)
+        frames = [f for f in traceback.extract_stack()[:-1] if "warnings" not in f.filename]
+        key = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames[-8:]))
+        self.seen[key] = self.seen.get(key, 0) + 1
+        return None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        import torch
+        import warnings
+
+        if state.global_step + 1 in self.steps and not self.on:
+            self._show, warnings.showwarning = warnings.showwarning, self._hook
+            warnings.filterwarnings("always", message=self.MESSAGE)
+            torch.cuda.set_sync_debug_mode("warn")
+            self.on = True
+
+    def on_step_end(self, args, state, control, **kwargs):
+        import torch
+        import warnings
+
+        if self.on and state.global_step + 1 not in self.steps:
+            torch.cuda.set_sync_debug_mode("default")
+            warnings.showwarning = self._show
+            self.on = False
+            n = len(self.steps)
+            _log(f"sync_debug: {sum(self.seen.values())} host waits in {n} step(s), {len(self.seen)} distinct")
+            for key, count in sorted(self.seen.items(), key=lambda kv: -kv[1]):
+                _log(f"sync_debug: {count}x {key}")
 
 
 def make_callbacks() -> dict:
     """The callback classes by their --callbacks name."""
     return {"sdpa_no_cudnn": SdpaNoCudnn, "pad_buckets": PadBuckets, "compile_layers": CompileLayers,
-            "liger_loss_only": LigerLossOnly, "liger_config": LigerConfig, "no_host_sync": NoHostSync}
+            "compile_dynamic": CompileDynamic, "liger_loss_only": LigerLossOnly, "liger_config": LigerConfig,
+            "no_host_sync": NoHostSync, "sync_debug": SyncDebug}
 
 
-CALLBACKS = ("sdpa_no_cudnn", "pad_buckets", "compile_layers", "liger_loss_only", "liger_config", "no_host_sync")
+CALLBACKS = ("sdpa_no_cudnn", "pad_buckets", "compile_layers", "compile_dynamic", "liger_loss_only", "liger_config",
+             "no_host_sync", "sync_debug")
 
 
 NEEDS = "ms-swift 4.x (swift.arguments and swift.callbacks; measured with 4.6.0)"
