@@ -182,12 +182,15 @@ def test_liger_callbacks_set_the_trainers_liger_config(monkeypatch):
             cbs["liger_config"](SimpleNamespace(liger_kernel_config=None), SimpleNamespace())
 
 
-def test_no_host_sync_skips_a_non_finite_step_on_the_device_and_takes_a_finite_one():
+def test_no_host_sync_skips_a_non_finite_step_on_the_device_and_takes_a_finite_one(monkeypatch):
     """ms-swift drops the update when the gradient norm is NaN (after an .item()); no_host_sync hands the fused AdamW a
     found_inf flag instead: a NaN norm leaves the weights and the step count as they were, a finite one updates."""
     import torch
 
+    from transformers import masking_utils
+
     plugin = _plugin()
+    monkeypatch.setattr(masking_utils, "find_packed_sequence_indices", masking_utils.find_packed_sequence_indices)
     p = torch.nn.Parameter(torch.ones(4))
     opt = torch.optim.AdamW([p], lr=0.1, fused=True)
     norms = iter([torch.tensor(float("nan")), torch.tensor(2.0)])
@@ -238,3 +241,114 @@ def test_the_parser_knows_the_plugins_default_bucket():
     from analysis.parse.record import PAD_BUCKET_DEFAULT
 
     assert _plugin().DEFAULT_PAD_MULTIPLE == PAD_BUCKET_DEFAULT
+
+
+def test_packed_sequence_indices_without_the_host_test_by_hand(monkeypatch):
+    """Three sequences of 2, 3 and 1 tokens packed in one row are sequences 0, 0, 1, 1, 1, 2 (transformers' own
+    docstring example); a row of one sequence is all zeros where transformers' version returns None after an .all()
+    that makes the host wait."""
+    import torch
+    from transformers import masking_utils
+
+    plugin = _plugin()
+    original = masking_utils.find_packed_sequence_indices
+    original = getattr(original, "original", original)  # an earlier no_host_sync in this process replaced it
+    fn = plugin.packed_sequence_indices_no_sync(SimpleNamespace(find_packed_sequence_indices=original))
+    packed = torch.tensor([[0, 1, 0, 1, 2, 0]])
+    assert fn(packed).tolist() == [[0, 0, 1, 1, 1, 2]] == original(packed).tolist()
+    one = torch.arange(5)[None]
+    assert fn(one).tolist() == [[0] * 5] and original(one) is None
+    assert plugin.packed_sequence_indices_no_sync(SimpleNamespace(find_packed_sequence_indices=fn)) is fn
+
+
+def test_no_host_sync_drops_training_token_accuracy_only_and_names_the_waits_it_leaves(monkeypatch):
+    import torch
+    from transformers import masking_utils
+    from transformers.training_args import OptimizerNames
+
+    plugin = _plugin()
+    monkeypatch.setattr(masking_utils, "find_packed_sequence_indices", masking_utils.find_packed_sequence_indices)
+    calls = []
+    model = SimpleNamespace(training=True)
+    trainer = SimpleNamespace(_fix_grad_norm_nan=None, _clip_grad_norm=lambda m: torch.tensor(1.0),
+                              optimizer=None, model=model, _compute_acc=lambda *a, **k: calls.append(a))
+    args = SimpleNamespace(optim=OptimizerNames.ADAMW_TORCH_FUSED, use_logits_to_keep=None, use_liger_kernel=True,
+                           liger_kernel_config={"fused_linear_cross_entropy": True})
+    plugin.make_callbacks()["no_host_sync"](args, trainer)
+    assert getattr(masking_utils.find_packed_sequence_indices, "_swiftbench", False)
+    trainer._compute_acc("train")
+    model.training = False
+    trainer._compute_acc("eval")
+    assert calls == [("eval",)]
+    waits = plugin.remaining_syncs(args)
+    assert len(waits) == 2 and "use_logits_to_keep false" in waits[0] and "Liger" in waits[1]
+    assert plugin.remaining_syncs(SimpleNamespace(use_logits_to_keep=False, use_liger_kernel=False)) == []
+    assert plugin.remaining_syncs(SimpleNamespace(use_logits_to_keep=False, use_liger_kernel=True,
+                                                  liger_kernel_config={"fused_linear_cross_entropy": False})) == []
+
+
+@pytest.mark.parametrize(("text", "want"), [("20-21", range(20, 22)), ("7", range(7, 8)), (" 3-3 ", range(3, 4))])
+def test_sync_debug_steps(monkeypatch, text, want):
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.SYNC_ENV, text)
+    assert plugin.sync_debug_steps() == want
+
+
+@pytest.mark.parametrize("text", ["", "a-b", "0-2", "5-4", "3-"])
+def test_sync_debug_refuses_bad_steps(monkeypatch, text):
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.SYNC_ENV, text)
+    if text == "3-":  # '3-' reads as step 3 alone
+        assert plugin.sync_debug_steps() == range(3, 4)
+        return
+    with pytest.raises(ValueError, match=plugin.SYNC_ENV):
+        plugin.sync_debug_steps()
+
+
+def test_sync_debug_counts_each_distinct_stack_once_per_wait(monkeypatch, capsys):
+    import torch
+
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.SYNC_ENV, "2-3")
+    modes = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+    cb = plugin.make_callbacks()["sync_debug"](SimpleNamespace(), SimpleNamespace())
+    assert cb.steps == range(2, 4)
+    cb.on_step_begin(None, SimpleNamespace(global_step=0), None)  # step 1: off
+    assert modes == [] and not cb.on
+    cb.on_step_begin(None, SimpleNamespace(global_step=1), None)  # step 2: on
+    import warnings
+
+    def wait():
+        warnings.warn("called a synchronizing CUDA operation", UserWarning)
+
+    for _ in range(3):
+        wait()
+    warnings.warn("called a synchronizing CUDA operation", UserWarning)  # another line: another stack
+    cb.on_step_end(None, SimpleNamespace(global_step=2), None)  # step 3 is next: stays on
+    assert cb.on
+    cb.on_step_end(None, SimpleNamespace(global_step=3), None)
+    assert not cb.on and modes == ["warn", "default"]
+    assert sorted(cb.seen.values()) == [1, 3]
+    out = capsys.readouterr().out
+    assert "4 host waits in 2 step(s), 2 distinct" in out and "3x " in out and "test_plugin.py" in out
+
+
+def test_compile_dynamic_compiles_each_layer_with_the_row_length_symbolic(tmp_path, monkeypatch):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    path, _, _ = run_prepare.resolve_model(run_spec.DUMMY_TINY, "cpu")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    seen = []
+    for layer in plugin.decoder_layers(model):
+        monkeypatch.setattr(layer, "compile", lambda **kw: seen.append(kw))
+    cb = plugin.make_callbacks()["compile_dynamic"](SimpleNamespace(), SimpleNamespace(evaluate=lambda: {}))
+    cb.on_train_begin(None, None, None, model=model)
+    assert seen == [{"dynamic": True}] * model.config.num_hidden_layers and cb.name == "compile_dynamic"
+    static = plugin.make_callbacks()["compile_layers"](SimpleNamespace(), SimpleNamespace(evaluate=lambda: {}))
+    assert static.dynamic is False and static.name == "compile_layers"

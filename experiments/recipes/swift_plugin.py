@@ -22,6 +22,10 @@ On import
     compile_layers   torch.compile of each decoder layer (static shapes: one graph per row length, shared by the
                      layers); evaluation runs eager. The inductor cache is kept in SWIFTBENCH_COMPILE_CACHE (default
                      ~/.cache/swiftbench/inductor), so a later run on the same host loads the compiled code.
+                     Before compiling it loads the compiled code of an earlier run (torch.compiler's cache artifacts):
+                     SWIFTBENCH_COMPILE_ARTIFACTS (a file), else the file shipped beside this plugin for this GPU
+                     architecture and torch/Triton (compile_cache/<sm..>-torch<..>-triton<..>.bin). A run that
+                     compiled writes its artifacts to the inductor cache's artifacts/ folder (that file name).
     compile_dynamic  compile_layers with the row length symbolic: one graph for every length, so rows need no padding
                      (no pad_buckets); evaluation runs eager, as with compile_layers.
     liger_loss_only  With --use_liger_kernel true, only Liger's fused linear cross-entropy (no logits tensor), not
@@ -50,6 +54,8 @@ CACHE_ENV = "SWIFTBENCH_COMPILE_CACHE"
 PAD_ENV = "SWIFTBENCH_PAD_MULTIPLE"
 LIGER_ENV = "SWIFTBENCH_LIGER_CONFIG"
 SYNC_ENV = "SWIFTBENCH_SYNC_DEBUG"
+ARTIFACTS_ENV = "SWIFTBENCH_COMPILE_ARTIFACTS"
+SHIPPED_CACHE = Path(__file__).with_name("compile_cache")  # compiled code shipped beside the plugin
 DEFAULT_PAD_MULTIPLE = 1024
 RECOMPILE_LIMIT = 64  # graphs per compiled layer: one per row length (and grad mode); dynamo's default is 8
 
@@ -105,6 +111,34 @@ def inductor_cache_dir() -> Path:
         if Path(current) != Path(torch_default()):
             return Path(current)
     return default_cache_dir()
+
+
+def artifacts_name(torch) -> str:
+    """The artifacts file of this GPU architecture and torch/Triton build: compiled code loads only where all three
+    match (a mismatched file is harmless, its entries are never hit, but it is not loaded)."""
+    arch = "cpu"
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        arch = f"sm{major}{minor}"
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = "none"
+    return f"{arch}-torch{torch.__version__}-triton{triton_version}.bin"
+
+
+def artifacts_to_load(torch) -> Path | None:
+    """SWIFTBENCH_COMPILE_ARTIFACTS where set (it must exist), else the shipped file of this build, else None."""
+    named = os.environ.get(ARTIFACTS_ENV)
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise ValueError(f"{ARTIFACTS_ENV}={named!r}: no such file")
+        return path
+    shipped = SHIPPED_CACHE / artifacts_name(torch)
+    return shipped if shipped.is_file() else None
 
 
 def pad_multiple() -> int:
@@ -220,8 +254,10 @@ class CompileLayers(_Callback):
             functorch_config.enable_autograd_cache = True
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, RECOMPILE_LIMIT)
         self.compiled = 0
+        self.torch = torch
         files = sum(1 for p in cache.rglob("*") if p.is_file())
         _log(f"{self.name}: inductor cache {cache} ({files} files before this run)")
+        self.loaded = self._load_artifacts()
         evaluate = trainer.evaluate
 
         def eager_evaluate(*a, **kw):  # no grad: a graph of its own (a cold compile) for one or two batches
@@ -233,6 +269,31 @@ class CompileLayers(_Callback):
     @property
     def name(self) -> str:
         return "compile_dynamic" if self.dynamic else "compile_layers"
+
+    def _load_artifacts(self) -> Path | None:
+        path = artifacts_to_load(self.torch)
+        if path is None:
+            return None
+        info = self.torch.compiler.load_cache_artifacts(path.read_bytes())
+        kinds = {k: len(v) for k, v in getattr(info, "artifacts", {}).items()}
+        _log(f"{self.name}: compiled code loaded from {path} ({path.stat().st_size} bytes; {kinds})")
+        return path
+
+    def on_train_end(self, args, state, control, **kwargs):
+        """The compiled code of this run as one file (torch.compiler.save_cache_artifacts), for another host."""
+        if not self.compiled:
+            return
+        saved = self.torch.compiler.save_cache_artifacts()
+        if not saved:
+            return
+        data, info = saved
+        out = inductor_cache_dir() / "artifacts" / artifacts_name(self.torch)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(out)
+        kinds = {k: len(v) for k, v in getattr(info, "artifacts", {}).items()}
+        _log(f"{self.name}: compiled code saved to {out} ({len(data)} bytes; {kinds})")
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         if self.compiled or model is None:
@@ -281,6 +342,7 @@ def packed_sequence_indices_no_sync(masking_utils):
         return (torch.diff(position_ids, prepend=first, dim=-1) != 1).cumsum(-1)
 
     find_packed_sequence_indices._swiftbench = True  # type: ignore[attr-defined]
+    find_packed_sequence_indices.original = orig  # type: ignore[attr-defined]
     return find_packed_sequence_indices
 
 
