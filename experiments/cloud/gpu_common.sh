@@ -49,6 +49,13 @@ gpu_pack() {
   rm -f "$OUT"/call.tgz.part-* "$OUT"/call-logs.tgz
   cp /tmp/call-logs.tgz "$OUT/"
   split -b 15M /tmp/call.tgz "$OUT/call.tgz.part-"
+  # The compiled code a run saved (torch.compiler cache artifacts, swift_plugin.py), for shipping beside the plugin:
+  # its file name holds '+', which the device tool does not bring back, so it travels inside a tar.
+  local arts=${SWIFTBENCH_COMPILE_CACHE:-$HOME/.cache/swiftbench/inductor}/artifacts
+  rm -f "$OUT"/artifacts.tgz.part-*
+  if compgen -G "$arts/*.bin" >/dev/null; then
+    tar czf /tmp/artifacts.tgz -C "$arts" . && split -b 15M /tmp/artifacts.tgz "$OUT/artifacts.tgz.part-"
+  fi
   ls -la "$OUT"
   du -sh /tmp/call.tgz
 }
