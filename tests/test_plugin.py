@@ -348,7 +348,45 @@ def test_compile_dynamic_compiles_each_layer_with_the_row_length_symbolic(tmp_pa
     for layer in plugin.decoder_layers(model):
         monkeypatch.setattr(layer, "compile", lambda **kw: seen.append(kw))
     cb = plugin.make_callbacks()["compile_dynamic"](SimpleNamespace(), SimpleNamespace(evaluate=lambda: {}))
+    model.requires_grad_(False)  # as under LoRA: the base weights frozen
+    ids = torch.tensor([[1, 2, 3]])
+    assert not model.get_input_embeddings()(ids).requires_grad  # frozen: the first layer's input asks no gradient
     cb.on_train_begin(None, None, None, model=model)
     assert seen == [{"dynamic": True}] * model.config.num_hidden_layers and cb.name == "compile_dynamic"
+    # ... until compile_dynamic asks one, so that every layer sees the same input (one graph, not two)
+    assert model.get_input_embeddings()(ids).requires_grad
     static = plugin.make_callbacks()["compile_layers"](SimpleNamespace(), SimpleNamespace(evaluate=lambda: {}))
     assert static.dynamic is False and static.name == "compile_layers"
+
+
+@pytest.mark.parametrize("tokens, want", [(1, 256), (47, 256), (255, 256), (256, None), (1911, None)])
+def test_min_row_length_by_hand(tokens, want):
+    assert _plugin().min_row_length(tokens, 256) == want
+
+
+def test_compile_dynamic_pads_only_a_short_training_row(tmp_path, monkeypatch):
+    """The epoch's last batch of call 24 (one row, 47 tokens: one FlexAttention block, a recompile) is padded to
+    MIN_DYNAMIC_ROW with labels -100 and position id 0, as pad_buckets pads; a row of 139 tokens under a minimum of
+    100 is left as it is; evaluation's collator is not touched."""
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    from functools import partial
+
+    t = _template()
+    trainer = SimpleNamespace(template=t, data_collator=partial(t.data_collator, padding_to=None), evaluate=lambda: {})
+    trainer.get_train_dataloader = lambda: trainer.data_collator
+    plugin.make_callbacks()["compile_dynamic"](SimpleNamespace(), trainer)
+    collate = trainer.get_train_dataloader()
+    plain = t.data_collator(_samples(t, (3,)))
+    n = plain["input_ids"].shape[1]
+    padded = collate(_samples(t, (3,)))
+    assert n < plugin.MIN_DYNAMIC_ROW and padded["input_ids"].shape == (1, plugin.MIN_DYNAMIC_ROW)
+    assert padded["labels"][0, :n].tolist() == plain["labels"][0, :n].tolist()
+    assert padded["labels"][0, n:].eq(-100).all() and padded["position_ids"][0, n:].eq(0).all()
+    monkeypatch.setattr(plugin, "MIN_DYNAMIC_ROW", 100)
+    trainer2 = SimpleNamespace(template=t, data_collator=partial(t.data_collator, padding_to=None), evaluate=lambda: {})
+    trainer2.get_train_dataloader = lambda: trainer2.data_collator
+    plugin.make_callbacks()["compile_dynamic"](SimpleNamespace(), trainer2)
+    assert trainer2.get_train_dataloader()(_samples(t, (3, 10, 7)))["input_ids"].shape == (1, 139)
+    assert trainer.data_collator(_samples(t, (3,)))["input_ids"].shape == (1, n)  # evaluation's, unpadded

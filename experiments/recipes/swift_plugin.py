@@ -27,7 +27,11 @@ On import
                      architecture and torch/Triton (compile_cache/<sm..>-torch<..>-triton<..>.bin). A run that
                      compiled writes its artifacts to the inductor cache's artifacts/ folder (that file name).
     compile_dynamic  compile_layers with the row length symbolic: one graph for every length, so rows need no padding
-                     (no pad_buckets); evaluation runs eager, as with compile_layers.
+                     (no pad_buckets); evaluation runs eager, as with compile_layers. A training row shorter than
+                     MIN_DYNAMIC_ROW tokens (an epoch's last batch of one or two samples) is padded up to it, as
+                     pad_buckets pads: torch.compile specialises a dimension of size 1 even when dynamic, and such a
+                     row's FlexAttention block mask has one 128-token block, which cost a second compile (28.7 s on an
+                     H100, results/calls/2026-12-07-call24).
     liger_loss_only  With --use_liger_kernel true, only Liger's fused linear cross-entropy (no logits tensor), not
                      its RoPE, RMSNorm and SwiGLU kernels, which cut the compiled layers into pieces.
     liger_config     With --use_liger_kernel true, the kernels SWIFTBENCH_LIGER_CONFIG names (a JSON object of
@@ -57,6 +61,7 @@ SYNC_ENV = "SWIFTBENCH_SYNC_DEBUG"
 ARTIFACTS_ENV = "SWIFTBENCH_COMPILE_ARTIFACTS"
 SHIPPED_CACHE = Path(__file__).with_name("compile_cache")  # compiled code shipped beside the plugin
 DEFAULT_PAD_MULTIPLE = 1024
+MIN_DYNAMIC_ROW = 256  # two of FlexAttention's 128-token blocks: no mask dimension of size 1
 RECOMPILE_LIMIT = 64  # graphs per compiled layer: one per row length (and grad mode); dynamo's default is 8
 
 
@@ -172,6 +177,12 @@ def bucket_length(tokens: int, multiple: int) -> int:
     return max(1, -(-tokens // multiple)) * multiple
 
 
+def min_row_length(tokens: int, minimum: int) -> int | None:
+    """The length a packed row of TOKENS tokens is padded to under compile_dynamic: MINIMUM where it is shorter, else
+    None (left as it is)."""
+    return minimum if tokens < minimum else None
+
+
 class BucketCollator:
     """ms-swift's collator with the packed row padded up to bucket_length (a class, not a closure: dataloader workers
     may receive it pickled)."""
@@ -182,6 +193,32 @@ class BucketCollator:
     def __call__(self, batch):
         tokens = sum(len(b["input_ids"]) for b in batch)
         return self.collator(batch, padding_to=bucket_length(tokens, self.multiple))
+
+
+class MinRowCollator:
+    """ms-swift's collator with a packed row shorter than MINIMUM tokens padded up to MINIMUM (picklable, as above)."""
+
+    def __init__(self, collator, minimum: int):
+        self.collator, self.minimum = collator, minimum
+
+    def __call__(self, batch):
+        tokens = sum(len(b["input_ids"]) for b in batch)
+        return self.collator(batch, padding_to=min_row_length(tokens, self.minimum))
+
+
+def wrap_train_collator(trainer, wrap) -> None:
+    """The training loader's collator wrapped by WRAP (collator -> collator); evaluation rows stay as they are."""
+    get_train_dataloader = trainer.get_train_dataloader
+
+    def train_loader(*a, **kw):
+        collator = trainer.data_collator
+        trainer.data_collator = wrap(collator)
+        try:
+            return get_train_dataloader(*a, **kw)
+        finally:
+            trainer.data_collator = collator
+
+    trainer.get_train_dataloader = train_loader
 
 
 def decoder_layers(model) -> list:
@@ -221,17 +258,7 @@ class PadBuckets(_Callback):
         if not trainer.template.padding_free:
             _log("pad_buckets: no effect without --padding_free true")
             return
-        get_train_dataloader = trainer.get_train_dataloader
-
-        def train_loader(*a, **kw):  # the training loader's collator only: evaluation rows stay as they are
-            collator = trainer.data_collator
-            trainer.data_collator = BucketCollator(collator, multiple)
-            try:
-                return get_train_dataloader(*a, **kw)
-            finally:
-                trainer.data_collator = collator
-
-        trainer.get_train_dataloader = train_loader
+        wrap_train_collator(trainer, lambda collator: BucketCollator(collator, multiple))
         _log(f"pad_buckets: training rows padded to multiples of {multiple} tokens")
 
 
@@ -299,16 +326,29 @@ class CompileLayers(_Callback):
         if self.compiled or model is None:
             return
         layers = decoder_layers(model)
+        # The first layer's input (the frozen embedding's output) needs no gradient, every other layer's does: two
+        # graphs, each compiled forward and backward. Asking a gradient of the embedding output makes it one graph;
+        # the LoRA gradients are the same, the extra one is dropped (the embedding is frozen).
+        same_input = hasattr(model, "enable_input_require_grads") and not getattr(args, "gradient_checkpointing", False)
+        if same_input:
+            model.enable_input_require_grads()
         for layer in layers:
             layer.compile(dynamic=self.dynamic)
         self.compiled = len(layers)
         kind = type(layers[0]).__name__ if layers else "-"
         shapes = "row length symbolic" if self.dynamic else "static shapes"
-        _log(f"{self.name}: {len(layers)} decoder layers compiled ({kind}, {shapes})")
+        first = "; the embedding output asks a gradient, so the first layer shares the graph" if same_input else ""
+        _log(f"{self.name}: {len(layers)} decoder layers compiled ({kind}, {shapes}){first}")
 
 
 class CompileDynamic(CompileLayers):
     dynamic = True
+
+    def __init__(self, args, trainer):
+        super().__init__(args, trainer)
+        if getattr(getattr(trainer, "template", None), "padding_free", False):
+            wrap_train_collator(trainer, lambda collator: MinRowCollator(collator, MIN_DYNAMIC_ROW))
+            _log(f"{self.name}: training rows shorter than {MIN_DYNAMIC_ROW} tokens padded to {MIN_DYNAMIC_ROW}")
 
 
 class LigerLossOnly(_Callback):
