@@ -29,3 +29,52 @@ def test_detached_wait_returns_when_the_run_has_ended(tmp_path):
 def test_detached_wait_gives_up_at_the_deadline(tmp_path):
     out = _wait(tmp_path, 0, None).stdout  # SECONDS is past 0 at once: the call's time is up
     assert "detached run exit" not in out and out.strip().endswith("rc=1")
+
+
+STUB_PYTHON = r'''#!/usr/bin/env bash
+# python3 as epoch_gpu.sh calls it: the runner's command lines logged with the artifacts file they were given; a run
+# that is not a repeat saves compiled code, as swift_plugin.py does after a compile
+if [ "$1" = -m ] && [ "$2" = experiments.run.runner ]; then
+  echo "runner ${*:3} | artifacts=${SWIFTBENCH_COMPILE_ARTIFACTS:-none}" >> "$CALLS"
+  case " $* " in *" --repeat "*) ;; *)
+    mkdir -p "$HOME/.cache/swiftbench/inductor/artifacts"
+    echo code > "$HOME/.cache/swiftbench/inductor/artifacts/sm90-torch2.11.0+cu130-triton3.6.0.bin" ;;
+  esac
+fi
+exit 0
+'''
+
+
+def _epoch_call(tmp_path, experiments: str) -> tuple[str, list[str]]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("python3", STUB_PYTHON), ("nvidia-smi", "#!/bin/sh\nexit 0\n")):
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "home" / ".triton" / "cache").mkdir(parents=True)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "CALLS": str(tmp_path / "calls"),
+           "OUT": str(tmp_path / "out"), "LOG": str(tmp_path / "log"), "RESULTS": str(tmp_path / "res" / "results"),
+           "HW": "h100", "MIN_S": "0", "SHIPPED": str(tmp_path / "shipped" / "artifacts.bin")}
+    p = subprocess.run(["bash", str(CLOUD / "epoch_gpu.sh"), "300", "-", experiments, "dummy", str(tmp_path / "data")],
+                       capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    return p.stdout, (tmp_path / "calls").read_text().splitlines()
+
+
+def test_a_shipped_item_runs_as_a_fresh_host_with_the_compiled_code_the_run_before_saved(tmp_path):
+    """gpu-bound~ after gpu-bound: the caches emptied, the saved file moved to SHIPPED and named in
+    SWIFTBENCH_COMPILE_ARTIFACTS for that run alone, which is a repeat; gpu-bound+ after it keeps the caches."""
+    out, calls = _epoch_call(tmp_path, "gpu-bound,gpu-bound~,gpu-bound+")
+    shipped = tmp_path / "shipped" / "artifacts.bin"
+    assert [c.split(" | ")[1] for c in calls] == ["artifacts=none", f"artifacts={shipped}", "artifacts=none"]
+    assert shipped.read_text() == "code\n"
+    assert "--experiments gpu-bound " in calls[1] and calls[1].split(" | ")[0].endswith("--repeat")
+    assert "--repeat" not in calls[0] and calls[2].split(" | ")[0].endswith("--repeat")
+    assert "as a fresh host: caches emptied; compiled code 5 bytes" in out
+    assert not (tmp_path / "home" / ".triton" / "cache").exists()
+
+
+def test_a_shipped_item_with_nothing_saved_is_not_started(tmp_path):
+    out, calls = _epoch_call(tmp_path, "seed@15+,seed~")
+    assert "no saved compiled code: not starting seed~" in out and len(calls) == 1 and "--max-steps 15" in calls[0]

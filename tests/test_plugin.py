@@ -186,7 +186,6 @@ def test_no_host_sync_skips_a_non_finite_step_on_the_device_and_takes_a_finite_o
     """ms-swift drops the update when the gradient norm is NaN (after an .item()); no_host_sync hands the fused AdamW a
     found_inf flag instead: a NaN norm leaves the weights and the step count as they were, a finite one updates."""
     import torch
-
     from transformers import masking_utils
 
     plugin = _plugin()
@@ -321,11 +320,11 @@ def test_sync_debug_counts_each_distinct_stack_once_per_wait(monkeypatch, capsys
     import warnings
 
     def wait():
-        warnings.warn("called a synchronizing CUDA operation", UserWarning)
+        warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=1)
 
     for _ in range(3):
         wait()
-    warnings.warn("called a synchronizing CUDA operation", UserWarning)  # another line: another stack
+    warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=1)  # another line: another stack
     cb.on_step_end(None, SimpleNamespace(global_step=2), None)  # step 3 is next: stays on
     assert cb.on
     cb.on_step_end(None, SimpleNamespace(global_step=3), None)
@@ -390,3 +389,48 @@ def test_compile_dynamic_pads_only_a_short_training_row(tmp_path, monkeypatch):
     plugin.make_callbacks()["compile_dynamic"](SimpleNamespace(), trainer2)
     assert trainer2.get_train_dataloader()(_samples(t, (3, 10, 7)))["input_ids"].shape == (1, 139)
     assert trainer.data_collator(_samples(t, (3,)))["input_ids"].shape == (1, n)  # evaluation's, unpadded
+
+
+@pytest.mark.parametrize("cache, want", [
+    ({"files_before": 0, "warm": False}, "compiled in the run (empty cache)"),
+    ({"files_before": 1830, "warm": True}, "compiled code from this host's cache of an earlier run (1830 files)"),
+    ({"files_before": 0, "artifacts": "/x/compile_cache/sm90-torch2.11.0+cu130-triton3.6.0.bin",
+      "artifacts_bytes": 29_842_000},
+     "compiled code loaded from a saved file (sm90-torch2.11.0+cu130-triton3.6.0.bin, 29.8 MB)"),
+    ({"files_before": -1}, None), ({"files_before": True}, None), ("cold", None),
+])
+def test_compiled_code_words_of_launch_json(cache, want):
+    from analysis.parse import sidefiles
+
+    assert sidefiles.read_compiled_code({"compile_cache": cache}) == want
+    assert sidefiles.read_compiled_code({}) is None  # a run that compiled nothing
+
+
+def test_the_committed_compiled_runs_say_where_their_compiled_code_came_from():
+    """The H200 compiled recipe of 2026-12-03: the first run on host b2a21682bc96 compiled everything, the two after it
+    found 1,830 files in the inductor cache (their launch.json); each row carries it as a label."""
+    from pathlib import Path
+
+    from analysis.parse.results import read_run
+
+    root = Path(__file__).resolve().parents[1] / "results" / "h200" / "compiled"
+    got = {r: read_run(root / r) for r in ("20261203-091225-b2a21682bc96", "20261203-091516-b2a21682bc96")}
+    assert got["20261203-091225-b2a21682bc96"].labels[-1] == "compiled in the run (empty cache)"
+    assert got["20261203-091516-b2a21682bc96"].compiled_code == \
+        "compiled code from this host's cache of an earlier run (1830 files)"
+    assert "dummy weights" in got["20261203-091516-b2a21682bc96"].labels
+
+
+def test_the_launcher_records_the_compiled_code_file_a_dynamic_run_will_load(tmp_path, monkeypatch):
+    from experiments.launch.launcher import compile_cache_state
+
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    saved = tmp_path / "artifacts.bin"
+    saved.write_bytes(b"x" * 1234)
+    monkeypatch.setenv(plugin.ARTIFACTS_ENV, str(saved))
+    state = compile_cache_state(["--callbacks", "compile_dynamic", "no_host_sync", "--optim", "adamw_torch_fused"])
+    assert state == {"dir": str(tmp_path / "cache"), "files_before": 0, "warm": False, "artifacts": str(saved),
+                     "artifacts_bytes": 1234}
+    assert compile_cache_state(["--callbacks", "no_host_sync"]) is None

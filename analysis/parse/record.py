@@ -110,6 +110,7 @@ class RunRecord:
     gpm_by_step: dict[int, GpmRow] | None = None    # gpm.jsonl (experiments/record/gpm.py): each step's wall, GPM use
     mem_cap: MemCap | None = None                   # launch.json's allocator cap: requested_gib, applied, cap_bytes
     harness: int | None = None                      # launch.json's measuring-design version (runfiles.HARNESS_VERSION)
+    compiled_code: str | None = None                # launch.json's compile cache, in words (also one of the labels)
 
     # ---------------------------------------------------------------- what run.json's key says about the run
     @property
@@ -242,6 +243,8 @@ def record_from_log(log: RunLog, **identity) -> RunRecord:
                          launcher.get(Launcher.PAD_TO) if isinstance(launcher, dict) else None, bucket)
     sides = sidefiles.read(run_dir, resumed=bool(log.resumes), step_cap=cap, max_step=facts.max_steps,
                            launch=launch)
+    if sides.compiled_code:  # how the compiled code was obtained goes on every row of the run, as its weights do
+        ident["labels"] = [*(ident.get("labels") or []), sides.compiled_code]
     return RunRecord(**ident, **vars(facts), **vars(sides))
 
 

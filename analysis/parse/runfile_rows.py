@@ -247,6 +247,7 @@ class LaunchJson(TypedDict, total=False):
     quick: object
     mem_cap: object
     harness: object
+    compile_cache: object
 
 
 class QuickStop(TypedDict, total=False):

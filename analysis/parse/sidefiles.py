@@ -25,7 +25,7 @@ from experiments.base.runfiles import LAUNCH_JSON as LAUNCH_FILE
 from experiments.base.runfiles import PROFILE_JSON as PROFILE_FILE
 from experiments.base.runfiles import SCHEDULE as SCHEDULE_FILE
 from experiments.base.runfiles import TOKENS as TOKENS_FILE
-from experiments.base.runfolder import Gpm, Launch, MemCap, Tokens
+from experiments.base.runfolder import CompileCache, Gpm, Launch, MemCap, Tokens
 
 
 def jsonl(path: Path, errors: str = "replace") -> Iterator[tuple[int, Any]]:
@@ -250,6 +250,25 @@ def read_mem_cap(run_dir: str | Path, launch: LaunchJson | None = None) -> MemCa
     return out
 
 
+def read_compiled_code(launch: LaunchJson) -> str | None:
+    """Where a compiled run's compiled code came from, in words for its labels (launch.json's `compile_cache`, the
+    launcher's look before the run): a file loaded first (shipped or named), this host's cache of an earlier run, or
+    none (the run compiled everything). None for a run that compiled nothing, or a record not of that shape."""
+    cache = launch.get(Launch.COMPILE_CACHE)
+    if not isinstance(cache, dict):
+        return None
+    artifacts, size = cache.get(CompileCache.ARTIFACTS), cache.get(CompileCache.ARTIFACTS_BYTES)
+    files = cache.get(CompileCache.FILES_BEFORE)
+    if isinstance(artifacts, str) and artifacts:
+        mb = f", {float(size) / 1e6:.1f} MB" if size is not None and _positive(size) else ""
+        return f"compiled code loaded from a saved file ({Path(artifacts).name}{mb})"
+    if not isinstance(files, int) or isinstance(files, bool) or files < 0:
+        return None
+    if files:
+        return f"compiled code from this host's cache of an earlier run ({files} files)"
+    return "compiled in the run (empty cache)"
+
+
 def _positive(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")
 
@@ -266,6 +285,7 @@ class SideFiles:
     gpm_by_step: dict[int, GpmRow] | None
     mem_cap: MemCapRow | None
     harness: int | None  # launch.json's `harness` (runfiles.HARNESS_VERSION); None: made before it was recorded
+    compiled_code: str | None  # read_compiled_code's words; None: the run compiled nothing
 
 
 def read_harness(launch: LaunchJson) -> int | None:
@@ -283,4 +303,4 @@ def read(run_dir: str | Path, resumed: bool = False, step_cap: tuple[int, str] |
     return SideFiles(tokens_by_step=real, padded_by_step=padded, profile=read_profile(run_dir),
                      schedule=read_schedule(run_dir), quick=read_quick(run_dir, launch),
                      gpm_by_step=read_gpm(run_dir, resumed), mem_cap=read_mem_cap(run_dir, launch),
-                     harness=read_harness(launch))
+                     harness=read_harness(launch), compiled_code=read_compiled_code(launch))

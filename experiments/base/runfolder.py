@@ -411,6 +411,8 @@ class CompileCache:
     DIR: Final = "dir"
     FILES_BEFORE: Final = "files_before"
     WARM: Final = "warm"
+    ARTIFACTS: Final = "artifacts"              # the compiled-code file the plugin loads before compiling, or None
+    ARTIFACTS_BYTES: Final = "artifacts_bytes"
 
 
 class Tokens:

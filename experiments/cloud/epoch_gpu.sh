@@ -10,14 +10,17 @@
 #
 # EXPERIMENTS: comma-separated; a name of experiments/recipes/recipes.yaml runs as a matrix experiment, `claims:NAME`
 # as a claims experiment (experiments/recipes/claims/experiments.yaml); NAME@N is a cut run of N steps (--max-steps),
-# NAME+ a second run of NAME on this host (--repeat: its warm caches), a later item of the list. DETACH `-`: none. Runs write to RESULTS (default
+# NAME+ a second run of NAME on this host (--repeat: its warm caches), a later item of the list; NAME~ a run of NAME
+# as on a fresh host that has only the compiled code an earlier run here saved (swift_plugin.py's cache artifacts): the
+# inductor and Triton caches emptied, the artifacts file moved to /tmp/shipped and named in SWIFTBENCH_COMPILE_ARTIFACTS
+# (a repeat too; skipped where no run saved one). DETACH `-`: none. Runs write to RESULTS (default
 # /tmp/swiftbench-results/results: a warm machine keeps it across calls, the next call's copy of the tree would not);
 # every call packs what exists. An experiment that already has a complete run there is skipped by the runner.
 # Needs: ./wheelhouse (make wheelhouse, or wheelhouse-lite renamed) and the data folder (default .data) carried.
 set -u
 OUT=${OUT:-/tmp/epoch-out}
 HW=${HW:-h200}
-LOG=/tmp/epoch-logs
+LOG=${LOG:-/tmp/epoch-logs}
 RESULTS=${RESULTS:-/tmp/swiftbench-results/results}
 MIN_S=${MIN_S:-150}  # a run of a fast recipe's epoch needs this much of the call left (model load included)
 # shellcheck source=experiments/cloud/gpu_common.sh
@@ -27,18 +30,34 @@ run_cmd() {  # the run-all command line of item $1 (claims:NAME, NAME, NAME@STEP
   local item=$1 name steps=""
   name=${item#claims:}
   name=${name%+}
+  name=${name%\~}
   case $name in *@*) steps=${name#*@}; name=${name%@*} ;; esac
   cmd=(python3 -m experiments.run.runner run-all --hw "$HW" --model "$MODEL" --data "$DATA" --experiments "$name"
        --results "$RESULTS" --no-progress)
   [ "${item#claims:}" != "$item" ] && cmd+=(--claims)
   [ -n "$steps" ] && cmd+=(--max-steps "$steps")
   [ "${item%+}" != "$item" ] && cmd+=(--repeat)
+  if [ "${item%\~}" != "$item" ]; then
+    cmd=(env "SWIFTBENCH_COMPILE_ARTIFACTS=$SHIPPED" "${cmd[@]}" --repeat)
+  fi
   return 0
+}
+
+SHIPPED=${SHIPPED:-/tmp/shipped/artifacts.bin}  # where NAME~ finds the compiled code
+as_fresh_host() {  # the compiled code of the last run that saved one, alone: caches emptied, artifacts moved aside
+  local cache=${SWIFTBENCH_COMPILE_CACHE:-$HOME/.cache/swiftbench/inductor} saved
+  saved=$(ls -t "$cache"/artifacts/*.bin 2>/dev/null | head -n 1)
+  [ -n "$saved" ] || return 1
+  mkdir -p "$(dirname "$SHIPPED")"
+  mv "$saved" "$SHIPPED"
+  rm -rf "$cache" "$HOME/.triton/cache" /tmp/torchinductor_"$(id -un)"
+  echo "as a fresh host: caches emptied; compiled code $(stat -c %s "$SHIPPED") bytes from $saved"
 }
 
 done_name() {  # the done-marker of item $1: one per item, so NAME and NAME+ are two runs
   local n=${1#claims:}
   n=${n//@/-at-}
+  n=${n//\~/-shipped}
   echo "${n//+/-again}"
 }
 
@@ -48,6 +67,9 @@ run_rest() {
     [ -f "$LOG/done-$(done_name "$name")" ] && continue
     left=$((DEADLINE - SECONDS))
     if [ "$left" -lt "$MIN_S" ]; then echo "deadline: not starting $name (${left} s left)"; continue; fi
+    if [ "${name%\~}" != "$name" ] && ! as_fresh_host; then
+      echo "no saved compiled code: not starting $name"; touch "$LOG/done-$(done_name "$name")"; continue
+    fi
     run_cmd "$name"
     echo "== $name (${left} s left) =="
     CUDA_VISIBLE_DEVICES=${GPU:-0} timeout --signal=INT --kill-after=20 "$left" "${cmd[@]}" >>"$LOG/runs.log" 2>&1

@@ -364,16 +364,25 @@ def swift_list_flag(swift_args: list[str], name: str) -> list[str]:
     return values
 
 
+COMPILING_CALLBACKS = ("compile_layers", "compile_dynamic")
+
+
 def compile_cache_state(swift_args: list[str]) -> dict | None:
-    """For a run with the plugin's compile_layers: its inductor cache folder and the files in it before the run (0: a
-    cold run that compiles everything; more: a warm one that may load compiled code)."""
-    if "compile_layers" not in swift_list_flag(swift_args, "callbacks"):
+    """For a run with the plugin's compile_layers or compile_dynamic: its inductor cache folder and the files in it
+    before the run (0: a cold run that compiles everything; more: a warm one that may load compiled code), and the
+    compiled-code file the plugin will load first (SWIFTBENCH_COMPILE_ARTIFACTS or the shipped one), if any."""
+    if not set(COMPILING_CALLBACKS) & set(swift_list_flag(swift_args, "callbacks")):
         return None
+    import torch
+
     from experiments.recipes import swift_plugin
 
     folder = swift_plugin.inductor_cache_dir()
     files = sum(1 for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
-    return {CompileCache.DIR: str(folder), CompileCache.FILES_BEFORE: files, CompileCache.WARM: files > 0}
+    artifacts = swift_plugin.artifacts_to_load(torch)
+    return {CompileCache.DIR: str(folder), CompileCache.FILES_BEFORE: files, CompileCache.WARM: files > 0,
+            CompileCache.ARTIFACTS: str(artifacts) if artifacts else None,
+            CompileCache.ARTIFACTS_BYTES: artifacts.stat().st_size if artifacts else None}
 
 
 def run_sft(swift_args: list[str]):

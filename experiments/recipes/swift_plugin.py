@@ -284,7 +284,7 @@ class CompileLayers(_Callback):
         self.torch = torch
         files = sum(1 for p in cache.rglob("*") if p.is_file())
         _log(f"{self.name}: inductor cache {cache} ({files} files before this run)")
-        self.loaded = self._load_artifacts()
+        self._load_artifacts()
         evaluate = trainer.evaluate
 
         def eager_evaluate(*a, **kw):  # no grad: a graph of its own (a cold compile) for one or two batches
@@ -371,7 +371,8 @@ class LigerConfig(_Callback):
 
 def packed_sequence_indices_no_sync(masking_utils):
     """transformers' find_packed_sequence_indices without its `.all()` test for a row of one sequence (a host wait
-    every forward): the sequence-index tensor is returned either way; for one sequence it is all zeros, the same mask."""
+    every forward): the sequence-index tensor is returned either way; for one sequence it is all zeros, the same
+    mask."""
     orig = masking_utils.find_packed_sequence_indices
     if getattr(orig, "_swiftbench", False):
         return orig
@@ -479,8 +480,9 @@ class SyncDebug(_Callback):
         return None
 
     def on_step_begin(self, args, state, control, **kwargs):
-        import torch
         import warnings
+
+        import torch
 
         if state.global_step + 1 in self.steps and not self.on:
             self._show, warnings.showwarning = warnings.showwarning, self._hook
@@ -489,8 +491,9 @@ class SyncDebug(_Callback):
             self.on = True
 
     def on_step_end(self, args, state, control, **kwargs):
-        import torch
         import warnings
+
+        import torch
 
         if self.on and state.global_step + 1 not in self.steps:
             torch.cuda.set_sync_debug_mode("default")
