@@ -53,9 +53,11 @@ def _epoch_call(tmp_path, experiments: str) -> tuple[str, list[str]]:
         (bin_dir / name).chmod(0o755)
     (tmp_path / "data").mkdir()
     (tmp_path / "home" / ".triton" / "cache").mkdir(parents=True)
+    (tmp_path / "torchinductor").mkdir()
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "CALLS": str(tmp_path / "calls"),
            "OUT": str(tmp_path / "out"), "LOG": str(tmp_path / "log"), "RESULTS": str(tmp_path / "res" / "results"),
-           "HW": "h100", "MIN_S": "0", "SHIPPED": str(tmp_path / "shipped" / "artifacts.bin")}
+           "HW": "h100", "MIN_S": "0", "SHIPPED": str(tmp_path / "shipped" / "artifacts.bin"),
+           "TORCH_TMP_CACHE": str(tmp_path / "torchinductor")}  # never this machine's: other tests compile beside
     p = subprocess.run(["bash", str(CLOUD / "epoch_gpu.sh"), "300", "-", experiments, "dummy", str(tmp_path / "data")],
                        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
@@ -72,7 +74,7 @@ def test_a_shipped_item_runs_as_a_fresh_host_with_the_compiled_code_the_run_befo
     assert "--experiments gpu-bound " in calls[1] and calls[1].split(" | ")[0].endswith("--repeat")
     assert "--repeat" not in calls[0] and calls[2].split(" | ")[0].endswith("--repeat")
     assert "as a fresh host: caches emptied; compiled code 5 bytes" in out
-    assert not (tmp_path / "home" / ".triton" / "cache").exists()
+    assert not (tmp_path / "home" / ".triton" / "cache").exists() and not (tmp_path / "torchinductor").exists()
 
 
 def test_a_shipped_item_with_nothing_saved_is_not_started(tmp_path):

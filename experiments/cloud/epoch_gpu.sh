@@ -50,7 +50,7 @@ as_fresh_host() {  # the compiled code of the last run that saved one, alone: ca
   [ -n "$saved" ] || return 1
   mkdir -p "$(dirname "$SHIPPED")"
   mv "$saved" "$SHIPPED"
-  rm -rf "$cache" "$HOME/.triton/cache" /tmp/torchinductor_"$(id -un)"
+  rm -rf "$cache" "$HOME/.triton/cache" "${TORCH_TMP_CACHE:-/tmp/torchinductor_$(id -un)}"  # torch's own default
   echo "as a fresh host: caches emptied; compiled code $(stat -c %s "$SHIPPED") bytes from $saved"
 }
 
