@@ -434,3 +434,22 @@ def test_the_launcher_records_the_compiled_code_file_a_dynamic_run_will_load(tmp
     assert state == {"dir": str(tmp_path / "cache"), "files_before": 0, "warm": False, "artifacts": str(saved),
                      "artifacts_bytes": 1234}
     assert compile_cache_state(["--callbacks", "no_host_sync"]) is None
+
+
+def test_compile_callbacks_report_torchs_compiled_code_cache_counts(tmp_path, monkeypatch):
+    """What a run's stdout says at the end of training: torch's own cache counters, cache keys only (a CPU run given
+    the compiled code of an earlier one reported {'fxgraph_cache_hit': 2, 'autograd_cache_hit': 1, ...})."""
+    from torch._dynamo.utils import counters
+
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    cb = plugin.make_callbacks()["compile_dynamic"](SimpleNamespace(), SimpleNamespace(evaluate=lambda: {}))
+    counters.clear()
+    counters["inductor"]["fxgraph_cache_hit"] += 2
+    counters["inductor"]["pattern_matcher_count"] += 7  # not a cache count
+    counters["aot_autograd"]["autograd_cache_miss"] += 1
+    try:
+        assert cb.cache_counts() == {"fxgraph_cache_hit": 2, "autograd_cache_miss": 1}
+    finally:
+        counters.clear()

@@ -306,10 +306,21 @@ class CompileLayers(_Callback):
         _log(f"{self.name}: compiled code loaded from {path} ({path.stat().st_size} bytes; {kinds})")
         return path
 
+    def cache_counts(self) -> dict:
+        """torch's counts of compiled-code cache hits and misses in this process (inductor's FX graph cache, AOT
+        autograd's cache): whether a loaded file or a warm cache spared the compile, said by the run itself."""
+        try:
+            from torch._dynamo.utils import counters
+        except ImportError:
+            return {}
+        return {k: v for group in ("inductor", "aot_autograd") for k, v in sorted(counters[group].items())
+                if "cache" in k}
+
     def on_train_end(self, args, state, control, **kwargs):
         """The compiled code of this run as one file (torch.compiler.save_cache_artifacts), for another host."""
         if not self.compiled:
             return
+        _log(f"{self.name}: compiled-code caches {self.cache_counts()}")
         saved = self.torch.compiler.save_cache_artifacts()
         if not saved:
             return
