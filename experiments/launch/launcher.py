@@ -364,14 +364,10 @@ def swift_list_flag(swift_args: list[str], name: str) -> list[str]:
     return values
 
 
-COMPILING_CALLBACKS = ("compile_layers", "compile_dynamic")
-
-
 def compile_cache_state(swift_args: list[str]) -> dict | None:
     """For a run with the plugin's compile_layers or compile_dynamic: its inductor cache folder and the files in it
-    before the run (0: a cold run that compiles everything; more: a warm one that may load compiled code), and the
-    compiled-code file the plugin will load first (SWIFTBENCH_COMPILE_ARTIFACTS or the shipped one), if any."""
-    if not set(COMPILING_CALLBACKS) & set(swift_list_flag(swift_args, "callbacks")):
+    before the run (0: a cold run; more: a warm one), and the compiled-code file the plugin loads first, if any."""
+    if not {"compile_layers", "compile_dynamic"} & set(swift_list_flag(swift_args, "callbacks")):
         return None
     import torch
 

@@ -5,6 +5,7 @@
 ms-swift imports this file (`--external_plugins`, BaseArguments.__post_init__) while it reads the arguments, before it
 checks them. Importing it does one thing; each name given to `--callbacks` (ms-swift's callbacks registry) switches on
 one more. The file is self-contained (torch, transformers and ms-swift only), so it also works copied on its own.
+Stays whole: `--external_plugins` takes files, and a user copies this one alone (`swiftbench plugin --copy DIR`).
 
 On import
     padding_free with SDPA, eager or flex attention. ms-swift 4.x refuses `--padding_free` unless `--attn_impl` is a
