@@ -56,7 +56,7 @@ def _epoch_call(tmp_path, experiments: str) -> tuple[str, list[str]]:
     (tmp_path / "torchinductor").mkdir()
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "CALLS": str(tmp_path / "calls"),
            "OUT": str(tmp_path / "out"), "LOG": str(tmp_path / "log"), "RESULTS": str(tmp_path / "res" / "results"),
-           "HW": "h100", "MIN_S": "0", "SHIPPED": str(tmp_path / "shipped" / "artifacts.bin"),
+           "HW": "h100", "MIN_S": "0", "SHIPPED_DIR": str(tmp_path / "compile_cache"),
            "TORCH_TMP_CACHE": str(tmp_path / "torchinductor")}  # never this machine's: other tests compile beside
     p = subprocess.run(["bash", str(CLOUD / "epoch_gpu.sh"), "300", "-", experiments, "dummy", str(tmp_path / "data")],
                        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
@@ -65,15 +65,16 @@ def _epoch_call(tmp_path, experiments: str) -> tuple[str, list[str]]:
 
 
 def test_a_shipped_item_runs_as_a_fresh_host_with_the_compiled_code_the_run_before_saved(tmp_path):
-    """gpu-bound~ after gpu-bound: the caches emptied, the saved file moved to SHIPPED and named in
-    SWIFTBENCH_COMPILE_ARTIFACTS for that run alone, which is a repeat; gpu-bound+ after it keeps the caches."""
+    """gpu-bound~ after gpu-bound: the caches emptied and the saved file moved beside the plugin (SHIPPED_DIR), where
+    the plugin finds its build's file by name as an installed copy does (no variable set); a repeat. gpu-bound+ after
+    it keeps the caches."""
     out, calls = _epoch_call(tmp_path, "gpu-bound,gpu-bound~,gpu-bound+")
-    shipped = tmp_path / "shipped" / "artifacts.bin"
-    assert [c.split(" | ")[1] for c in calls] == ["artifacts=none", f"artifacts={shipped}", "artifacts=none"]
+    shipped = tmp_path / "compile_cache" / "sm90-torch2.11.0+cu130-triton3.6.0.bin"
+    assert [c.split(" | ")[1] for c in calls] == ["artifacts=none"] * 3
     assert shipped.read_text() == "code\n"
     assert "--experiments gpu-bound " in calls[1] and calls[1].split(" | ")[0].endswith("--repeat")
     assert "--repeat" not in calls[0] and calls[2].split(" | ")[0].endswith("--repeat")
-    assert "as a fresh host: caches emptied; compiled code 5 bytes" in out
+    assert f"as a fresh host: caches emptied; compiled code shipped: {shipped} (5 bytes)" in out
     assert not (tmp_path / "home" / ".triton" / "cache").exists() and not (tmp_path / "torchinductor").exists()
 
 

@@ -397,6 +397,8 @@ def test_compile_dynamic_pads_only_a_short_training_row(tmp_path, monkeypatch):
     ({"files_before": 0, "artifacts": "/x/compile_cache/sm90-torch2.11.0+cu130-triton3.6.0.bin",
       "artifacts_bytes": 29_842_000},
      "compiled code loaded from a saved file (sm90-torch2.11.0+cu130-triton3.6.0.bin, 29.8 MB)"),
+    ({"files_before": 12, "artifacts": "/x/a.bin", "artifacts_bytes": None},
+     "compiled code loaded from a saved file (a.bin) over this host's cache of an earlier run (12 files)"),
     ({"files_before": -1}, None), ({"files_before": True}, None), ("cold", None),
 ])
 def test_compiled_code_words_of_launch_json(cache, want):

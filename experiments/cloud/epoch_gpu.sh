@@ -11,9 +11,10 @@
 # EXPERIMENTS: comma-separated; a name of experiments/recipes/recipes.yaml runs as a matrix experiment, `claims:NAME`
 # as a claims experiment (experiments/recipes/claims/experiments.yaml); NAME@N is a cut run of N steps (--max-steps),
 # NAME+ a second run of NAME on this host (--repeat: its warm caches), a later item of the list; NAME~ a run of NAME
-# as on a fresh host that has only the compiled code an earlier run here saved (swift_plugin.py's cache artifacts): the
-# inductor and Triton caches emptied, the artifacts file moved to /tmp/shipped and named in SWIFTBENCH_COMPILE_ARTIFACTS
-# (a repeat too; skipped where no run saved one). DETACH `-`: none. Runs write to RESULTS (default
+# as on a fresh host of a user given the compiled code an earlier run here saved (swift_plugin.py's cache artifacts),
+# shipped: the inductor and Triton caches emptied, the file moved into this tree's experiments/recipes/compile_cache/
+# (SHIPPED_DIR), where the plugin looks for its build's file as a user's installed copy does (a repeat too; skipped
+# where no run saved one; later runs of the call load it too). DETACH `-`: none. Runs write to RESULTS (default
 # /tmp/swiftbench-results/results: a warm machine keeps it across calls, the next call's copy of the tree would not);
 # every call packs what exists. An experiment that already has a complete run there is skipped by the runner.
 # Needs: ./wheelhouse (make wheelhouse, or wheelhouse-lite renamed) and the data folder (default .data) carried.
@@ -36,22 +37,20 @@ run_cmd() {  # the run-all command line of item $1 (claims:NAME, NAME, NAME@STEP
        --results "$RESULTS" --no-progress)
   [ "${item#claims:}" != "$item" ] && cmd+=(--claims)
   [ -n "$steps" ] && cmd+=(--max-steps "$steps")
-  [ "${item%+}" != "$item" ] && cmd+=(--repeat)
-  if [ "${item%\~}" != "$item" ]; then
-    cmd=(env "SWIFTBENCH_COMPILE_ARTIFACTS=$SHIPPED" "${cmd[@]}" --repeat)
-  fi
+  [ "${item%+}" != "$item" ] || [ "${item%\~}" != "$item" ] && cmd+=(--repeat)
   return 0
 }
 
-SHIPPED=${SHIPPED:-/tmp/shipped/artifacts.bin}  # where NAME~ finds the compiled code
-as_fresh_host() {  # the compiled code of the last run that saved one, alone: caches emptied, artifacts moved aside
+SHIPPED_DIR=${SHIPPED_DIR:-$(dirname "$0")/../recipes/compile_cache}  # swift_plugin.py's SHIPPED_CACHE in this tree
+as_fresh_host() {  # the compiled code of the last run that saved one, shipped: caches emptied, the file beside the plugin
   local cache=${SWIFTBENCH_COMPILE_CACHE:-$HOME/.cache/swiftbench/inductor} saved
   saved=$(ls -t "$cache"/artifacts/*.bin 2>/dev/null | head -n 1)
   [ -n "$saved" ] || return 1
-  mkdir -p "$(dirname "$SHIPPED")"
-  mv "$saved" "$SHIPPED"
+  mkdir -p "$SHIPPED_DIR"
+  mv "$saved" "$SHIPPED_DIR/"
   rm -rf "$cache" "$HOME/.triton/cache" "${TORCH_TMP_CACHE:-/tmp/torchinductor_$(id -un)}"  # torch's own default
-  echo "as a fresh host: caches emptied; compiled code $(stat -c %s "$SHIPPED") bytes from $saved"
+  echo "as a fresh host: caches emptied; compiled code shipped: $SHIPPED_DIR/$(basename "$saved") ($(stat -c %s \
+    "$SHIPPED_DIR/$(basename "$saved")") bytes)"
 }
 
 done_name() {  # the done-marker of item $1: one per item, so NAME and NAME+ are two runs
