@@ -258,15 +258,15 @@ def read_compiled_code(launch: LaunchJson) -> str | None:
     if not isinstance(cache, dict):
         return None
     artifacts, size = cache.get(CompileCache.ARTIFACTS), cache.get(CompileCache.ARTIFACTS_BYTES)
-    files = cache.get(CompileCache.FILES_BEFORE)
-    cached = isinstance(files, int) and not isinstance(files, bool) and files > 0
+    value = cache.get(CompileCache.FILES_BEFORE)
+    files = value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
     if isinstance(artifacts, str) and artifacts:
         mb = f", {float(size) / 1e6:.1f} MB" if size is not None and _positive(size) else ""
-        over = f" over this host's cache of an earlier run ({files} files)" if cached else ""
+        over = f" over this host's cache of an earlier run ({files} files)" if files else ""
         return f"compiled code loaded from a saved file ({Path(artifacts).name}{mb}){over}"
-    if not isinstance(files, int) or isinstance(files, bool) or files < 0:
+    if files is None:
         return None
-    if cached:
+    if files:
         return f"compiled code from this host's cache of an earlier run ({files} files)"
     return "compiled in the run (empty cache)"
 

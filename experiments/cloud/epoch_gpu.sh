@@ -43,14 +43,14 @@ run_cmd() {  # the run-all command line of item $1 (claims:NAME, NAME, NAME@STEP
 
 SHIPPED_DIR=${SHIPPED_DIR:-$(dirname "$0")/../recipes/compile_cache}  # swift_plugin.py's SHIPPED_CACHE in this tree
 as_fresh_host() {  # the compiled code of the last run that saved one, shipped: caches emptied, the file beside the plugin
-  local cache=${SWIFTBENCH_COMPILE_CACHE:-$HOME/.cache/swiftbench/inductor} saved
-  saved=$(ls -t "$cache"/artifacts/*.bin 2>/dev/null | head -n 1)
+  local saved shipped
+  saved=$(ls -t "$COMPILE_CACHE"/artifacts/*.bin 2>/dev/null | head -n 1)
   [ -n "$saved" ] || return 1
+  shipped=$SHIPPED_DIR/$(basename "$saved")
   mkdir -p "$SHIPPED_DIR"
-  mv "$saved" "$SHIPPED_DIR/"
-  rm -rf "$cache" "$HOME/.triton/cache" "${TORCH_TMP_CACHE:-/tmp/torchinductor_$(id -un)}"  # torch's own default
-  echo "as a fresh host: caches emptied; compiled code shipped: $SHIPPED_DIR/$(basename "$saved") ($(stat -c %s \
-    "$SHIPPED_DIR/$(basename "$saved")") bytes)"
+  mv "$saved" "$shipped"
+  rm -rf "$COMPILE_CACHE" "$HOME/.triton/cache" "${TORCH_TMP_CACHE:-/tmp/torchinductor_$(id -un)}"  # torch's default
+  echo "as a fresh host: caches emptied; compiled code shipped: $shipped ($(stat -c %s "$shipped") bytes)"
 }
 
 done_name() {  # the done-marker of item $1: one per item, so NAME and NAME+ are two runs

@@ -10,6 +10,10 @@
 #            the working tree (/tmp/...) survives the next call's copy of the tree on a warm machine, for runs left
 #            going (detached) across calls. Its files are packed as results/... either way.
 
+# The inductor cache compile_layers / compile_dynamic keep (swift_plugin.py default_cache_dir): the compiled code a run
+# saves is in its artifacts/ folder.
+COMPILE_CACHE=${SWIFTBENCH_COMPILE_CACHE:-$HOME/.cache/swiftbench/inductor}
+
 gpu_setup() {
   mkdir -p "$OUT" "$LOG"
   export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
@@ -51,7 +55,7 @@ gpu_pack() {
   split -b 15M /tmp/call.tgz "$OUT/call.tgz.part-"
   # The compiled code a run saved (torch.compiler cache artifacts, swift_plugin.py), for shipping beside the plugin:
   # its file name holds '+', which the device tool does not bring back, so it travels inside a tar.
-  local arts=${SWIFTBENCH_COMPILE_CACHE:-$HOME/.cache/swiftbench/inductor}/artifacts
+  local arts=$COMPILE_CACHE/artifacts
   rm -f "$OUT"/artifacts.tgz.part-*
   if compgen -G "$arts/*.bin" >/dev/null; then
     tar czf /tmp/artifacts.tgz -C "$arts" . && split -b 15M /tmp/artifacts.tgz "$OUT/artifacts.tgz.part-"

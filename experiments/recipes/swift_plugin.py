@@ -184,27 +184,40 @@ def min_row_length(tokens: int, minimum: int) -> int | None:
     return minimum if tokens < minimum else None
 
 
-class BucketCollator:
-    """ms-swift's collator with the packed row padded up to bucket_length (a class, not a closure: dataloader workers
-    may receive it pickled)."""
+class _RowPadCollator:
+    """ms-swift's collator with the packed row padded up to padded_length(its tokens) (a class, not a closure:
+    dataloader workers may receive it pickled)."""
+
+    def __init__(self, collator):
+        self.collator = collator
+
+    def padded_length(self, tokens: int) -> int | None:
+        raise NotImplementedError
+
+    def __call__(self, batch):
+        return self.collator(batch, padding_to=self.padded_length(sum(len(b["input_ids"]) for b in batch)))
+
+
+class BucketCollator(_RowPadCollator):
+    """Rows padded up to bucket_length (pad_buckets)."""
 
     def __init__(self, collator, multiple: int):
-        self.collator, self.multiple = collator, multiple
+        super().__init__(collator)
+        self.multiple = multiple
 
-    def __call__(self, batch):
-        tokens = sum(len(b["input_ids"]) for b in batch)
-        return self.collator(batch, padding_to=bucket_length(tokens, self.multiple))
+    def padded_length(self, tokens: int) -> int | None:
+        return bucket_length(tokens, self.multiple)
 
 
-class MinRowCollator:
-    """ms-swift's collator with a packed row shorter than MINIMUM tokens padded up to MINIMUM (picklable, as above)."""
+class MinRowCollator(_RowPadCollator):
+    """A row shorter than MINIMUM tokens padded up to MINIMUM (compile_dynamic)."""
 
     def __init__(self, collator, minimum: int):
-        self.collator, self.minimum = collator, minimum
+        super().__init__(collator)
+        self.minimum = minimum
 
-    def __call__(self, batch):
-        tokens = sum(len(b["input_ids"]) for b in batch)
-        return self.collator(batch, padding_to=min_row_length(tokens, self.minimum))
+    def padded_length(self, tokens: int) -> int | None:
+        return min_row_length(tokens, self.minimum)
 
 
 def wrap_train_collator(trainer, wrap) -> None:
