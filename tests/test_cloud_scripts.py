@@ -81,3 +81,13 @@ def test_a_shipped_item_runs_as_a_fresh_host_with_the_compiled_code_the_run_befo
 def test_a_shipped_item_with_nothing_saved_is_not_started(tmp_path):
     out, calls = _epoch_call(tmp_path, "seed@15+,seed~")
     assert "no saved compiled code: not starting seed~" in out and len(calls) == 1 and "--max-steps 15" in calls[0]
+
+
+def test_a_profiled_item_is_a_cut_run_of_its_own_under_the_profiler(tmp_path):
+    """gpu-bound@20% after gpu-bound: --profile, never skipped as the complete run before it (--repeat)."""
+    out, calls = _epoch_call(tmp_path, "gpu-bound,gpu-bound@20%")
+    assert len(calls) == 2 and "--profile" not in calls[0]
+    first = calls[1].split(" | ")[0]
+    assert "--experiments gpu-bound " in first and "--max-steps 20" in first
+    assert first.endswith("--profile --repeat")
+    assert (tmp_path / "log" / "done-gpu-bound-at-20-profiled").exists()

@@ -14,7 +14,8 @@
 # as on a fresh host of a user given the compiled code an earlier run here saved (swift_plugin.py's cache artifacts),
 # shipped: the inductor and Triton caches emptied, the file moved into this tree's experiments/recipes/compile_cache/
 # (SHIPPED_DIR), where the plugin looks for its build's file as a user's installed copy does (a repeat too; skipped
-# where no run saved one; later runs of the call load it too). DETACH `-`: none. Runs write to RESULTS (default
+# where no run saved one; later runs of the call load it too); NAME% (last) a profiled run (run-all --profile: two
+# steps under torch.profiler for `swiftbench profile`; its epoch is not a timed one), e.g. gpu-bound@20%. DETACH `-`: none. Runs write to RESULTS (default
 # /tmp/swiftbench-results/results: a warm machine keeps it across calls, the next call's copy of the tree would not);
 # every call packs what exists. An experiment that already has a complete run there is skipped by the runner.
 # Needs: ./wheelhouse (make wheelhouse, or wheelhouse-lite renamed) and the data folder (default .data) carried.
@@ -27,8 +28,8 @@ MIN_S=${MIN_S:-150}  # a run of a fast recipe's epoch needs this much of the cal
 # shellcheck source=experiments/cloud/gpu_common.sh
 . "$(dirname "$0")/gpu_common.sh"
 
-run_cmd() {  # the run-all command line of item $1 (claims:NAME, NAME, NAME@STEPS, NAME+)
-  local item=$1 name steps=""
+run_cmd() {  # the run-all command line of item $1 (claims:NAME, NAME, NAME@STEPS, NAME+, NAME~, NAME%)
+  local item=${1%\%} name steps=""
   name=${item#claims:}
   name=${name%+}
   name=${name%\~}
@@ -38,6 +39,7 @@ run_cmd() {  # the run-all command line of item $1 (claims:NAME, NAME, NAME@STEP
   [ "${item#claims:}" != "$item" ] && cmd+=(--claims)
   [ -n "$steps" ] && cmd+=(--max-steps "$steps")
   [ "${item%+}" != "$item" ] || [ "${item%\~}" != "$item" ] && cmd+=(--repeat)
+  [ "${1%\%}" != "$1" ] && cmd+=(--profile --repeat)  # always a run of its own
   return 0
 }
 
@@ -57,6 +59,7 @@ done_name() {  # the done-marker of item $1: one per item, so NAME and NAME+ are
   local n=${1#claims:}
   n=${n//@/-at-}
   n=${n//\~/-shipped}
+  n=${n//%/-profiled}
   echo "${n//+/-again}"
 }
 
