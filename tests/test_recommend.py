@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from committed import committed_results
 
-from analysis.judge.answer import recommend
+from analysis.judge.answer import recommend, view
 from analysis.measure import jobtime, repeats, steps
 from analysis.parse.results import collect
 from analysis.present import recommend_view
@@ -135,6 +135,9 @@ def test_the_first_full_epoch_on_a_host_decides_and_later_ones_are_its_warm_figu
     assert best.epoch_spread == repeats.Spread(2, pytest.approx(46.8565 * 0.75), pytest.approx(46.8565 * 0.5),
                                                pytest.approx(46.8565))
     assert best.warm_s == (pytest.approx(46.8565 * 0.5),) and best.warm_epoch_s == pytest.approx(46.8565 * 0.5)
+    assert best.first_epoch_s == pytest.approx(46.8565)  # the cold run: what ranks, a column of its own
+    (row,) = [r for r in view.recipe_rows(pick) if r.experiment == best.experiment and r.host == best.host]
+    assert row.first_epoch_s == pytest.approx(46.8565) and row.epoch_s == pytest.approx(46.8565 * 0.75)
 
 
 def test_a_cut_seed_run_is_a_lower_bound_of_the_seed_epoch(tmp_path):

@@ -89,6 +89,11 @@ class HostEpochs:
         return repeats.spread(self.epochs or (self.epoch_s,))
 
     @property
+    def first_epoch_s(self) -> float:
+        """The host's first full epoch of the recipe (cold caches): the one that ranks (docs/recommend.md)."""
+        return self.epochs[0] if self.epochs else self.epoch_s
+
+    @property
     def x_seed_spread(self) -> repeats.Spread | None:
         return repeats.spread(self.round_x_seed)
 
@@ -292,7 +297,7 @@ def _epoch_on(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], e
     else for the seed recipe its cut-run lower bound; None where the host has neither."""
     row = next((r for r in rows if r.experiment == exp and r.hw == hw and r.host == host), None)
     if row is not None:
-        return (row.epochs[0] if row.epochs else row.epoch_s), True
+        return row.first_epoch_s, True
     seed = seeds.get((hw, host)) if exp == SEED_EXPERIMENT else None
     return (seed.seconds, seed.full) if seed is not None else None
 

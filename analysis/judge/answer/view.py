@@ -60,8 +60,8 @@ class ClassRow:
 
 @dataclass(frozen=True)
 class RecipeRow:
-    """One matrix recipe's full epochs on one host (analysis.judge.answer.recommend.HostEpochs): the median
-    train_runtime with its range and count, start-up, steady throughput, peak, eval loss and the host's seed epoch with
+    """One matrix recipe's full epochs on one host (analysis.judge.answer.recommend.HostEpochs): the first one (cold
+    caches, the one that ranks), the median train_runtime with its range and count, start-up, steady throughput, peak, eval loss and the host's seed epoch with
     the ratio. HOST_LETTER names the host without its id (A: the host with the highest ratio)."""
 
     experiment: str = col("recipe", mark=("recommended", "★"))
@@ -70,6 +70,7 @@ class RecipeRow:
     host_letter: str = col("host")
     harness: str = col("harness")
     runs: int | None = col("runs", "", "{:d}")
+    first_epoch_s: float | None = col("first epoch (ranks)", "s", "{:.1f}")
     epoch_s: float = col("epoch (median)", "s", "{:.1f}", band=("epoch_low_s", "epoch_high_s"), default=0.0)
     epoch_low_s: float | None = hidden("epoch low", "s", "{:.1f}")
     epoch_high_s: float | None = hidden("epoch high", "s", "{:.1f}")
@@ -162,7 +163,7 @@ def recipe_row(r: HostEpochs, letter: str, recommended: bool) -> RecipeRow:
     es, st, xs, seed = r.epoch_spread, r.steady, r.x_seed_spread, r.seed
     return RecipeRow(
         experiment=r.experiment, hw=r.hw, host=r.host, host_letter=letter, harness=r.harness,
-        runs=es.n if es else None, epoch_s=r.epoch_s, epoch_low_s=es.low if es else None,
+        runs=es.n if es else None, first_epoch_s=r.first_epoch_s, epoch_s=r.epoch_s, epoch_low_s=es.low if es else None,
         epoch_high_s=es.high if es else None, warm_epoch_s=r.warm_epoch_s, startup_s=r.load_s,
         tokens_per_s=r.tokens_per_s, steady_ms=_ms(st.median) if st else None,
         steady_low_ms=_ms(st.low) if st else None, steady_high_ms=_ms(st.high) if st else None, peak_gib=r.peak_gib,
