@@ -158,3 +158,19 @@ def test_runner_profiles_steps_after_the_reported_ones_tiny_cpu(tmp_path):
     assert [(s["step"], bool(s.get("warmup"))) for s in prof["steps"]] == [(4, True), (5, False)]
     parsed = anchor_run.parse(run)
     assert parsed.steady_steps == (2, 3) and parsed.profile is not None and parsed.steps_logged == 5
+
+
+def test_peak_is_the_highest_of_torchtunes_per_log_peaks(tmp_path):
+    """torchtune resets the CUDA peak at every log, so run.json's end-of-run peak (30.5) misses the earlier steps'."""
+    steps = [dict(s, peak_memory_alloc=p) for s, p in zip(STEPS, (12.0, 34.9, 20.0, 15.0))]
+    assert anchor_run.parse(_write_run(tmp_path / "run", steps)).peak_allocated_gib == 34.9
+
+
+def test_the_committed_no_checkpointing_run_peaks_twice_the_checkpointed_one():
+    """The H100 runs of the torchtune README workload (call 25): activation checkpointing off peaks at 34.96 GiB in
+    torchtune's own per-log figures, on 17.40 GiB; run.json's end-of-run figure said 15.19 for both."""
+    root = Path(__file__).resolve().parents[1] / "results" / "anchors" / "h100"
+    off = anchor_run.parse(next((root / "torchtune-readme-8b-lora-packed-no-ac").iterdir()))
+    on = anchor_run.parse(root / "torchtune-readme-8b-lora-packed" / "20261206T032551Z-243730")
+    assert off.peak_allocated_gib == pytest.approx(34.9589, abs=1e-4)
+    assert on.peak_allocated_gib == pytest.approx(17.3993, abs=1e-4)

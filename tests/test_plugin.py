@@ -455,3 +455,74 @@ def test_compile_callbacks_report_torchs_compiled_code_cache_counts(tmp_path, mo
         assert cb.cache_counts() == {"fxgraph_cache_hit": 2, "autograd_cache_miss": 1}
     finally:
         counters.clear()
+
+
+def test_the_shipped_gzipped_file_of_this_build_is_loaded_decompressed(tmp_path, monkeypatch):
+    """compile_cache/<build>.bin.gz beside the plugin: found by the build's name like the .bin, given to torch
+    decompressed; SWIFTBENCH_COMPILE_ARTIFACTS=none loads nothing, not even a shipped file."""
+    import gzip
+
+    plugin = _plugin()
+    fake_torch = SimpleNamespace(__version__="9.9", cuda=SimpleNamespace(is_available=lambda: False))
+    name = plugin.artifacts_name(fake_torch)
+    monkeypatch.setattr(plugin, "SHIPPED_CACHE", tmp_path)
+    monkeypatch.delenv(plugin.ARTIFACTS_ENV, raising=False)
+    assert plugin.artifacts_to_load(fake_torch) is None
+    (tmp_path / (name + ".gz")).write_bytes(gzip.compress(b"compiled code"))
+    assert plugin.artifacts_to_load(fake_torch) == tmp_path / (name + ".gz")
+    given = []
+    fake_torch.compiler = SimpleNamespace(load_cache_artifacts=lambda data: given.append(data))
+    cb = SimpleNamespace(torch=fake_torch, name="compile_dynamic")
+    assert plugin.CompileLayers._load_artifacts(cb) == tmp_path / (name + ".gz") and given == [b"compiled code"]
+    (tmp_path / name).write_bytes(b"newer, as saved")  # a run's own file (epoch_gpu.sh NAME~) comes first
+    assert plugin.artifacts_to_load(fake_torch) == tmp_path / name
+    monkeypatch.setenv(plugin.ARTIFACTS_ENV, "none")
+    assert plugin.artifacts_to_load(fake_torch) is None
+
+
+def test_the_shipped_file_is_the_code_call_25s_runs_saved():
+    """experiments/recipes/compile_cache's file unpacks to the bytes the H100 run 20261207-103643 reported saving."""
+    import gzip
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (shipped,) = (root / "experiments" / "recipes" / "compile_cache").glob("*.bin.gz")
+    log = (root / "results/h100/gpu-bound/20261207-103643-d396bcf5564b/stdout.log").read_text(errors="replace")
+    saved = re.search(r"compiled code saved to \S+/(\S+) \((\d+) bytes", log)
+    assert saved and shipped.name == saved.group(1) + ".gz"
+    assert len(gzip.decompress(shipped.read_bytes())) == int(saved.group(2)) == 18_691_412
+
+
+def test_gc_clock_counts_and_times_collections_per_generation(monkeypatch):
+    """Hand-fed gc callback phases with a stepped clock: totals per generation, and those after step 2 apart."""
+    plugin = _plugin()
+    clock = plugin.GcClock()
+    ticks = iter([0.0, 0.5, 1.0, 1.25, 2.0, 4.0])
+    monkeypatch.setattr(plugin.time, "perf_counter", lambda: next(ticks))
+    clock("start", {"generation": 2})
+    clock("stop", {"generation": 2})   # 0.5 s, gen2
+    clock("start", {"generation": 0})
+    clock("stop", {"generation": 0})   # 0.25 s, gen0
+    clock.at_step(1)
+    assert clock.mark is None
+    clock.at_step(2)
+    clock("start", {"generation": 2})
+    clock("stop", {"generation": 2})   # 2.0 s, gen2, after step 2
+    assert clock.count == [1, 0, 2] and clock.seconds == [0.25, 0.0, 2.5]
+    text = clock.stop()
+    assert text.startswith("whole training: gen0 1 in 0.25 s, gen1 0 in 0.00 s, gen2 2 in 2.50 s; after step 2 (")
+    assert text.endswith("objects tracked then): gen0 0 in 0.00 s, gen1 0 in 0.00 s, gen2 1 in 2.00 s")
+
+
+def test_gc_clock_sees_a_real_collection():
+    import gc
+
+    plugin = _plugin()
+    clock = plugin.GcClock()
+    clock.start()
+    try:
+        gc.collect()
+    finally:
+        clock.stop()
+    assert clock.count[2] >= 1 and clock.seconds[2] > 0 and clock not in gc.callbacks

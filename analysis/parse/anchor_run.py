@@ -172,7 +172,7 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
         tokens_per_s_padded_max=max(pad),
         padded_tokens_per_step_median=statistics.median(float(s[AnchorStep.TOKENS_PADDED]) for s in steady),
         padding_overhead=sum_pad / sum_real - 1 if sum_real else float("nan"),
-        peak_allocated_gib=run.get(Anchor.PEAK_ALLOCATED_GIB),
+        peak_allocated_gib=_peak_allocated(run, steps),
         published=published,
         published_metric=pub.get("metric"),
         folder=str(folder),
@@ -185,6 +185,15 @@ def parse(folder: str | Path, warmup_steps: int | None = None) -> AnchorRun:
         profile=sidefiles.read_profile(folder),
         model=read_model(folder),
     )
+
+
+def _peak_allocated(run: dict[str, Any], steps: list[dict[str, Any]]) -> float | None:
+    """The run's peak allocated GiB: the highest of torchtune's per-log peaks and run.json's end-of-run one. torchtune
+    resets the peak at every log, so run.json's alone holds only the steps after the last log."""
+    peaks = [float(s[AnchorStep.PEAK_MEMORY_ALLOC]) for s in steps if s.get(AnchorStep.PEAK_MEMORY_ALLOC) is not None]
+    end = run.get(Anchor.PEAK_ALLOCATED_GIB)
+    peaks += [float(end)] if end is not None else []
+    return max(peaks) if peaks else None
 
 
 def published_for(published: dict[str, Any], hw: str) -> float | None:

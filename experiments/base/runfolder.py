@@ -440,6 +440,7 @@ class AnchorStep:
     TOKENS_PADDED: Final = "tokens_padded"
     TOKENS_REAL: Final = "tokens_real"
     SHAPES: Final = "shapes"
+    PEAK_MEMORY_ALLOC: Final = "peak_memory_alloc"  # torchtune's own, GiB since its last log (it resets the peak)
 
 
 class Anchor:

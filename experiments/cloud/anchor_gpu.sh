@@ -17,8 +17,9 @@
 #
 # Needs, carried to the GPU host: $ANCHOR_DIR (default .cache/anchor44) with whl/ (torchtune 0.6.1, torchao 0.13.0,
 # torchdata 0.11.0, omegaconf 2.4.0, datasets 4.8.4, dill 0.4.1, multiprocess 0.70.19) and data/ (alpaca-gpt4-en.json
-# and the stand-in tokenizer.model, experiments/anchors/standin.py). The wheels go to /tmp/site, never into the image's
-# Python. Run folder: run.json, config.yaml, steps.jsonl, profile.json, nvml.csv (tt_run.py), env.json,
+# and the stand-in tokenizer.model, experiments/anchors/standin.py). The wheels go to ANCHOR_SITE (default
+# /tmp/anchor-site), never into the image's Python nor into /tmp/site, where gpu_common.sh installs ms-swift's wheels
+# on the same machine (torchao 0.13.0 there broke the next swift run of the call: "only versions above 0.16.0"). Run folder: run.json, config.yaml, steps.jsonl, profile.json, nvml.csv (tt_run.py), env.json,
 # nvidia-smi.txt, console.log (here).
 set -u
 OUT=${OUT:-/tmp/anchor-out}
@@ -26,14 +27,15 @@ WORKLOADS=${1:-milabench-llm-lora-single}
 DEADLINE_S=${2:-440}
 ANCHOR_DIR=${ANCHOR_DIR:-.cache/anchor44}
 PY=${PY:-python3}
+ANCHOR_SITE=${ANCHOR_SITE:-/tmp/anchor-site}
 DEVICE=${DEVICE:-cuda}
 TT_ARGS=${TT_ARGS:-}
 PROFILE_STEPS=${PROFILE_STEPS:-3}
 T0=$SECONDS
 
-"$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+"$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$ANCHOR_SITE" \
   "$ANCHOR_DIR"/whl/*.whl || { echo "anchor_gpu: wheel install failed"; exit 1; }
-export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$ANCHOR_SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 SHIM=no
 if ! "$PY" -c "import datasets" >/tmp/anchor-datasets.log 2>&1; then
   SHIM=yes  # torchtune imports datasets at module level; the anchor data path never calls it

@@ -24,8 +24,8 @@ On import
                      layers); evaluation runs eager. The inductor cache is kept in SWIFTBENCH_COMPILE_CACHE (default
                      ~/.cache/swiftbench/inductor), so a later run on the same host loads the compiled code.
                      Before compiling it loads the compiled code of an earlier run (torch.compiler's cache artifacts):
-                     SWIFTBENCH_COMPILE_ARTIFACTS (a file), else the file shipped beside this plugin for this GPU
-                     architecture and torch/Triton (compile_cache/<sm..>-torch<..>-triton<..>.bin). A run that
+                     SWIFTBENCH_COMPILE_ARTIFACTS (a file; `none` for none), else the file shipped beside this plugin for this GPU
+                     architecture and torch/Triton (compile_cache/<sm..>-torch<..>-triton<..>.bin, or .bin.gz). A run that
                      compiled writes its artifacts to the inductor cache's artifacts/ folder (that file name).
     compile_dynamic  compile_layers with the row length symbolic: one graph for every length, so rows need no padding
                      (no pad_buckets); evaluation runs eager, as with compile_layers. A training row shorter than
@@ -52,7 +52,10 @@ On import
 from __future__ import annotations
 
 import contextlib
+import gc
+import gzip
 import os
+import time
 from pathlib import Path
 
 CACHE_ENV = "SWIFTBENCH_COMPILE_CACHE"
@@ -136,15 +139,18 @@ def artifacts_name(torch) -> str:
 
 
 def artifacts_to_load(torch) -> Path | None:
-    """SWIFTBENCH_COMPILE_ARTIFACTS where set (it must exist), else the shipped file of this build, else None."""
+    """SWIFTBENCH_COMPILE_ARTIFACTS where set (it must exist; `none`: no file), else the shipped file of this build
+    (as saved, or gzipped: a seventh of the size), else None."""
     named = os.environ.get(ARTIFACTS_ENV)
+    if named == "none":  # a cold compile on purpose: no file, not even the shipped one
+        return None
     if named:
         path = Path(named)
         if not path.is_file():
             raise ValueError(f"{ARTIFACTS_ENV}={named!r}: no such file")
         return path
     shipped = SHIPPED_CACHE / artifacts_name(torch)
-    return shipped if shipped.is_file() else None
+    return next((p for p in (shipped, shipped.with_name(shipped.name + ".gz")) if p.is_file()), None)
 
 
 def pad_multiple() -> int:
@@ -276,6 +282,49 @@ class PadBuckets(_Callback):
         _log(f"pad_buckets: training rows padded to multiples of {multiple} tokens")
 
 
+class GcClock:
+    """Python's cyclic garbage collections, counted and timed per generation (gc.callbacks), in the whole training and
+    in its steps after the second: a compiled run's steady step was 40 ms longer after a compile in the same process
+    than on a warm cache (results/calls/2026-12-07-call25), and a collector scanning the compile's objects each time
+    is one candidate."""
+
+    def __init__(self) -> None:
+        self.count = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self.mark: tuple[list[int], list[float], int] | None = None  # at the end of step 2, and the objects tracked
+        self._t: float | None = None
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t = time.perf_counter()
+        elif self._t is not None:
+            g = int(info.get("generation", 2))
+            self.count[g] += 1
+            self.seconds[g] += time.perf_counter() - self._t
+            self._t = None
+
+    def start(self) -> None:
+        gc.callbacks.append(self)
+
+    def at_step(self, step: int) -> None:
+        if step == 2 and self.mark is None:
+            self.mark = (list(self.count), list(self.seconds), len(gc.get_objects()))
+
+    def stop(self) -> str:
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self)
+
+        def gens(count: list[int], secs: list[float]) -> str:
+            return ", ".join(f"gen{g} {count[g]} in {secs[g]:.2f} s" for g in range(3))
+
+        text = f"whole training: {gens(self.count, self.seconds)}"
+        if self.mark is not None:
+            c0, s0, objects = self.mark
+            text += (f"; after step 2 ({objects} objects tracked then): "
+                     f"{gens([a - b for a, b in zip(self.count, c0)], [a - b for a, b in zip(self.seconds, s0)])}")
+        return text
+
+
 class CompileLayers(_Callback):
     dynamic = False  # static shapes: one graph per row length (pad_buckets keeps the lengths few)
 
@@ -295,6 +344,7 @@ class CompileLayers(_Callback):
             functorch_config.enable_autograd_cache = True
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, RECOMPILE_LIMIT)
         self.compiled = 0
+        self.gc_clock = GcClock()
         self.torch = torch
         files = sum(1 for p in cache.rglob("*") if p.is_file())
         _log(f"{self.name}: inductor cache {cache} ({files} files before this run)")
@@ -315,7 +365,8 @@ class CompileLayers(_Callback):
         path = artifacts_to_load(self.torch)
         if path is None:
             return None
-        info = self.torch.compiler.load_cache_artifacts(path.read_bytes())
+        data = path.read_bytes()
+        info = self.torch.compiler.load_cache_artifacts(gzip.decompress(data) if path.suffix == ".gz" else data)
         kinds = {k: len(v) for k, v in getattr(info, "artifacts", {}).items()}
         _log(f"{self.name}: compiled code loaded from {path} ({path.stat().st_size} bytes; {kinds})")
         return path
@@ -335,6 +386,11 @@ class CompileLayers(_Callback):
         if not self.compiled:
             return
         _log(f"{self.name}: compiled-code caches {self.cache_counts()}")
+        _log(f"{self.name}: Python's garbage collections: {self.gc_clock.stop()}")
+        with contextlib.suppress(Exception):  # dynamo's own per-phase compile seconds, where this torch has them
+            from torch._dynamo.utils import compile_times
+
+            _log(f"{self.name}: {compile_times(repr='str', aggregate=True)}")
         saved = self.torch.compiler.save_cache_artifacts()
         if not saved:
             return
@@ -346,6 +402,9 @@ class CompileLayers(_Callback):
         tmp.replace(out)
         kinds = {k: len(v) for k, v in getattr(info, "artifacts", {}).items()}
         _log(f"{self.name}: compiled code saved to {out} ({len(data)} bytes; {kinds})")
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.gc_clock.at_step(state.global_step)
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         if self.compiled or model is None:
@@ -360,6 +419,7 @@ class CompileLayers(_Callback):
         for layer in layers:
             layer.compile(dynamic=self.dynamic)
         self.compiled = len(layers)
+        self.gc_clock.start()
         kind = type(layers[0]).__name__ if layers else "-"
         shapes = "row length symbolic" if self.dynamic else "static shapes"
         first = "; the embedding output asks a gradient, so the first layer shares the graph" if same_input else ""
