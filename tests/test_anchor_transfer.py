@@ -191,3 +191,23 @@ def test_a_config_yaml_that_is_not_yaml_is_bad_input_with_its_line(tmp_path):
     with pytest.raises(InputError) as e:
         anchor_run.parse(folder)
     assert "config.yaml" in str(e.value) and "not YAML" in str(e.value)
+
+
+def _prediction(**kw) -> anchor_transfer.AnchorPrediction:
+    base = dict(workload="w", run="r", src="h100", dst="rtx-a6000", metric="tokens_per_s", tokens_per_step=1000.0,
+                src_step_s=0.1, step_s=0.5, published=None, published_src=None)
+    return anchor_transfer.AnchorPrediction(**{**base, **kw})
+
+
+def test_band_error_is_the_fast_over_slow_ratio_error_whichever_way_the_run_was_carried():
+    """By hand. Absolute: the run's class measures 10,000 tokens/s, the model gives the slower class 2,000 where 4,000
+    are published: throughput -50 %, and the model's fast/slow ratio 5 against 2.5 published, +100 %: a time carried
+    from the faster class to the slower stands for T / 2 .. T. Ratio, the class predicted faster: model 1.2, published
+    1.1 (+9.09 %); the class predicted slower: model 0.5, published 0.4 -> fast/slow 2 against 2.5 (-20 %)."""
+    absolute = _prediction(published=4000.0)
+    assert absolute.error == pytest.approx(-0.5) and absolute.band_error == pytest.approx(1.0)
+    faster = _prediction(dst="h200", step_s=0.1 / 1.2, published=1.1, published_src=1.0)
+    assert faster.error == pytest.approx(1.2 / 1.1 - 1) and faster.band_error == pytest.approx(1.2 / 1.1 - 1)
+    slower = _prediction(dst="a100", step_s=0.2, published=0.4, published_src=1.0)
+    assert slower.error == pytest.approx(0.5 / 0.4 - 1) and slower.band_error == pytest.approx(2.0 / 2.5 - 1)
+    assert _prediction().band_error is None

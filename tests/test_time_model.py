@@ -110,7 +110,8 @@ def test_predict_epoch_on_its_own_class_and_another(records):
     assert own.measured and own.steady_extrapolated_s == pytest.approx(step_time(rec).median * 94) == own.low_s \
         == own.high_s
     other = transfer.predict_epoch(rec, "A100 40GB")
-    low, high = transfer.band()
+    low, high = transfer.band("profiled", "a100")  # Ampere's own band (time_model.yaml family_band)
+    assert (low, high) == (-0.086, 0.780)
     assert not other.measured and other.hw == "a100" and other.steps == epoch_steps(rec) == 94
     assert other.steady_extrapolated_s == pytest.approx(other.step_s * 94)
     assert other.low_s == pytest.approx(other.steady_extrapolated_s / (1 + high))
@@ -175,21 +176,23 @@ def test_published_ratios_and_the_band():
 def test_family_bands_cover_their_checks_and_are_time_model_yaml_s():
     """Issue 44: the band of a family holds every published check on one of its classes. Hopper: check 2's
     +8.9/+5.6/-2.0/-7.7/-8.6 % and check 6's milabench H200/H100 carried from the profiled H100 anchor run (+9.6 %:
-    above the cross-GPU band's +8.9 %, so Hopper's band widens to it). Ampere: Lambda's A100 pairs (-2.9/-7.7/-8.6 %),
-    inside the cross-GPU band. Ada: the RTX 4090 figure ran with memory savers (a noted figure, no check) and the RTX
-    A6000's (Ampere) needs 137 % of its peak: neither counts, so Ada has no band of its own."""
+    above the cross-GPU band's +8.9 %, so Hopper's band widens to it). Ampere: Lambda's A100 pairs (-2.9/-7.7/-8.6 %)
+    and the RTX A6000 figure carried from the H100 run without activation checkpointing (2,640 against 4,699 tokens/s:
+    the model's H100/A6000 ratio 1.78x the published one, +78.0 % as the band counts; it needs 91 % of the card's
+    peak, under 100 %, so it counts; an absolute figure widens only the family predicted, not the H100's).
+    Ada: the RTX 4090 figure ran with memory savers (a noted figure, no check), so Ada has no band of its own."""
     checks = run_checks(RESULTS)
     fam = checks.family_bands
     assert set(fam) == {"hopper", "ampere"}
     assert fam["hopper"][1] == pytest.approx(0.096, abs=0.001) and fam["hopper"][0] == pytest.approx(-0.086, abs=0.001)
-    assert fam["ampere"] == pytest.approx(checks.band, abs=1e-9)
+    assert fam["ampere"] == pytest.approx((checks.band[0], 4699 / 2640.0 - 1), abs=5e-4)  # the A6000's: +78.0 %
     assert set(checks.family_bands_in_data) == set(fam)
     assert all(checks.family_bands_in_data[f] == pytest.approx(fam[f], abs=0.001) for f in fam)
     lo, hi = transfer.band("profiled", "h100-pcie")
     assert hi == pytest.approx(0.096) and transfer.band("profiled", "rtx4090") == transfer.band()
     assert transfer.band_checked("rtx4090") == "band -8.6%..+8.9% assumed: no published check of an Ada card"
-    assert transfer.band_checked("a10") == ("band -8.6%..+8.9% from Ampere checks on the A100 only (Lambda, a proxy "
-                                            "workload)")
+    assert transfer.band_checked("a10") == ("band -8.6%..+78.0% from Ampere checks on the A100 (Lambda, a proxy "
+                                            "workload) and the RTX A6000 (torchtune README)")
     # a predicted time on an H100 PCIe stands for T / 1.096 .. T / 0.914
     assert transfer.band_range(100.0, key="h100-pcie") == pytest.approx((100 / 1.096, 100 / 0.914))
 

@@ -85,6 +85,20 @@ class AnchorPrediction:
         return self.published / self.published_src
 
     @property
+    def band_error(self) -> float | None:
+        """The error as the time model's band counts it: (the faster class's throughput / the slower's) as the model
+        has it, over the same ratio as published, - 1; positive where the model underrates the slower class. A time T
+        carried from the faster class then stands for T / (1 + e) (transfer.band_range). On an absolute figure the
+        run's own class counts as published at its measured throughput."""
+        if self.published is None:
+            return None
+        src_measured = self.tokens_per_step / self.src_step_s
+        pub_src = self.published_src if self.published_src is not None else src_measured
+        pred_ratio = self.ratio if self.published_src is not None else self.tokens_per_s / src_measured
+        pub_ratio = self.published / pub_src
+        return pred_ratio / pub_ratio - 1 if pub_ratio >= 1 else pub_ratio / pred_ratio - 1
+
+    @property
     def error(self) -> float | None:
         """predicted / published - 1 on the basis the anchor allows (module docstring)."""
         if self.published is None:

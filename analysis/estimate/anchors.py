@@ -125,13 +125,14 @@ def derive_band(checks: list[AnchorCheck]) -> tuple[float, float]:
 def derive_family_bands(checks: list[AnchorCheck], carried: list[AnchorPrediction],
                         band: tuple[float, float]) -> dict[str, tuple[float, float]]:
     """{family: (low, high)} over the published checks that involve a class of the family (CHECKS' pairs, CARRIED's
-    predictions that count), never narrower than BAND (the cross-GPU band); a family without a check is absent."""
+    predictions that count: a ratio involves both classes, an absolute figure only the class predicted, the run's own
+    class being measured), never narrower than BAND (the cross-GPU band); a family without a check is absent."""
     errors: dict[str, list[float]] = {}
     for c in checks:
         for key in {c.fast_hw, c.slow_hw}:
             errors.setdefault(transfer.family(key), []).append(c.error)
     for p in carried:
         if p.counts:
-            for key in {p.src, p.dst}:
-                errors.setdefault(transfer.family(key), []).append(float(p.error or 0.0))
+            for key in ({p.src, p.dst} if p.basis == "ratio" else {p.dst}):
+                errors.setdefault(transfer.family(key), []).append(float(p.band_error or 0.0))
     return {fam: (min([band[0], *errs]), max([band[1], *errs])) for fam, errs in sorted(errors.items())}

@@ -24,9 +24,10 @@ On import
                      layers); evaluation runs eager. The inductor cache is kept in SWIFTBENCH_COMPILE_CACHE (default
                      ~/.cache/swiftbench/inductor), so a later run on the same host loads the compiled code.
                      Before compiling it loads the compiled code of an earlier run (torch.compiler's cache artifacts):
-                     SWIFTBENCH_COMPILE_ARTIFACTS (a file; `none` for none), else the file shipped beside this plugin for this GPU
-                     architecture and torch/Triton (compile_cache/<sm..>-torch<..>-triton<..>.bin, or .bin.gz). A run that
-                     compiled writes its artifacts to the inductor cache's artifacts/ folder (that file name).
+                     SWIFTBENCH_COMPILE_ARTIFACTS (a file; `none` for none), else the file shipped beside this plugin
+                     for this GPU architecture and torch/Triton (compile_cache/<sm..>-torch<..>-triton<..>.bin, or
+                     .bin.gz). A run that compiled writes its artifacts to the inductor cache's artifacts/ folder (that
+                     file name).
     compile_dynamic  compile_layers with the row length symbolic: one graph for every length, so rows need no padding
                      (no pad_buckets); evaluation runs eager, as with compile_layers. A training row shorter than
                      MIN_DYNAMIC_ROW tokens (an epoch's last batch of one or two samples) is padded up to it, as

@@ -61,8 +61,9 @@ class ClassRow:
 @dataclass(frozen=True)
 class RecipeRow:
     """One matrix recipe's full epochs on one host (analysis.judge.answer.recommend.HostEpochs): the first one (cold
-    caches, the one that ranks), the median train_runtime with its range and count, start-up, steady throughput, peak, eval loss and the host's seed epoch with
-    the ratio. HOST_LETTER names the host without its id (A: the host with the highest ratio)."""
+    caches, the one that ranks), the median train_runtime with its range and count, start-up, steady throughput, peak,
+    eval loss and the host's seed epoch with the ratio. HOST_LETTER names the host without its id (A: the host with
+    the highest ratio)."""
 
     experiment: str = col("recipe", mark=("recommended", "★"))
     hw: str = hidden("GPU class")
