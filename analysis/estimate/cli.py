@@ -417,9 +417,10 @@ def _print_carried(carried) -> None:
           "their kind from the run's own class, host time kept, tokens per step unchanged; checked on the ratio to "
           "the run's class where the anchor publishes that class, else on tokens/s. 'needs': the share of the GPU's "
           "dense bf16 peak the published figure takes at the run's FLOPs per token (above 100 %: not this workload, "
-          "no check)")
+          "no check); 'band err': the error as the band counts it (the faster class's throughput over the slower's, "
+          "model against published)")
     print(f"{'run':58} {'GPU':10} {'model tok/s':>11} {'published':>9} {'needs':>6} {'model ratio':>11} "
-          f"{'published':>9} {'error':>7}  basis")
+          f"{'published':>9} {'error':>7} {'band err':>8}  basis")
     for c in carried:
         if c.missing:
             print(f"{c.run:58} {c.missing}")
@@ -428,12 +429,14 @@ def _print_carried(carried) -> None:
             pub = f"{p.published:9.0f}" if p.published is not None else f"{'-':>9}"
             pub_ratio = f"{p.published_ratio:9.3f}" if p.published_ratio is not None else f"{'-':>9}"
             err = f"{p.error:+7.1%}" if p.error is not None else f"{'-':>7}"
+            band_err = f"{p.band_error:+8.1%}" if p.band_error is not None else f"{'-':>8}"
             basis = {"ratio": f"ratio to {p.src}", "absolute": "tokens/s", None: "no figure"}[p.basis]
             if not p.feasible:
                 basis = (f"NOT A CHECK: the figure needs {p.published_use:.0%} of the card's dense bf16 peak at "
                          f"{(p.flops_per_token or 0) / 1e9:.1f} GFLOPs/token (another configuration ran)")
             needs = f"{p.published_use:6.0%}" if p.published_use is not None else f"{'-':>6}"
-            print(f"{p.run:58} {p.dst:10} {p.tokens_per_s:11.0f} {pub} {needs} {p.ratio:11.3f} {pub_ratio} {err}  "
+            print(f"{p.run:58} {p.dst:10} {p.tokens_per_s:11.0f} {pub} {needs} {p.ratio:11.3f} {pub_ratio} {err} "
+                  f"{band_err}  "
                   f"{basis}" + (f"; {p.note}" if p.note else ""))
 
 
