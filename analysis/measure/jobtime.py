@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from analysis.measure.steps import epoch_steps, step_time
+from analysis.measure.steps import epoch_steps, steady_steps, step_time
 from analysis.parse.record import RunRecord
+from experiments.base.runfolder import Gpm
 
 
 def _num(value) -> float | None:
@@ -104,3 +105,34 @@ def job_speedup(base: RunRecord, test: RunRecord) -> float | None:
     if not (b.full_epoch and t.full_epoch):
         return None
     return epoch_ratio(b.train_runtime_s, t.train_runtime_s)
+
+
+@dataclass(frozen=True)
+class EpochParts:
+    """Where a run's train_runtime went, by the launcher's per-step walls (gpm.jsonl, each optimizer step's wall from
+    the end of the step before): step 1 (a compiled run's compile), step 2, the steady steps (steady_steps: between
+    logged intervals that hold no evaluation or save), the other steps (warm-up, and the steps holding an evaluation
+    or a save), and what lies outside every step (train_runtime less their sum: the final evaluation and save, the
+    end of training; None without a train_runtime)."""
+
+    first_s: float
+    second_s: float | None
+    steady_s: float
+    steady_n: int
+    other_s: float
+    other_n: int
+    outside_s: float | None
+    runtime_s: float | None  # job_time(rec).train_runtime_s, the one producer's
+
+
+def epoch_parts(rec: RunRecord) -> EpochParts | None:
+    """The run's EpochParts; None without per-step walls (no gpm.jsonl: a GPU without GPM, or a CPU run)."""
+    walls = {s: float(r[Gpm.WALL_S]) for s, r in (rec.gpm_by_step or {}).items() if r.get(Gpm.WALL_S) is not None}
+    if 1 not in walls:
+        return None
+    steady = set(steady_steps(rec)) - {1, 2}
+    other = [s for s in walls if s not in steady and s > 2]
+    runtime = job_time(rec).train_runtime_s
+    return EpochParts(walls[1], walls.get(2), sum(walls[s] for s in steady if s in walls),
+                      sum(1 for s in steady if s in walls), sum(walls[s] for s in other), len(other),
+                      runtime - sum(walls.values()) if runtime is not None else None, runtime)

@@ -4,7 +4,9 @@ Per run with a profile.json (the launcher's --profile-steps): the GPU's share of
 (analysis.measure.profile.step_share), the kernels with the most GPU time, and, for runs profiled with
 --profile-host-stacks, where the host time went (host_breakdown): each thread's busy share, the main thread's library
 frames and packages, CPU time by OS thread, and Python's garbage collections. Runs without a profile are listed as
-such. Every figure is a mean or median over the measured profiled steps (warm-up windows left out).
+such, with their steady steps' GPU share from GPM where they have gpm.jsonl. Every figure is a mean or median over
+the measured profiled steps (warm-up windows left out). Every run with the launcher's per-step walls also says where
+its train_runtime went (analysis.measure.jobtime.epoch_parts; text only, not in --json).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from analysis.estimate.transfer import gemm_floor_ms
+from analysis.measure.jobtime import epoch_parts
 from analysis.measure.profile import (
     GcOnly,
     GpuOp,
@@ -159,6 +162,25 @@ def run(args) -> int:
     for rec, p in profiles:
         if p is None:
             console.print(f"{relative(rec.path) if rec.path else rec}: no profiled step")
+            g = steady_share(rec)
+            if g.gpm_steps:
+                console.print(f"  steady steps (GPM counters, {g.gpm_steps} steps, means): GPU busy "
+                              f"{_ms(g.gpm_busy_ms)}, host {_ms(g.gpm_host_ms)} ms ({_pct(g.gpm_busy_frac)} busy, "
+                              f"{g.gpm_bound or '-'}-bound)")
         else:
             _print(console, p)
+        _print_parts(console, rec)
     return done
+
+
+def _print_parts(console, rec: RunRecord) -> None:
+    """Where train_runtime went, by the launcher's per-step walls (jobtime.epoch_parts), where the run has them."""
+    e = epoch_parts(rec)
+    if e is None:
+        return
+    second = "-" if e.second_s is None else f"{e.second_s:,.1f}"
+    outside = "-" if e.outside_s is None else f"{e.outside_s:,.1f}"
+    runtime = "-" if e.runtime_s is None else f"{e.runtime_s:,.1f}"
+    console.print(f"  train_runtime {runtime} s by the per-step walls: step 1 {e.first_s:,.1f} s, step 2 {second} s, "
+                  f"{e.steady_n} steady steps {e.steady_s:,.1f} s, {e.other_n} other steps (warm-up, evaluation, "
+                  f"save) {e.other_s:,.1f} s, outside the steps {outside} s")
