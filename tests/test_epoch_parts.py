@@ -23,7 +23,7 @@ def test_the_cold_runs_epoch_parts_by_hand():
     123.1561 s train_runtime lie outside the steps; 75 steady steps (11-90 less 51-55, the logged interval holding the
     evaluation and save at step 50), the other 17 (3-10, 51-55 and 91-94) the rest."""
     rec = read_run(COLD)
-    walls = {json.loads(line)["step"]: json.loads(line)["wall_s"] for line in (COLD / "gpm.jsonl").open()}
+    walls = {r["step"]: r["wall_s"] for r in map(json.loads, (COLD / "gpm.jsonl").open())}
     parts = jobtime.epoch_parts(rec)
     assert parts is not None
     assert (parts.first_s, parts.second_s) == (91.250762, 5.181168)

@@ -130,9 +130,9 @@ def epoch_parts(rec: RunRecord) -> EpochParts | None:
     walls = {s: float(r[Gpm.WALL_S]) for s, r in (rec.gpm_by_step or {}).items() if r.get(Gpm.WALL_S) is not None}
     if 1 not in walls:
         return None
-    steady = set(steady_steps(rec)) - {1, 2}
+    steady = set(steady_steps(rec)) & walls.keys() - {1, 2}
     other = [s for s in walls if s not in steady and s > 2]
     runtime = job_time(rec).train_runtime_s
-    return EpochParts(walls[1], walls.get(2), sum(walls[s] for s in steady if s in walls),
-                      sum(1 for s in steady if s in walls), sum(walls[s] for s in other), len(other),
+    return EpochParts(walls[1], walls.get(2), sum(walls[s] for s in steady), len(steady),
+                      sum(walls[s] for s in other), len(other),
                       runtime - sum(walls.values()) if runtime is not None else None, runtime)

@@ -97,6 +97,11 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x:,.1f}"
 
 
+def _gpm_split(g: SteadyShare) -> str:
+    return (f"(GPM counters, {g.gpm_steps} steps, means): GPU busy {_ms(g.gpm_busy_ms)}, host {_ms(g.gpm_host_ms)} "
+            f"ms ({_pct(g.gpm_busy_frac)} busy, {g.gpm_bound or '-'}-bound)")
+
+
 def _print(console, p: ProfileSummary) -> None:
     from rich.table import Table
 
@@ -108,9 +113,7 @@ def _print(console, p: ProfileSummary) -> None:
     console.print(f"[bold]{p.path}[/bold]\n  {head}")
     g = p.steady
     if g.gpm_steps:
-        console.print(f"  steady steps, unprofiled (GPM counters, {g.gpm_steps} steps, means): GPU busy "
-                      f"{_ms(g.gpm_busy_ms)}, host {_ms(g.gpm_host_ms)} ms ({_pct(g.gpm_busy_frac)} busy, "
-                      f"{g.gpm_bound or '-'}-bound); GPM / profiler busy over the profiled steps "
+        console.print(f"  steady steps, unprofiled {_gpm_split(g)}; GPM / profiler busy over the profiled steps "
                       f"{'-' if g.gpm_over_profiler is None else format(g.gpm_over_profiler, '.2f')}")
     if p.gemm_floor_ms and p.steady_step_ms:
         console.print(f"  GEMM floor (the frozen linears' forward and input-grad GEMMs alone, measured on this GPU "
@@ -164,9 +167,7 @@ def run(args) -> int:
             console.print(f"{relative(rec.path) if rec.path else rec}: no profiled step")
             g = steady_share(rec)
             if g.gpm_steps:
-                console.print(f"  steady steps (GPM counters, {g.gpm_steps} steps, means): GPU busy "
-                              f"{_ms(g.gpm_busy_ms)}, host {_ms(g.gpm_host_ms)} ms ({_pct(g.gpm_busy_frac)} busy, "
-                              f"{g.gpm_bound or '-'}-bound)")
+                console.print(f"  steady steps {_gpm_split(g)}")
         else:
             _print(console, p)
         _print_parts(console, rec)

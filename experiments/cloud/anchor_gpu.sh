@@ -19,8 +19,9 @@
 # torchdata 0.11.0, omegaconf 2.4.0, datasets 4.8.4, dill 0.4.1, multiprocess 0.70.19) and data/ (alpaca-gpt4-en.json
 # and the stand-in tokenizer.model, experiments/anchors/standin.py). The wheels go to ANCHOR_SITE (default
 # /tmp/anchor-site), never into the image's Python nor into /tmp/site, where gpu_common.sh installs ms-swift's wheels
-# on the same machine (torchao 0.13.0 there broke the next swift run of the call: "only versions above 0.16.0"). Run folder: run.json, config.yaml, steps.jsonl, profile.json, nvml.csv (tt_run.py), env.json,
-# nvidia-smi.txt, console.log (here).
+# on the same machine (torchao 0.13.0 there broke the next swift run of the call: "only versions above 0.16.0").
+# Run folder: run.json, config.yaml, steps.jsonl, profile.json, nvml.csv (tt_run.py), env.json, nvidia-smi.txt,
+# console.log (here).
 set -u
 OUT=${OUT:-/tmp/anchor-out}
 WORKLOADS=${1:-milabench-llm-lora-single}

@@ -15,7 +15,8 @@
 # shipped: the inductor and Triton caches emptied, the file moved into this tree's experiments/recipes/compile_cache/
 # (SHIPPED_DIR), where the plugin looks for its build's file as a user's installed copy does (a repeat too; skipped
 # where no run saved one; later runs of the call load it too); NAME% (last) a profiled run (run-all --profile: two
-# steps under torch.profiler for `swiftbench profile`; its epoch is not a timed one), e.g. gpu-bound@20%. DETACH `-`: none. Runs write to RESULTS (default
+# steps under torch.profiler for `swiftbench profile`; its epoch is not a timed one), e.g. gpu-bound@20%.
+# DETACH `-`: none. Runs write to RESULTS (default
 # /tmp/swiftbench-results/results: a warm machine keeps it across calls, the next call's copy of the tree would not);
 # every call packs what exists. An experiment that already has a complete run there is skipped by the runner.
 # Needs: ./wheelhouse (make wheelhouse, or wheelhouse-lite renamed) and the data folder (default .data) carried.
@@ -44,7 +45,7 @@ run_cmd() {  # the run-all command line of item $1 (claims:NAME, NAME, NAME@STEP
 }
 
 SHIPPED_DIR=${SHIPPED_DIR:-$(dirname "$0")/../recipes/compile_cache}  # swift_plugin.py's SHIPPED_CACHE in this tree
-as_fresh_host() {  # the compiled code of the last run that saved one, shipped: caches emptied, the file beside the plugin
+as_fresh_host() {  # the last saved compiled code, shipped: caches emptied, the file beside the plugin
   local saved shipped
   saved=$(ls -t "$COMPILE_CACHE"/artifacts/*.bin 2>/dev/null | head -n 1)
   [ -n "$saved" ] || return 1

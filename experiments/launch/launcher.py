@@ -374,7 +374,7 @@ def compile_cache_state(swift_args: list[str]) -> dict | None:
     from experiments.recipes import swift_plugin
 
     folder = swift_plugin.inductor_cache_dir()
-    files = sum(1 for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+    files = swift_plugin.cache_file_count(folder)
     artifacts = swift_plugin.artifacts_to_load(torch)
     return {CompileCache.DIR: str(folder), CompileCache.FILES_BEFORE: files, CompileCache.WARM: files > 0,
             CompileCache.ARTIFACTS: str(artifacts) if artifacts else None,

@@ -123,6 +123,11 @@ def inductor_cache_dir() -> Path:
     return default_cache_dir()
 
 
+def cache_file_count(folder: Path) -> int:
+    """The files in an inductor cache folder (0 where it does not exist): 0 is a cold run, more a warm one."""
+    return sum(1 for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+
+
 def artifacts_name(torch) -> str:
     """The artifacts file of this GPU architecture and torch/Triton build: compiled code loads only where all three
     match (a mismatched file is harmless, its entries are never hit, but it is not loaded)."""
@@ -347,7 +352,7 @@ class CompileLayers(_Callback):
         self.compiled = 0
         self.gc_clock = GcClock()
         self.torch = torch
-        files = sum(1 for p in cache.rglob("*") if p.is_file())
+        files = cache_file_count(cache)
         _log(f"{self.name}: inductor cache {cache} ({files} files before this run)")
         self._load_artifacts()
         evaluate = trainer.evaluate
