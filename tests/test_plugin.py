@@ -194,7 +194,7 @@ def test_no_host_sync_skips_a_non_finite_step_on_the_device_and_takes_a_finite_o
     opt = torch.optim.AdamW([p], lr=0.1, fused=True)
     norms = iter([torch.tensor(float("nan")), torch.tensor(2.0)])
     trainer = SimpleNamespace(_fix_grad_norm_nan=None, _clip_grad_norm=lambda model: next(norms),
-                              optimizer=SimpleNamespace(optimizer=opt))
+                              optimizer=SimpleNamespace(optimizer=opt), get_train_dataloader=list)
     with pytest.raises(ValueError, match="adamw_torch_fused"):
         plugin.make_callbacks()["no_host_sync"](SimpleNamespace(optim="adamw_torch"), trainer)
     from transformers.training_args import OptimizerNames
@@ -270,7 +270,8 @@ def test_no_host_sync_drops_training_token_accuracy_only_and_names_the_waits_it_
     calls = []
     model = SimpleNamespace(training=True)
     trainer = SimpleNamespace(_fix_grad_norm_nan=None, _clip_grad_norm=lambda m: torch.tensor(1.0),
-                              optimizer=None, model=model, _compute_acc=lambda *a, **k: calls.append(a))
+                              optimizer=None, model=model, _compute_acc=lambda *a, **k: calls.append(a),
+                              get_train_dataloader=list)
     args = SimpleNamespace(optim=OptimizerNames.ADAMW_TORCH_FUSED, use_logits_to_keep=None, use_liger_kernel=True,
                            liger_kernel_config={"fused_linear_cross_entropy": True})
     plugin.make_callbacks()["no_host_sync"](args, trainer)
@@ -284,6 +285,29 @@ def test_no_host_sync_drops_training_token_accuracy_only_and_names_the_waits_it_
     assert plugin.remaining_syncs(SimpleNamespace(use_logits_to_keep=False, use_liger_kernel=False)) == []
     assert plugin.remaining_syncs(SimpleNamespace(use_logits_to_keep=False, use_liger_kernel=True,
                                                   liger_kernel_config={"fused_linear_cross_entropy": False})) == []
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+def test_no_host_sync_copies_pinned_training_batches_without_a_wait(pinned):
+    """ms-swift builds accelerate's DataLoaderShard itself, with blocking copies (a wait for the step before, every
+    step); no_host_sync makes the training loader's copies non-blocking where its batches are pinned, and only
+    there (a non-blocking copy from pageable memory gains nothing). The batches are the same."""
+    from accelerate.data_loader import DataLoaderShard
+
+    plugin = _plugin()
+    made = []
+
+    def get_train_dataloader():
+        loader = DataLoaderShard(list(range(8)), device=None, batch_size=4)
+        loader.pin_memory = pinned  # a CPU-only torch turns pinning off; a GPU host keeps it (ms-swift's default)
+        made.append(loader)
+        return loader
+
+    trainer = SimpleNamespace(get_train_dataloader=get_train_dataloader)
+    plugin.nonblocking_train_loader(trainer)
+    loader = trainer.get_train_dataloader()
+    assert loader is made[0] and loader._non_blocking is pinned
+    assert [b.tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7]]
 
 
 @pytest.mark.parametrize(("text", "want"), [("20-21", range(20, 22)), ("7", range(7, 8)), (" 3-3 ", range(3, 4))])

@@ -44,8 +44,11 @@ On import
                      update through the fused optimizer's found_inf (needs --optim adamw_torch_fused). Two more waits
                      go: transformers' check whether a row holds one sequence or several (.all() on the GPU; the
                      packed-row mask is used either way, the same mask for one sequence) and ms-swift's training
-                     token accuracy (argmax copied to the host every step; evaluation still reports it). It says which
-                     waits it cannot remove: --use_logits_to_keep (a boolean index of the labels every step) and
+                     token accuracy (argmax copied to the host every step; evaluation still reports it). And the
+                     training batch is copied to the GPU without waiting (ms-swift builds accelerate's loader with
+                     blocking copies whatever --accelerator_config says: a blocking copy waits for the GPU to finish the
+                     step before, every step; the batch is in pinned memory, so the copy is a true async one). It says
+                     which waits it cannot remove: --use_logits_to_keep (a boolean index of the labels every step) and
                      Liger's fused linear cross-entropy (.item() on the label count).
     sync_debug       Prints the Python stack of each distinct call that makes the host wait for the GPU in the
                      optimizer steps SWIFTBENCH_SYNC_DEBUG names (e.g. 20-21; torch.cuda.set_sync_debug_mode).
@@ -243,6 +246,20 @@ def wrap_train_collator(trainer, wrap) -> None:
             return get_train_dataloader(*a, **kw)
         finally:
             trainer.data_collator = collator
+
+    trainer.get_train_dataloader = train_loader
+
+
+def nonblocking_train_loader(trainer) -> None:
+    """The training loader's host-to-GPU batch copies made non-blocking where its batches are pinned (accelerate's
+    DataLoaderShard `_non_blocking`; ms-swift builds it without passing the accelerator's setting)."""
+    get_train_dataloader = trainer.get_train_dataloader
+
+    def train_loader(*a, **kw):
+        loader = get_train_dataloader(*a, **kw)
+        if hasattr(loader, "_non_blocking") and getattr(loader, "pin_memory", False):
+            loader._non_blocking = True
+        return loader
 
     trainer.get_train_dataloader = train_loader
 
@@ -511,8 +528,10 @@ class NoHostSync(_Callback):
                 return None
 
             trainer._compute_acc = _compute_acc
+        nonblocking_train_loader(trainer)
         _log("no_host_sync: non-finite gradient norms skip the update on the GPU (fused optimizer's found_inf); "
-             "packed rows masked without a host test; no training token accuracy")
+             "packed rows masked without a host test; no training token accuracy; training batches copied to the GPU "
+             "without a wait (pinned)")
         for why in remaining_syncs(args):
             _log(f"no_host_sync: still waits every step: {why}")
 
