@@ -288,17 +288,30 @@ def test_no_host_sync_drops_training_token_accuracy_only_and_names_the_waits_it_
 
 
 @pytest.mark.parametrize("pinned", [True, False])
-def test_no_host_sync_copies_pinned_training_batches_without_a_wait(pinned):
-    """ms-swift builds accelerate's DataLoaderShard itself, with blocking copies (a wait for the step before, every
-    step); no_host_sync makes the training loader's copies non-blocking where its batches are pinned, and only
-    there (a non-blocking copy from pageable memory gains nothing). The batches are the same."""
-    from accelerate.data_loader import DataLoaderShard
+@pytest.mark.parametrize("kind", ["swift", "accelerate"])
+def test_no_host_sync_copies_pinned_training_batches_without_a_wait(monkeypatch, pinned, kind):
+    """ms-swift 4.6.0 trains from its own DataLoaderShard, whose copies to the GPU block (a wait for the step before,
+    every step: sync_debug's stacks of call 2 of 2026-12-07 in results/calls); no_host_sync makes the training
+    loader's copies non-blocking where its batches are pinned, and only there. The batches are the same."""
+    import torch
+    from swift import utils as swift_utils
 
     plugin = _plugin()
-    made = []
+    if kind == "swift":
+        from swift.dataloader.shard import DataLoaderShard
+    else:
+        from accelerate.data_loader import DataLoaderShard
+    made, copies = [], []
+    to_device = swift_utils.to_device
+
+    def spy(data, device, non_blocking=False):
+        copies.append(non_blocking)
+        return to_device(data, device, non_blocking)
+
+    monkeypatch.setattr(swift_utils, "to_device", spy)
 
     def get_train_dataloader():
-        loader = DataLoaderShard(list(range(8)), device=None, batch_size=4)
+        loader = DataLoaderShard(list(range(8)), device=torch.device("cpu"), batch_size=4)
         loader.pin_memory = pinned  # a CPU-only torch turns pinning off; a GPU host keeps it (ms-swift's default)
         made.append(loader)
         return loader
@@ -306,8 +319,12 @@ def test_no_host_sync_copies_pinned_training_batches_without_a_wait(pinned):
     trainer = SimpleNamespace(get_train_dataloader=get_train_dataloader)
     plugin.nonblocking_train_loader(trainer)
     loader = trainer.get_train_dataloader()
-    assert loader is made[0] and loader._non_blocking is pinned
+    assert loader is made[0] and isinstance(loader, DataLoaderShard) and len(loader) == 2
     assert [b.tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    if kind == "accelerate":
+        assert loader._non_blocking is pinned
+    else:
+        assert copies == ([True, True] if pinned else [])  # the unpatched class copies with swift's own import
 
 
 @pytest.mark.parametrize(("text", "want"), [("20-21", range(20, 22)), ("7", range(7, 8)), (" 3-3 ", range(3, 4))])
@@ -550,3 +567,33 @@ def test_gc_clock_sees_a_real_collection():
     finally:
         clock.stop()
     assert clock.count[2] >= 1 and clock.seconds[2] > 0 and clock not in gc.callbacks
+
+
+def test_step1_stacks_counts_each_function_once_per_sample_by_hand():
+    """Three samples of the main thread: two inside load_by_key_path (one of them in a subprocess wait below it), one
+    in the trainer alone; a recursive frame counts once per sample. Shares are of the rounds: load 2/3, wait 1/3."""
+    from types import SimpleNamespace as NS
+
+    plugin = _plugin()
+
+    def stack(*names):
+        frame = None
+        for name in names:  # outermost first
+            file, func = name.split(":")
+            frame = NS(f_code=NS(co_filename=f"/x/{file}", co_name=func), f_back=frame)
+        return frame
+
+    st = plugin.Step1Stacks(top=3)
+    train = "trainer.py:train"
+    st.sample({1: stack(train, "codecache.py:load_by_key_path", "codecache.py:load_by_key_path")}, {1: "main"})
+    st.sample({1: stack(train, "codecache.py:load_by_key_path", "subprocess.py:wait")}, {1: "main"})
+    st.sample({1: stack(train), 2: stack("threading.py:wait")}, {1: "main", 2: "pool"})
+    lines = st.report(0.03)
+    assert lines[0] == "3 samples over 0.0 s (every 10 ms asked)"
+    assert lines[1] == ("thread main (100% of the rounds; 1 functions on every sample left out): "
+                        "x/codecache.py:load_by_key_path 67%; x/subprocess.py:wait 33%")
+    assert lines[2].startswith("thread main: innermost x/codecache.py:load_by_key_path 33%;")
+    assert len(lines) == 3  # the pool thread waited in one stack all along: left out
+    st.sample({3: stack("threading.py:wait"), 4: stack("a.py:f", "b.py:g")}, {3: "pool", 4: "pool"})
+    st.sample({4: stack("a.py:f")}, {4: "pool"})  # a second thread of the same name: told apart by its id
+    assert [x.split(" (")[0] for x in st.report(0.05) if "innermost" not in x][1:] == ["thread main", "thread pool 0x4"]

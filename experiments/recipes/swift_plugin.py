@@ -27,7 +27,8 @@ On import
                      SWIFTBENCH_COMPILE_ARTIFACTS (a file; `none` for none), else the file shipped beside this plugin
                      for this GPU architecture and torch/Triton (compile_cache/<sm..>-torch<..>-triton<..>.bin, or
                      .bin.gz). A run that compiled writes its artifacts to the inductor cache's artifacts/ folder (that
-                     file name).
+                     file name). With SWIFTBENCH_STEP1_STACKS=1 it prints where step 1's time went (every thread's
+                     stack sampled each 10 ms until step 1 ends).
     compile_dynamic  compile_layers with the row length symbolic: one graph for every length, so rows need no padding
                      (no pad_buckets); evaluation runs eager, as with compile_layers. A training row shorter than
                      MIN_DYNAMIC_ROW tokens (an epoch's last batch of one or two samples) is padded up to it, as
@@ -67,6 +68,7 @@ PAD_ENV = "SWIFTBENCH_PAD_MULTIPLE"
 LIGER_ENV = "SWIFTBENCH_LIGER_CONFIG"
 SYNC_ENV = "SWIFTBENCH_SYNC_DEBUG"
 ARTIFACTS_ENV = "SWIFTBENCH_COMPILE_ARTIFACTS"
+STEP1_ENV = "SWIFTBENCH_STEP1_STACKS"
 SHIPPED_CACHE = Path(__file__).with_name("compile_cache")  # compiled code shipped beside the plugin
 DEFAULT_PAD_MULTIPLE = 1024
 MIN_DYNAMIC_ROW = 256  # two of FlexAttention's 128-token blocks: no mask dimension of size 1
@@ -250,15 +252,38 @@ def wrap_train_collator(trainer, wrap) -> None:
     trainer.get_train_dataloader = train_loader
 
 
+_NONBLOCKING: dict[type, type] = {}
+
+
+def _nonblocking_shard(cls: type) -> type:
+    """ms-swift's DataLoaderShard (swift/dataloader/shard.py: each batch through swift.utils.to_device, blocking) as a
+    subclass whose batches go through the same function with non_blocking=True."""
+    if cls not in _NONBLOCKING:
+        def __iter__(self):
+            from swift.utils import to_device
+            from torch.utils.data import DataLoader
+
+            for item in DataLoader.__iter__(self):
+                yield to_device(item, self.device, non_blocking=True) if self.device else item
+
+        _NONBLOCKING[cls] = type(cls.__name__, (cls,), {"__iter__": __iter__, "__module__": __name__})
+    return _NONBLOCKING[cls]
+
+
 def nonblocking_train_loader(trainer) -> None:
-    """The training loader's host-to-GPU batch copies made non-blocking where its batches are pinned (accelerate's
-    DataLoaderShard `_non_blocking`; ms-swift builds it without passing the accelerator's setting)."""
+    """The training loader's host-to-GPU batch copies made non-blocking where its batches are pinned: ms-swift's own
+    DataLoaderShard (the loader of ms-swift 4.6.0's training) or accelerate's (`_non_blocking`, which ms-swift never
+    sets). A loader of any other kind is left as it is."""
     get_train_dataloader = trainer.get_train_dataloader
 
     def train_loader(*a, **kw):
         loader = get_train_dataloader(*a, **kw)
-        if hasattr(loader, "_non_blocking") and getattr(loader, "pin_memory", False):
+        if not getattr(loader, "pin_memory", False):
+            return loader
+        if hasattr(loader, "_non_blocking"):
             loader._non_blocking = True
+        elif type(loader).__module__ == "swift.dataloader.shard" and type(loader).__name__ == "DataLoaderShard":
+            loader.__class__ = _nonblocking_shard(type(loader))
         return loader
 
     trainer.get_train_dataloader = train_loader
@@ -348,6 +373,95 @@ class GcClock:
         return text
 
 
+class Step1Stacks:
+    """Where the first optimizer step's time goes in a compiled run (47-61 s with every FX graph a cache hit, 38 s of
+    it inside inductor's PyCodeCache.load_by_key_path by dynamo's own clock; results/calls/2026-12-07-call29): every
+    thread's Python stack sampled each INTERVAL_S from the start of training to the end of step 1, each function on a
+    stack counted once per sample (inclusive, so a wait in a subprocess shows under the code that started it)."""
+
+    def __init__(self, interval_s: float = 0.01, top: int = 25) -> None:
+        import threading
+
+        self.interval_s, self.top = interval_s, top
+        self.rounds = 0
+        self.inclusive: dict[int, dict[str, int]] = {}  # by thread id
+        self.leaf: dict[int, dict[str, int]] = {}
+        self.samples: dict[int, int] = {}
+        self.names: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="swiftbench-step1-stacks", daemon=True)
+        self.t0 = 0.0
+
+    @staticmethod
+    def _key(frame) -> str:
+        parts = Path(frame.f_code.co_filename).parts
+        return f"{'/'.join(parts[-2:])}:{frame.f_code.co_name}"
+
+    def sample(self, frames: dict, names: dict) -> None:
+        """One round: FRAMES (sys._current_frames()) by thread id, NAMES thread id -> name."""
+        import threading
+
+        self.rounds += 1
+        for tid, frame in frames.items():
+            if tid == threading.get_ident():
+                continue
+            self.names.setdefault(tid, names.get(tid, f"native {tid:#x}"))
+            inc = self.inclusive.setdefault(tid, {})
+            leaf = self.leaf.setdefault(tid, {})
+            self.samples[tid] = self.samples.get(tid, 0) + 1
+            key = self._key(frame)
+            leaf[key] = leaf.get(key, 0) + 1
+            seen = set()
+            f = frame
+            while f is not None:
+                key = self._key(f)
+                if key not in seen:
+                    seen.add(key)
+                    inc[key] = inc.get(key, 0) + 1
+                f = f.f_back
+
+    def _run(self) -> None:
+        import sys
+        import threading
+
+        while not self._stop.wait(self.interval_s):
+            names = {t.ident: ("main" if t is threading.main_thread() else t.name) for t in threading.enumerate()}
+            self.sample(sys._current_frames(), names)
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter()
+        self._thread.start()
+
+    def stop(self) -> list[str]:
+        """The report: per thread seen in at least a tenth of the rounds, its top functions by share of the rounds."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        return self.report(time.perf_counter() - self.t0)
+
+    def report(self, wall_s: float) -> list[str]:
+        """Per thread seen in a tenth of the rounds or more, and not in one stack all along: the functions on its stack
+        by share of the rounds, less those on it in every one of its samples (the thread's frame, the training loop),
+        and its innermost frames."""
+        rounds = max(self.rounds, 1)
+        out = [f"{self.rounds} samples over {wall_s:.1f} s (every {self.interval_s * 1000:.0f} ms asked)"]
+        for tid, inc in sorted(self.inclusive.items(), key=lambda kv: -self.samples[kv[0]]):
+            n = self.samples[tid]
+            if n < rounds / 10:
+                continue
+            name = self.names[tid] if list(self.names.values()).count(self.names[tid]) == 1 else f"{self.names[tid]} " \
+                f"{tid:#x}"
+            top = sorted(((k, c) for k, c in inc.items() if c < n), key=lambda kv: -kv[1])[:self.top]
+            if not top:  # one stack all along: a thread that waited the whole time
+                continue
+            always = sum(1 for c in inc.values() if c >= n)
+            out.append(f"thread {name} ({n / rounds:.0%} of the rounds; {always} functions on every sample left "
+                       "out): " + "; ".join(f"{k} {c / rounds:.0%}" for k, c in top))
+            leaves = sorted(self.leaf[tid].items(), key=lambda kv: -kv[1])[:8]
+            out.append(f"thread {name}: innermost " + "; ".join(f"{k} {c / rounds:.0%}" for k, c in leaves))
+        return out
+
+
 class CompileLayers(_Callback):
     dynamic = False  # static shapes: one graph per row length (pad_buckets keeps the lengths few)
 
@@ -368,6 +482,7 @@ class CompileLayers(_Callback):
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, RECOMPILE_LIMIT)
         self.compiled = 0
         self.gc_clock = GcClock()
+        self.step1: Step1Stacks | None = None
         self.torch = torch
         files = cache_file_count(cache)
         _log(f"{self.name}: inductor cache {cache} ({files} files before this run)")
@@ -428,6 +543,14 @@ class CompileLayers(_Callback):
 
     def on_step_end(self, args, state, control, **kwargs):
         self.gc_clock.at_step(state.global_step)
+        if state.global_step == 2 and self.compiled:
+            # the compile's ~845k objects live as long as the process: out of the collector's scans (each full
+            # collection over them took 0.45-0.6 s inside a training step, twice an epoch: call 29's runs)
+            gc.freeze()
+        if self.step1 is not None and state.global_step >= 1:
+            for line in self.step1.stop():
+                _log(f"{self.name}: step 1 stacks: {line}")
+            self.step1 = None
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         if self.compiled or model is None:
@@ -443,6 +566,9 @@ class CompileLayers(_Callback):
             layer.compile(dynamic=self.dynamic)
         self.compiled = len(layers)
         self.gc_clock.start()
+        if os.environ.get(STEP1_ENV, "").strip() not in ("", "0"):
+            self.step1 = Step1Stacks()
+            self.step1.start()
         kind = type(layers[0]).__name__ if layers else "-"
         shapes = "row length symbolic" if self.dynamic else "static shapes"
         first = "; the embedding output asks a gradient, so the first layer shares the graph" if same_input else ""
