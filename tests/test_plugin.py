@@ -291,7 +291,7 @@ def test_no_host_sync_drops_training_token_accuracy_only_and_names_the_waits_it_
 @pytest.mark.parametrize("kind", ["swift", "accelerate"])
 def test_no_host_sync_copies_pinned_training_batches_without_a_wait(monkeypatch, pinned, kind):
     """ms-swift 4.6.0 trains from its own DataLoaderShard, whose copies to the GPU block (a wait for the step before,
-    every step: sync_debug's stacks of call 2 of 2026-12-07 in results/calls); no_host_sync makes the training
+    every step: sync_debug's stacks, results/calls/2026-12-07-call29); no_host_sync makes the training
     loader's copies non-blocking where its batches are pinned, and only there. The batches are the same."""
     import torch
     from swift import utils as swift_utils

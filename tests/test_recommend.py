@@ -183,6 +183,20 @@ def test_without_a_recipe_in_band_it_says_so(tmp_path):
     assert row.experiment is None and row.command is None
 
 
+def test_the_answer_stays_on_the_class_where_recipes_count():
+    """Five H100 host rows whose eval loss cannot be judged (no H100 seed full epoch: the committed tree of
+    2026-12-07) against two H200 rows, one in the band: the answer is the H200's. Without any counting row, the class
+    with the most rows; the seed recipe's own row never makes a class count."""
+    from types import SimpleNamespace as NS
+
+    h100 = [NS(hw="h100", in_band=None, experiment="gpu-bound")] * 5
+    h200 = [NS(hw="h200", in_band=True, experiment="fast"), NS(hw="h200", in_band=False, experiment="best")]
+    assert recommend.default_class(h100 + h200) == "h200"
+    assert recommend.default_class(h100 + h200[1:]) == "h100"
+    assert recommend.default_class(h100 + [NS(hw="h200", in_band=True, experiment="seed")]) == "h100"
+    assert recommend.default_class([]) is None
+
+
 def test_cut_runs_are_no_job_time(tree):
     cut = collect(RESULTS / "h200" / "spread-s42")[0]
     jt = jobtime.job_time(cut)

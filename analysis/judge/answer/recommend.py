@@ -338,14 +338,22 @@ def order(rows: list[HostEpochs], seeds: dict[tuple[str, str], SeedEpoch], a: st
                         f"full epochs of {a} and {b} on one host (run-all --experiments {a},{b})")
 
 
+def default_class(rows: list[HostEpochs]) -> str | None:
+    """The class the answer is about: among the classes where a recipe's full epoch counts (eval loss in the seed
+    band), the one with the most host rows; where none counts, the one with the most rows. A class of full epochs
+    that cannot count yet (no seed eval loss on it) must not take the answer away from one where recipes count."""
+    score: dict[str, tuple[bool, int]] = {}
+    for r in rows:
+        counts, n = score.get(r.hw, (False, 0))
+        score[r.hw] = (counts or bool(r.in_band and r.experiment != SEED_EXPERIMENT), n + 1)
+    return max(score, key=lambda h: (*score[h], h)) if score else None
+
+
 def recommend(records: list[RunRecord], hw: str | None = None) -> Recommendation:
-    """The recommended recipe on HW (default: the class with the most full-epoch runs) and the orders it rests on."""
+    """The recommended recipe on HW (default: default_class) and the orders it rests on."""
     rows_all = host_epochs(records)
     if hw is None:
-        counts: dict[str, int] = {}
-        for r in rows_all:
-            counts[r.hw] = counts.get(r.hw, 0) + 1
-        hw = max(counts, key=lambda h: (counts[h], h)) if counts else None
+        hw = default_class(rows_all)
     rows = [r for r in rows_all if r.hw == hw]
     seeds = {k: v for k, v in seed_epochs(records).items() if k[0] == hw}
     counting = sorted({r.experiment for r in rows if r.in_band and r.experiment != SEED_EXPERIMENT})
