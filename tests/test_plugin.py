@@ -597,3 +597,37 @@ def test_step1_stacks_counts_each_function_once_per_sample_by_hand():
     st.sample({3: stack("threading.py:wait"), 4: stack("a.py:f", "b.py:g")}, {3: "pool", 4: "pool"})
     st.sample({4: stack("a.py:f")}, {4: "pool"})  # a second thread of the same name: told apart by its id
     assert [x.split(" (")[0] for x in st.report(0.05) if "innermost" not in x][1:] == ["thread main", "thread pool 0x4"]
+
+
+@pytest.mark.parametrize(("argv", "want"), [
+    (["swift", "sft", "--callbacks", "compile_dynamic", "no_host_sync"], True),
+    (["x", "--callbacks=compile_layers"], True),
+    (["x", "--callbacks", '["pad_buckets", "compile_layers"]'], True),
+    (["x", "--callbacks", "no_host_sync", "--output_dir", "compile_dynamic_out"], False),
+    (["x"], False),
+])
+def test_the_compile_workers_start_at_import_only_for_a_compiling_run(monkeypatch, argv, want):
+    """torch's own warm-up is called only for a command line naming a compiling callback, and not with
+    SWIFTBENCH_WARM_POOL=0; it says True only where a pool now exists that did not (a stand-in pool here: creating
+    inductor's real one needs Triton)."""
+    import functools
+
+    from torch._inductor import async_compile
+
+    plugin = _plugin()
+    calls = []
+
+    @functools.lru_cache(1)
+    def pool():
+        return "pool"
+
+    monkeypatch.setattr(async_compile.AsyncCompile, "process_pool", staticmethod(pool))
+    monkeypatch.setattr(async_compile, "maybe_warm_pool",
+                        lambda: calls.append(async_compile.AsyncCompile.process_pool()))
+    monkeypatch.delenv(plugin.WARM_ENV, raising=False)
+    assert plugin.compiles(argv) is want
+    monkeypatch.setenv(plugin.WARM_ENV, "0")
+    assert plugin.warm_compile_pool(argv) is False and calls == []
+    monkeypatch.delenv(plugin.WARM_ENV)
+    assert plugin.warm_compile_pool(argv) is want and len(calls) == int(want)
+    assert plugin.warm_compile_pool(argv) is False  # the pool exists: a second import starts nothing

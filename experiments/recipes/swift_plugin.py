@@ -28,7 +28,9 @@ On import
                      for this GPU architecture and torch/Triton (compile_cache/<sm..>-torch<..>-triton<..>.bin, or
                      .bin.gz). A run that compiled writes its artifacts to the inductor cache's artifacts/ folder (that
                      file name). With SWIFTBENCH_STEP1_STACKS=1 it prints where step 1's time went (every thread's
-                     stack sampled each 10 ms until step 1 ends).
+                     stack sampled each 10 ms until step 1 ends). Where the command line names it, importing the
+                     plugin starts inductor's compile workers (SWIFTBENCH_WARM_POOL=0: torch starts them at the
+                     first compile, in step 1).
     compile_dynamic  compile_layers with the row length symbolic: one graph for every length, so rows need no padding
                      (no pad_buckets); evaluation runs eager, as with compile_layers. A training row shorter than
                      MIN_DYNAMIC_ROW tokens (an epoch's last batch of one or two samples) is padded up to it, as
@@ -69,6 +71,8 @@ LIGER_ENV = "SWIFTBENCH_LIGER_CONFIG"
 SYNC_ENV = "SWIFTBENCH_SYNC_DEBUG"
 ARTIFACTS_ENV = "SWIFTBENCH_COMPILE_ARTIFACTS"
 STEP1_ENV = "SWIFTBENCH_STEP1_STACKS"
+WARM_ENV = "SWIFTBENCH_WARM_POOL"
+COMPILING = ("compile_layers", "compile_dynamic")
 SHIPPED_CACHE = Path(__file__).with_name("compile_cache")  # compiled code shipped beside the plugin
 DEFAULT_PAD_MULTIPLE = 1024
 MIN_DYNAMIC_ROW = 256  # two of FlexAttention's 128-token blocks: no mask dimension of size 1
@@ -755,6 +759,31 @@ CALLBACKS = ("sdpa_no_cudnn", "pad_buckets", "compile_layers", "compile_dynamic"
 NEEDS = "ms-swift 4.x (swift.arguments and swift.callbacks; measured with 4.6.0)"
 
 
+def compiles(argv: list[str]) -> bool:
+    """Does this command line name a compiling callback (`--callbacks compile_dynamic no_host_sync`, or a list in
+    one argument)?"""
+    import re
+
+    return any(tok in COMPILING for a in argv for tok in re.split(r"[\s,=\[\]\"']+", a))
+
+
+def warm_compile_pool(argv: list[str]) -> bool:
+    """Start inductor's compile workers now, at the plugin's import (before the model loads), where the run compiles:
+    torch starts them at the first compile, inside step 1, where a warm run spent 38 s loading its cached compiled
+    code (results/calls/2026-12-07-call29). SWIFTBENCH_WARM_POOL=0 leaves it to torch. True where this call started
+    them (torch skips it without Triton or with TORCH_WARM_POOL=0; a second import of the plugin finds them)."""
+    if os.environ.get(WARM_ENV, "1").strip() == "0" or not compiles(argv):
+        return False
+    try:
+        from torch._inductor import async_compile
+    except ImportError:
+        return False
+    pool = async_compile.AsyncCompile.process_pool
+    before = pool.cache_info().currsize if hasattr(pool, "cache_info") else 0
+    async_compile.maybe_warm_pool()
+    return bool(hasattr(pool, "cache_info") and pool.cache_info().currsize > before)
+
+
 def register() -> None:
     """Relax the padding-free check and add the callbacks to ms-swift's registry (--callbacks NAME). An older or
     partial ms-swift (swift.callbacks without swift.arguments, or no callbacks_map) stops the run with one line
@@ -772,6 +801,11 @@ def register() -> None:
     allow_sdpa_padding_free()
     for name, cls in make_callbacks().items():
         callbacks_map.setdefault(name, cls)
+    import sys
+
+    if warm_compile_pool(sys.argv):
+        _log("compile workers started at the plugin's import (before the model loads; SWIFTBENCH_WARM_POOL=0: at "
+             "the first compile)")
 
 
 try:
