@@ -576,11 +576,15 @@ def test_step1_stacks_counts_each_function_once_per_sample_by_hand():
 
     plugin = _plugin()
 
+    class Code:  # a code object's two fields (hashable, as code objects are)
+        def __init__(self, co_filename, co_name):
+            self.co_filename, self.co_name = co_filename, co_name
+
     def stack(*names):
         frame = None
         for name in names:  # outermost first
             file, func = name.split(":")
-            frame = NS(f_code=NS(co_filename=f"/x/{file}", co_name=func), f_back=frame)
+            frame = NS(f_code=Code(f"/x/{file}", func), f_back=frame)
         return frame
 
     st = plugin.Step1Stacks(top=3)
@@ -589,7 +593,7 @@ def test_step1_stacks_counts_each_function_once_per_sample_by_hand():
     st.sample({1: stack(train, "codecache.py:load_by_key_path", "subprocess.py:wait")}, {1: "main"})
     st.sample({1: stack(train), 2: stack("threading.py:wait")}, {1: "main", 2: "pool"})
     lines = st.report(0.03)
-    assert lines[0] == "3 samples over 0.0 s (every 10 ms asked)"
+    assert lines[0] == "3 samples over 0.0 s (every 20 ms asked)"
     assert lines[1] == ("thread main (100% of the rounds; 1 functions on every sample left out): "
                         "x/codecache.py:load_by_key_path 67%; x/subprocess.py:wait 33%")
     assert lines[2].startswith("thread main: innermost x/codecache.py:load_by_key_path 33%;")
@@ -604,6 +608,8 @@ def test_step1_stacks_counts_each_function_once_per_sample_by_hand():
     (["x", "--callbacks=compile_layers"], True),
     (["x", "--callbacks", '["pad_buckets", "compile_layers"]'], True),
     (["x", "--callbacks", "no_host_sync", "--output_dir", "compile_dynamic_out"], False),
+    (["x", "--output_dir", "compile_layers", "--callbacks", "no_host_sync"], False),  # another flag's value
+    (["x", "--callbacks", "no_host_sync", "compile_dynamic", "--lora_rank", "8"], True),
     (["x"], False),
 ])
 def test_the_compile_workers_start_at_import_only_for_a_compiling_run(monkeypatch, argv, want):
@@ -631,3 +637,66 @@ def test_the_compile_workers_start_at_import_only_for_a_compiling_run(monkeypatc
     monkeypatch.delenv(plugin.WARM_ENV)
     assert plugin.warm_compile_pool(argv) is want and len(calls) == int(want)
     assert plugin.warm_compile_pool(argv) is False  # the pool exists: a second import starts nothing
+
+
+def test_the_plugins_import_starts_the_workers_in_the_training_process_only(monkeypatch):
+    """register() (run at the plugin's import) asks torch to start the compile workers for a compiling command line;
+    a process multiprocessing started (a dataloader worker re-importing the plugin under spawn) does not."""
+    import functools
+    import multiprocessing
+    import sys
+
+    from torch._inductor import async_compile
+
+    plugin = _plugin()
+    calls = []
+
+    @functools.lru_cache(1)
+    def pool():
+        return "pool"
+
+    monkeypatch.setattr(async_compile.AsyncCompile, "process_pool", staticmethod(pool))
+    monkeypatch.setattr(async_compile, "maybe_warm_pool",
+                        lambda: calls.append(async_compile.AsyncCompile.process_pool()))
+    monkeypatch.delenv(plugin.WARM_ENV, raising=False)
+    argv = ["swift", "sft", "--callbacks", "compile_dynamic"]
+    monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    assert plugin.warm_compile_pool(argv) is False and calls == []
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: None)
+    plugin.register()
+    assert calls == ["pool"]
+
+
+def test_the_compile_s_objects_are_collected_then_frozen_once_after_step_2(tmp_path, monkeypatch):
+    """After step 2 the compiling callbacks collect (a garbage cycle of the compile is freed, not frozen) and freeze
+    the rest out of the collector's scans, once; a run resumed past step 2 freezes at its first step."""
+    import gc
+    import weakref
+
+    plugin = _plugin()
+    monkeypatch.setenv(plugin.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(plugin.ARTIFACTS_ENV, "none")
+    cb = plugin.make_callbacks()["compile_dynamic"](SimpleNamespace(), SimpleNamespace(evaluate=lambda *a, **k: {}))
+    cb.compiled = 28
+
+    class Node:
+        pass
+
+    gc.unfreeze()
+    gc.disable()  # no automatic collection but the callback's own
+    try:
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        dead = weakref.ref(a)
+        del a, b
+        cb.on_step_end(None, SimpleNamespace(global_step=1), None)
+        assert gc.get_freeze_count() == 0 and not cb.frozen and dead() is not None
+        cb.on_step_end(None, SimpleNamespace(global_step=3), None)  # resumed past step 2
+        assert dead() is None and gc.get_freeze_count() > 0 and cb.frozen
+        n = gc.get_freeze_count()
+        cb.on_step_end(None, SimpleNamespace(global_step=4), None)
+        assert gc.get_freeze_count() == n
+    finally:
+        gc.enable()
+        gc.unfreeze()

@@ -28,7 +28,7 @@ On import
                      for this GPU architecture and torch/Triton (compile_cache/<sm..>-torch<..>-triton<..>.bin, or
                      .bin.gz). A run that compiled writes its artifacts to the inductor cache's artifacts/ folder (that
                      file name). With SWIFTBENCH_STEP1_STACKS=1 it prints where step 1's time went (every thread's
-                     stack sampled each 10 ms until step 1 ends). Where the command line names it, importing the
+                     stack sampled each 20 ms until step 1 ends). Where the command line names it, importing the
                      plugin starts inductor's compile workers (SWIFTBENCH_WARM_POOL=0: torch starts them at the
                      first compile, in step 1).
     compile_dynamic  compile_layers with the row length symbolic: one graph for every length, so rows need no padding
@@ -383,10 +383,11 @@ class Step1Stacks:
     thread's Python stack sampled each INTERVAL_S from the start of training to the end of step 1, each function on a
     stack counted once per sample (inclusive, so a wait in a subprocess shows under the code that started it)."""
 
-    def __init__(self, interval_s: float = 0.01, top: int = 25) -> None:
+    def __init__(self, interval_s: float = 0.02, top: int = 25) -> None:
         import threading
 
         self.interval_s, self.top = interval_s, top
+        self._keys: dict = {}
         self.rounds = 0
         self.inclusive: dict[int, dict[str, int]] = {}  # by thread id
         self.leaf: dict[int, dict[str, int]] = {}
@@ -396,10 +397,14 @@ class Step1Stacks:
         self._thread = threading.Thread(target=self._run, name="swiftbench-step1-stacks", daemon=True)
         self.t0 = 0.0
 
-    @staticmethod
-    def _key(frame) -> str:
-        parts = Path(frame.f_code.co_filename).parts
-        return f"{'/'.join(parts[-2:])}:{frame.f_code.co_name}"
+    def _key(self, frame) -> str:
+        """FILE's last two parts:FUNCTION, made once per code object (a sample holds the GIL: keep it short)."""
+        code = frame.f_code
+        key = self._keys.get(code)
+        if key is None:
+            parts = Path(code.co_filename).parts
+            key = self._keys[code] = f"{'/'.join(parts[-2:])}:{code.co_name}"
+        return key
 
     def sample(self, frames: dict, names: dict) -> None:
         """One round: FRAMES (sys._current_frames()) by thread id, NAMES thread id -> name."""
@@ -487,6 +492,7 @@ class CompileLayers(_Callback):
         self.compiled = 0
         self.gc_clock = GcClock()
         self.step1: Step1Stacks | None = None
+        self.frozen = False
         self.torch = torch
         files = cache_file_count(cache)
         _log(f"{self.name}: inductor cache {cache} ({files} files before this run)")
@@ -525,6 +531,9 @@ class CompileLayers(_Callback):
 
     def on_train_end(self, args, state, control, **kwargs):
         """The compiled code of this run as one file (torch.compiler.save_cache_artifacts), for another host."""
+        if self.step1 is not None:  # training ended before step 1 did
+            self.step1.stop()
+            self.step1 = None
         if not self.compiled:
             return
         _log(f"{self.name}: compiled-code caches {self.cache_counts()}")
@@ -547,10 +556,13 @@ class CompileLayers(_Callback):
 
     def on_step_end(self, args, state, control, **kwargs):
         self.gc_clock.at_step(state.global_step)
-        if state.global_step == 2 and self.compiled:
+        if state.global_step >= 2 and self.compiled and not self.frozen:
             # the compile's ~845k objects live as long as the process: out of the collector's scans (each full
-            # collection over them took 0.45-0.6 s inside a training step, twice an epoch: call 29's runs)
+            # collection over them took 0.45-0.6 s inside a training step, twice an epoch: call 29's runs); collected
+            # first, so that no garbage cycle of the compile is frozen with them (frozen garbage is never freed)
+            gc.collect()
             gc.freeze()
+            self.frozen = True
         if self.step1 is not None and state.global_step >= 1:
             for line in self.step1.stop():
                 _log(f"{self.name}: step 1 stacks: {line}")
@@ -760,19 +772,34 @@ NEEDS = "ms-swift 4.x (swift.arguments and swift.callbacks; measured with 4.6.0)
 
 
 def compiles(argv: list[str]) -> bool:
-    """Does this command line name a compiling callback (`--callbacks compile_dynamic no_host_sync`, or a list in
-    one argument)?"""
+    """Does this command line's --callbacks name a compiling callback (`--callbacks compile_dynamic no_host_sync`,
+    `--callbacks=...`, or a list in one argument)? Other flags' values do not count."""
     import re
 
-    return any(tok in COMPILING for a in argv for tok in re.split(r"[\s,=\[\]\"']+", a))
+    values, inside = [], False
+    for a in argv:
+        if a.startswith("--"):
+            flag, eq, rest = a.partition("=")
+            inside = flag == "--callbacks"
+            if inside and eq:
+                values.append(rest)
+        elif inside:
+            values.append(a)
+    return any(tok in COMPILING for v in values for tok in re.split(r"[\s,\[\]\"']+", v))
 
 
 def warm_compile_pool(argv: list[str]) -> bool:
     """Start inductor's compile workers now, at the plugin's import (before the model loads), where the run compiles:
     torch starts them at the first compile, inside step 1, where a warm run spent 38 s loading its cached compiled
-    code (results/calls/2026-12-07-call29). SWIFTBENCH_WARM_POOL=0 leaves it to torch. True where this call started
-    them (torch skips it without Triton or with TORCH_WARM_POOL=0; a second import of the plugin finds them)."""
+    code (results/calls/2026-12-07-call29). SWIFTBENCH_WARM_POOL=0 leaves it to torch, as does a process that
+    multiprocessing started (a dataloader worker that re-imports the plugin, a spawned rank). True where this call
+    started them (torch skips it without Triton or with TORCH_WARM_POOL=0; a second import of the plugin finds them).
+    Torch closes idle workers after a while; a long model load may see them restarted at the first compile."""
+    import multiprocessing
+
     if os.environ.get(WARM_ENV, "1").strip() == "0" or not compiles(argv):
+        return False
+    if multiprocessing.parent_process() is not None:  # a dataloader worker re-importing the plugin (spawn), a rank
         return False
     try:
         from torch._inductor import async_compile
