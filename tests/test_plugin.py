@@ -610,6 +610,7 @@ def test_step1_stacks_counts_each_function_once_per_sample_by_hand():
     (["x", "--callbacks", "no_host_sync", "--output_dir", "compile_dynamic_out"], False),
     (["x", "--output_dir", "compile_layers", "--callbacks", "no_host_sync"], False),  # another flag's value
     (["x", "--callbacks", "no_host_sync", "compile_dynamic", "--lora_rank", "8"], True),
+    (["x", "--callbacks", "compile_dynamic", "--callbacks", "no_host_sync"], False),  # the last one wins
     (["x"], False),
 ])
 def test_the_compile_workers_start_at_import_only_for_a_compiling_run(monkeypatch, argv, want):

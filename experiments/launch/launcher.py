@@ -351,27 +351,14 @@ def install_patches(opts: argparse.Namespace, record: dict, callbacks: list) -> 
         record[Launch.PAD_TO] = opts.pad_to
 
 
-def swift_list_flag(swift_args: list[str], name: str) -> list[str]:
-    """The values of a list flag (--callbacks a b c) in a swift argument list (the last occurrence wins)."""
-    values: list[str] = []
-    for i, a in enumerate(swift_args):
-        if a == f"--{name}":
-            values = []
-            for v in swift_args[i + 1:]:
-                if v.startswith("--"):
-                    break
-                values.append(v)
-    return values
-
-
 def compile_cache_state(swift_args: list[str]) -> dict | None:
     """For a run with the plugin's compile_layers or compile_dynamic: its inductor cache folder and the files in it
     before the run (0: a cold run; more: a warm one), and the compiled-code file the plugin loads first, if any."""
-    if not {"compile_layers", "compile_dynamic"} & set(swift_list_flag(swift_args, "callbacks")):
+    from experiments.recipes import swift_plugin
+
+    if not swift_plugin.compiles(swift_args):
         return None
     import torch
-
-    from experiments.recipes import swift_plugin
 
     folder = swift_plugin.inductor_cache_dir()
     files = swift_plugin.cache_file_count(folder)

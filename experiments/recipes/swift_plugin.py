@@ -48,9 +48,10 @@ On import
                      go: transformers' check whether a row holds one sequence or several (.all() on the GPU; the
                      packed-row mask is used either way, the same mask for one sequence) and ms-swift's training
                      token accuracy (argmax copied to the host every step; evaluation still reports it). And the
-                     training batch is copied to the GPU without waiting (ms-swift builds accelerate's loader with
-                     blocking copies whatever --accelerator_config says: a blocking copy waits for the GPU to finish the
-                     step before, every step; the batch is in pinned memory, so the copy is a true async one). It says
+                     training batch is copied to the GPU without waiting (ms-swift 4.6.0 trains from its own
+                     DataLoaderShard, whose copies block whatever --accelerator_config says: a blocking copy waits for
+                     the GPU to finish the step before, every step; the batch is in pinned memory, so the copy is a
+                     true async one). It says
                      which waits it cannot remove: --use_logits_to_keep (a boolean index of the labels every step) and
                      Liger's fused linear cross-entropy (.item() on the label count).
     sync_debug       Prints the Python stack of each distinct call that makes the host wait for the GPU in the
@@ -773,7 +774,8 @@ NEEDS = "ms-swift 4.x (swift.arguments and swift.callbacks; measured with 4.6.0)
 
 def compiles(argv: list[str]) -> bool:
     """Does this command line's --callbacks name a compiling callback (`--callbacks compile_dynamic no_host_sync`,
-    `--callbacks=...`, or a list in one argument)? Other flags' values do not count."""
+    `--callbacks=...`, or a list in one argument; the last --callbacks wins, as in ms-swift's parser)? Other flags'
+    values do not count. The launcher asks the same of a run's arguments (compile_cache_state)."""
     import re
 
     values, inside = [], False
@@ -781,8 +783,8 @@ def compiles(argv: list[str]) -> bool:
         if a.startswith("--"):
             flag, eq, rest = a.partition("=")
             inside = flag == "--callbacks"
-            if inside and eq:
-                values.append(rest)
+            if inside:
+                values = [rest] if eq else []
         elif inside:
             values.append(a)
     return any(tok in COMPILING for v in values for tok in re.split(r"[\s,\[\]\"']+", v))
